@@ -1,0 +1,46 @@
+"""The exception tree.
+
+Every error toolwire raises on purpose derives from :class:`ToolwireError`, so a caller can
+catch one type at the edge. Parsers and readers raise only the errors documented here; anything
+else escaping them is a bug.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "FormatError",
+    "GGUFError",
+    "LimitError",
+    "ModelNotFoundError",
+    "TemplateError",
+    "TemplateSecurityError",
+    "ToolwireError",
+]
+
+
+class ToolwireError(Exception):
+    """Base of every error toolwire raises on purpose."""
+
+
+class LimitError(ToolwireError):
+    """An input went past a documented limit (size, depth, work)."""
+
+
+class TemplateError(ToolwireError):
+    """A chat template failed to compile or render (including its own ``raise_exception``)."""
+
+
+class TemplateSecurityError(TemplateError):
+    """A chat template tried something the sandbox forbids; nothing was run."""
+
+
+class GGUFError(ToolwireError):
+    """A GGUF file could not be read, or lacks what was asked of it."""
+
+
+class FormatError(ToolwireError):
+    """An unknown tool-call format name, or a format used where it cannot work."""
+
+
+class ModelNotFoundError(ToolwireError):
+    """A bundled model's packages are not installed, or their bytes fail the checksum."""
