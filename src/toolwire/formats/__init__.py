@@ -1,0 +1,1 @@
+"""Tool-call grammars, one module per model family."""

@@ -1,0 +1,79 @@
+"""Hermes: ``<tool_call>\\n{"name": NAME, "arguments": {...}}\\n</tool_call>``.
+
+Written by Qwen2.5, Qwen3, Hermes 2/3, Granite 4 and many fine-tunes of them. Only a JSON
+object with exactly ``name`` and ``arguments`` between the tags is a call; anything else
+there (Qwen-Coder's XML, doubled braces, a missing closing tag) is reply text.
+"""
+
+from __future__ import annotations
+
+from .base import Family
+from .jsoncall import JsonCall
+from .markerstream import DONE, OPEN, Body, MarkerStream, expect_literal
+
+__all__ = ["Hermes"]
+
+_OPEN_TAG = "<tool_call>"
+_CLOSE_TAG = "</tool_call>"
+_WS = " \t\r\n"
+_PRE, _OBJECT, _POST = range(3)
+
+
+class _HermesBody(Body):
+    def __init__(self, stream: MarkerStream) -> None:
+        super().__init__(stream)
+        self.state = _PRE
+        self.call = JsonCall(stream, args_key="arguments", allowed=frozenset({"name", "arguments"}))
+
+    def feed(self, s: str, i: int) -> int:
+        n = len(s)
+        while i < n:
+            if self.state == _OBJECT:
+                i = self.call.scanner.feed(s, i)
+                self._note_start()
+                if self.call.scanner.failed:
+                    return self.fail(i, "the call is not a JSON object")
+                if not self.call.scanner.done:
+                    return i
+                call, problem = self.call.finish()
+                self._note_start()
+                if call is None:
+                    return self.fail(i, problem)
+                self.calls.append((self.call.index, call))
+                self.state = _POST
+                continue
+            if s[i] in _WS:
+                i += 1
+                continue
+            if self.state == _PRE:
+                if s[i] != "{":
+                    return self.fail(i, "no JSON object after <tool_call>")
+                self.state = _OBJECT
+                continue
+            status, j = expect_literal(s, i, _CLOSE_TAG)
+            if status == OPEN:
+                return j
+            if status == DONE:
+                self.status = DONE
+                return j
+            return self.fail(j, "text after the call before </tool_call>")
+        return i
+
+    def _note_start(self) -> None:
+        if self.call.started and not self.started:
+            self.started.append((self.call.index, self.call.id))
+
+
+class HermesStream(MarkerStream):
+    marker = _OPEN_TAG
+
+    def new_body(self) -> Body:
+        return _HermesBody(self)
+
+
+class Hermes(Family):
+    name = "hermes"
+    label = "Hermes <tool_call> JSON (Qwen2.5, Qwen3, Hermes 2/3, Granite 4)"
+    markers = (_OPEN_TAG,)
+    stream_class = HermesStream
+

@@ -1,0 +1,214 @@
+"""Following one JSON object as it streams, without re-reading it.
+
+The scanner tracks just enough structure to know where the object ends, where the value of
+one key (the call's arguments) begins and ends, and what the ``name`` key says — so a
+stream can announce the call and pass its arguments on while the model is still writing
+them. It checks structure only; the finished object is then read by ``json`` once, strictly.
+Nesting deeper than the limit fails at once, before anything recursive sees it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+
+from .base import MAX_JSON_DEPTH
+
+__all__ = ["ObjectScanner"]
+
+_IN_STRING = re.compile(r'["\\]')
+_IN_VALUE = re.compile(r'["{}\[\]]')
+_WS = " \t\r\n"
+_PRIM_END = _WS + ",}"
+
+# states at the object's own level
+_BEGIN, _KEY_WAIT, _KEY, _COLON, _VAL_WAIT, _VAL, _PRIM, _AFTER, _DONE, _FAILED = range(10)
+
+
+class ObjectScanner:
+    """Scans one JSON object, fed as successive ``(text, start)`` pieces.
+
+    ``feed`` returns the index just past the closing brace once the object is complete, the
+    index of the offending character when the text cannot be a JSON object (``failed`` is
+    then set), or ``len(text)`` when it needs more.
+    """
+
+    def __init__(
+        self,
+        *,
+        name_key: str = "name",
+        stream_key: str | None = None,
+        on_name: Callable[[str], None] | None = None,
+        on_stream: Callable[[str], None] | None = None,
+        max_depth: int = MAX_JSON_DEPTH,
+    ) -> None:
+        self._name_key = name_key
+        self._stream_key = stream_key
+        self._on_name = on_name
+        self._on_stream = on_stream
+        self._max_depth = max_depth
+        self._state = _BEGIN
+        self._depth = 0
+        self._in_string = False
+        self._escape = False
+        self._capture: list[str] | None = None  # the key or name string being read
+        self._key = ""
+        self._value_key = ""
+        self._streaming = False
+        self.parts: list[str] = []
+
+    @property
+    def done(self) -> bool:
+        return self._state == _DONE
+
+    @property
+    def failed(self) -> bool:
+        return self._state == _FAILED
+
+    def text(self) -> str:
+        """The object's text as written (complete once ``done``)."""
+        return "".join(self.parts)
+
+    def feed(self, s: str, i: int) -> int:
+        start = i
+        end = self._run(s, i)
+        if self._state != _FAILED and end > start:
+            self.parts.append(s[start:end])
+        return end
+
+    # ---------------------------------------------------------------- internals
+
+    def _run(self, s: str, i: int) -> int:
+        n = len(s)
+        cap_from = i  # where the current capture / stream piece starts in this chunk
+        while i < n:
+            if self._in_string:
+                if self._escape:
+                    self._escape = False
+                    i += 1
+                    continue
+                m = _IN_STRING.search(s, i)
+                if m is None:
+                    i = n
+                    break
+                j = m.start()
+                if s[j] == "\\":
+                    self._escape = True
+                    i = j + 1
+                    continue
+                # the string closes at j
+                self._in_string = False
+                i = j + 1
+                if self._capture is not None:
+                    self._capture.append(s[cap_from:j])
+                    self._string_closed()
+                if self._state == _VAL and self._depth == 1:
+                    self._value_done(s, cap_from, i)
+                continue
+            state = self._state
+            c = s[i]
+            if state == _VAL:
+                m = _IN_VALUE.search(s, i)
+                if m is None:
+                    i = n
+                    break
+                j = m.start()
+                c = s[j]
+                i = j + 1
+                if c == '"':
+                    self._in_string = True
+                elif c in "{[":
+                    self._depth += 1
+                    if self._depth > self._max_depth:
+                        return self._fail(j)
+                else:
+                    self._depth -= 1
+                    if self._depth == 1:
+                        self._value_done(s, cap_from, i)
+                continue
+            if state == _PRIM:
+                if c in _PRIM_END:
+                    self._value_done(s, cap_from, i)
+                    continue  # the same character, now after the value
+                i += 1
+                continue
+            if c in _WS:
+                i += 1
+                continue
+            if state == _BEGIN:
+                if c != "{":
+                    return self._fail(i)
+                self._depth = 1
+                self._state = _KEY_WAIT
+            elif state == _KEY_WAIT:
+                if c == '"':
+                    self._state = _KEY
+                    self._in_string = True
+                    self._capture = []
+                    cap_from = i + 1
+                elif c == "}":
+                    self._state = _DONE
+                    return i + 1
+                else:
+                    return self._fail(i)
+            elif state == _COLON:
+                if c != ":":
+                    return self._fail(i)
+                self._state = _VAL_WAIT
+            elif state == _VAL_WAIT:
+                self._value_key = self._key
+                self._streaming = self._value_key == self._stream_key
+                cap_from = i
+                if c == '"':
+                    self._state = _VAL
+                    self._in_string = True
+                    if self._value_key == self._name_key:
+                        self._capture = []
+                        cap_from = i + 1
+                elif c in "{[":
+                    self._state = _VAL
+                    self._depth = 2
+                elif c in ",}]:":
+                    return self._fail(i)
+                else:
+                    self._state = _PRIM
+            elif state == _AFTER:
+                if c == ",":
+                    self._state = _KEY_WAIT
+                elif c == "}":
+                    self._state = _DONE
+                    return i + 1
+                else:
+                    return self._fail(i)
+            i += 1
+        # out of text: pass on what we have of a streamed value or a capture
+        if self._in_string and self._capture is not None:
+            self._capture.append(s[cap_from:n])
+        elif self._streaming and self._state in (_VAL, _PRIM) and self._on_stream:
+            if n > cap_from:
+                self._on_stream(s[cap_from:n])
+        return n
+
+    def _string_closed(self) -> None:
+        raw = "".join(self._capture or ())
+        self._capture = None
+        try:
+            value = json.loads('"' + raw + '"')
+        except ValueError:
+            value = raw
+        if self._state == _KEY:
+            self._key = value
+            self._state = _COLON
+        elif self._on_name is not None and isinstance(value, str):
+            self._on_name(value)
+
+    def _value_done(self, s: str, start: int, end: int) -> None:
+        if self._streaming and self._on_stream is not None and end > start:
+            self._on_stream(s[start:end])
+        self._streaming = False
+        self._state = _AFTER
+
+    def _fail(self, i: int) -> int:
+        self._state = _FAILED
+        return i

@@ -1,0 +1,152 @@
+"""Llama 3.1–3.3: the whole reply is ``{"name": NAME, "parameters": {...}}``.
+
+Optionally after ``<|python_tag|>``; several calls may follow one another, separated by
+``;`` or whitespace. An optional ``"type": "function"`` key is accepted and any other
+``type`` refused. Because there is no marker, a reply that merely starts with ``{`` may be
+JSON meant for the user: it is held until it closes, and when the tools are known an
+untagged object must name one of them. Once the reply shows text that is not a call, all
+of it is reply text — a call can only open at the start.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..messages import ToolCall
+from .base import Family, ReplyStream
+from .jsoncall import JsonCall
+from .reasoning import held_suffix
+
+__all__ = ["Llama3"]
+
+_TAG = "<|python_tag|>"
+_WS = " \t\r\n"
+_START, _CALLS, _TEXT = range(3)
+
+
+def _check_type(obj: dict[str, Any]) -> str:
+    if "type" in obj and obj["type"] != "function":
+        return f'"type" must be "function", not {obj["type"]!r}'
+    return ""
+
+
+class Llama3Stream(ReplyStream):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._state = _START
+        self._lead: list[str] = []  # whitespace before the reply starts, held
+        self._held = ""  # a partial python tag
+        self._raw: list[str] = []  # everything since the start while calls are open
+        self._tagged = False
+        self._call: JsonCall | None = None
+        self._done: list[tuple[int, ToolCall]] = []
+        self._started: list[tuple[int, str]] = []
+
+    def _new_object(self) -> JsonCall:
+        accept = None
+        if self.tools.known and not self._tagged:
+            accept = self.tools.has
+        return JsonCall(
+            self,
+            args_key="parameters",
+            allowed=frozenset({"name", "parameters", "type"}),
+            check=_check_type,
+            accept_name=accept,
+        )
+
+    def _content(self, text: str) -> None:
+        if self._state == _TEXT:
+            self._text(text)
+            return
+        s = self._held + text if self._held else text
+        self._held = ""
+        i = 0
+        n = len(s)
+        while i < n:
+            if self._state == _TEXT:
+                self._text(s[i:])
+                return
+            if self._state == _START:
+                j = i
+                while j < n and s[j] in _WS:
+                    j += 1
+                self._lead.append(s[i:j])
+                i = j
+                if i == n:
+                    return
+                if s.startswith(_TAG, i):
+                    self._tagged = True
+                    self._lead.append(_TAG)
+                    self._state = _CALLS
+                    i += len(_TAG)
+                elif s[i] == "{":
+                    self._state = _CALLS
+                elif held_suffix(s, (_TAG,), i) == n - i:
+                    self._held = s[i:]
+                    return
+                else:
+                    self._to_text("")
+                continue
+            # _CALLS
+            call = self._call
+            if call is None:
+                c = s[i]
+                if c in _WS or (c == ";" and self._done):
+                    self._raw.append(c)
+                    i += 1
+                    continue
+                if c != "{":
+                    self._to_text("text after the call")
+                    continue
+                call = self._call = self._new_object()
+            k = call.scanner.feed(s, i)
+            self._raw.append(s[i:k])
+            if call.started and (call.index, call.id) not in self._started[-1:]:
+                self._started.append((call.index, call.id))
+            i = k
+            if call.scanner.failed:
+                self._to_text("the call is not a JSON object")
+                continue
+            if call.rejected:
+                self._to_text(call.rejected)
+                continue
+            if call.scanner.done:
+                self._call = None
+                parsed, problem = call.finish()
+                if call.started and (call.index, call.id) not in self._started[-1:]:
+                    self._started.append((call.index, call.id))
+                if parsed is None:
+                    self._to_text(problem)
+                    continue
+                self._done.append((call.index, parsed))
+
+    def _to_text(self, reason: str) -> None:
+        """The reply is not (only) calls: everything so far, and after, is reply text."""
+        for index, cid in self._started:
+            self._abort(index, cid, reason)
+        if reason:
+            self._notice("call-not-read", f"the reply is not a Llama 3 call ({reason})")
+        self._text("".join(self._lead) + "".join(self._raw))
+        self._lead, self._raw, self._started, self._done = [], [], [], []
+        self._call = None
+        self._state = _TEXT
+
+    def _content_end(self) -> None:
+        if self._state == _START:
+            self._text("".join(self._lead) + self._held)
+            self._held = ""
+        elif self._state == _CALLS:
+            if self._call is not None or not self._done:
+                self._to_text("the reply ended inside the call")
+            else:
+                for index, call in self._done:
+                    self._end(index, call)
+        self._state = _TEXT
+
+
+class Llama3(Family):
+    name = "llama3"
+    label = 'Llama 3 JSON reply {"name", "parameters"} (Llama 3.1–3.3)'
+    markers = (_TAG, "{")
+    start_only = True
+    stream_class = Llama3Stream

@@ -1,0 +1,133 @@
+"""The shared shape of families whose calls open with a marker anywhere in the reply.
+
+Outside a call, text streams on at once, except a trailing piece that could be the start
+of the marker, which is held until the next chunk decides. Inside a call, a family-specific
+:class:`Body` reads the call. A body never consumes a partial literal it is waiting for: it
+reports where that piece starts and the stream holds it, so nothing is ever re-read and a
+failed call gives back its text exactly up to the character that broke it.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ..messages import ToolCall
+from .base import ReplyStream
+from .reasoning import held_suffix
+
+__all__ = ["Body", "MarkerStream", "expect_literal"]
+
+OPEN, DONE, FAILED = "open", "done", "failed"
+
+#: A body may hold back at most this many characters while it waits for a literal.
+MAX_HELD = 64
+
+
+def expect_literal(s: str, i: int, literal: str) -> tuple[str, int]:
+    """Compare ``s[i:]`` with ``literal``: ``(DONE, end)``, ``(OPEN, i)`` or ``(FAILED, i)``."""
+    got = s[i : i + len(literal)]
+    if got == literal:
+        return DONE, i + len(literal)
+    if literal.startswith(got):
+        return OPEN, i
+    return FAILED, i
+
+
+class Body:
+    """Reads one call after its marker. Subclasses set ``status`` and fill ``calls``."""
+
+    def __init__(self, stream: MarkerStream) -> None:
+        self.stream = stream
+        self.status = OPEN
+        self.reason = ""
+        self.started: list[tuple[int, str]] = []  # (index, id) of calls announced
+        self.calls: list[tuple[int, ToolCall]] = []
+
+    def feed(self, s: str, i: int) -> int:
+        """Consume from ``s[i]``; return where it stopped (see the module docstring)."""
+        raise NotImplementedError
+
+    def fail(self, i: int, reason: str) -> int:
+        self.status = FAILED
+        self.reason = reason
+        return i
+
+    def end_of_reply(self) -> None:
+        """The reply ended inside this call. Default: the call is incomplete."""
+        self.status = FAILED
+        self.reason = "the reply ended inside the call"
+
+
+class MarkerStream(ReplyStream):
+    marker: ClassVar[str]
+
+    _body: Body | None = None
+    _held: str = ""
+    _raw: list[str]
+
+    def new_body(self) -> Body:
+        raise NotImplementedError
+
+    def _content(self, text: str) -> None:
+        s = self._held + text if self._held else text
+        self._held = ""
+        i = 0
+        n = len(s)
+        marker = self.marker
+        while i < n:
+            body = self._body
+            if body is None:
+                j = s.find(marker, i)
+                if j < 0:
+                    keep = held_suffix(s, (marker,), i)
+                    self._text(s[i : n - keep])
+                    self._held = s[n - keep :]
+                    return
+                self._text(s[i:j])
+                self._body = self.new_body()
+                self._raw = [marker]
+                i = j + len(marker)
+                continue
+            k = body.feed(s, i)
+            if body.status == OPEN:
+                self._raw.append(s[i:k])
+                if n - k > MAX_HELD:  # a body must not hoard text
+                    raise AssertionError("call body held back too much")
+                self._held = s[k:]
+                return
+            if body.status == DONE:
+                for index, call in body.calls:
+                    self._end(index, call)
+                self._body = None
+                i = k
+                continue
+            self._raw.append(s[i:k])
+            self._give_back(body)
+            i = k
+
+    def _give_back(self, body: Body) -> None:
+        for index, cid in body.started:
+            self._abort(index, cid, body.reason)
+        self._notice(
+            "call-not-read",
+            f"text opening with {self.marker} is not a call ({body.reason}); it stays reply text",
+        )
+        self._text("".join(self._raw))
+        self._body = None
+        self._raw = []
+
+    def _content_end(self) -> None:
+        body = self._body
+        if body is not None:
+            self._raw.append(self._held)
+            self._held = ""
+            body.end_of_reply()
+            if body.status == DONE:
+                for index, call in body.calls:
+                    self._end(index, call)
+                self._body = None
+            else:
+                self._give_back(body)
+        elif self._held:
+            self._text(self._held)
+            self._held = ""

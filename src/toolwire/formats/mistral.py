@@ -1,0 +1,209 @@
+"""Mistral: ``[TOOL_CALLS]`` then a JSON list of calls, or one call by name.
+
+Two generations of the grammar:
+
+- ``[TOOL_CALLS][{"name": NAME, "arguments": {...}, "id": ID}, ...]`` — Mistral 7B v0.3, Nemo;
+- ``[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...}`` and ``[TOOL_CALLS]NAME[ARGS]{...}`` — Mistral
+  Small 3.2, Ministral 3, Devstral; each call opens with its own ``[TOOL_CALLS]``.
+
+Text may come before a call. Mistral's templates insist on call ids of 9 alphanumerics, so
+this family asks for them when a conversation is rendered.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..messages import ToolCall
+from .base import Family, loads_json, type_arguments
+from .jsoncall import JsonCall
+from .jsonscan import ObjectScanner
+from .markerstream import DONE, OPEN, Body, MarkerStream, expect_literal
+
+__all__ = ["Mistral"]
+
+_MARKER = "[TOOL_CALLS]"
+_ARGS = "[ARGS]"
+_CALL_ID = "[CALL_ID]"
+_WS = " \t\r\n"
+_NAME_CHARS = re.compile(r"[A-Za-z0-9_.\-]*")
+_ID_CHARS = re.compile(r"[A-Za-z0-9_\-]*")
+_MAX_NAME = 256
+
+_PRE, _NAME, _ID, _OBJ_WAIT, _OBJECT, _LIST, _LIST_NEXT = range(7)
+
+
+def _check_id(obj: dict[str, Any]) -> str:
+    if "id" in obj and not isinstance(obj["id"], str):
+        return '"id" must be a string'
+    return ""
+
+
+class _MistralBody(Body):
+    def __init__(self, stream: MarkerStream) -> None:
+        super().__init__(stream)
+        self.state = _PRE
+        self.parts: list[str] = []
+        self.name = ""
+        self.call_id = ""
+        self.index = -1
+        self.scanner: ObjectScanner | None = None
+        self.item: JsonCall | None = None
+
+    # -- [TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...}
+
+    def _word(self, s: str, i: int, chars: re.Pattern[str]) -> tuple[str | None, int]:
+        """Read name or id characters; at ``[`` return the word, else None (more, or fail)."""
+        m = chars.match(s, i)
+        j = m.end() if m else i
+        self.parts.append(s[i:j])
+        if sum(map(len, self.parts)) > _MAX_NAME:
+            self.fail(j, "a name or id that is too long")
+            return None, j
+        if j == len(s):
+            return None, j
+        if s[j] != "[":
+            self.fail(j, "an unexpected character in the call's name")
+            return None, j
+        word = "".join(self.parts)
+        self.parts = []
+        return word, j
+
+    def _after_word(self, s: str, i: int, allow_id: bool) -> tuple[int, bool]:
+        """Match ``[ARGS]`` (or ``[CALL_ID]``): the new index, and whether more text is needed."""
+        status, j = expect_literal(s, i, _ARGS)
+        if status == DONE:
+            self.index, cid = self.stream._new_call(self.name, self.call_id or None)
+            self.call_id = cid
+            self.started.append((self.index, cid))
+            self.state = _OBJ_WAIT
+            return j, False
+        if allow_id:
+            status2, j2 = expect_literal(s, i, _CALL_ID)
+            if status2 == DONE:
+                self.state = _ID
+                return j2, False
+            if status2 == OPEN:
+                return i, True
+        if status == OPEN:
+            return i, True
+        return self.fail(i, f"expected {_ARGS} after the call's name"), False
+
+    def _object(self, s: str, i: int) -> int:
+        assert self.scanner is not None
+        k = self.scanner.feed(s, i)
+        if self.scanner.failed:
+            return self.fail(k, "the arguments are not a JSON object")
+        self.stream._args(self.index, s[i:k])
+        if not self.scanner.done:
+            return k
+        text = self.scanner.text()
+        try:
+            args = loads_json(text)
+        except (ValueError, RecursionError) as exc:
+            return self.fail(k, f"the arguments are not valid JSON ({exc})")
+        typed = type_arguments(args, self.name, self.stream.tools)
+        self.calls.append((self.index, ToolCall(self.call_id, self.name, typed, text)))
+        self.status = DONE
+        return k
+
+    # -- [TOOL_CALLS][{...}, ...]
+
+    def _list(self, s: str, i: int) -> int:
+        item = self.item
+        assert item is not None
+        k = item.scanner.feed(s, i)
+        if item.started and (item.index, item.id) not in self.started[-1:]:
+            self.started.append((item.index, item.id))
+        if item.scanner.failed:
+            return self.fail(k, "a list item is not a JSON object")
+        if not item.scanner.done:
+            return k
+        call, problem = item.finish()
+        if item.started and (item.index, item.id) not in self.started[-1:]:
+            self.started.append((item.index, item.id))
+        if call is None:
+            return self.fail(k, problem)
+        self.calls.append((item.index, call))
+        self.item = None
+        self.state = _LIST_NEXT
+        return k
+
+    def feed(self, s: str, i: int) -> int:
+        n = len(s)
+        while i < n and self.status == OPEN:
+            state = self.state
+            if state == _OBJECT:
+                i = self._object(s, i)
+                continue
+            if state == _LIST and self.item is not None:
+                i = self._list(s, i)
+                continue
+            if state in (_NAME, _ID):
+                word, i = self._word(s, i, _NAME_CHARS if state == _NAME else _ID_CHARS)
+                if word is None:
+                    return i
+                if state == _NAME:
+                    if not word:
+                        return self.fail(i, "a call with no name")
+                    self.name = word
+                else:
+                    self.call_id = word
+                i, waiting = self._after_word(s, i, allow_id=state == _NAME)
+                if waiting:
+                    self.parts = [word]  # read the word again with the rest of the literal
+                    return i
+                continue
+            c = s[i]
+            if state == _PRE:
+                if c in _WS:
+                    i += 1
+                elif c == "[":
+                    self.state = _LIST
+                    i += 1
+                else:
+                    self.state = _NAME
+                continue
+            if c in _WS:
+                i += 1
+                continue
+            if state == _OBJ_WAIT:
+                if c != "{":
+                    return self.fail(i, f"no JSON object after {_ARGS}")
+                self.scanner = ObjectScanner()
+                self.state = _OBJECT
+            elif state == _LIST:
+                if c != "{":
+                    return self.fail(i, "the call list does not hold objects")
+                self.item = JsonCall(
+                    self.stream,
+                    args_key="arguments",
+                    allowed=frozenset({"name", "arguments", "id"}),
+                    check=_check_id,
+                )
+            else:  # _LIST_NEXT
+                if c == ",":
+                    self.state = _LIST
+                    i += 1
+                elif c == "]":
+                    self.status = DONE
+                    return i + 1
+                else:
+                    return self.fail(i, "expected , or ] in the call list")
+        return i
+
+
+class MistralStream(MarkerStream):
+    marker = _MARKER
+
+    def new_body(self) -> Body:
+        return _MistralBody(self)
+
+
+class Mistral(Family):
+    name = "mistral"
+    label = "Mistral [TOOL_CALLS] (7B v0.3, Nemo, Small 3.2, Ministral 3, Devstral)"
+    markers = (_MARKER,)
+    call_ids = "alnum9"
+    stream_class = MistralStream

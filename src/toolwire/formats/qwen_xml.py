@@ -1,0 +1,194 @@
+"""Qwen XML: ``<tool_call>\\n<function=NAME>\\n<parameter=P>\\nvalue\\n</parameter>\\n</function>\\n</tool_call>``.
+
+Written by Qwen3-Coder, Qwen3.5/3.6 and Nemotron-3-Nano. A parameter's value is the text
+between its tags, less the one newline the template puts on each side; a string parameter is
+taken verbatim (several lines included) and streams as it is written, any other is typed by
+the tool's schema when it closes. JSON inside ``<tool_call>`` is not this family's call.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..messages import ToolCall
+from .base import Family, type_text, wants_text
+from .markerstream import DONE, OPEN, Body, MarkerStream, expect_literal
+from .reasoning import held_suffix
+
+__all__ = ["QwenXml"]
+
+_OPEN_TAG = "<tool_call>"
+_FUNCTION = "<function="
+_PARAMETER = "<parameter="
+_END_PARAMETER = "</parameter>"
+_END_FUNCTION = "</function>"
+_CLOSE_TAG = "</tool_call>"
+_VALUE_ENDS = ("\n" + _END_PARAMETER, _END_PARAMETER)
+_WS = " \t\r\n"
+_MAX_NAME = 256
+
+_PRE, _NAME, _BETWEEN, _PNAME, _VALUE_START, _VALUE, _POST = range(7)
+
+
+class _XmlBody(Body):
+    def __init__(self, stream: MarkerStream) -> None:
+        super().__init__(stream)
+        self.state = _PRE
+        self.name_parts: list[str] = []
+        self.name = ""
+        self.index = -1
+        self.id = ""
+        self.param = ""
+        self.as_text = True
+        self.value_parts: list[str] = []
+        self.args: dict[str, Any] = {}
+        self.args_text: list[str] = []
+
+    def _delta(self, text: str) -> None:
+        self.args_text.append(text)
+        self.stream._args(self.index, text)
+
+    def _read_name(self, s: str, i: int) -> tuple[str | None, int]:
+        """Read up to ``>``: the name when it closes, else None (more needed, or failed)."""
+        j = s.find(">", i)
+        stop = len(s) if j < 0 else j
+        piece = s[i:stop]
+        if any(c in piece for c in "<= \t\r\n") or sum(map(len, self.name_parts)) + len(
+            piece
+        ) > _MAX_NAME:
+            self.fail(i, "a malformed function or parameter name")
+            return None, i
+        self.name_parts.append(piece)
+        if j < 0:
+            return None, stop
+        name = "".join(self.name_parts)
+        self.name_parts = []
+        if not name:
+            self.fail(j, "an empty function or parameter name")
+            return None, j
+        return name, j + 1
+
+    def feed(self, s: str, i: int) -> int:
+        n = len(s)
+        while i < n:
+            state = self.state
+            if state == _VALUE:
+                i = self._value(s, i)
+                if self.state == _VALUE:
+                    return i
+                continue
+            if state == _VALUE_START:
+                if s[i] == "\n":
+                    i += 1
+                self.state = _VALUE
+                continue
+            if state in (_NAME, _PNAME):
+                name, i = self._read_name(s, i)
+                if self.status != OPEN:
+                    return i
+                if name is None:
+                    return i
+                if state == _NAME:
+                    self.name = name
+                    self.index, self.id = self.stream._new_call(name)
+                    self.started.append((self.index, self.id))
+                    self.state = _BETWEEN
+                else:
+                    self._open_param(name)
+                continue
+            if s[i] in _WS:
+                i += 1
+                continue
+            if state == _PRE:
+                status, j = expect_literal(s, i, _FUNCTION)
+                if status == OPEN:
+                    return j
+                if status != DONE:
+                    return self.fail(j, "no <function=…> after <tool_call>")
+                self.state = _NAME
+                i = j
+            elif state == _BETWEEN:
+                status, j = expect_literal(s, i, _PARAMETER)
+                if status == DONE:
+                    self.state = _PNAME
+                    i = j
+                    continue
+                status2, j2 = expect_literal(s, i, _END_FUNCTION)
+                if status2 == DONE:
+                    self.state = _POST
+                    i = j2
+                    continue
+                if OPEN in (status, status2):
+                    return i
+                return self.fail(i, "expected <parameter=…> or </function>")
+            else:  # _POST
+                status, j = expect_literal(s, i, _CLOSE_TAG)
+                if status == OPEN:
+                    return j
+                if status != DONE:
+                    return self.fail(j, "text after </function> before </tool_call>")
+                self._close_call()
+                return j
+        return i
+
+    def _open_param(self, name: str) -> None:
+        self.param = name
+        schema = self.stream.tools.param_schema(self.name, name)
+        self.as_text = wants_text(schema)
+        self.value_parts = []
+        self._delta(("{" if not self.args_text else ", ") + json.dumps(name, ensure_ascii=False) + ": ")
+        if self.as_text:
+            self._delta('"')
+        self.state = _VALUE_START
+
+    def _value(self, s: str, i: int) -> int:
+        j = s.find(_END_PARAMETER, i)
+        if j < 0:
+            stop = len(s) - held_suffix(s, _VALUE_ENDS, i)
+            self._value_piece(s[i:stop])
+            return stop
+        end = j - 1 if j > i and s[j - 1] == "\n" else j
+        self._value_piece(s[i:end])
+        self._close_param()
+        return j + len(_END_PARAMETER)
+
+    def _value_piece(self, piece: str) -> None:
+        if not piece:
+            return
+        self.value_parts.append(piece)
+        if self.as_text:
+            self._delta(json.dumps(piece, ensure_ascii=False)[1:-1])
+
+    def _close_param(self) -> None:
+        text = "".join(self.value_parts)
+        self.value_parts = []
+        if self.as_text:
+            self.args[self.param] = text
+            self._delta('"')
+        else:
+            schema = self.stream.tools.param_schema(self.name, self.param)
+            value = type_text(text, schema)
+            self.args[self.param] = value
+            self._delta(json.dumps(value, ensure_ascii=False))
+        self.state = _BETWEEN
+
+    def _close_call(self) -> None:
+        self._delta("}" if self.args_text else "{}")
+        call = ToolCall(self.id, self.name, dict(self.args), "".join(self.args_text))
+        self.calls.append((self.index, call))
+        self.status = DONE
+
+
+class QwenXmlStream(MarkerStream):
+    marker = _OPEN_TAG
+
+    def new_body(self) -> Body:
+        return _XmlBody(self)
+
+
+class QwenXml(Family):
+    name = "qwen-xml"
+    label = "Qwen XML <function=…><parameter=…> (Qwen3-Coder, Qwen3.5/3.6, Nemotron-3-Nano)"
+    markers = (_OPEN_TAG,)
+    stream_class = QwenXmlStream

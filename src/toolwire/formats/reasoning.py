@@ -1,0 +1,121 @@
+"""Separating a model's thinking from its reply, as the reply streams.
+
+A reply may open with a thinking block (``<think>…</think>``, Mistral's
+``[THINK]…[/THINK]``), or the template's generation prompt may already have opened one, in
+which case the reply starts inside it. Everything inside is reasoning: it is returned as
+such and never read for calls. Only a block at the very start of the reply (after
+whitespace) counts; ``<think>`` later in the text is ordinary text.
+"""
+
+from __future__ import annotations
+
+__all__ = ["CLOSERS", "OPENERS", "ReasoningSplitter", "held_suffix", "opens_reasoning"]
+
+OPENERS: dict[str, str] = {"<think>": "</think>", "[THINK]": "[/THINK]"}
+CLOSERS: tuple[str, ...] = tuple(OPENERS.values())
+
+_START, _REASONING, _AFTER, _CONTENT = range(4)
+
+
+def held_suffix(text: str, markers: tuple[str, ...], start: int = 0) -> int:
+    """Length of the longest end of ``text[start:]`` that could begin one of ``markers``.
+
+    That end must be held back: the next chunk may complete the marker.
+    """
+    best = 0
+    for marker in markers:
+        n = min(len(marker) - 1, len(text) - start)
+        while n > best:
+            if text.endswith(marker[:n]):
+                best = n
+                break
+            n -= 1
+    return best
+
+
+class ReasoningSplitter:
+    """Splits a reply's chunks into ``(is_reasoning, text)`` pieces."""
+
+    def __init__(self, *, opened: bool = False) -> None:
+        self._state = _REASONING if opened else _START
+        self._closers: tuple[str, ...] = CLOSERS if opened else ()
+        self._lead: list[str] = []  # whitespace seen at the start, held until we know
+        self._held = ""  # a partial opener (at the start) or closer (inside reasoning)
+
+    def feed(self, text: str) -> list[tuple[bool, str]]:
+        out: list[tuple[bool, str]] = []
+        if self._state == _CONTENT:
+            out.append((False, text))
+            return out
+        buf = self._held + text
+        self._held = ""
+        while buf:
+            if self._state == _START:
+                body = buf.lstrip()
+                if not body:
+                    self._lead.append(buf)
+                    break
+                self._lead.append(buf[: len(buf) - len(body)])
+                opener = next((o for o in OPENERS if body.startswith(o)), None)
+                if opener is not None:
+                    self._state = _REASONING
+                    self._closers = (OPENERS[opener],)
+                    self._lead.clear()
+                    buf = body[len(opener) :]
+                    continue
+                if any(o.startswith(body) for o in OPENERS):
+                    self._held = body
+                    break
+                self._state = _CONTENT
+                out.append((False, "".join(self._lead) + body))
+                self._lead.clear()
+                break
+            if self._state == _REASONING:
+                found = -1
+                closer = ""
+                for c in self._closers:
+                    j = buf.find(c)
+                    if j >= 0 and (found < 0 or j < found):
+                        found, closer = j, c
+                if found < 0:
+                    keep = held_suffix(buf, self._closers)
+                    if len(buf) > keep:
+                        out.append((True, buf[: len(buf) - keep]))
+                    self._held = buf[len(buf) - keep :]
+                    break
+                if found:
+                    out.append((True, buf[:found]))
+                self._state = _AFTER
+                buf = buf[found + len(closer) :]
+                continue
+            if self._state == _AFTER:
+                body = buf.lstrip()
+                if body:
+                    self._state = _CONTENT
+                    out.append((False, body))
+                break
+            out.append((False, buf))  # _CONTENT
+            break
+        return out
+
+    def finish(self) -> list[tuple[bool, str]]:
+        out: list[tuple[bool, str]] = []
+        if self._state == _START:
+            text = "".join(self._lead) + self._held
+            if text:
+                out.append((False, text))
+        elif self._state == _REASONING and self._held:
+            out.append((True, self._held))
+        self._lead.clear()
+        self._held = ""
+        return out
+
+
+def opens_reasoning(prompt: str) -> bool:
+    """True when a rendered prompt ends inside an open thinking block.
+
+    Some templates' generation prompt opens ``<think>`` for the model; its reply then starts
+    inside the block, and must be read that way.
+    """
+    tail = prompt.rstrip()
+    return any(tail.endswith(opener) for opener in OPENERS)

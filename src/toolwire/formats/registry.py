@@ -1,0 +1,31 @@
+"""The families by name, and the ``tool_format`` setting."""
+
+from __future__ import annotations
+
+from ..errors import FormatError
+from .base import Family
+from .hermes import Hermes
+from .llama3 import Llama3
+from .mistral import Mistral
+from .qwen_xml import QwenXml
+
+__all__ = ["FORMAT_SETTINGS", "family_names", "get_family"]
+
+_FAMILIES: dict[str, Family] = {f.name: f for f in (QwenXml(), Hermes(), Llama3(), Mistral())}
+
+#: Values the ``tool_format`` setting takes besides a family name.
+FORMAT_SETTINGS = ("auto", "none")
+
+
+def family_names() -> list[str]:
+    """Every family's name, in detection order."""
+    return list(_FAMILIES)
+
+
+def get_family(name: str) -> Family:
+    """The family called ``name``; :class:`~toolwire.errors.FormatError` for an unknown one."""
+    try:
+        return _FAMILIES[name]
+    except KeyError:
+        known = ", ".join([*FORMAT_SETTINGS, *_FAMILIES])
+        raise FormatError(f"unknown tool format {name!r}; known: {known}") from None
