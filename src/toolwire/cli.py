@@ -1,0 +1,196 @@
+"""The ``toolwire`` command: a thin shell over the library.
+
+``detect`` names the tool-call format a template teaches; ``render`` prints the prompt a
+template makes of a conversation; ``parse`` reads a reply in one family's grammar, whole or
+as a stream of chunks. Errors are one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .errors import ToolwireError
+from .formats.base import ParseResult, assemble
+from .formats.detect import detect_format
+from .formats.registry import FORMAT_SETTINGS, family_names, get_family
+from .templates import ChatTemplate, load_template
+
+__all__ = ["main"]
+
+
+class _UsageError(ToolwireError):
+    pass
+
+
+def _read_json(path: str, what: str) -> Any:
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise _UsageError(f"cannot read {what} file {path}: {exc.strerror}") from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise _UsageError(f"{what} file {path} is not JSON: {exc}") from None
+
+
+def _messages(path: str) -> list[dict[str, Any]]:
+    data = _read_json(path, "messages")
+    if isinstance(data, dict) and "messages" in data:
+        data = data["messages"]
+    if not isinstance(data, list) or not all(isinstance(m, dict) for m in data):
+        raise _UsageError(f"messages file {path} must hold a list of message objects")
+    return data
+
+
+def _tools(path: str | None) -> list[dict[str, Any]] | None:
+    if path is None:
+        return None
+    data = _read_json(path, "tools")
+    if isinstance(data, dict) and "tools" in data:
+        data = data["tools"]
+    if not isinstance(data, list) or not all(isinstance(t, dict) for t in data):
+        raise _UsageError(f"tools file {path} must hold a list of tool objects")
+    return data
+
+
+def _template(path: str | None) -> tuple[ChatTemplate, str]:
+    if path is None:
+        from .models import default_model_path
+
+        model = default_model_path()
+        return load_template(model), str(model)
+    return load_template(path), path
+
+
+def _cmd_detect(args: argparse.Namespace) -> int:
+    template, source = _template(args.path)
+    found = detect_format(template)
+    print(found.format)
+    if args.json:
+        family = found.family
+        print(
+            json.dumps(
+                {
+                    "format": found.format,
+                    "label": family.label if family else "no tool-call format found",
+                    "source": source,
+                    "template": template.name,
+                    "sha256": template.sha256,
+                    "reasoning_open": found.reasoning_open,
+                    "call_text": found.call_text,
+                    "candidates": list(found.candidates),
+                    "errors": list(found.errors),
+                },
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
+    return 0
+
+
+def _cmd_render(args: argparse.Namespace) -> int:
+    template, _ = _template(args.path)
+    tools = _tools(args.tools)
+    family = detect_format(template).family
+    call_ids = args.call_ids or (family.call_ids if family else "keep")
+    prompt = template.render(
+        _messages(args.messages),
+        tools,
+        add_generation_prompt=not args.no_generation_prompt,
+        enable_thinking=args.enable_thinking,
+        call_ids=call_ids,
+    )
+    sys.stdout.write(prompt)
+    if not prompt.endswith("\n"):
+        sys.stdout.write("\n")
+    return 0
+
+
+def _result_json(result: ParseResult) -> dict[str, Any]:
+    return {
+        "content": result.content,
+        "calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.calls],
+        "reasoning": result.reasoning,
+        "notices": result.notices,
+    }
+
+
+def _cmd_parse(args: argparse.Namespace) -> int:
+    text = sys.stdin.read()
+    tools = _tools(args.tools)
+    if args.format == "none":
+        result = ParseResult(text)
+    else:
+        family = get_family(args.format)
+        if args.chunk:
+            if args.chunk < 1:
+                raise _UsageError("--chunk takes a positive number of characters")
+            stream = family.stream(tools, reasoning_open=args.reasoning_open)
+            events = []
+            for start in range(0, len(text), args.chunk):
+                events += stream.feed(text[start : start + args.chunk])
+            events += stream.finish()
+            result = assemble(events)
+        else:
+            result = family.parse(text, tools, reasoning_open=args.reasoning_open)
+    print(json.dumps(_result_json(result), ensure_ascii=False, indent=2))
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="toolwire", description="Tool calling that works on every model."
+    )
+    p.add_argument("--version", action="version", version=f"toolwire {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    d = sub.add_parser("detect", help="name the tool-call format a chat template teaches")
+    d.add_argument(
+        "path", nargs="?", help=".jinja or .gguf file (default: the default local model)"
+    )
+    d.add_argument("--json", action="store_true", help="details as JSON after the first line")
+    d.set_defaults(run=_cmd_detect)
+
+    r = sub.add_parser("render", help="print the prompt a template makes of a conversation")
+    r.add_argument("path", nargs="?", help=".jinja or .gguf file (default: the default model)")
+    r.add_argument("--messages", required=True, help="JSON file with the messages ('-': stdin)")
+    r.add_argument("--tools", help="JSON file with the tools")
+    r.add_argument("--no-generation-prompt", action="store_true")
+    think = r.add_mutually_exclusive_group()
+    think.add_argument("--enable-thinking", dest="enable_thinking", action="store_true",
+                       default=None)
+    think.add_argument("--disable-thinking", dest="enable_thinking", action="store_false")
+    r.add_argument("--call-ids", choices=("keep", "alnum9"),
+                   help="how call ids reach the template (default: what the format needs)")
+    r.set_defaults(run=_cmd_render)
+
+    q = sub.add_parser("parse", help="read a model's reply (stdin) in one family's grammar")
+    q.add_argument("--format", required=True,
+                   choices=[*family_names(), FORMAT_SETTINGS[1]], help="the family")
+    q.add_argument("--tools", help="JSON file with the tools (types the arguments)")
+    q.add_argument("--chunk", type=int, default=0,
+                   help="feed the stream parser N characters at a time")
+    q.add_argument("--reasoning-open", action="store_true",
+                   help="the prompt already opened a thinking block")
+    q.set_defaults(run=_cmd_parse)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except ToolwireError as exc:
+        print(f"toolwire: error: {exc}", file=sys.stderr)
+        return 2
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
