@@ -1,0 +1,150 @@
+"""How the stream parsers scale: time per character, against one-shot and a naive re-parse.
+
+For each family, replies of about 1 KB, 10 KB, 100 KB and 1 MB (many calls, long string
+arguments, text between them) are fed one character at a time and four at a time (about
+one token). Printed per size: microseconds per character and per chunk, the ratio to one
+one-shot parse of the same text, and the ratio to a naive reader that re-parses the whole
+buffer at every chunk. The naive reader is quadratic, so its total is estimated from timing
+it at 40 evenly spaced chunk positions (mean cost times the number of chunks).
+
+Targets: linear (per-character time at 1 MB within 1.5x of 10 KB, both chunk sizes); at
+most 10 µs per 4-character chunk; at least 100x faster than the naive reader at 100 KB.
+Figures are ratios measured in one run, never assertions: these machines are shared.
+
+    python benchmarks/stream_parsers.py [--sizes 1000,10000,100000,1000000] [--family NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+
+from toolwire import get_family
+
+TOOLS = [
+    {
+        "name": "write_file",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "content": {"type": "string"},
+                "mode": {"type": "integer"},
+            },
+        },
+    }
+]
+
+_LINE = 'for i in range(10):  # a "quoted" word, a tab\there, and some unicode: héllo → ok\n'
+
+
+def _content(i: int) -> str:
+    return _LINE * (3 + (i * 7) % 20)
+
+
+def _call(family: str, i: int) -> str:
+    args = {"path": f"src/file_{i}.py", "content": _content(i), "mode": 420}
+    if family == "hermes":
+        return "<tool_call>\n" + json.dumps({"name": "write_file", "arguments": args}) + "\n</tool_call>"
+    if family == "qwen-xml":
+        return (
+            "<tool_call>\n<function=write_file>\n"
+            + "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in args.items())
+            + "</function>\n</tool_call>"
+        )
+    if family == "llama3":
+        return json.dumps({"name": "write_file", "parameters": args})
+    if i % 2:
+        return "[TOOL_CALLS]write_file[ARGS]" + json.dumps(args)
+    return "[TOOL_CALLS]" + json.dumps([{"name": "write_file", "arguments": args, "id": "a1b2c3d4e"}])
+
+
+def make_reply(family: str, size: int) -> tuple[str, int]:
+    parts: list[str] = []
+    total = 0
+    i = 0
+    while total < size:
+        if family == "llama3":
+            piece = ("; " if parts else "") + _call(family, i)
+        else:
+            piece = f"Now file {i}, as asked.\n" + _call(family, i) + "\n"
+        parts.append(piece)
+        total += len(piece)
+        i += 1
+    return "".join(parts), i
+
+
+def _stream(family: str, text: str, chunk: int) -> tuple[float, int]:
+    fam = get_family(family)
+    s = fam.stream(TOOLS)
+    calls = 0
+    t0 = time.perf_counter()
+    feed = s.feed
+    for start in range(0, len(text), chunk):
+        feed(text[start : start + chunk])
+    events = s.finish()
+    elapsed = time.perf_counter() - t0
+    calls = sum(1 for e in events if type(e).__name__ == "CallEnd")
+    return elapsed, calls
+
+
+def _best(fn: Callable[[], float], runs: int) -> float:
+    return min(fn() for _ in range(runs))
+
+
+def bench(family: str, sizes: list[int]) -> None:
+    fam = get_family(family)
+    print(f"\n{family}")
+    print(
+        f"{'size':>9} {'calls':>6} {'chunk':>5} {'µs/char':>8} {'µs/chunk':>9} "
+        f"{'x one-shot':>10} {'naive/stream':>13}"
+    )
+    per_char: dict[tuple[int, int], float] = {}
+    for size in sizes:
+        text, ncalls = make_reply(family, size)
+        runs = 5 if size <= 100_000 else 2
+
+        def one_shot() -> float:
+            t0 = time.perf_counter()
+            result = fam.parse(text, TOOLS)
+            assert len(result.calls) == ncalls, (family, len(result.calls), ncalls)
+            return time.perf_counter() - t0
+
+        whole = _best(one_shot, runs)
+        for chunk in (1, 4):
+            elapsed = _best(lambda: _stream(family, text, chunk)[0], runs)
+            n_chunks = -(-len(text) // chunk)
+            naive = ""
+            if size <= 100_000:
+                positions = [max(1, (k * n_chunks) // 40) for k in range(1, 41)]
+                t0 = time.perf_counter()
+                for p in positions:
+                    fam.parse(text[: p * chunk], TOOLS)
+                mean = (time.perf_counter() - t0) / len(positions)
+                naive = f"{mean * n_chunks / elapsed:12.0f}x"
+            per_char[(size, chunk)] = elapsed / len(text)
+            print(
+                f"{len(text):>9} {ncalls:>6} {chunk:>5} {elapsed / len(text) * 1e6:8.3f} "
+                f"{elapsed / n_chunks * 1e6:9.2f} {elapsed / whole:10.2f} {naive:>13}"
+            )
+    big, small = max(sizes), 10_000
+    if small in sizes and big != small:
+        for chunk in (1, 4):
+            ratio = per_char[(big, chunk)] / per_char[(small, chunk)]
+            print(f"  linearity, chunk {chunk}: µs/char at {big} / at {small} = {ratio:.2f}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="1000,10000,100000,1000000")
+    p.add_argument("--family", action="append")
+    args = p.parse_args()
+    sizes = [int(x) for x in args.sizes.split(",")]
+    for family in args.family or ["qwen-xml", "hermes", "llama3", "mistral"]:
+        bench(family, sizes)
+
+
+if __name__ == "__main__":
+    main()
