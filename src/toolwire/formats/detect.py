@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,14 @@ from .base import Family
 from .reasoning import opens_reasoning
 from .registry import _FAMILIES, get_family
 
-__all__ = ["PROBE_CALL", "PROBE_TOOLS", "Detection", "detect_format", "resolve_format"]
+__all__ = [
+    "PROBE_CALL",
+    "PROBE_TOOLS",
+    "Detection",
+    "assistant_text",
+    "detect_format",
+    "resolve_format",
+]
 
 PROBE_TOOLS: list[dict[str, Any]] = [
     {
@@ -70,6 +77,7 @@ COMMON_END_TOKENS = (
     "<｜end▁of▁sentence｜>",
     "<|return|>",
     "<|call|>",
+    "<sep>",
 )
 _SENTINEL_EOS = "<|toolwire-eos|>"
 _SENTINEL_BOS = "<|toolwire-bos|>"
@@ -116,10 +124,12 @@ def _cut_turn(text: str, ends: Sequence[str]) -> str:
 
 
 def _attempts() -> Iterator[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+    """(conversation before the call, the call's turn): some templates insist on a system
+    message, or on a tool result after a call."""
     for head in ([], [_SYSTEM]):
         base = [*head, _USER]
-        yield base, [*base, _ASSISTANT]
-        yield base, [*base, _ASSISTANT, _TOOL]
+        yield base, [_ASSISTANT]
+        yield base, [_ASSISTANT, _TOOL]
 
 
 def _round_trips(family: Family, text: str, reasoning_open: bool) -> bool:
@@ -135,38 +145,63 @@ def _round_trips(family: Family, text: str, reasoning_open: bool) -> bool:
     return call.name == PROBE_CALL.name and call.arguments == PROBE_CALL.arguments
 
 
-def _probe(template: ChatTemplate) -> Detection:
-    probe = template
-    if not template.eos_token or not template.bos_token:
-        probe = ChatTemplate(
-            template.source,
-            bos_token=template.bos_token or _SENTINEL_BOS,
-            eos_token=template.eos_token or _SENTINEL_EOS,
-            end_tokens=template.end_tokens,
-            tool_source=template.tool_source,
-            name=template.name,
-        )
+def _with_sentinels(template: ChatTemplate) -> ChatTemplate:
+    if template.eos_token and template.bos_token:
+        return template
+    return ChatTemplate(
+        template.source,
+        bos_token=template.bos_token or _SENTINEL_BOS,
+        eos_token=template.eos_token or _SENTINEL_EOS,
+        end_tokens=template.end_tokens,
+        tool_source=template.tool_source,
+        name=template.name,
+    )
+
+
+def assistant_text(
+    template: ChatTemplate,
+    before: Sequence[Mapping[str, Any]],
+    turn: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None,
+    *,
+    call_ids: str = "keep",
+) -> tuple[str, bool]:
+    """The text a template puts in the model's mouth for ``turn``, and whether it starts
+    inside a thinking block the generation prompt opened.
+
+    ``before`` is rendered with the generation prompt, ``before + turn`` without; what the
+    second adds, cut at the end of the turn, is what the model writes. Raises
+    :class:`~toolwire.errors.TemplateError` or :class:`~toolwire.errors.LimitError` when the
+    template refuses either conversation.
+    """
+    probe = _with_sentinels(template)
+    a = probe.render(list(before), tools, add_generation_prompt=True, call_ids=call_ids)
+    b = probe.render([*before, *turn], tools, add_generation_prompt=False, call_ids=call_ids)
+    p = _lcp(a, b)
     ends = [*probe.end_tokens, _SENTINEL_EOS, *COMMON_END_TOKENS]
+    return _cut_turn(b[p:], ends), opens_reasoning(b[:p])
+
+
+def _probe(template: ChatTemplate) -> Detection:
     errors: list[str] = []
     first_text = ""
     first_open = False
     for before, after in _attempts():
         try:
-            a = probe.render(before, PROBE_TOOLS, add_generation_prompt=True)
-            b = probe.render(after, PROBE_TOOLS, add_generation_prompt=False)
+            text, reasoning_open = assistant_text(template, before, after, PROBE_TOOLS)
+            prompt_opens = opens_reasoning(
+                _with_sentinels(template).render(before, PROBE_TOOLS, add_generation_prompt=True)
+            )
         except (TemplateError, LimitError) as exc:
             errors.append(str(exc))
             continue
-        p = _lcp(a, b)
-        text = _cut_turn(b[p:], ends)
-        reasoning_open = opens_reasoning(b[:p])
         found = tuple(
             name for name, fam in _FAMILIES.items() if _round_trips(fam, text, reasoning_open)
         )
         if found:
-            return Detection(found[0], text, opens_reasoning(a), found)
+            return Detection(found[0], text, prompt_opens, found)
         if not first_text:
-            first_text, first_open = text, opens_reasoning(a)
+            first_text, first_open = text, prompt_opens
     if first_text or not errors:
         return Detection("none", first_text, first_open)
     return Detection("none", "", False, (), tuple(errors))
