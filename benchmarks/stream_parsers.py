@@ -47,7 +47,8 @@ def _content(i: int) -> str:
 def _call(family: str, i: int) -> str:
     args = {"path": f"src/file_{i}.py", "content": _content(i), "mode": 420}
     if family == "hermes":
-        return "<tool_call>\n" + json.dumps({"name": "write_file", "arguments": args}) + "\n</tool_call>"
+        body = json.dumps({"name": "write_file", "arguments": args})
+        return "<tool_call>\n" + body + "\n</tool_call>"
     if family == "qwen-xml":
         return (
             "<tool_call>\n<function=write_file>\n"
@@ -58,7 +59,8 @@ def _call(family: str, i: int) -> str:
         return json.dumps({"name": "write_file", "parameters": args})
     if i % 2:
         return "[TOOL_CALLS]write_file[ARGS]" + json.dumps(args)
-    return "[TOOL_CALLS]" + json.dumps([{"name": "write_file", "arguments": args, "id": "a1b2c3d4e"}])
+    items = [{"name": "write_file", "arguments": args, "id": "a1b2c3d4e"}]
+    return "[TOOL_CALLS]" + json.dumps(items)
 
 
 def make_reply(family: str, size: int) -> tuple[str, int]:
@@ -106,7 +108,7 @@ def bench(family: str, sizes: list[int]) -> None:
         text, ncalls = make_reply(family, size)
         runs = 5 if size <= 100_000 else 2
 
-        def one_shot() -> float:
+        def one_shot(text: str = text, ncalls: int = ncalls) -> float:
             t0 = time.perf_counter()
             result = fam.parse(text, TOOLS)
             assert len(result.calls) == ncalls, (family, len(result.calls), ncalls)
@@ -114,7 +116,7 @@ def bench(family: str, sizes: list[int]) -> None:
 
         whole = _best(one_shot, runs)
         for chunk in (1, 4):
-            elapsed = _best(lambda: _stream(family, text, chunk)[0], runs)
+            elapsed = _best(lambda c=chunk, t=text: _stream(family, t, c)[0], runs)
             n_chunks = -(-len(text) // chunk)
             naive = ""
             if size <= 100_000:

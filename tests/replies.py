@@ -64,9 +64,13 @@ def hermes(name: str, args: dict[str, Any]) -> str:
 def qwen_xml(name: str, args: dict[str, Any]) -> str:
     out = f"<tool_call>\n<function={name}>\n"
     for key, value in args.items():
-        text = value if isinstance(value, str) else _j(value) if isinstance(
-            value, (dict, list)
-        ) else str(value)
+        text = (
+            value
+            if isinstance(value, str)
+            else _j(value)
+            if isinstance(value, (dict, list))
+            else str(value)
+        )
         out += f"<parameter={key}>\n{text}\n</parameter>\n"
     return out + "</function>\n</tool_call>"
 
@@ -94,7 +98,11 @@ VALID: dict[str, list[tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
             "Let me check.\n\n\n",
             [WEATHER, WRITE, FLAGS],
         ),
-        ("Just text, with <b>tags</b> and {braces}.", "Just text, with <b>tags</b> and {braces}.", []),
+        (
+            "Just text, with <b>tags</b> and {braces}.",
+            "Just text, with <b>tags</b> and {braces}.",
+            [],
+        ),
     ],
     "qwen-xml": [
         (qwen_xml(*WEATHER), "", [WEATHER]),
@@ -127,7 +135,11 @@ ONE_CALL: dict[str, list[str]] = {
     "hermes": [hermes(*WEATHER)],
     "qwen-xml": [qwen_xml(*WEATHER)],
     "llama3": [llama3(*WEATHER), "<|python_tag|>" + llama3(*WEATHER)],
-    "mistral": [mistral_list(WEATHER), mistral_named(*WEATHER), mistral_named(*WEATHER, "abcdefghi")],
+    "mistral": [
+        mistral_list(WEATHER),
+        mistral_named(*WEATHER),
+        mistral_named(*WEATHER, "abcdefghi"),
+    ],
 }
 
 # Near misses: text that is not a complete call in the family's markup.
@@ -158,7 +170,8 @@ NEAR_MISSES: dict[str, list[str]] = {
     ],
     "llama3": [
         '{"name": "Alice", "age": 30}',
-        '{"type": "function", "function": {"name": "get_weather", "parameters": {"city": "Paris"}}}',
+        '{"type": "function", "function": '
+        '{"name": "get_weather", "parameters": {"city": "Paris"}}}',
         '{"name": "get_weather", "parameters": {"city": "Paris"}} Hope that helps!',
         'Here you go: {"name": "get_weather", "parameters": {"city": "Paris"}}',
         '{"name": "get_weather", "parameters": {"city": "Par',

@@ -189,9 +189,7 @@ def test_whole_tool_conversation_renders(name: str) -> None:
         {"role": "assistant", "content": "Sunny and mild."},
         {"role": "user", "content": "Thanks! And tomorrow?"},
     ]
-    prompt = tpl.render(
-        messages, PLAIN_TOOLS, add_generation_prompt=True, call_ids=family.call_ids
-    )
+    prompt = tpl.render(messages, PLAIN_TOOLS, add_generation_prompt=True, call_ids=family.call_ids)
     for needle in ("get_weather", "sunny-and-mild", "Sunny and mild.", "And tomorrow?"):
         assert needle in prompt
 

@@ -20,6 +20,7 @@ from .formats.base import ParseResult, assemble
 from .formats.detect import detect_format
 from .formats.registry import FORMAT_SETTINGS, family_names, get_family
 from .templates import ChatTemplate, load_template
+from .templates.shaping import CallIds
 
 __all__ = ["main"]
 
@@ -98,7 +99,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
     template, _ = _template(args.path)
     tools = _tools(args.tools)
     family = detect_format(template).family
-    call_ids = args.call_ids or (family.call_ids if family else "keep")
+    call_ids: CallIds = args.call_ids or (family.call_ids if family else "keep")
     prompt = template.render(
         _messages(args.messages),
         tools,
@@ -163,21 +164,28 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--tools", help="JSON file with the tools")
     r.add_argument("--no-generation-prompt", action="store_true")
     think = r.add_mutually_exclusive_group()
-    think.add_argument("--enable-thinking", dest="enable_thinking", action="store_true",
-                       default=None)
+    think.add_argument(
+        "--enable-thinking", dest="enable_thinking", action="store_true", default=None
+    )
     think.add_argument("--disable-thinking", dest="enable_thinking", action="store_false")
-    r.add_argument("--call-ids", choices=("keep", "alnum9"),
-                   help="how call ids reach the template (default: what the format needs)")
+    r.add_argument(
+        "--call-ids",
+        choices=("keep", "alnum9"),
+        help="how call ids reach the template (default: what the format needs)",
+    )
     r.set_defaults(run=_cmd_render)
 
     q = sub.add_parser("parse", help="read a model's reply (stdin) in one family's grammar")
-    q.add_argument("--format", required=True,
-                   choices=[*family_names(), FORMAT_SETTINGS[1]], help="the family")
+    q.add_argument(
+        "--format", required=True, choices=[*family_names(), FORMAT_SETTINGS[1]], help="the family"
+    )
     q.add_argument("--tools", help="JSON file with the tools (types the arguments)")
-    q.add_argument("--chunk", type=int, default=0,
-                   help="feed the stream parser N characters at a time")
-    q.add_argument("--reasoning-open", action="store_true",
-                   help="the prompt already opened a thinking block")
+    q.add_argument(
+        "--chunk", type=int, default=0, help="feed the stream parser N characters at a time"
+    )
+    q.add_argument(
+        "--reasoning-open", action="store_true", help="the prompt already opened a thinking block"
+    )
     q.set_defaults(run=_cmd_parse)
     return p
 

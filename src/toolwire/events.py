@@ -10,7 +10,6 @@ nothing the model wrote is lost and nothing half-read is run.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 from .messages import ToolCall
 
@@ -82,4 +81,4 @@ class Notice:
     message: str
 
 
-Event = Union[TextDelta, ReasoningDelta, CallStart, CallArgsDelta, CallEnd, CallAbort, Notice]
+Event = TextDelta | ReasoningDelta | CallStart | CallArgsDelta | CallEnd | CallAbort | Notice

@@ -23,7 +23,7 @@ class ToolCall:
     arguments_text: str = ""
 
     def to_openai(self) -> dict[str, Any]:
-        """The call in OpenAI's chat-completions shape (``arguments`` as a mapping, for templates)."""
+        """The call in OpenAI's chat shape, ``arguments`` as a mapping (for templates)."""
         return {
             "id": self.id,
             "type": "function",

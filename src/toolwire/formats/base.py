@@ -8,6 +8,7 @@ the same events as feeding it whole.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import secrets
@@ -28,6 +29,7 @@ from ..events import (
     TextDelta,
 )
 from ..messages import ToolCall
+from ..templates.shaping import CallIds
 from .reasoning import ReasoningSplitter
 
 __all__ = [
@@ -226,18 +228,14 @@ def type_text(text: str, schema: Mapping[str, Any] | None) -> Any:
         return text
 
 
-def type_arguments(
-    arguments: dict[str, Any], tool: str, index: ToolIndex
-) -> dict[str, Any]:
+def type_arguments(arguments: dict[str, Any], tool: str, index: ToolIndex) -> dict[str, Any]:
     """Type JSON arguments: a string sent for a non-string parameter is read as JSON."""
     typed: dict[str, Any] = {}
     for key, value in arguments.items():
         schema = index.param_schema(tool, key)
         if isinstance(value, str) and schema is not None and not wants_text(schema):
-            try:
+            with contextlib.suppress(ValueError, RecursionError):
                 value = loads_json(value.strip())
-            except (ValueError, RecursionError):
-                pass
         typed[key] = value
     return typed
 
@@ -346,7 +344,7 @@ class Family:
     #: True when a call can only open at the start of the reply (the whole reply is calls).
     start_only: ClassVar[bool] = False
     #: How call ids must look in a prompt for this family's templates ("keep" or "alnum9").
-    call_ids: ClassVar[str] = "keep"
+    call_ids: ClassVar[CallIds] = "keep"
     #: The stream class implementing the grammar.
     stream_class: ClassVar[type[ReplyStream]]
 

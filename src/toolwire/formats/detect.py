@@ -20,6 +20,7 @@ from typing import Any
 from ..errors import FormatError, LimitError, TemplateError
 from ..messages import ToolCall
 from ..templates import ChatTemplate
+from ..templates.shaping import CallIds
 from .base import Family
 from .reasoning import opens_reasoning
 from .registry import _FAMILIES, get_family
@@ -164,7 +165,7 @@ def assistant_text(
     turn: Sequence[Mapping[str, Any]],
     tools: Sequence[Mapping[str, Any]] | None,
     *,
-    call_ids: str = "keep",
+    call_ids: CallIds = "keep",
 ) -> tuple[str, bool]:
     """The text a template puts in the model's mouth for ``turn``, and whether it starts
     inside a thinking block the generation prompt opened.

@@ -76,4 +76,3 @@ class Hermes(Family):
     label = "Hermes <tool_call> JSON (Qwen2.5, Qwen3, Hermes 2/3, Granite 4)"
     markers = (_OPEN_TAG,)
     stream_class = HermesStream
-

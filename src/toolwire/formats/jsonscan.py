@@ -185,9 +185,8 @@ class ObjectScanner:
         # out of text: pass on what we have of a streamed value or a capture
         if self._in_string and self._capture is not None:
             self._capture.append(s[cap_from:n])
-        elif self._streaming and self._state in (_VAL, _PRIM) and self._on_stream:
-            if n > cap_from:
-                self._on_stream(s[cap_from:n])
+        elif self._streaming and self._state in (_VAL, _PRIM) and self._on_stream and n > cap_from:
+            self._on_stream(s[cap_from:n])
         return n
 
     def _string_closed(self) -> None:

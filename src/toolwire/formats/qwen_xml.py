@@ -1,4 +1,7 @@
-"""Qwen XML: ``<tool_call>\\n<function=NAME>\\n<parameter=P>\\nvalue\\n</parameter>\\n</function>\\n</tool_call>``.
+"""Qwen XML: ``<tool_call>`` around ``<function=NAME>`` and ``<parameter=P>`` blocks.
+
+In full: ``<tool_call>\\n<function=NAME>\\n<parameter=P>\\nvalue\\n</parameter>\\n``
+``</function>\\n</tool_call>``.
 
 Written by Qwen3-Coder, Qwen3.5/3.6 and Nemotron-3-Nano. A parameter's value is the text
 between its tags, less the one newline the template puts on each side; a string parameter is
@@ -54,9 +57,10 @@ class _XmlBody(Body):
         j = s.find(">", i)
         stop = len(s) if j < 0 else j
         piece = s[i:stop]
-        if any(c in piece for c in "<= \t\r\n") or sum(map(len, self.name_parts)) + len(
-            piece
-        ) > _MAX_NAME:
+        if (
+            any(c in piece for c in "<= \t\r\n")
+            or sum(map(len, self.name_parts)) + len(piece) > _MAX_NAME
+        ):
             self.fail(i, "a malformed function or parameter name")
             return None, i
         self.name_parts.append(piece)
@@ -137,7 +141,8 @@ class _XmlBody(Body):
         schema = self.stream.tools.param_schema(self.name, name)
         self.as_text = wants_text(schema)
         self.value_parts = []
-        self._delta(("{" if not self.args_text else ", ") + json.dumps(name, ensure_ascii=False) + ": ")
+        opener = "{" if not self.args_text else ", "
+        self._delta(opener + json.dumps(name, ensure_ascii=False) + ": ")
         if self.as_text:
             self._delta('"')
         self.state = _VALUE_START
