@@ -1,0 +1,149 @@
+"""The command line, in-process and as the installed script."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from toolwire.cli import main
+
+from .replies import TOOLS, VALID
+
+FIXTURES = Path(__file__).parent / "fixtures" / "chat_templates"
+
+
+def run(
+    args: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    stdin: str = "",
+) -> tuple[int, str, str]:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_detect(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, _ = run(["detect", str(FIXTURES / "Qwen3-Coder.jinja")], capsys, monkeypatch)
+    assert (code, out) == (0, "qwen-xml\n")
+    code, out, _ = run(
+        ["detect", "--json", str(FIXTURES / "microsoft-Phi-3.5-mini-instruct.jinja")],
+        capsys,
+        monkeypatch,
+    )
+    first, rest = out.split("\n", 1)
+    assert first == "none" and json.loads(rest)["format"] == "none"
+
+
+def test_detect_json_details(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = FIXTURES / "Qwen3.5-4B.jinja"
+    _, out, _ = run(["detect", "--json", str(path)], capsys, monkeypatch)
+    details = json.loads(out.split("\n", 1)[1])
+    assert details["format"] == "qwen-xml" and details["reasoning_open"] is True
+    assert "<function=get_weather>" in details["call_text"]
+
+
+def test_detect_missing_file(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, err = run(["detect", "/nonexistent/x.jinja"], capsys, monkeypatch)
+    assert code == 2 and out == "" and err.startswith("toolwire: error:")
+
+
+def test_render(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    messages = [
+        {"role": "user", "content": "Weather?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_x",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_x", "content": "rain"},
+    ]
+    (tmp_path / "m.json").write_text(json.dumps(messages))
+    (tmp_path / "t.json").write_text(json.dumps(TOOLS[:1]))
+    # Mistral's template demands 9-alphanumeric ids: the detected family asks for them.
+    path = FIXTURES / "mistralai-Mistral-Nemo-Instruct-2407.jinja"
+    code, out, err = run(
+        [
+            "render",
+            str(path),
+            "--messages",
+            str(tmp_path / "m.json"),
+            "--tools",
+            str(tmp_path / "t.json"),
+        ],
+        capsys,
+        monkeypatch,
+    )
+    assert code == 0, err
+    assert '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Oslo"}' in out
+    assert "rain" in out and "[AVAILABLE_TOOLS]" in out
+
+
+def test_render_bad_messages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "m.json").write_text("{not json")
+    code, _, err = run(
+        ["render", str(FIXTURES / "Qwen3-Coder.jinja"), "--messages", str(tmp_path / "m.json")],
+        capsys,
+        monkeypatch,
+    )
+    assert code == 2 and "not JSON" in err
+
+
+@pytest.mark.parametrize("chunk", [0, 1, 4, 1000])
+def test_parse(
+    chunk: int,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (tmp_path / "t.json").write_text(json.dumps(TOOLS))
+    reply = VALID["hermes"][1][0]
+    args = ["parse", "--format", "hermes", "--tools", str(tmp_path / "t.json")]
+    if chunk:
+        args += ["--chunk", str(chunk)]
+    code, out, _ = run(args, capsys, monkeypatch, stdin=reply)
+    data = json.loads(out)
+    assert code == 0 and data["content"] == "Let me check.\n\n\n"
+    assert [c["name"] for c in data["calls"]] == ["get_weather", "write_file", "set_flags"]
+    assert data["calls"][0]["arguments"] == {"city": "Paris", "days": 3}
+    assert all(len(c["id"]) == 9 for c in data["calls"])
+
+
+def test_parse_unknown_format(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["parse", "--format", "harmony"])
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_installed_script() -> None:
+    exe = shutil.which("toolwire")
+    assert exe, "the package is installed with its console script"
+    done = subprocess.run(
+        [exe, "parse", "--format", "llama3", "--chunk", "3"],
+        input='{"name": "f", "parameters": {"a": 1}}',
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(done.stdout)["calls"][0]["arguments"] == {"a": 1}
