@@ -155,6 +155,7 @@ NEAR_MISSES: dict[str, list[str]] = {
         '<tool_call>\n{"name": "get_weather", "arguments": {}} trailing\n</tool_call>',
         '<tool_call>["get_weather"]</tool_call>',
         '<tool_call>\n{"name": "get_weather", "arguments": {"a": NaN}}\n</tool_call>',
+        '<tool_call>\n{"name": "get_weather", "name": "write_file", "arguments": {}}\n</tool_call>',
         "<tool_call>",
         "<tool_ca",
     ],

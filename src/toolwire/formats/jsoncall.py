@@ -40,6 +40,7 @@ class JsonCall:
         )
         self.index = -1
         self.id = ""
+        self.name = ""
         self.rejected = ""  # set when the name alone already rules the call out
         self._held_args: list[str] = []
         self._args_text: list[str] = []
@@ -54,6 +55,7 @@ class JsonCall:
         if not name or (self.accept_name is not None and not self.accept_name(name)):
             self.rejected = f"{name!r} is not a declared tool"
             return
+        self.name = name
         self.index, self.id = self.stream._new_call(name)
         for piece in self._held_args:
             self.stream._args(self.index, piece)
@@ -89,10 +91,12 @@ class JsonCall:
             problem = self.check(obj)
             if problem:
                 return None, problem
-        if not self.started:  # e.g. a name that was not a plain string while streaming
+        if not self.started:
             self._on_name(name)
             if not self.started:
                 return None, self.rejected or "the call has no name"
+        if name != self.name:  # announced one name, the object says another
+            return None, "the call names two tools"
         typed = type_arguments(args, name, self.stream.tools)
         return (
             ToolCall(call_id or self.id, name, typed, "".join(self._args_text).strip()),
