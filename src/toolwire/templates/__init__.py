@@ -1,0 +1,25 @@
+"""Sandboxed rendering of a model's own chat template, with tools.
+
+* :class:`ChatTemplate` renders a Hugging Face / GGUF Jinja chat template in a sandbox.
+* :func:`load_template` reads one from a ``.jinja`` file or a GGUF model.
+* :func:`read_gguf` reads a GGUF file's template and special tokens (:class:`GGUFInfo`).
+* :func:`shape_messages` and :func:`normalize_tools` put OpenAI-style messages and tools in
+  the shape every published template accepts (``render`` applies both).
+
+Limits on template size, output size and work are constants in
+:mod:`toolwire.templates.sandbox`.
+"""
+
+from toolwire.templates.chat import ChatTemplate
+from toolwire.templates.gguf import GGUFInfo, read_gguf
+from toolwire.templates.load import load_template
+from toolwire.templates.shaping import normalize_tools, shape_messages
+
+__all__ = [
+    "ChatTemplate",
+    "GGUFInfo",
+    "load_template",
+    "normalize_tools",
+    "read_gguf",
+    "shape_messages",
+]

@@ -1,0 +1,202 @@
+"""A model's chat template, rendered with tools in the sandbox.
+
+A local model only calls tools reliably when its prompt is built exactly as in training, so
+toolwire renders the model's own template (from its GGUF file or its Hugging Face repository)
+rather than a generic one. Rendering passes the variables transformers passes, so published
+templates see what their authors tested with.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import traceback
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+import jinja2
+from jinja2.exceptions import SecurityError, TemplateSyntaxError
+
+from toolwire.errors import LimitError, TemplateError, TemplateSecurityError, ToolwireError
+from toolwire.templates.sandbox import (
+    MAX_OUTPUT_CHARS,
+    MAX_TEMPLATE_BYTES,
+    TEMPLATE_FILENAME,
+    TemplateRaised,
+    add_guards,
+    budget,
+    environment,
+)
+from toolwire.templates.shaping import CallIds, normalize_tools, shape_messages
+
+__all__ = ["ChatTemplate"]
+
+
+class ChatTemplate:
+    """One chat template with the special tokens it renders with.
+
+    ``tool_source`` is a second template used when tools are given: GGUF files (and some
+    Hugging Face repositories, e.g. Hermes 3) ship a named ``tool_use`` variant beside the
+    default one. ``end_tokens`` are extra end-of-turn tokens (eot, eom) a generator must stop
+    on besides ``eos_token``.
+
+    Construction only checks the size; the template compiles on first render, once.
+    """
+
+    def __init__(
+        self,
+        source: str,
+        *,
+        bos_token: str = "",
+        eos_token: str = "",
+        end_tokens: Sequence[str] = (),
+        tool_source: str | None = None,
+        name: str = "",
+    ) -> None:
+        self.name = name
+        label = name or "chat template"
+        for kind, text in (("template", source), ("tool_use template", tool_source)):
+            if text is None:
+                continue
+            if not isinstance(text, str):
+                raise TemplateError(f"{label}: {kind} source is {type(text).__name__}, not str")
+            size = len(text.encode("utf-8", "surrogatepass"))
+            if size > MAX_TEMPLATE_BYTES:
+                raise TemplateError(
+                    f"{label}: {kind} source is {size:,} bytes (limit {MAX_TEMPLATE_BYTES:,})"
+                )
+        self.source = source
+        self.tool_source = tool_source
+        self.bos_token = bos_token
+        self.eos_token = eos_token
+        self.end_tokens: tuple[str, ...] = tuple(
+            dict.fromkeys(t for t in (eos_token, *end_tokens) if t)
+        )
+        self._compiled: dict[bool, jinja2.Template] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def sha256(self) -> str:
+        """Hex SHA-256 of the source; for a plain template it equals the file's checksum.
+
+        With a ``tool_source`` the hash covers both, separated by a NUL byte (which a
+        template cannot contain), so two pairs never collide by moving text across.
+        """
+        digest = hashlib.sha256(self.source.encode("utf-8", "surrogatepass"))
+        if self.tool_source is not None:
+            digest.update(b"\0" + self.tool_source.encode("utf-8", "surrogatepass"))
+        return digest.hexdigest()
+
+    def __repr__(self) -> str:
+        tool = ", tool_use" if self.tool_source is not None else ""
+        return f"ChatTemplate(name={self.name!r}, sha256={self.sha256[:12]}…{tool})"
+
+    def render(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        add_generation_prompt: bool = True,
+        enable_thinking: bool | None = None,
+        call_ids: CallIds = "keep",
+        **extra: Any,
+    ) -> str:
+        """Render ``messages`` (OpenAI-style dicts) and ``tools`` into a prompt.
+
+        Messages pass through :func:`shape_messages` and tools through
+        :func:`normalize_tools` first (``ValueError`` for a malformed one). ``tools`` reaches
+        the template as ``None`` when there are none, because templates test both
+        ``tools is not none`` and plain ``tools``. ``enable_thinking`` is passed only when
+        set, since templates test ``enable_thinking is defined``. ``extra`` keywords become
+        template variables (``bos_token=""`` overrides the default, for instance).
+
+        Raises :class:`TemplateError` (the template failed or raised its own error),
+        :class:`TemplateSecurityError` (it tried something the sandbox forbids; nothing ran),
+        or :class:`LimitError` (it went past a limit in :mod:`toolwire.templates.sandbox`).
+        """
+        shaped = shape_messages(messages, call_ids=call_ids)
+        tool_list = normalize_tools(tools) if tools else []
+        use_tool_source = bool(tool_list) and self.tool_source is not None
+        template = self._template(use_tool_source)
+        context: dict[str, Any] = {
+            "bos_token": self.bos_token,
+            "eos_token": self.eos_token,
+            **extra,
+            "messages": shaped,
+            "tools": tool_list or None,
+            "add_generation_prompt": add_generation_prompt,
+        }
+        if enable_thinking is not None:
+            context["enable_thinking"] = enable_thinking
+        chunks: list[str] = []
+        size = 0
+        try:
+            with budget():
+                for chunk in template.generate(context):
+                    size += len(chunk)
+                    if size > MAX_OUTPUT_CHARS:
+                        raise LimitError(f"rendered prompt passed {MAX_OUTPUT_CHARS:,} characters")
+                    chunks.append(chunk)
+        except Exception as exc:  # untrusted code: every failure is converted
+            raise self._convert(exc, use_tool_source) from exc
+        return "".join(chunks)
+
+    def _label(self, tool_use: bool) -> str:
+        label = self.name or "chat template"
+        return f"{label} (tool_use)" if tool_use else label
+
+    def _template(self, tool_use: bool) -> jinja2.Template:
+        """Compile the default or the tool_use source, once per instance."""
+        compiled = self._compiled.get(tool_use)
+        if compiled is not None:
+            return compiled
+        with self._lock:
+            compiled = self._compiled.get(tool_use)
+            if compiled is None:
+                compiled = self._compile(self.tool_source if tool_use else self.source, tool_use)
+                self._compiled[tool_use] = compiled
+        return compiled
+
+    def _compile(self, source: str | None, tool_use: bool) -> jinja2.Template:
+        env = environment()
+        label = self._label(tool_use)
+        try:
+            tree = add_guards(env.parse(source or ""))
+            code = env.compile(tree, filename=TEMPLATE_FILENAME)
+            return env.template_class.from_code(env, code, env.make_globals(None), None)
+        except TemplateSyntaxError as exc:
+            raise TemplateError(
+                f"{label}: syntax error on line {exc.lineno}: {exc.message}"
+            ) from exc
+        except Exception as exc:  # the parser runs on untrusted text
+            raise self._convert(exc, tool_use) from exc
+
+    def _convert(self, exc: Exception, tool_use: bool) -> ToolwireError:
+        """Turn whatever a template raised into one of toolwire's errors."""
+        label = self._label(tool_use)
+        line = _template_line(exc.__traceback__)
+        where = f" (line {line})" if line else ""
+        if isinstance(exc, ToolwireError):  # a limit, raised by the sandbox's guards
+            return type(exc)(f"{label}{where}: {exc}")
+        if isinstance(exc, TemplateRaised):
+            return TemplateError(f"{label} raised{where}: {exc.message}")
+        if isinstance(exc, SecurityError):
+            return TemplateSecurityError(f"{label}: sandbox violation{where}: {exc}")
+        if isinstance(exc, RecursionError):
+            return LimitError(f"{label}: recursion too deep{where}")
+        if isinstance(exc, MemoryError):
+            return LimitError(f"{label}: out of memory while rendering{where}")
+        if isinstance(exc, jinja2.TemplateError):
+            return TemplateError(f"{label}{where}: {exc.message or type(exc).__name__}")
+        return TemplateError(f"{label}{where}: {type(exc).__name__}: {exc}")
+
+
+def _template_line(tb: TracebackType | None) -> int | None:
+    """The template line of the innermost template frame (Jinja rewrites tracebacks so that
+    template frames carry template line numbers)."""
+    line = None
+    for frame, lineno in traceback.walk_tb(tb):
+        if frame.f_code.co_filename == TEMPLATE_FILENAME:
+            line = lineno
+    return line

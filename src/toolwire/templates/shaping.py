@@ -1,0 +1,209 @@
+"""Messages and tools in the shape every published chat template accepts.
+
+Callers hold conversations in OpenAI's chat-completions shape, but templates disagree on the
+details: some index ``tool_call.function.arguments`` as a mapping, some print ``content``
+even when it is ``None``, Mistral's refuse call ids that are not nine alphanumerics. Shaping
+once, here, keeps those quirks out of every caller.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import string
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from toolwire.messages import ToolCall
+
+__all__ = ["Arguments", "CallIds", "alnum9", "normalize_tools", "shape_messages"]
+
+#: How :func:`shape_messages` treats tool-call ids: ``"keep"`` leaves them as given;
+#: ``"alnum9"`` maps each to nine ASCII letters and digits (Mistral's templates demand it).
+CallIds = Literal["keep", "alnum9"]
+
+_ALNUM = string.ascii_letters + string.digits
+_EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+class Arguments(dict[str, Any]):
+    """Tool-call arguments: a mapping that prints as JSON.
+
+    Templates disagree on what ``function.arguments`` is. Most iterate it or pass it to
+    ``tojson`` (a mapping); some print it or concatenate it to a string (functionary v3.2
+    writes ``'\n' + arguments``), as if it were OpenAI's JSON text. This is both: a ``dict``
+    whose ``str()`` and ``+`` give JSON, the exact text the caller sent when it came as text.
+    """
+
+    def __init__(self, mapping: Mapping[str, Any], text: str | None = None) -> None:
+        super().__init__(mapping)
+        self.text = text
+
+    def __str__(self) -> str:
+        if self.text is not None:
+            return self.text
+        return json.dumps(self, ensure_ascii=False)
+
+    def __add__(self, other: object) -> str:
+        if isinstance(other, str):
+            return str(self) + other
+        return NotImplemented
+
+    def __radd__(self, other: object) -> str:
+        if isinstance(other, str):
+            return other + str(self)
+        return NotImplemented
+
+
+def alnum9(call_id: str) -> str:
+    """Nine ASCII alphanumerics standing for ``call_id``, the same on every run.
+
+    An id that already is nine alphanumerics is kept, so ids a Mistral model produced
+    round-trip unchanged. Others are derived from a SHA-256 of the id (62**9 values, so two
+    ids in one conversation collide with negligible probability).
+    """
+    if len(call_id) == 9 and call_id.isascii() and call_id.isalnum():
+        return call_id
+    number = int.from_bytes(
+        hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).digest()[:8], "big"
+    )
+    chars = []
+    for _ in range(9):
+        number, digit = divmod(number, len(_ALNUM))
+        chars.append(_ALNUM[digit])
+    return "".join(chars)
+
+
+def shape_messages(
+    messages: Iterable[Mapping[str, Any]], *, call_ids: CallIds = "keep"
+) -> list[dict[str, Any]]:
+    """Template-ready deep copies of OpenAI-style ``messages`` (the input is never changed).
+
+    * ``content`` that is ``None`` or missing becomes ``""`` (templates concatenate it);
+      a list of content parts is kept as is.
+    * Each tool call becomes ``{"id", "type": "function", "function": {"name",
+      "arguments"}}`` with ``arguments`` an :class:`Arguments` mapping, which prints as JSON
+      for templates that treat it as text: a JSON-object string is decoded (and kept as
+      that mapping's text), any other string is kept as given. A
+      :class:`~toolwire.messages.ToolCall` is accepted, and so is a flat ``{"id", "name",
+      "arguments"}`` call. A call without an id gets ``call_<n>``, n counting calls from 0
+      across the conversation.
+    * A tool result without ``tool_call_id`` answers the oldest unanswered call; one without
+      ``name`` gets the name of the call it answers (Kimi's and Gemma's templates print it).
+    * ``call_ids="alnum9"`` maps every call id and ``tool_call_id`` through :func:`alnum9`.
+
+    Raises ``ValueError`` for a message that is not a mapping or a call without a name.
+    """
+    if call_ids not in ("keep", "alnum9"):
+        raise ValueError(f"call_ids must be 'keep' or 'alnum9', not {call_ids!r}")
+    shaped: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
+    unanswered: deque[str] = deque()
+    n_calls = 0
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise ValueError(f"message {index} is a {type(message).__name__}, not a mapping")
+        out = {key: copy.deepcopy(value) for key, value in message.items() if key != "tool_calls"}
+        if out.get("content") is None:
+            out["content"] = ""
+        calls = message.get("tool_calls")
+        if calls:
+            out["tool_calls"] = []
+            for call in calls:
+                shaped_call = _shape_call(call, f"message {index}", n_calls, call_ids)
+                n_calls += 1
+                out["tool_calls"].append(shaped_call)
+                names[shaped_call["id"]] = shaped_call["function"]["name"]
+                unanswered.append(shaped_call["id"])
+        elif "tool_calls" in message:
+            out["tool_calls"] = copy.deepcopy(calls)
+        if out.get("role") == "tool":
+            answered = out.get("tool_call_id")
+            if answered is None and unanswered:
+                answered = unanswered[0]
+            elif isinstance(answered, str) and call_ids == "alnum9":
+                answered = alnum9(answered)
+            if answered is not None:
+                out["tool_call_id"] = answered
+                if answered in unanswered:
+                    unanswered.remove(answered)
+                if "name" not in out and answered in names:
+                    out["name"] = names[answered]
+        shaped.append(out)
+    return shaped
+
+
+def _shape_call(call: Any, where: str, number: int, call_ids: CallIds) -> dict[str, Any]:
+    if isinstance(call, ToolCall):
+        call = call.to_openai()
+    if not isinstance(call, Mapping):
+        raise ValueError(f"{where}: a tool call is a {type(call).__name__}, not a mapping")
+    function = call.get("function", call)
+    if not isinstance(function, Mapping):
+        raise ValueError(f"{where}: tool call 'function' is not a mapping")
+    name = function.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{where}: a tool call has no name")
+    call_id = call.get("id")
+    if not isinstance(call_id, str) or not call_id:
+        call_id = f"call_{number}"
+    if call_ids == "alnum9":
+        call_id = alnum9(call_id)
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": _arguments(function.get("arguments"))},
+    }
+
+
+def _arguments(arguments: Any) -> Any:
+    """:class:`Arguments` when they are a mapping or a JSON object in a string; otherwise
+    (text that is not a JSON object) the value as given."""
+    if arguments is None:
+        return Arguments({})
+    if isinstance(arguments, str):
+        try:
+            decoded = json.loads(arguments)
+        except ValueError:
+            return arguments
+        return Arguments(decoded, arguments) if isinstance(decoded, dict) else arguments
+    if isinstance(arguments, Mapping):
+        return Arguments(copy.deepcopy(dict(arguments)))
+    return copy.deepcopy(arguments)
+
+
+def normalize_tools(tools: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    """Tools in OpenAI's ``{"type": "function", "function": schema}`` shape (deep copies).
+
+    Accepts that shape, a bare ``{"name", "description", "parameters"}`` schema, or the flat
+    ``{"type": "function", "name", …}`` of the Responses API. A schema without
+    ``parameters`` gets an empty object schema, because templates print it unconditionally.
+
+    Raises ``ValueError`` for a tool that is not a mapping, is not a function tool, or has no
+    name: a tool the model cannot call by name is a caller's bug, better seen at once than
+    rendered into a prompt.
+    """
+    normalized: list[dict[str, Any]] = []
+    for index, tool in enumerate(tools or ()):
+        if not isinstance(tool, Mapping):
+            raise ValueError(f"tool {index} is a {type(tool).__name__}, not a mapping")
+        kind = tool.get("type", "function")
+        if kind != "function":
+            raise ValueError(f"tool {index} has type {kind!r}; only function tools render")
+        if "function" in tool:
+            schema = tool["function"]
+            if not isinstance(schema, Mapping):
+                raise ValueError(f"tool {index}: 'function' is not a mapping")
+            schema = dict(schema)
+        else:
+            schema = {key: value for key, value in tool.items() if key != "type"}
+        name = schema.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"tool {index} has no name")
+        schema = copy.deepcopy(schema)
+        if schema.get("parameters") is None:
+            schema["parameters"] = copy.deepcopy(_EMPTY_PARAMETERS)
+        normalized.append({"type": "function", "function": schema})
+    return normalized
