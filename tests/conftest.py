@@ -1,0 +1,37 @@
+"""Shared fixtures: the real local models.
+
+A test that needs a real model fails under CI (``CI`` set), where the models are installed
+and a skip would hide a broken install; elsewhere it is skipped, with the install command.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from toolwire.errors import ModelNotFoundError
+from toolwire.models import default_model_path, smollm2_path
+
+
+def _model(find: Callable[[], Path]) -> Path:
+    try:
+        return find()
+    except ModelNotFoundError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"real model missing under CI: {exc}")
+        pytest.skip(f"real model not installed: {exc}")
+
+
+@pytest.fixture(scope="session")
+def qwen_gguf() -> Path:
+    """Qwen2.5-Coder-0.5B-Instruct Q4_K_M, the default local model (has a tool template)."""
+    return _model(default_model_path)
+
+
+@pytest.fixture(scope="session")
+def smollm2_gguf() -> Path:
+    """SmolLM2-135M-Instruct Q4_1 (plain ChatML, no tool template)."""
+    return _model(smollm2_path)
