@@ -5,7 +5,9 @@ The public surface is what ``__all__`` lists; everything else is private and may
 
 from __future__ import annotations
 
+from .arguments import PreparedArguments, prepare_arguments
 from .errors import (
+    ArgumentsError,
     FormatError,
     GGUFError,
     LimitError,
@@ -33,6 +35,7 @@ from .templates import ChatTemplate, GGUFInfo, load_template, read_gguf
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArgumentsError",
     "CallAbort",
     "CallArgsDelta",
     "CallEnd",
@@ -48,6 +51,7 @@ __all__ = [
     "ModelNotFoundError",
     "Notice",
     "ParseResult",
+    "PreparedArguments",
     "ReasoningDelta",
     "ReplyStream",
     "TemplateError",
@@ -61,6 +65,7 @@ __all__ = [
     "family_names",
     "get_family",
     "load_template",
+    "prepare_arguments",
     "read_gguf",
     "resolve_format",
 ]

@@ -2,7 +2,8 @@
 
 ``detect`` names the tool-call format a template teaches; ``render`` prints the prompt a
 template makes of a conversation; ``parse`` reads a reply in one family's grammar, whole or
-as a stream of chunks. Errors are one line on stderr and exit status 2.
+as a stream of chunks; ``args`` reads a call's arguments, types and checks them, or prints
+the explanation a model would get (exit 1). Other errors are one line on stderr, exit 2.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .errors import ToolwireError
+from .arguments import prepare_arguments
+from .errors import ArgumentsError, ToolwireError
 from .formats.base import ParseResult, assemble
 from .formats.detect import detect_format
 from .formats.registry import FORMAT_SETTINGS, family_names, get_family
@@ -144,6 +146,33 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_args(args: argparse.Namespace) -> int:
+    data = _read_json(args.schema, "schema")
+    if not isinstance(data, dict):
+        raise _UsageError(f"schema file {args.schema} must hold a JSON object")
+    tool = data.get("function", data) if data.get("type") == "function" else data
+    if "parameters" in tool and isinstance(tool["parameters"], dict):
+        schema, name = tool["parameters"], tool.get("name")
+    else:
+        schema, name = data, None
+    try:
+        done = prepare_arguments(
+            sys.stdin.read(), schema, strict=args.strict, name=args.name or name or "the tool"
+        )
+    except ArgumentsError as exc:
+        if exc.kind == "schema":
+            raise
+        print(exc.explanation)
+        return 1
+    out = {
+        "arguments": done.arguments,
+        "repairs": list(done.repairs),
+        "dropped": list(done.dropped),
+    }
+    print(json.dumps(out, ensure_ascii=False, indent=2))
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="toolwire", description="Tool calling that works on every model."
@@ -187,6 +216,16 @@ def _parser() -> argparse.ArgumentParser:
         "--reasoning-open", action="store_true", help="the prompt already opened a thinking block"
     )
     q.set_defaults(run=_cmd_parse)
+
+    a = sub.add_parser("args", help="read, type and check a call's arguments (stdin)")
+    a.add_argument(
+        "--schema",
+        required=True,
+        help="JSON file: the tool (OpenAI or bare form) or its parameters schema",
+    )
+    a.add_argument("--strict", action="store_true", help="refuse any repair or normalisation")
+    a.add_argument("--name", help="the tool's name in explanations")
+    a.set_defaults(run=_cmd_args)
     return p
 
 

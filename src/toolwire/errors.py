@@ -8,6 +8,7 @@ else escaping them is a bug.
 from __future__ import annotations
 
 __all__ = [
+    "ArgumentsError",
     "FormatError",
     "GGUFError",
     "LimitError",
@@ -44,3 +45,20 @@ class FormatError(ToolwireError):
 
 class ModelNotFoundError(ToolwireError):
     """A bundled model's packages are not installed, or their bytes fail the checksum."""
+
+
+class ArgumentsError(ToolwireError):
+    """A call's arguments could not be read, or do not fit the tool's schema.
+
+    ``explanation`` is written for the model: what was wrong, where, and what the tool takes,
+    so it can call again. ``problems`` lists the individual findings, one line each.
+    ``kind`` is ``"unreadable"``, ``"invalid"`` (read but does not fit) or ``"limit"``.
+    """
+
+    def __init__(
+        self, explanation: str, *, kind: str = "invalid", problems: tuple[str, ...] = ()
+    ) -> None:
+        super().__init__(explanation)
+        self.explanation = explanation
+        self.kind = kind
+        self.problems = problems

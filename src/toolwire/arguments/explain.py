@@ -1,0 +1,197 @@
+"""Checking arguments strictly, and saying what is wrong so a small model can fix it.
+
+The check is ``jsonschema`` (Draft 2020-12, formats not enforced) against the tool's original
+schema. Each finding becomes one line naming the field, what was wanted, what was sent and
+the valid values; the tool's one-line signature closes the message:
+
+    The arguments for search_mail don't fit. Fix these and call it again:
+    - query: required (text), but it was missing.
+    - limit: expected a number, got the text "ten".
+    It takes: {query: string, limit?: integer, order?: "newest"|"oldest"}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from .schema import resolve, types_of
+
+__all__ = ["check", "describe_value", "signature", "wanted"]
+
+_KINDS = {
+    "string": "text",
+    "integer": "a number",
+    "number": "a number",
+    "boolean": "true or false",
+    "array": "a list",
+    "object": "an object",
+    "null": "null",
+}
+_MAX_SHOWN = 60
+_MAX_PROBLEMS = 12
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 1] + "…"
+
+
+def describe_value(value: Any) -> str:
+    """How a sent value reads in a message: ``the text "ten"``, ``the number 3.5``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return "the text " + _short(json.dumps(value, ensure_ascii=False))
+    if isinstance(value, list):
+        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
+    return "an object"
+
+
+def _options(values: Iterable[Any]) -> str:
+    return ", ".join(_short(json.dumps(v, ensure_ascii=False)) for v in values)
+
+
+def wanted(schema: Any, root: Mapping[str, Any]) -> str:
+    """What a schema wants, in words: ``text``, ``a number``, ``one of "a", "b"``."""
+    schema = resolve(schema, root)
+    if isinstance(schema, Mapping):
+        if isinstance(schema.get("enum"), list):
+            return "one of " + _options(schema["enum"])
+        if "const" in schema:
+            return "exactly " + _options([schema["const"]])
+    types = types_of(schema, root)
+    if not types:
+        return "a value"
+    kinds = []
+    for t in ("string", "integer", "number", "boolean", "array", "object", "null"):
+        if t in types and _KINDS[t] not in kinds:
+            kinds.append(_KINDS[t])
+    return " or ".join(kinds)
+
+
+def _path(error: ValidationError, key: str | None = None) -> str:
+    out = ""
+    for part in [*error.absolute_path, *([key] if key is not None else [])]:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "the arguments"
+
+
+def _line(
+    error: ValidationError, root: Mapping[str, Any], validator: Draft202012Validator
+) -> list[str]:
+    v = error.validator
+    value: Any = error.instance
+    spec: Any = error.validator_value
+    sch: Any = error.schema
+    got = describe_value(value)
+    path = _path(error)
+    if v == "required":
+        props = sch.get("properties", {}) if isinstance(sch, Mapping) else {}
+        missing = [k for k in spec if isinstance(value, dict) and k not in value]
+        return [
+            f"- {_path(error, k)}: required ({wanted(props.get(k, {}), root)}), but it was missing."
+            for k in missing
+        ]
+    if v == "type":
+        want = wanted(sch, root)
+        if spec == "integer" and isinstance(value, float) and not isinstance(value, bool):
+            want = "a whole number"
+        return [f"- {path}: expected {want}, got {got}."]
+    if v == "enum":
+        return [f"- {path}: expected one of {_options(spec)}, got {got}."]
+    if v == "const":
+        return [f"- {path}: expected exactly {_options([spec])}, got {got}."]
+    if v in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        word = {
+            "minimum": "at least",
+            "maximum": "at most",
+            "exclusiveMinimum": "more than",
+            "exclusiveMaximum": "less than",
+        }[str(v)]
+        return [f"- {path}: expected a number {word} {spec}, got {got}."]
+    if v in ("minLength", "maxLength"):
+        word = "at least" if v == "minLength" else "at most"
+        n = spec
+        return [f"- {path}: expected text of {word} {n} characters, got {len(value)}."]
+    if v in ("minItems", "maxItems"):
+        word = "at least" if v == "minItems" else "at most"
+        n = spec
+        return [f"- {path}: expected a list of {word} {n} items, got {len(value)}."]
+    if v == "pattern":
+        return [f"- {path}: expected text matching {spec}, got {got}."]
+    if v == "additionalProperties" and isinstance(value, dict):
+        props = sch.get("properties", {}) if isinstance(sch, Mapping) else {}
+        extra = [k for k in value if k not in props]
+        return [f"- {_path(error, k)}: not a field this tool takes." for k in extra]
+    if v in ("anyOf", "oneOf"):
+        options = " | ".join(wanted(b, root) for b in spec)
+        fits = sum(1 for b in spec if validator.evolve(schema=b).is_valid(value) is True)
+        if v == "oneOf" and fits > 1:
+            return [f"- {path}: fits more than one of: {options}; make it match exactly one."]
+        return [f"- {path}: expected {options}, got {got}."]
+    if v == "uniqueItems":
+        return [f"- {path}: expected a list without repeated items."]
+    return [f"- {path}: {error.message}."]
+
+
+def check(value: Any, schema: Mapping[str, Any]) -> list[str]:
+    """The strict check: one line per problem (empty when the value fits)."""
+    validator = Draft202012Validator(schema)
+    errors = sorted(
+        validator.iter_errors(value), key=lambda e: ([str(p) for p in e.absolute_path], e.validator)
+    )
+    lines: list[str] = []
+    for error in errors:
+        for line in _line(error, schema, validator):
+            if line not in lines:
+                lines.append(line)
+    if len(lines) > _MAX_PROBLEMS:
+        lines = [*lines[:_MAX_PROBLEMS], f"- … and {len(lines) - _MAX_PROBLEMS} more."]
+    return lines
+
+
+def _type_sig(schema: Any, root: Mapping[str, Any], depth: int) -> str:
+    schema = resolve(schema, root)
+    if not isinstance(schema, Mapping):
+        return "any"
+    if isinstance(schema.get("enum"), list):
+        return "|".join(_short(json.dumps(v, ensure_ascii=False)) for v in schema["enum"])
+    if "const" in schema:
+        return _short(json.dumps(schema["const"], ensure_ascii=False))
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            return "|".join(_type_sig(b, root, depth + 1) for b in schema[key])
+    t = schema.get("type")
+    if isinstance(t, list):
+        return "|".join(str(x) for x in t)
+    if t == "array" or (t is None and "items" in schema):
+        inner = _type_sig(schema.get("items", {}), root, depth + 1)
+        return f"({inner})[]" if "|" in inner else f"{inner}[]"
+    if (t == "object" or t is None) and isinstance(schema.get("properties"), Mapping):
+        return signature(schema, root, depth + 1) if depth < 2 else "object"
+    return str(t) if t else "any"
+
+
+def signature(
+    schema: Mapping[str, Any], root: Mapping[str, Any] | None = None, depth: int = 0
+) -> str:
+    """A tool's arguments in one line: ``{query: string, limit?: integer}``."""
+    root = schema if root is None else root
+    schema = resolve(schema, root)
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(props, Mapping) or not props:
+        return "{}"
+    required = schema.get("required") or []
+    parts = [
+        f"{name}{'' if name in required else '?'}: {_type_sig(sub, root, depth)}"
+        for name, sub in props.items()
+    ]
+    return "{" + ", ".join(parts) + "}"

@@ -1,0 +1,95 @@
+"""Small questions asked of a JSON schema: its types, its references, whether null fits.
+
+Shared by normalisation, the checker's explanations and the tool signature, so that each
+reads a schema the same way. References are local (``#/$defs/…``, ``#/definitions/…``) and
+followed a bounded number of times, so a recursive schema cannot loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["allows_null", "resolve", "types_of"]
+
+_MAX_HOPS = 32
+
+
+def _pointer(root: Mapping[str, Any], ref: str) -> Any:
+    if not ref.startswith("#"):
+        return None
+    node: Any = root
+    for raw in ref[1:].split("/")[1:] if ref != "#" else []:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def resolve(schema: Any, root: Mapping[str, Any]) -> Any:
+    """The schema with ``$ref`` followed (sibling keywords kept beside the target's)."""
+    hops = 0
+    while isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str) and hops < _MAX_HOPS:
+        target = _pointer(root, schema["$ref"])
+        if not isinstance(target, Mapping):
+            return schema
+        siblings = {k: v for k, v in schema.items() if k != "$ref"}
+        schema = {**target, **siblings} if siblings else target
+        hops += 1
+    return schema
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if value is None:
+        return "null"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def types_of(schema: Any, root: Mapping[str, Any], _hops: int = 0) -> set[str] | None:
+    """The JSON types a schema admits, or None when it does not say (any type)."""
+    schema = resolve(schema, root)
+    if not isinstance(schema, Mapping) or _hops > _MAX_HOPS:
+        return None
+    t = schema.get("type")
+    if isinstance(t, str):
+        return {t}
+    if isinstance(t, list) and t and all(isinstance(x, str) for x in t):
+        return set(t)
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return {_json_type(v) for v in schema["enum"]}
+    if "const" in schema:
+        return {_json_type(schema["const"])}
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if isinstance(options, list) and options:
+            found: set[str] = set()
+            for option in options:
+                sub = types_of(option, root, _hops + 1)
+                if sub is None:
+                    return None
+                found |= sub
+            return found
+    if "properties" in schema:
+        return {"object"}
+    if "items" in schema:
+        return {"array"}
+    return None
+
+
+def allows_null(schema: Any, root: Mapping[str, Any]) -> bool:
+    types = types_of(schema, root)
+    return types is None or "null" in types
