@@ -19,7 +19,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from .schema import resolve, types_of
+from .schema import resolve, types_of, validator_for
 
 __all__ = ["check", "describe_value", "signature", "wanted"]
 
@@ -144,7 +144,7 @@ def _line(
 
 def check(value: Any, schema: Mapping[str, Any]) -> list[str]:
     """The strict check: one line per problem (empty when the value fits)."""
-    validator = Draft202012Validator(schema)
+    validator = validator_for(schema)
     errors = sorted(
         validator.iter_errors(value), key=lambda e: ([str(p) for p in e.absolute_path], e.validator)
     )

@@ -20,7 +20,7 @@ from jsonschema import Draft202012Validator
 
 from ..errors import ArgumentsError
 from .read import read_json
-from .schema import allows_null, resolve, types_of
+from .schema import allows_null, resolve, types_of, validator_for
 
 __all__ = ["Normalised", "normalise"]
 
@@ -57,7 +57,7 @@ class _Ctx:
 
 def normalise(value: Any, schema: Mapping[str, Any]) -> Normalised:
     """Normalise ``value`` (already read) for ``schema``; the input is never mutated."""
-    ctx = _Ctx(schema, Draft202012Validator(schema))
+    ctx = _Ctx(schema, validator_for(schema))
     out = _norm(value, schema, ctx, "", 0)
     return Normalised(out, ctx.repairs, ctx.dropped)
 

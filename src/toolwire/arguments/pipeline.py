@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +14,7 @@ from ..errors import ArgumentsError
 from .explain import check, describe_value, signature
 from .normalise import normalise
 from .read import ReadError, read_json
+from .schema import validator_for
 
 __all__ = ["PreparedArguments", "prepare_arguments"]
 
@@ -103,18 +105,19 @@ def prepare_arguments(
             value = inner
             repairs.append("arguments-envelope")
     dropped: list[str] = []
-    if not strict:
-        done = normalise(value, schema)
-        value = done.value
-        repairs += [r for r in done.repairs if r not in repairs]
-        dropped = done.dropped
+    validator_for(schema)  # a broken schema is refused before any value is judged by it
     try:
+        if not strict:
+            done = normalise(value, schema)
+            value = done.value
+            repairs += [r for r in done.repairs if r not in repairs]
+            dropped = done.dropped
         lines = check(value, schema)
         if strict:
             extra = [k for k in value if props and k not in props]
             if extra and not _open(schema):
                 lines += [f"- {k}: not a field this tool takes." for k in extra]
-    except (SchemaError, UnknownType, Unresolvable) as exc:
+    except (SchemaError, UnknownType, Unresolvable, TypeError, re.error, RecursionError) as exc:
         raise ArgumentsError(
             f"The tool {name} has a schema that cannot be checked: {exc}", kind="schema"
         ) from None

@@ -43,6 +43,7 @@ _WORD = re.compile(r"[A-Za-z_$][A-Za-z0-9_$\-]*")
 _FAST_STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrtu])*"')
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
+_HEX_PREFIX = re.compile(r"[0-9a-fA-F]{0,3}")
 _LITERALS: dict[str, tuple[Any, bool]] = {
     "true": (True, False),
     "false": (False, False),
@@ -369,8 +370,9 @@ class _Reader:
                 out.append(c)
                 i = j + 1
                 continue
-            if j + 1 >= n:
-                out.append("\\")
+            tail = s[j + 1 : j + 6]
+            if j + 1 >= n or (tail[:1] == "u" and j + 6 > n and _HEX_PREFIX.fullmatch(tail[1:])):
+                # the text ends inside an escape: it is cut off, not something to keep
                 self.repair("unclosed-string", start)
                 self.pos = n
                 return "".join(out)

@@ -7,10 +7,39 @@ followed a bounded number of times, so a recursive schema cannot loop.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
-__all__ = ["allows_null", "resolve", "types_of"]
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from ..errors import ArgumentsError
+
+__all__ = ["allows_null", "resolve", "types_of", "validator_for"]
+
+
+@lru_cache(maxsize=256)
+def _validator(dumped: str) -> Draft202012Validator:
+    schema = json.loads(dumped)
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise ArgumentsError(
+            f"The tool's schema is not a valid JSON schema: {exc.message}", kind="schema"
+        ) from None
+    return Draft202012Validator(schema)
+
+
+def validator_for(schema: Mapping[str, Any]) -> Draft202012Validator:
+    """A checked, cached Draft 2020-12 validator; a broken schema is the tool's fault."""
+    try:
+        dumped = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise ArgumentsError(f"The tool's schema is not JSON: {exc}", kind="schema") from None
+    return _validator(dumped)
+
 
 _MAX_HOPS = 32
 
