@@ -93,6 +93,7 @@ def prepare_arguments(
         not strict
         and "arguments" not in props
         and set(value) <= {"arguments", "name"}
+        and not ("name" in value and "name" in props)
         and isinstance(value.get("arguments"), (dict, str))
     ):
         inner = value["arguments"]

@@ -25,8 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import ArgumentsError
 
@@ -54,8 +53,7 @@ _LITERALS: dict[str, tuple[Any, bool]] = {
 }
 
 
-@dataclass(frozen=True)
-class ReadResult:
+class ReadResult(NamedTuple):
     """The value read and the repairs it needed (empty for valid JSON)."""
 
     value: Any
@@ -108,6 +106,10 @@ def _finite_float(text: str) -> float:
     return value
 
 
+# One decoder, made once: the C scanner, refusing NaN, Infinity and numbers that overflow.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+
+
 def read_json(
     text: str,
     *,
@@ -121,13 +123,44 @@ def read_json(
             f"the arguments are {len(text):,} characters long, over {max_chars:,}", limit=True
         )
     try:
-        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        value = _DECODER.decode(text)
     except (ValueError, RecursionError):
         pass
     else:
-        if text.count("{") + text.count("[") <= max_depth or not _depth_exceeds(value, max_depth):
-            return ReadResult(value)
-        raise ReadError(f"the arguments are nested deeper than {max_depth} levels", limit=True)
+        if text.count("{") + text.count("[") > max_depth and _depth_exceeds(value, max_depth):
+            msg = f"the arguments are nested deeper than {max_depth} levels"
+            raise ReadError(msg, limit=True)
+        return ReadResult(value)
+    fenced, had_fence = _unfence(text)
+    if had_fence and not strict:  # a fence around valid JSON: the C decoder still reads it
+        try:
+            value = _DECODER.decode(fenced)
+        except (ValueError, RecursionError):
+            pass
+        else:
+            if fenced.count("{") + fenced.count("[") <= max_depth or not _depth_exceeds(
+                value, max_depth
+            ):
+                return ReadResult(value, ("code-fence",))
+    return _read_slow(text, strict=strict, max_depth=max_depth)
+
+
+def _unfence(text: str) -> tuple[str, bool]:
+    """The text inside a Markdown code fence around the whole of it, if there is one."""
+    start = len(text) - len(text.lstrip())
+    if not text.startswith("```", start):
+        return text, False
+    first_line_end = text.find("\n", start)
+    if first_line_end < 0:
+        return text, False
+    close = text.rfind("```")
+    if close > first_line_end and not text[close + 3 :].strip():
+        return text[first_line_end + 1 : close], True
+    return text[first_line_end + 1 :], True
+
+
+def _read_slow(text: str, *, strict: bool, max_depth: int) -> ReadResult:
+    """The full reader: every slip, and the refusals with line and column."""
     reader = _Reader(text, max_depth)
     try:
         value = reader.run()
@@ -148,7 +181,25 @@ def read_json(
     return ReadResult(value, repairs)
 
 
+_SKIP = re.compile(r"(?:[ \t\r\n]+|//[^\n]*|#[^\n]*|/\*(?:[^*]|\*(?!/))*(?:\*/|\Z))*")
+_SKIP_START = frozenset(" \t\r\n/#")
+_T_STRING, _T_PUNCT, _T_NUMBER, _T_WORD, _T_SQ, _T_COMMENT, _T_END = 1, 2, 3, 4, 5, 6, -1
+_TOKEN = re.compile(
+    r'[ \t\r\n]*(?:("(?:[^"\\\x00-\x1f]|\\["\\/bfnrtu])*")'  # 1: a plain, complete string
+    r"|([{}\[\],:])"  # 2
+    r"|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)(?![0-9A-Za-z_.$\-])"  # 3
+    r"|([A-Za-z_$][A-Za-z0-9_$\-]*)"  # 4: a word
+    r"|'([^'\\\x00-\x1f]*)'"  # 5: a single-quoted string without escapes
+    r"|(//[^\n]*|#[^\n]*|/\*(?:[^*]|\*(?!/))*\*/))"  # 6: a comment
+)
+_COLON = re.compile(r"[ \t\r\n]*:")
+_INF = float("inf")
+_KEY, _VALUE, _AFTER = range(3)
+
+
 class _Reader:
+    """One pass over the text with an explicit stack: no recursion, bounded depth."""
+
     def __init__(self, text: str, max_depth: int) -> None:
         self.s = text
         self.n = len(text)
@@ -156,215 +207,298 @@ class _Reader:
         self.max_depth = max_depth
         self.repairs: dict[str, int] = {}  # name -> position first seen (insertion ordered)
 
-    def repair(self, name: str, pos: int | None = None) -> None:
+    def repair(self, name: str, pos: int) -> None:
         if name not in self.repairs:
-            self.repairs[name] = self.pos if pos is None else pos
+            self.repairs[name] = pos
+
+    def skip(self, pos: int) -> int:
+        """Past whitespace and comments."""
+        if pos >= self.n or self.s[pos] not in _SKIP_START:
+            return pos
+        m = _SKIP.match(self.s, pos, self.n)
+        end = m.end() if m else pos
+        if end > pos and ("/" in self.s[pos:end] or "#" in self.s[pos:end]):
+            self.repair("comments", pos)
+        return end
 
     # ------------------------------------------------------------------ top level
 
     def run(self) -> Any:
         self._unfence()
-        self.skip()
-        if self.pos >= self.n:
-            raise _Stop("there are no arguments, not even {}", self.pos)
-        value = self.value(0)
-        self.skip()
-        if self.pos < self.n and isinstance(value, dict) and self.s[self.pos] == "{":
-            value = self._run_together(value)
-        if self.pos < self.n:
-            raise _Stop("unexpected text after the arguments", self.pos)
+        pos = self.skip(self.pos)
+        if pos >= self.n:
+            raise _Stop("there are no arguments, not even {}", pos)
+        value, pos = self.value(pos)
+        pos = self.skip(pos)
+        if pos < self.n and isinstance(value, dict) and self.s[pos] == "{":
+            value, pos = self._run_together(value, pos)
+        if pos < self.n:
+            raise _Stop("unexpected text after the arguments", pos)
         return value
 
     def _unfence(self) -> None:
-        s = self.s
-        start = len(s) - len(s.lstrip())
-        if not s.startswith("```", start):
-            return
-        first_line_end = s.find("\n", start)
-        if first_line_end < 0:
-            return
-        close = s.rfind("```")
-        self.repair("code-fence", start)
-        if close > first_line_end and not s[close + 3 :].strip():
-            self.n = close
-        self.pos = first_line_end + 1
+        inner, fenced = _unfence(self.s)
+        if fenced:
+            start = len(self.s) - len(self.s.lstrip())
+            self.repair("code-fence", start)
+            self.pos = self.s.index("\n", start) + 1
+            self.n = self.pos + len(inner)
 
-    def _run_together(self, first: dict[str, Any]) -> dict[str, Any]:
+    def _run_together(self, first: dict[str, Any], pos: int) -> tuple[dict[str, Any], int]:
         objects = [first]
-        while self.pos < self.n and self.s[self.pos] == "{":
-            objects.append(self.value(0))
-            self.skip()
-            if self.pos < self.n and self.s[self.pos] == ",":
-                self.pos += 1
-                self.skip()
+        n, s = self.n, self.s
+        while pos < n and s[pos] == "{":
+            obj, pos = self.value(pos)
+            objects.append(obj)
+            pos = self.skip(pos)
+            if pos < n and s[pos] == ",":
+                pos = self.skip(pos + 1)
         seen: set[str] = set()
-        disjoint = True
         for obj in objects:
             if seen & obj.keys():
-                disjoint = False
-                break
+                self.repair("extra-objects", pos)
+                return first, pos
             seen |= obj.keys()
-        if not disjoint:
-            self.repair("extra-objects")
-            return first
-        self.repair("joined-objects")
+        self.repair("joined-objects", pos)
         merged: dict[str, Any] = {}
         for obj in objects:
             merged.update(obj)
-        return merged
+        return merged, pos
 
-    # ------------------------------------------------------------------ pieces
+    # ------------------------------------------------------------------ values
 
-    def skip(self) -> None:
-        """Whitespace and comments."""
-        s, n = self.s, self.n
-        while True:
-            m = _WS.match(s, self.pos, n)
-            if m is not None:  # the pattern matches the empty string: always true
-                self.pos = m.end()
-            if self.pos >= n:
-                return
-            c = s[self.pos]
-            if c == "#" or s.startswith("//", self.pos):
-                self.repair("comments")
-                end = s.find("\n", self.pos, n)
-                self.pos = n if end < 0 else end + 1
-            elif s.startswith("/*", self.pos):
-                self.repair("comments")
-                end = s.find("*/", self.pos + 2, n)
-                self.pos = n if end < 0 else end + 2
-            else:
-                return
+    def token(self, pos: int) -> tuple[int, Any, int, int]:
+        """The next token after ``pos``: (kind, value, start, end).
 
-    def value(self, depth: int) -> Any:
-        self.skip()
-        if self.pos >= self.n:
-            raise _Stop("the arguments end where a value should be", self.pos)
-        c = self.s[self.pos]
-        if c == "{":
-            return self.container(depth + 1, "}")
-        if c == "[":
-            return self.container(depth + 1, "]")
+        One regular expression takes whitespace and the common tokens in a single match;
+        anything else (comments, single quotes, broken strings, bad numbers) goes the slow
+        way, which also finds what is wrong.
+        """
+        s = self.s
+        m = _TOKEN.match(s, pos, self.n)
+        if m is not None:
+            kind = m.lastindex
+            if kind == _T_STRING:
+                text = m.group(kind)
+                if "\\" not in text:
+                    return _T_STRING, text[1:-1], m.start(kind), m.end()
+                try:
+                    return _T_STRING, json.loads(text), m.start(kind), m.end()
+                except ValueError:  # e.g. a lone surrogate escape: read it the slow way
+                    pass
+            elif kind == _T_NUMBER:
+                text = m.group(kind)
+                try:
+                    number: Any = float(text) if any(c in text for c in ".eE") else int(text)
+                except ValueError:
+                    raise _Stop("a number too long to read", m.start(kind)) from None
+                if number in (_INF, -_INF):
+                    raise _Stop("a number too large to read", m.start(kind))
+                return _T_NUMBER, number, m.start(kind), m.end()
+            elif kind in (_T_PUNCT, _T_WORD):
+                return kind, m.group(kind), m.start(kind), m.end()
+        pos = self.skip(pos)
+        if pos >= self.n:
+            return _T_END, None, pos, pos
+        c = s[pos]
         if c == '"' or c == "'":
-            return self.string()
-        if c == "-" or c.isdigit():
-            return self.number()
-        m = _WORD.match(self.s, self.pos, self.n)
+            value, end = self.string(pos)
+            return _T_STRING, value, pos, end
+        if c == "-" or "0" <= c <= "9":
+            value, end = self.number(pos)
+            return _T_NUMBER, value, pos, end
+        m = _WORD.match(s, pos, self.n)
         if m:
-            word = m.group()
-            if word in _LITERALS:
-                value, python = _LITERALS[word]
-                if python:
-                    self.repair("python-literals")
-                self.pos = m.end()
-                return value
-            raise _Stop(f"unexpected word {word[:40]!r} where a value should be", self.pos)
-        raise _Stop(f"unexpected {c!r} where a value should be", self.pos)
+            return _T_WORD, m.group(), pos, m.end()
+        if c in "{}[],:":
+            return _T_PUNCT, c, pos, pos + 1
+        raise _Stop(f"unexpected {c!r}", pos)
 
-    def container(self, depth: int, close: str) -> Any:
-        if depth > self.max_depth:
-            what = f"the arguments are nested deeper than {self.max_depth} levels"
-            raise _Stop(what, self.pos, limit=True)
-        is_object = close == "}"
-        result: Any = {} if is_object else []
-        self.pos += 1
+    def value(self, pos: int) -> tuple[Any, int]:
+        """Read one value at ``pos``: the value and where it ends."""
+        token = self.token
+        match = _TOKEN.match
+        colon = _COLON.match
+        s, n = self.s, self.n
+        stack: list[Any] = []  # open containers
+        keys: list[str] = []  # the pending key of each open object ("" for lists)
+        state = _VALUE
         after_comma = False
-        first = True
+        tok: Any
         while True:
-            self.skip()
-            if self.pos >= self.n:
-                self.repair("unclosed-brackets")
-                return result
-            c = self.s[self.pos]
-            if c == close:
-                if after_comma:
-                    self.repair("trailing-comma")
-                self.pos += 1
-                return result
-            if not first and not after_comma:
-                sep = "',' or '}'" if is_object else "',' or ']'"
-                raise _Stop(f"expected {sep}", self.pos)
-            if c == ",":
-                raise _Stop("a comma with nothing before it", self.pos)
-            if is_object:
-                key = self.key()
-                self.skip()
-                if self.pos >= self.n:
-                    raise _Stop(f"the arguments end before the value of {key!r}", self.pos)
-                if self.s[self.pos] != ":":
-                    raise _Stop(f"expected ':' after the key {key!r}", self.pos)
-                self.pos += 1
-                self.skip()
-                if self.pos >= self.n:
-                    raise _Stop(f"the arguments end before the value of {key!r}", self.pos)
-                result[key] = self.value(depth)
+            # the common tokens inline (this loop is the reader's hot path)
+            m = match(s, pos, n)
+            kind = m.lastindex if m is not None else None
+            if kind == 2 or kind == 4:  # punctuation, a word
+                tok = m.group(kind)  # type: ignore[union-attr]
+                start = m.start(kind)  # type: ignore[union-attr]
+                pos = m.end()  # type: ignore[union-attr]
+            elif kind == 1 and "\\" not in (tok := m.group(1)):  # type: ignore[union-attr]
+                tok = tok[1:-1]
+                start = m.start(1)  # type: ignore[union-attr]
+                pos = m.end()  # type: ignore[union-attr]
+            elif kind == 5:
+                start = m.start(5)  # type: ignore[union-attr]
+                self.repair("single-quotes", start)
+                tok = m.group(5)  # type: ignore[union-attr]
+                kind = _T_STRING
+                pos = m.end()  # type: ignore[union-attr]
+            elif kind == 6:
+                self.repair("comments", m.start(6))  # type: ignore[union-attr]
+                pos = m.end()  # type: ignore[union-attr]
+                continue
             else:
-                result.append(self.value(depth))
-            first = False
-            self.skip()
-            after_comma = self.pos < self.n and self.s[self.pos] == ","
-            if after_comma:
-                self.pos += 1
+                kind, tok, start, pos = token(pos)
+            if kind == _T_END:
+                if not stack:
+                    raise _Stop("the arguments end where a value should be", start)
+                if state == _VALUE and isinstance(stack[-1], dict):
+                    raise _Stop(f"the arguments end before the value of {keys[-1]!r}", start)
+                return self._close_all(stack, keys, start), start
+            if state == _VALUE:
+                if kind == _T_PUNCT:
+                    if tok == "{" or tok == "[":
+                        if len(stack) >= self.max_depth:
+                            what = f"the arguments are nested deeper than {self.max_depth} levels"
+                            raise _Stop(what, start, limit=True)
+                        stack.append({} if tok == "{" else [])
+                        keys.append("")
+                        state = _KEY if tok == "{" else _VALUE
+                        after_comma = False
+                        continue
+                    if (
+                        tok == "]"
+                        and stack
+                        and isinstance(stack[-1], list)
+                        and (after_comma or not stack[-1])
+                    ):
+                        if after_comma:
+                            self.repair("trailing-comma", start)
+                        value: Any = stack.pop()
+                        keys.pop()
+                    elif tok == ",":
+                        raise _Stop("a comma with nothing before it", start)
+                    else:
+                        raise _Stop(f"unexpected {tok!r} where a value should be", start)
+                elif kind == _T_WORD:
+                    if tok not in _LITERALS:
+                        raise _Stop(f"unexpected word {tok[:40]!r} where a value should be", start)
+                    value, python = _LITERALS[tok]
+                    if python:
+                        self.repair("python-literals", start)
+                else:
+                    value = tok
+            elif state == _KEY:
+                if kind == _T_PUNCT and tok == "}":
+                    if after_comma:
+                        self.repair("trailing-comma", start)
+                    value = stack.pop()
+                    keys.pop()
+                elif kind in (_T_STRING, _T_WORD):
+                    if kind == _T_WORD:
+                        self.repair("bare-keys", start)
+                    c = colon(s, pos, n)
+                    if c is not None:
+                        pos = c.end()
+                    else:
+                        kind2, sep, start2, pos = token(pos)
+                        if kind2 == _T_END:
+                            raise _Stop(f"the arguments end before the value of {tok!r}", start2)
+                        if kind2 != _T_PUNCT or sep != ":":
+                            raise _Stop(f"expected ':' after the key {tok!r}", start2)
+                    keys[-1] = tok
+                    state = _VALUE
+                    after_comma = False
+                    continue
+                elif kind == _T_PUNCT and tok == ",":
+                    raise _Stop("a comma with nothing before it", start)
+                else:
+                    raise _Stop(f"expected a key, found {str(tok)[:40]!r}", start)
+            else:  # _AFTER a value inside a container
+                top = stack[-1]
+                if kind == _T_PUNCT and tok == ",":
+                    after_comma = True
+                    state = _KEY if isinstance(top, dict) else _VALUE
+                    continue
+                if kind == _T_PUNCT and tok == ("}" if isinstance(top, dict) else "]"):
+                    value = stack.pop()
+                    keys.pop()
+                else:
+                    sep = "',' or '}'" if isinstance(top, dict) else "',' or ']'"
+                    raise _Stop(f"expected {sep}", start)
+            # a value is complete: hand it to its container, or return it
+            if not stack:
+                return value, pos
+            top = stack[-1]
+            if isinstance(top, dict):
+                top[keys[-1]] = value
+            else:
+                top.append(value)
+            state = _AFTER
+            after_comma = False
 
-    def key(self) -> str:
-        c = self.s[self.pos]
-        if c == '"' or c == "'":
-            return self.string()
-        m = _WORD.match(self.s, self.pos, self.n)
+    def _close_all(self, stack: list[Any], keys: list[str], pos: int) -> Any:
+        """The text ended with containers open: close them, each into its parent."""
+        self.repair("unclosed-brackets", pos)
+        for i in range(len(stack) - 1, 0, -1):
+            parent = stack[i - 1]
+            if isinstance(parent, dict):
+                parent[keys[i - 1]] = stack[i]
+            else:
+                parent.append(stack[i])
+        return stack[0]
+
+    def number(self, pos: int) -> tuple[Any, int]:
+        s = self.s
+        m = _NUMBER.match(s, pos, self.n)
         if not m:
-            raise _Stop(f"expected a key, found {c!r}", self.pos)
-        self.repair("bare-keys")
-        self.pos = m.end()
-        return m.group()
-
-    def number(self) -> Any:
-        m = _NUMBER.match(self.s, self.pos, self.n)
-        if not m or not m.group() or m.group() == "-":
-            raise _Stop("a malformed number", self.pos)
+            raise _Stop("a malformed number", pos)
         end = m.end()
-        if end < self.n and (self.s[end].isalnum() or self.s[end] in "._"):
-            raise _Stop("a malformed number", self.pos)
+        if end < self.n and (s[end].isalnum() or s[end] in "._"):
+            raise _Stop("a malformed number", pos)
         text = m.group()
         try:
             value: Any = float(text) if m.group(1) or m.group(2) else int(text)
         except ValueError:
-            raise _Stop("a number too long to read", self.pos) from None
-        if value != value or value in (float("inf"), float("-inf")):
-            raise _Stop("a number too large to read", self.pos)
-        self.pos = end
-        return value
+            raise _Stop("a number too long to read", pos) from None
+        if value in (float("inf"), float("-inf")):
+            raise _Stop("a number too large to read", pos)
+        return value, end
 
-    def string(self) -> str:
-        s, start = self.s, self.pos
+    def string(self, start: int) -> tuple[str, int]:
+        s = self.s
         quote = s[start]
         if quote == '"':
             m = _FAST_STRING.match(s, start, self.n)
             if m:
-                self.pos = m.end()
+                text = m.group()
+                if "\\" not in text:
+                    return text[1:-1], m.end()
                 try:
-                    decoded: str = json.loads(m.group())
-                    return decoded
+                    decoded: str = json.loads(text)
+                    return decoded, m.end()
                 except ValueError:  # e.g. a lone surrogate escape: read it the slow way
-                    self.pos = start
+                    pass
         else:
-            self.repair("single-quotes")
+            self.repair("single-quotes", start)
+        return self._slow_string(start, quote)
+
+    def _slow_string(self, start: int, quote: str) -> tuple[str, int]:
+        s, n = self.s, self.n
         out: list[str] = []
         i = start + 1
-        n = self.n
-        special = re.compile(r"[\\\x00-\x1f" + re.escape(quote) + "]")
+        special = _SPECIAL_DQ if quote == '"' else _SPECIAL_SQ
         while True:
             m = special.search(s, i, n)
             if m is None:
                 out.append(s[i:n])
                 self.repair("unclosed-string", start)
-                self.pos = n
-                return "".join(out)
+                return "".join(out), n
             j = m.start()
             out.append(s[i:j])
             c = s[j]
             if c == quote:
-                self.pos = j + 1
-                return "".join(out)
+                return "".join(out), j + 1
             if c != "\\":
                 self.repair("control-characters", j)
                 out.append(c)
@@ -374,8 +508,7 @@ class _Reader:
             if j + 1 >= n or (tail[:1] == "u" and j + 6 > n and _HEX_PREFIX.fullmatch(tail[1:])):
                 # the text ends inside an escape: it is cut off, not something to keep
                 self.repair("unclosed-string", start)
-                self.pos = n
-                return "".join(out)
+                return "".join(out), n
             e = s[j + 1]
             if e in _ESCAPES:
                 out.append(_ESCAPES[e])
@@ -396,3 +529,7 @@ class _Reader:
                 self.repair("invalid-escape", j)
                 out.append("\\")
                 i = j + 1
+
+
+_SPECIAL_DQ = re.compile(r'[\\\x00-\x1f"]')
+_SPECIAL_SQ = re.compile(r"[\\\x00-\x1f']")
