@@ -28,6 +28,8 @@ from toolwire.arguments import prepare_arguments, read_json
 from toolwire.errors import ArgumentsError
 
 OPEN = {"type": "object"}
+# Valid JSON, whatever the pipeline unwraps afterwards: no reader repairs these.
+_NOT_REPAIRS = ("valid", "valid-indented", "envelope", "string-encoded")
 REFUSED = object()
 
 
@@ -123,11 +125,11 @@ def main() -> None:
                 counts[kind] += 1
                 if kind != "correct":
                     failures.append((case["slip"], case["text"][:50]))
-                if case["slip"] not in ("valid", "valid-indented"):
+                if case["slip"] not in _NOT_REPAIRS:
                     total += per_case_seconds(
                         lambda f=fn, c=case, s=schema: f(c["text"], s), rounds=3, repeat=5
                     )
-            repaired = sum(1 for c in members if c["slip"] not in ("valid", "valid-indented"))
+            repaired = sum(1 for c in members if c["slip"] not in _NOT_REPAIRS)
             times[label] = total / max(1, repaired)
             n = len(members)
             print(
@@ -138,8 +140,9 @@ def main() -> None:
                 for slip, text in failures[:10]:
                     print(f"    not correct: {slip}: {text!r}")
         print(
-            f"  repairs: json-repair / toolwire time per case = "
-            f"{times['json-repair'] / times['toolwire']:.1f}x"
+            "  repairs, json-repair / toolwire time per case: "
+            f"{times['json-repair'] / times['toolwire']:.1f}x (whole pipeline), "
+            f"{times['json-repair'] / times['reader only']:.1f}x (reader only)"
         )
 
     valid = [c["text"] for c in cases if c["slip"] in ("valid", "valid-indented")]
