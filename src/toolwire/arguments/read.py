@@ -39,7 +39,7 @@ MAX_ARGUMENT_DEPTH = 100
 _WS = re.compile(r"[ \t\r\n]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 _WORD = re.compile(r"[A-Za-z_$][A-Za-z0-9_$\-]*")
-_FAST_STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrtu])*"')
+_FAST_STRING = re.compile(r'"[^"\\\x00-\x1f]*(?:\\["\\/bfnrtu][^"\\\x00-\x1f]*)*"')
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 _HEX_PREFIX = re.compile(r"[0-9a-fA-F]{0,3}")
@@ -185,7 +185,7 @@ _SKIP = re.compile(r"(?:[ \t\r\n]+|//[^\n]*|#[^\n]*|/\*(?:[^*]|\*(?!/))*(?:\*/|\
 _SKIP_START = frozenset(" \t\r\n/#")
 _T_STRING, _T_PUNCT, _T_NUMBER, _T_WORD, _T_SQ, _T_COMMENT, _T_END = 1, 2, 3, 4, 5, 6, -1
 _TOKEN = re.compile(
-    r'[ \t\r\n]*(?:("(?:[^"\\\x00-\x1f]|\\["\\/bfnrtu])*")'  # 1: a plain, complete string
+    r'[ \t\r\n]*(?:("[^"\\\x00-\x1f]*(?:\\["\\/bfnrtu][^"\\\x00-\x1f]*)*")'  # 1: a string
     r"|([{}\[\],:])"  # 2
     r"|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)(?![0-9A-Za-z_.$\-])"  # 3
     r"|([A-Za-z_$][A-Za-z0-9_$\-]*)"  # 4: a word
@@ -193,6 +193,11 @@ _TOKEN = re.compile(
     r"|(//[^\n]*|#[^\n]*|/\*(?:[^*]|\*(?!/))*\*/))"  # 6: a comment
 )
 _COLON = re.compile(r"[ \t\r\n]*:")
+_BLANKS = frozenset(" \t\r\n")
+_BLANK_RUN = re.compile(r"[ \t\r\n]+")
+_PUNCTUATION = frozenset("{}[],:")
+_WORD_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_$")
+_PLAIN_STRING = re.compile(r'"[^"\\\x00-\x1f]*"')
 _INF = float("inf")
 _KEY, _VALUE, _AFTER = range(3)
 
@@ -317,7 +322,9 @@ class _Reader:
     def value(self, pos: int) -> tuple[Any, int]:
         """Read one value at ``pos``: the value and where it ends."""
         token = self.token
-        match = _TOKEN.match
+        blanks = _BLANK_RUN.match
+        plain = _PLAIN_STRING.match
+        word = _WORD.match
         colon = _COLON.match
         s, n = self.s, self.n
         stack: list[Any] = []  # open containers
@@ -326,29 +333,24 @@ class _Reader:
         after_comma = False
         tok: Any
         while True:
-            # the common tokens inline (this loop is the reader's hot path)
-            m = match(s, pos, n)
-            kind = m.lastindex if m is not None else None
-            if kind == 2 or kind == 4:  # punctuation, a word
-                tok = m.group(kind)  # type: ignore[union-attr]
-                start = m.start(kind)  # type: ignore[union-attr]
-                pos = m.end()  # type: ignore[union-attr]
-            elif kind == 1 and "\\" not in (tok := m.group(1)):  # type: ignore[union-attr]
-                tok = tok[1:-1]
-                start = m.start(1)  # type: ignore[union-attr]
-                pos = m.end()  # type: ignore[union-attr]
-            elif kind == 5:
-                start = m.start(5)  # type: ignore[union-attr]
-                self.repair("single-quotes", start)
-                tok = m.group(5)  # type: ignore[union-attr]
-                kind = _T_STRING
-                pos = m.end()  # type: ignore[union-attr]
-            elif kind == 6:
-                self.repair("comments", m.start(6))  # type: ignore[union-attr]
-                pos = m.end()  # type: ignore[union-attr]
-                continue
+            # the common tokens inline, by their first character (the reader's hot path)
+            c = s[pos] if pos < n else ""
+            if c in _BLANKS:
+                pos = blanks(s, pos, n).end()  # type: ignore[union-attr]
+                c = s[pos] if pos < n else ""
+            if c in _PUNCTUATION:
+                kind, tok, start = _T_PUNCT, c, pos
+                pos += 1
+            elif c == '"' and (m := plain(s, pos, n)) and "\\" not in (tok := m.group()):
+                kind, tok, start = _T_STRING, tok[1:-1], pos
+                pos = m.end()
+            elif c in _WORD_START and (m := word(s, pos, n)):
+                kind, tok, start = _T_WORD, m.group(), pos
+                pos = m.end()
             else:
                 kind, tok, start, pos = token(pos)
+                if kind == _T_COMMENT:
+                    continue
             if kind == _T_END:
                 if not stack:
                     raise _Stop("the arguments end where a value should be", start)
