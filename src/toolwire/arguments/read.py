@@ -399,9 +399,9 @@ class _Reader:
                 elif kind in (_T_STRING, _T_WORD):
                     if kind == _T_WORD:
                         self.repair("bare-keys", start)
-                    c = colon(s, pos, n)
-                    if c is not None:
-                        pos = c.end()
+                    after_key = colon(s, pos, n)
+                    if after_key is not None:
+                        pos = after_key.end()
                     else:
                         kind2, sep, start2, pos = token(pos)
                         if kind2 == _T_END:

@@ -123,6 +123,16 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is too large for a number")
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constants, parse_float=_finite)
+
+
 def loads_json(text: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """Strict JSON (no NaN/Infinity), refusing deep nesting before ``json`` can recurse.
 
@@ -130,7 +140,7 @@ def loads_json(text: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """
     if _too_deep(text, max_depth):
         raise ValueError(f"nested deeper than {max_depth}")
-    return json.loads(text, parse_constant=_no_constants)
+    return _DECODER.decode(text)
 
 
 # --------------------------------------------------------------------------- schemas
@@ -142,6 +152,8 @@ class ToolIndex:
     def __init__(self, tools: Sequence[Mapping[str, Any]] | None) -> None:
         self.known = tools is not None
         self._params: dict[str, Mapping[str, Any]] = {}
+        if isinstance(tools, Mapping):  # one tool given bare, not in a list
+            tools = [tools]
         for tool in tools or ():
             fn = tool.get("function", tool) if isinstance(tool, Mapping) else None
             if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
@@ -164,8 +176,13 @@ class ToolIndex:
         return schema if isinstance(schema, Mapping) else None
 
 
-def _types(schema: Mapping[str, Any]) -> set[str] | None:
+_MAX_SCHEMA_DEPTH = 32
+
+
+def _types(schema: Mapping[str, Any], depth: int = 0) -> set[str] | None:
     """The JSON types a schema admits, or None when it does not say plainly."""
+    if depth > _MAX_SCHEMA_DEPTH:
+        return None
     t = schema.get("type")
     if isinstance(t, str):
         return {t}
@@ -176,7 +193,7 @@ def _types(schema: Mapping[str, Any]) -> set[str] | None:
         if isinstance(options, list) and options:
             found: set[str] = set()
             for option in options:
-                sub = _types(option) if isinstance(option, Mapping) else None
+                sub = _types(option, depth + 1) if isinstance(option, Mapping) else None
                 if sub is None:
                     return None
                 found |= sub

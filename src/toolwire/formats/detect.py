@@ -22,7 +22,7 @@ from ..messages import ToolCall
 from ..templates import ChatTemplate
 from ..templates.shaping import CallIds
 from .base import Family
-from .reasoning import opens_reasoning
+from .reasoning import CLOSERS, OPENERS, opens_reasoning
 from .registry import _FAMILIES, get_family
 
 __all__ = [
@@ -115,6 +115,26 @@ def _lcp(a: str, b: str) -> int:
     return lo
 
 
+def _back_off(text: str, p: int) -> int:
+    """Move a cut point back so it does not split a marker.
+
+    A generation prompt ending ``<think>`` and a turn starting ``<tool_call>`` share
+    ``<t``; the model's text starts at the marker, not inside it.
+    """
+    markers = [m for fam in _FAMILIES.values() for m in fam.markers if len(m) > 1]
+    markers += [*OPENERS, *CLOSERS]
+    moved = True
+    while moved:
+        moved = False
+        for marker in markers:
+            for k in range(len(marker) - 1, 0, -1):
+                if k <= p and text.startswith(marker, p - k) and text.endswith(marker[:k], 0, p):
+                    p -= k
+                    moved = True
+                    break
+    return p
+
+
 def _cut_turn(text: str, ends: Sequence[str]) -> str:
     cut = len(text)
     for token in ends:
@@ -178,7 +198,7 @@ def assistant_text(
     probe = _with_sentinels(template)
     a = probe.render(list(before), tools, add_generation_prompt=True, call_ids=call_ids)
     b = probe.render([*before, *turn], tools, add_generation_prompt=False, call_ids=call_ids)
-    p = _lcp(a, b)
+    p = _back_off(b, _lcp(a, b))
     ends = [*probe.end_tokens, _SENTINEL_EOS, *COMMON_END_TOKENS]
     return _cut_turn(b[p:], ends), opens_reasoning(b[:p])
 

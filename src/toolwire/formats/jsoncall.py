@@ -52,7 +52,10 @@ class JsonCall:
     def _on_name(self, name: str) -> None:
         if self.started or self.rejected:
             return
-        if not name or (self.accept_name is not None and not self.accept_name(name)):
+        if not name:
+            self.rejected = "the call has an empty name"
+            return
+        if self.accept_name is not None and not self.accept_name(name):
             self.rejected = f"{name!r} is not a declared tool"
             return
         self.name = name
@@ -72,6 +75,8 @@ class JsonCall:
         """Check the complete object: the call, or ``None`` and the reason it is not one."""
         if self.rejected:
             return None, self.rejected
+        if self.scanner.stream_key_count > 1:
+            return None, f'the call gives "{self.args_key}" more than once'
         try:
             obj = loads_json(self.scanner.text())
         except (ValueError, RecursionError) as exc:

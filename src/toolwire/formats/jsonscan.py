@@ -17,7 +17,7 @@ from .base import MAX_JSON_DEPTH
 
 __all__ = ["ObjectScanner"]
 
-_IN_STRING = re.compile(r'["\\]')
+_IN_STRING = re.compile(r'["\\\x00-\x1f]')
 _IN_VALUE = re.compile(r'["{}\[\]]')
 _WS = " \t\r\n"
 _PRIM_END = _WS + ",}"
@@ -56,6 +56,8 @@ class ObjectScanner:
         self._key = ""
         self._value_key = ""
         self._streaming = False
+        #: How often the streamed key occurred: more than once, and its text is ambiguous.
+        self.stream_key_count = 0
         self.parts: list[str] = []
 
     @property
@@ -97,6 +99,8 @@ class ObjectScanner:
                     self._escape = True
                     i = j + 1
                     continue
+                if s[j] != '"':  # a raw control character: no JSON string holds one
+                    return self._fail(j)
                 # the string closes at j
                 self._in_string = False
                 i = j + 1
@@ -159,6 +163,8 @@ class ObjectScanner:
             elif state == _VAL_WAIT:
                 self._value_key = self._key
                 self._streaming = self._value_key == self._stream_key
+                if self._streaming:
+                    self.stream_key_count += 1
                 cap_from = i
                 if c == '"':
                     self._state = _VAL

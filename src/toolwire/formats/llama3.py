@@ -104,11 +104,11 @@ class Llama3Stream(ReplyStream):
             if call.started and (call.index, call.id) not in self._started[-1:]:
                 self._started.append((call.index, call.id))
             i = k
+            if call.rejected:  # first: the name may be read in the same piece that fails
+                self._to_text(call.rejected)
+                continue
             if call.scanner.failed:
                 self._to_text("the call is not a JSON object")
-                continue
-            if call.rejected:
-                self._to_text(call.rejected)
                 continue
             if call.scanner.done:
                 self._call = None
