@@ -157,6 +157,18 @@ class TestTyping:
         )
         assert parse("qwen-xml", reply).calls[0].arguments["content"] == value
 
+    def test_xml_windows_line_endings(self) -> None:
+        reply = (
+            "<tool_call>\r\n<function=write_file>\r\n<parameter=path>\r\na.py\r\n</parameter>\r\n"
+            "<parameter=content>\r\nx = 1\r\ny = 2\r\n</parameter>\r\n</function>\r\n</tool_call>"
+        )
+        assert parse("qwen-xml", reply).calls[0].arguments == {
+            "path": "a.py",
+            "content": "x = 1\r\ny = 2",
+        }
+        for k in range(len(reply) + 1):
+            check_stream("qwen-xml", reply, [reply[:k], reply[k:]])
+
     def test_without_tools_nothing_is_typed(self) -> None:
         reply = (
             "<tool_call>\n<function=f>\n<parameter=n>\n3\n</parameter>\n</function>\n</tool_call>"

@@ -27,7 +27,7 @@ _PARAMETER = "<parameter="
 _END_PARAMETER = "</parameter>"
 _END_FUNCTION = "</function>"
 _CLOSE_TAG = "</tool_call>"
-_VALUE_ENDS = ("\n" + _END_PARAMETER, _END_PARAMETER)
+_VALUE_ENDS = ("\r\n" + _END_PARAMETER, "\n" + _END_PARAMETER, _END_PARAMETER)
 _WS = " \t\r\n"
 _MAX_NAME = 256
 
@@ -82,7 +82,12 @@ class _XmlBody(Body):
                 if self.state == _VALUE:
                     return i
                 continue
-            if state == _VALUE_START:
+            if state == _VALUE_START:  # one newline (\n or \r\n) after the tag is not the value's
+                if s[i] == "\r":
+                    if i + 1 >= n:
+                        return i  # wait: is it \r\n?
+                    if s[i + 1] == "\n":
+                        i += 1
                 if s[i] == "\n":
                     i += 1
                 self.state = _VALUE
@@ -154,6 +159,8 @@ class _XmlBody(Body):
             self._value_piece(s[i:stop])
             return stop
         end = j - 1 if j > i and s[j - 1] == "\n" else j
+        if end < j and end > i and s[end - 1] == "\r":
+            end -= 1
         self._value_piece(s[i:end])
         self._close_param()
         return j + len(_END_PARAMETER)
