@@ -97,6 +97,15 @@ def per_case_seconds(fn: Callable[[], Any], rounds: int = 5, repeat: int = 20) -
     return best
 
 
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
+def ratios_by_case(times: dict[str, list[float]], label: str) -> list[float]:
+    return [t / o for t, o in zip(times["json-repair"], times[label], strict=True)]
+
+
 def main() -> None:
     data = json.loads(Path(__file__).with_name("argument_corpus.json").read_text())
     schemas = data["schemas"]
@@ -109,7 +118,7 @@ def main() -> None:
     for group, members in groups.items():
         print(f"\n{group} ({len(members)} cases)")
         print(f"{'reader':<12} {'correct':>8} {'refused':>8} {'invented':>9} {'µs/case':>8}")
-        times: dict[str, float] = {}
+        times: dict[str, list[float]] = {}
         for label, fn in (
             ("toolwire", ours),
             ("reader only", our_reader),
@@ -117,7 +126,7 @@ def main() -> None:
         ):
             counts = {"correct": 0, "refused": 0, "invented": 0}
             failures = []
-            total = 0.0
+            times[label] = []
             for case in members:
                 schema = schemas[case["schema"]] if "schema" in case else OPEN
                 result = fn(case["text"], schema)
@@ -126,24 +135,43 @@ def main() -> None:
                 if kind != "correct":
                     failures.append((case["slip"], case["text"][:50]))
                 if case["slip"] not in _NOT_REPAIRS:
-                    total += per_case_seconds(
-                        lambda f=fn, c=case, s=schema: f(c["text"], s), rounds=3, repeat=5
+                    times[label].append(
+                        per_case_seconds(
+                            lambda f=fn, c=case, s=schema: f(c["text"], s), rounds=3, repeat=5
+                        )
                     )
-            repaired = sum(1 for c in members if c["slip"] not in _NOT_REPAIRS)
-            times[label] = total / max(1, repaired)
             n = len(members)
+            mean = sum(times[label]) / max(1, len(times[label]))
             print(
                 f"{label:<12} {counts['correct'] / n:8.1%} {counts['refused']:8d} "
-                f"{counts['invented']:9d} {times[label] * 1e6:8.1f}"
+                f"{counts['invented']:9d} {mean * 1e6:8.1f}"
             )
             if label == "toolwire" and failures:
                 for slip, text in failures[:10]:
                     print(f"    not correct: {slip}: {text!r}")
-        print(
-            "  repairs, json-repair / toolwire time per case: "
-            f"{times['json-repair'] / times['toolwire']:.1f}x (whole pipeline), "
-            f"{times['json-repair'] / times['reader only']:.1f}x (reader only)"
-        )
+        repairs = [c for c in members if c["slip"] not in _NOT_REPAIRS]
+        if group == "typed":
+            print("  (json-repair does not type by schema: its times here are not comparable)")
+            continue
+        for label in ("toolwire", "reader only"):
+            ratios = sorted(t / o for t, o in zip(times["json-repair"], times[label], strict=True))
+            total = sum(times["json-repair"]) / sum(times[label])
+            short = [
+                r
+                for r, c in zip(ratios_by_case(times, label), repairs, strict=True)
+                if len(c["text"]) < 300
+            ]
+            long = [
+                r
+                for r, c in zip(ratios_by_case(times, label), repairs, strict=True)
+                if len(c["text"]) >= 300
+            ]
+            print(
+                f"  json-repair / {label}, repairs: {total:.1f}x in total time, "
+                f"median per case {ratios[len(ratios) // 2]:.1f}x"
+                + (f"; short texts {median(short):.1f}x ({len(short)})" if short else "")
+                + (f", long texts {median(long):.1f}x ({len(long)})" if long else "")
+            )
 
     valid = [c["text"] for c in cases if c["slip"] in ("valid", "valid-indented")]
     t_loads = sum(per_case_seconds(lambda t=t: json.loads(t), repeat=200) for t in valid)

@@ -13,6 +13,23 @@ import json
 from pathlib import Path
 from typing import Any
 
+_CODE = "".join(
+    f'def step_{i}(rows, limit={i}):\n    """Keep rows under {i}; say "why" in the log."""\n'
+    f"    kept = [r for r in rows if r['n'] < limit]\n"
+    f"\tprint(f'step {i}: {{len(kept)}} kept')\n    return kept\n\n"
+    for i in range(12)
+)
+_LETTER = (
+    'Hi all,\n\nHere are the notes from Thursday. Revenue is up 4% (see "Q3 summary"), '
+    "costs are flat, and the café project is on hold until March.\n\n"
+) * 6 + "Thanks,\nAna"
+_SQL = (
+    "SELECT c.name, SUM(o.total) AS spent, COUNT(*) AS orders FROM customers c "
+    "JOIN orders o ON o.customer_id = c.id WHERE o.created_at >= '2024-01-01' "
+    "AND c.region IN ('north', 'east') GROUP BY c.name HAVING SUM(o.total) > 1000 "
+    "ORDER BY spent DESC LIMIT 50"
+) * 3
+
 BASES: list[dict[str, Any]] = [
     {"city": "Paris", "days": 3},
     {"query": "invoices 2024", "limit": 10, "order": "newest"},
@@ -26,6 +43,10 @@ BASES: list[dict[str, Any]] = [
     {"title": "Café ☕ review", "stars": 4, "text": 'Très bien, "great" coffee'},
     {"lat": 48.8566, "lon": 2.3522, "radius_km": 1.5},
     {"pattern": "^[a-z]+\\d{2}$", "flags": ["i", "m"]},
+    # Long text, as agents send it: a whole file, a letter, a query.
+    {"path": "src/report.py", "content": _CODE},
+    {"to": "team@example.com", "subject": "Quarterly notes", "body": _LETTER},
+    {"database": "sales", "query": _SQL},
 ]
 
 

@@ -142,9 +142,13 @@ def _line(
     return [f"- {path}: {error.message}."]
 
 
-def check(value: Any, schema: Mapping[str, Any]) -> list[str]:
+def check(
+    value: Any, schema: Mapping[str, Any], validator: Draft202012Validator | None = None
+) -> list[str]:
     """The strict check: one line per problem (empty when the value fits)."""
-    validator = validator_for(schema)
+    validator = validator or validator_for(schema)
+    if validator.is_valid(value):
+        return []
     errors = sorted(
         validator.iter_errors(value), key=lambda e: ([str(p) for p in e.absolute_path], e.validator)
     )

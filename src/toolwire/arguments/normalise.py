@@ -55,9 +55,11 @@ class _Ctx:
         self.dropped.extend(other.dropped)
 
 
-def normalise(value: Any, schema: Mapping[str, Any]) -> Normalised:
+def normalise(
+    value: Any, schema: Mapping[str, Any], validator: Draft202012Validator | None = None
+) -> Normalised:
     """Normalise ``value`` (already read) for ``schema``; the input is never mutated."""
-    ctx = _Ctx(schema, validator_for(schema))
+    ctx = _Ctx(schema, validator or validator_for(schema))
     out = _norm(value, schema, ctx, "", 0)
     return Normalised(out, ctx.repairs, ctx.dropped)
 

@@ -106,14 +106,14 @@ def prepare_arguments(
             value = inner
             repairs.append("arguments-envelope")
     dropped: list[str] = []
-    validator_for(schema)  # a broken schema is refused before any value is judged by it
+    validator = validator_for(schema)  # a broken schema is refused before any value is judged
     try:
         if not strict:
-            done = normalise(value, schema)
+            done = normalise(value, schema, validator)
             value = done.value
             repairs += [r for r in done.repairs if r not in repairs]
             dropped = done.dropped
-        lines = check(value, schema)
+        lines = check(value, schema, validator)
         if strict:
             extra = [k for k in value if props and k not in props]
             if extra and not _open(schema):
