@@ -147,3 +147,12 @@ def test_installed_script() -> None:
         check=True,
     )
     assert json.loads(done.stdout)["calls"][0]["arguments"] == {"a": 1}
+
+
+def test_detect_a_gguf_model(
+    qwen_gguf: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, _ = run(["detect", "--json", str(qwen_gguf)], capsys, monkeypatch)
+    first, rest = out.split("\n", 1)
+    assert code == 0 and first == "hermes"
+    assert json.loads(rest)["source"] == str(qwen_gguf)
