@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "ArgumentsError",
+    "BackendError",
     "FormatError",
     "GGUFError",
     "LimitError",
@@ -62,3 +63,16 @@ class ArgumentsError(ToolwireError):
         self.explanation = explanation
         self.kind = kind
         self.problems = problems
+
+
+class BackendError(ToolwireError):
+    """A model provider or engine failed: it refused the request, or could not be reached.
+
+    ``status`` is the HTTP status when there was one (0 otherwise); ``body`` is what the
+    provider said, kept so that a refusal can be classified and healed.
+    """
+
+    def __init__(self, message: str, *, status: int = 0, body: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body

@@ -15,6 +15,7 @@ from .messages import ToolCall
 
 __all__ = [
     "CallAbort",
+    "Done",
     "CallArgsDelta",
     "CallEnd",
     "CallStart",
@@ -81,4 +82,12 @@ class Notice:
     message: str
 
 
-Event = TextDelta | ReasoningDelta | CallStart | CallArgsDelta | CallEnd | CallAbort | Notice
+@dataclass(frozen=True)
+class Done:
+    """The model's turn ended: why (``stop``, ``tool_calls``, ``length``…) and the usage."""
+
+    finish_reason: str
+    usage: dict[str, int] | None = None
+
+
+Event = Done | TextDelta | ReasoningDelta | CallStart | CallArgsDelta | CallEnd | CallAbort | Notice

@@ -1,0 +1,149 @@
+"""The OpenAI-compatible backend against a fake server speaking real HTTP on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from toolwire.backends import OpenAIBackend, Request, stream_sync
+from toolwire.errors import BackendError
+from toolwire.events import (
+    CallArgsDelta,
+    CallEnd,
+    CallStart,
+    Done,
+    ReasoningDelta,
+    TextDelta,
+)
+from toolwire.testing import FakeOpenAIServer, text_deltas, tool_call_deltas
+
+from .replies import TOOLS
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as fake:
+        yield fake
+
+
+def run(backend: OpenAIBackend, request: Request) -> list[Any]:
+    return list(stream_sync(backend.stream(request)))
+
+
+USER = [{"role": "user", "content": "Weather in Paris and Rome?"}]
+
+
+def test_text_streams_and_the_request_carries_the_tools(server: FakeOpenAIServer) -> None:
+    server.add_stream(
+        text_deltas("Hello there."), usage={"prompt_tokens": 5, "completion_tokens": 3}
+    )
+    backend = OpenAIBackend("m1", base_url=server.base_url, api_key="sk-test")
+    events = run(backend, Request(USER, TOOLS, tool_choice="auto", temperature=0.0))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Hello there."
+    assert events[-1] == Done("stop", {"prompt_tokens": 5, "completion_tokens": 3})
+    sent = server.requests[0]
+    assert sent["model"] == "m1" and sent["stream"] is True and sent["tool_choice"] == "auto"
+    assert [t["function"]["name"] for t in sent["tools"]] == [
+        "get_weather",
+        "write_file",
+        "set_flags",
+    ]
+    assert server.headers[0]["authorization"] == "Bearer sk-test"
+
+
+def test_parallel_calls_split_mid_string_with_null_content(server: FakeOpenAIServer) -> None:
+    a = json.dumps({"city": "Paris", "days": 3})
+    b = json.dumps({"city": 'Rome "the eternal"', "days": 1})
+    server.add_stream(
+        tool_call_deltas(
+            [("call_a", "get_weather", a), ("call_b", "get_weather", b)], size=4, interleave=True
+        ),
+        finish_reason="tool_calls",
+    )
+    events = run(OpenAIBackend("m", base_url=server.base_url), Request(USER, TOOLS))
+    starts = [e for e in events if isinstance(e, CallStart)]
+    assert [(s.index, s.id, s.name) for s in starts] == [
+        (0, "call_a", "get_weather"),
+        (1, "call_b", "get_weather"),
+    ]
+    for index, text in ((0, a), (1, b)):
+        assert (
+            "".join(e.text for e in events if isinstance(e, CallArgsDelta) and e.index == index)
+            == text
+        )
+    ends = [e.call for e in events if isinstance(e, CallEnd)]
+    assert [c.arguments for c in ends] == [json.loads(a), json.loads(b)]
+    assert [c.arguments_text for c in ends] == [a, b]
+    assert not [e for e in events if isinstance(e, TextDelta)]
+    assert events[-1] == Done("tool_calls", None)
+
+
+def test_malformed_arguments_keep_their_text(server: FakeOpenAIServer) -> None:
+    bad = "{'city': 'Paris',"
+    server.add_stream(tool_call_deltas([("c1", "get_weather", bad)]), finish_reason="tool_calls")
+    events = run(OpenAIBackend("m", base_url=server.base_url), Request(USER, TOOLS))
+    (end,) = [e for e in events if isinstance(e, CallEnd)]
+    assert end.call.arguments == {} and end.call.arguments_text == bad
+
+
+def test_reasoning_is_reasoning_and_never_a_call(server: FakeOpenAIServer) -> None:
+    server.add_stream(
+        [
+            {"reasoning_content": 'I could call <tool_call>{"name": "x"}</tool_call>'},
+            {"reasoning": " or not."},
+            {"content": "Sunny."},
+        ]
+    )
+    events = run(OpenAIBackend("m", base_url=server.base_url), Request(USER, TOOLS))
+    assert "".join(e.text for e in events if isinstance(e, ReasoningDelta)).endswith("or not.")
+    assert not [e for e in events if isinstance(e, (CallStart, CallEnd))]
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["Sunny."]
+
+
+def test_a_refusal_is_a_backend_error_with_what_the_provider_said(
+    server: FakeOpenAIServer,
+) -> None:
+    server.add_error(400, {"message": "registry.ollama.ai/library/x does not support tools"})
+    with pytest.raises(BackendError) as info:
+        run(OpenAIBackend("m", base_url=server.base_url), Request(USER, TOOLS))
+    assert info.value.status == 400
+    assert "does not support tools" in str(info.value) and "does not support" in info.value.body
+
+
+def test_unreachable_server_is_a_backend_error() -> None:
+    with pytest.raises(BackendError, match="could not be reached"):
+        run(OpenAIBackend("m", base_url="http://127.0.0.1:9/v1"), Request(USER))
+
+
+def test_a_chunk_that_is_not_json(server: FakeOpenAIServer) -> None:
+    server.add_raw(['{"choices": [{"delta": {"content": "a"}}]}', "{oops"])
+    with pytest.raises(BackendError, match="not JSON"):
+        run(OpenAIBackend("m", base_url=server.base_url), Request(USER))
+
+
+def test_an_injected_client_is_used() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        body = 'data: {"choices": [{"delta": {"content": "hi"}, "finish_reason": "stop"}]}\n\n'
+        return httpx.Response(200, text=body + "data: [DONE]\n\n")
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    backend = OpenAIBackend("m", base_url="https://example.invalid/v1", client=client)
+    events = run(backend, Request(USER))
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["hi"]
+    assert str(seen[0].url) == "https://example.invalid/v1/chat/completions"
+    asyncio.run(client.aclose())
+
+
+def test_stream_sync_closes_the_stream_when_left_early(server: FakeOpenAIServer) -> None:
+    server.add_stream(text_deltas("x" * 300, size=1))
+    events = stream_sync(OpenAIBackend("m", base_url=server.base_url).stream(Request(USER)))
+    assert isinstance(next(events), TextDelta)
+    events.close()  # must not hang or raise
