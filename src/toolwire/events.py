@@ -15,14 +15,16 @@ from .messages import ToolCall
 
 __all__ = [
     "CallAbort",
-    "Done",
     "CallArgsDelta",
     "CallEnd",
     "CallStart",
+    "Done",
     "Event",
     "Notice",
     "ReasoningDelta",
     "TextDelta",
+    "ToolResult",
+    "ToolRun",
 ]
 
 
@@ -90,4 +92,37 @@ class Done:
     usage: dict[str, int] | None = None
 
 
-Event = Done | TextDelta | ReasoningDelta | CallStart | CallArgsDelta | CallEnd | CallAbort | Notice
+@dataclass(frozen=True)
+class ToolRun:
+    """The loop is about to run a call: its arguments are typed and checked."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a call gave back, as the model will read it.
+
+    ``status`` is ``ok``, or why it failed: ``invalid`` (arguments), ``unknown-tool``,
+    ``denied`` (read-only), ``error`` (the tool raised), ``unavailable`` (try later),
+    ``timeout`` or ``unknown-outcome`` (a side effect may or may not have happened).
+    """
+
+    call_id: str
+    name: str
+    content: str
+    status: str = "ok"
+
+
+Event = (
+    Done
+    | ToolRun
+    | ToolResult
+    | TextDelta
+    | ReasoningDelta
+    | CallStart
+    | CallArgsDelta
+    | CallEnd
+    | CallAbort
+    | Notice
+)

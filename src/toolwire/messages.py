@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ToolCall"]
+__all__ = ["ToolCall", "assistant_message", "tool_message"]
 
 
 @dataclass(frozen=True)
@@ -29,3 +30,38 @@ class ToolCall:
             "type": "function",
             "function": {"name": self.name, "arguments": dict(self.arguments)},
         }
+
+
+def assistant_message(text: str, calls: list[ToolCall]) -> dict[str, Any]:
+    """An assistant turn in OpenAI's wire shape: ``content`` null when it is only calls,
+    each call's arguments as a JSON string."""
+    message: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": _wire_arguments(c)},
+            }
+            for c in calls
+        ]
+    return message
+
+
+def tool_message(call_id: str, name: str, content: str) -> dict[str, Any]:
+    """A tool result in OpenAI's wire shape (``name`` kept for engines that want it)."""
+    return {"role": "tool", "tool_call_id": call_id, "name": name, "content": content}
+
+
+def _wire_arguments(call: ToolCall) -> str:
+    """The arguments as a JSON string: as the model wrote them when that was a JSON object
+    (so the transcript keeps its words), else the object we read, else the raw text."""
+    text = call.arguments_text.strip()
+    if text:
+        try:
+            if isinstance(json.loads(text), dict):
+                return text
+        except ValueError:
+            if not call.arguments:
+                return text
+    return json.dumps(call.arguments, ensure_ascii=False)

@@ -20,13 +20,24 @@ import pydantic
 
 from .errors import ToolwireError
 
-__all__ = ["Tool", "ToolDefinitionError", "Toolbox"]
+__all__ = ["Tool", "ToolDefinitionError", "ToolDenied", "ToolUnavailable", "Toolbox"]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
 
 
 class ToolDefinitionError(ToolwireError):
     """A tool cannot be made as asked (bad name, a parameter pydantic cannot describe…)."""
+
+
+class ToolUnavailable(ToolwireError):
+    """Raised by a tool that cannot serve now but may later (a rate limit, a service down).
+
+    Nothing happened, so the call may be made again.
+    """
+
+
+class ToolDenied(ToolwireError):
+    """Raised by a tool that refuses the caller (permissions, a policy)."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +112,7 @@ class Tool:
         timeout: float | None = None,
     ) -> Tool:
         """A tool from a function: type hints and the docstring make its schema."""
-        tool_name = name or getattr(function, "__name__", "")
+        tool_name: str = name or str(getattr(function, "__name__", ""))
         owned = frozenset(session)
         summary, arg_docs = _parse_docstring(inspect.getdoc(function) or "")
         try:
@@ -134,7 +145,7 @@ class Tool:
             raise ToolDefinitionError(f"tool {tool_name}: {exc}") from exc
         return cls(
             tool_name,
-            summary if description is None else description,
+            summary if description is None else str(description),
             _tidy(schema),
             function,
             read_only,

@@ -7,7 +7,7 @@ code iterate the same events.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -39,7 +39,7 @@ class Backend(Protocol):
 
     name: str
 
-    def stream(self, request: Request) -> AsyncIterator[Event]: ...
+    def stream(self, request: Request) -> AsyncGenerator[Event, None]: ...
 
 
 def stream_sync(events: AsyncIterator[T]) -> Iterator[T]:

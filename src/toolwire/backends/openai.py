@@ -11,7 +11,7 @@ their own proxies, retries or transports) hand in the client they want.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,7 +97,7 @@ class OpenAIBackend:
         body.update(request.extra)
         return body
 
-    async def stream(self, request: Request) -> AsyncIterator[Event]:
+    async def stream(self, request: Request) -> AsyncGenerator[Event, None]:
         headers = {"Accept": "text/event-stream", **self._headers}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"

@@ -1,0 +1,217 @@
+"""The tool loop: ask the model, run its calls, give it the results, until it answers.
+
+A turn may make several calls; each is checked by the argument pipeline, run, and answered
+with its own tool message, in the order the model made them. Every failure — unreadable or
+missing arguments, an unknown tool, a write in read-only mode, an exception, a timeout —
+becomes the result the model reads. ``max_tool_iters`` bounds the model turns that may call
+tools; after it the model gets one last turn without tools, and its answer ends the reply.
+Independent read-only calls of one turn run concurrently. Closing the event stream early
+closes the provider's stream before any pending tool runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import json
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import aclosing
+from typing import Any
+
+from .arguments import prepare_arguments
+from .backends.base import Backend, Request, stream_sync
+from .conversation import Conversation, resolve_settings
+from .errors import ArgumentsError
+from .events import CallEnd, Event, Notice, TextDelta, ToolResult, ToolRun
+from .messages import ToolCall, assistant_message, tool_message
+from .tools import Tool, Toolbox, ToolDenied, ToolUnavailable
+
+__all__ = ["run_loop", "run_loop_sync"]
+
+_MAX_RESULT_CHARS = 64 * 1024
+
+
+async def run_loop(
+    backend: Backend,
+    conversation: Conversation,
+    toolbox: Toolbox,
+    *,
+    settings: Mapping[str, Any] | None = None,
+    model_default: Mapping[str, Any] | None = None,
+    request_options: Mapping[str, Any] | None = None,
+) -> AsyncIterator[Event]:
+    """Run the conversation's next reply; yields every event, including tool runs and
+    results. The conversation gains the assistant turns and tool messages as they happen."""
+    s = resolve_settings(settings, conversation.settings, model_default=model_default)
+    options = dict(request_options or {})
+    for turn in range(s["max_tool_iters"] + 1):
+        last = turn == s["max_tool_iters"]
+        offered = [] if last else toolbox.schemas(read_only=s["read_only"])
+        request = Request(
+            list(conversation.messages),
+            offered or None,
+            tool_choice="auto" if offered else None,
+            **options,
+        )
+        text: list[str] = []
+        calls: list[ToolCall] = []
+        async with aclosing(backend.stream(request)) as events:
+            async for event in events:
+                yield event
+                if isinstance(event, TextDelta):
+                    text.append(event.text)
+                elif isinstance(event, CallEnd):
+                    calls.append(event.call)
+        if last and calls:
+            yield Notice(
+                "calls-after-bound", "the last turn offered no tools; its calls were not run"
+            )
+            calls = []
+        conversation.messages.append(assistant_message("".join(text), calls))
+        if not calls:
+            return
+        prepared = [_prepare(call, toolbox, conversation, s) for call in calls]
+        for typed, _, failure in prepared:
+            if failure is None:
+                yield ToolRun(typed)
+        results = await _run_all(prepared, s)
+        for call, result in zip(calls, results, strict=True):
+            yield result
+            conversation.messages.append(tool_message(call.id, call.name, result.content))
+
+
+def run_loop_sync(
+    backend: Backend,
+    conversation: Conversation,
+    toolbox: Toolbox,
+    **options: Any,
+) -> Iterator[Event]:
+    """The same, for sync code."""
+    return stream_sync(run_loop(backend, conversation, toolbox, **options))
+
+
+def _prepare(
+    call: ToolCall, toolbox: Toolbox, conversation: Conversation, s: Mapping[str, Any]
+) -> tuple[ToolCall, Tool | None, ToolResult | None]:
+    """Check a call before anything runs: the tool, the permission, the arguments."""
+    tool = toolbox.get(call.name)
+    if tool is None:
+        names = ", ".join(t.name for t in toolbox if t.read_only or not s["read_only"])
+        return (
+            call,
+            None,
+            ToolResult(
+                call.id,
+                call.name,
+                f"There is no tool named {call.name}. The tools are: {names}.",
+                "unknown-tool",
+            ),
+        )
+    if s["read_only"] and not tool.read_only:
+        return (
+            call,
+            tool,
+            ToolResult(
+                call.id,
+                call.name,
+                f"{call.name} changes things, and this conversation is read-only: it was not run.",
+                "denied",
+            ),
+        )
+    raw: Any = call.arguments_text if call.arguments_text.strip() else call.arguments
+    try:
+        done = prepare_arguments(raw, tool.parameters, strict=s["strict"], name=tool.name)
+    except ArgumentsError as exc:
+        return call, tool, ToolResult(call.id, call.name, exc.explanation, "invalid")
+    arguments = {k: v for k, v in done.arguments.items() if k not in tool.session}
+    for name in tool.session:
+        if name == "operation_id":
+            key = f"{conversation.id}:{call.id}:{call.name}".encode()
+            arguments[name] = "op-" + hashlib.sha256(key).hexdigest()[:24]
+        elif name in conversation.session:
+            arguments[name] = conversation.session[name]
+    typed = ToolCall(call.id, call.name, arguments, call.arguments_text)
+    return typed, tool, None
+
+
+async def _run_all(
+    prepared: list[tuple[ToolCall, Tool | None, ToolResult | None]], s: Mapping[str, Any]
+) -> list[ToolResult]:
+    """Run the calls in order; consecutive read-only calls run together."""
+    results: list[ToolResult | None] = [None] * len(prepared)
+    i = 0
+    while i < len(prepared):
+        _, tool, failure = prepared[i]
+        if failure is not None or tool is None:
+            results[i] = failure
+            i += 1
+            continue
+        group = [i]
+        if tool.read_only:
+            j = i + 1
+            while (
+                j < len(prepared) and prepared[j][2] is None and (prepared[j][1] or tool).read_only
+            ):
+                group.append(j)
+                j += 1
+        outcomes = await asyncio.gather(
+            *(_run_one(prepared[k][0], prepared[k][1], s) for k in group)  # type: ignore[arg-type]
+        )
+        for k, outcome in zip(group, outcomes, strict=True):
+            results[k] = outcome
+        i = group[-1] + 1
+    return [r for r in results if r is not None]
+
+
+async def _run_one(call: ToolCall, tool: Tool, s: Mapping[str, Any]) -> ToolResult:
+    timeout = tool.timeout if tool.timeout is not None else s["tool_timeout"]
+    fn = tool.function
+    if fn is None:
+        return ToolResult(call.id, call.name, f"{call.name} has no function to run.", "error")
+    try:
+        if inspect.iscoroutinefunction(fn):
+            value = await asyncio.wait_for(fn(**call.arguments), timeout)
+        else:
+            value = await asyncio.wait_for(asyncio.to_thread(fn, **call.arguments), timeout)
+    except asyncio.TimeoutError:
+        if tool.side_effects:
+            return ToolResult(
+                call.id,
+                call.name,
+                f"{call.name} did not finish within {timeout:g} s. It may or may not have "
+                "taken effect: check before calling it again.",
+                "unknown-outcome",
+            )
+        return ToolResult(
+            call.id, call.name, f"{call.name} did not finish within {timeout:g} s.", "timeout"
+        )
+    except ToolUnavailable as exc:
+        return ToolResult(
+            call.id,
+            call.name,
+            f"{call.name} is unavailable for now ({exc}). Nothing was done; it may be tried again.",
+            "unavailable",
+        )
+    except ToolDenied as exc:
+        return ToolResult(call.id, call.name, f"{call.name} was refused: {exc}", "denied")
+    except Exception as exc:  # the tool's failure is data for the model, never swallowed
+        return ToolResult(
+            call.id, call.name, f"{call.name} failed: {type(exc).__name__}: {exc}", "error"
+        )
+    return ToolResult(call.id, call.name, _as_text(value))
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        text = "done"
+    elif isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            text = str(value)
+    if len(text) > _MAX_RESULT_CHARS:
+        text = text[:_MAX_RESULT_CHARS] + f"\n… ({len(text) - _MAX_RESULT_CHARS} more characters)"
+    return text
