@@ -7,6 +7,12 @@ or object sent as JSON text is read; one value where a list is wanted becomes a 
 an enum option in the wrong case becomes the option when exactly one matches; ``null`` for an
 optional field that does not allow null is dropped. Nothing else — no text rewritten, no
 default filled in; the strict check afterwards decides.
+
+Only an explicit ``type`` (or ``enum``/``const``) licenses a change of type: ``items`` or
+``properties`` alone bind values that already are lists or objects. A field counts as one
+the tool takes wherever the schema declares it (``allOf`` parts, ``anyOf``/``oneOf``
+branches, ``if``/``then``/``else``, ``$ref``), and the work spent trying union branches is
+bounded, so a recursive schema cannot make it explode.
 """
 
 from __future__ import annotations
@@ -14,18 +20,22 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from jsonschema import Draft202012Validator
 
 from ..errors import ArgumentsError
-from .read import read_json
-from .schema import allows_null, resolve, types_of, validator_for
+from .read import MAX_ARGUMENT_DEPTH, read_json
+from .schema import allows_null, declared, resolve, types_of, validator_for
 
 __all__ = ["Normalised", "normalise"]
 
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_MAX_DEPTH = 64
+_MAX_NUMBER_CHARS = 400
+_EXACT_FLOAT_INT = 2**53
+#: Schema nodes visited per call, at most: union branches are tried within this budget.
+_WORK_BUDGET = 20_000
 
 
 @dataclass
@@ -41,13 +51,16 @@ class _Ctx:
         self.validator = validator
         self.repairs: list[str] = []
         self.dropped: list[str] = []
+        self.work = 0
 
     def repair(self, name: str) -> None:
         if name not in self.repairs:
             self.repairs.append(name)
 
     def scratch(self) -> _Ctx:
-        return _Ctx(self.root, self.validator)
+        trial = _Ctx(self.root, self.validator)
+        trial.work = self.work
+        return trial
 
     def merge(self, other: _Ctx) -> None:
         for name in other.repairs:
@@ -73,35 +86,40 @@ def _join(path: str, key: str | int) -> str:
 def _valid(value: Any, schema: Any, ctx: _Ctx) -> bool:
     try:
         return bool(ctx.validator.evolve(schema=schema).is_valid(value))
-    except Exception:  # a schema jsonschema cannot use here: no guidance from this branch
+    except Exception:  # a branch jsonschema cannot use here: no guidance from it
         return False
 
 
-def _norm(value: Any, schema: Any, ctx: _Ctx, path: str, depth: int) -> Any:
+def _norm(value: Any, schema: Any, ctx: _Ctx, path: str, depth: int, *, drop: bool = True) -> Any:
+    """Normalise ``value`` for ``schema``. ``drop`` is False for the parts of a schema
+    (``allOf`` members, union branches): only the whole node knows every field it takes."""
+    ctx.work += 1
     schema = resolve(schema, ctx.root)
-    if not isinstance(schema, Mapping) or depth > _MAX_DEPTH:
+    if not isinstance(schema, Mapping) or depth > MAX_ARGUMENT_DEPTH or ctx.work > _WORK_BUDGET:
         return value
     for sub in schema.get("allOf") or ():
-        value = _norm(value, sub, ctx, path, depth + 1)
+        value = _norm(value, sub, ctx, path, depth + 1, drop=False)
     branches = schema.get("anyOf") or schema.get("oneOf")
     if isinstance(branches, list) and branches:
         value = _branch(value, branches, ctx, path, depth)
-    types = types_of(schema, ctx.root) if "type" in schema or "enum" in schema else None
-    if types is None and "type" not in schema:
-        types = {"object"} if "properties" in schema else {"array"} if "items" in schema else None
+    types = types_of(schema, ctx.root, infer=False) if _says_type(schema) else None
     if types is not None:
-        value = _coerce(value, schema, types, ctx)
+        value = _coerce(value, types, ctx, depth)
     if isinstance(value, dict) and (types is None or "object" in types):
-        value = _object(value, schema, ctx, path, depth)
+        value = _object(value, schema, ctx, path, depth, drop)
     elif isinstance(value, list) and (types is None or "array" in types):
         value = _array(value, schema, ctx, path, depth)
     enum = schema.get("enum")
     if isinstance(value, str) and isinstance(enum, list) and value not in enum:
-        matches = [o for o in enum if isinstance(o, str) and o.casefold() == value.casefold()]
+        matches = [o for o in enum if isinstance(o, str) and o.lower() == value.lower()]
         if len(matches) == 1:
             ctx.repair("enum-case")
             value = matches[0]
     return value
+
+
+def _says_type(schema: Mapping[str, Any]) -> bool:
+    return any(k in schema for k in ("type", "enum", "const", "anyOf", "oneOf"))
 
 
 def _branch(value: Any, branches: list[Any], ctx: _Ctx, path: str, depth: int) -> Any:
@@ -109,20 +127,41 @@ def _branch(value: Any, branches: list[Any], ctx: _Ctx, path: str, depth: int) -
         return value
     for branch in branches:
         trial = ctx.scratch()
-        candidate = _norm(value, branch, trial, path, depth + 1)
+        candidate = _norm(value, branch, trial, path, depth + 1, drop=False)
+        ctx.work = trial.work  # the budget spent trying counts, kept or not
         if _valid(candidate, branch, ctx):
             ctx.merge(trial)
             return candidate
+        if ctx.work > _WORK_BUDGET:
+            break
     return value
 
 
-def _coerce(value: Any, schema: Mapping[str, Any], types: set[str], ctx: _Ctx) -> Any:
+def _as_number(text: str, types: set[str]) -> Any:
+    """The number a string means, exactly, or None when it means none we can keep."""
+    if len(text) > _MAX_NUMBER_CHARS or not _NUMBER.fullmatch(text):
+        return None
+    try:
+        exact = Decimal(text)
+    except InvalidOperation:
+        return None
+    if "integer" in types and exact == exact.to_integral_value():
+        return int(exact)
+    if "number" not in types:
+        return None
+    if not any(c in text for c in ".eE"):
+        return int(text)
+    number = float(exact)
+    if number in (float("inf"), float("-inf")) or (number == 0 and exact != 0):
+        return None  # beyond what a float holds: keep the text for the check to refuse
+    return number
+
+
+def _coerce(value: Any, types: set[str], ctx: _Ctx, depth: int) -> Any:
     if isinstance(value, str) and "string" not in types:
-        if types & {"number", "integer"} and _NUMBER.fullmatch(value):
-            number: Any = float(value) if any(c in value for c in ".eE") else int(value)
-            if isinstance(number, float) and number.is_integer() and "number" not in types:
-                number = int(number)
-            if number not in (float("inf"), float("-inf")):
+        if types & {"number", "integer"}:
+            number = _as_number(value, types)
+            if number is not None:
                 ctx.repair("number-from-string")
                 return number
         if "boolean" in types and value in ("true", "false"):
@@ -130,19 +169,23 @@ def _coerce(value: Any, schema: Mapping[str, Any], types: set[str], ctx: _Ctx) -
             return value == "true"
         if types & {"array", "object"} and value.lstrip()[:1] in ("[", "{"):
             try:
-                parsed = read_json(value).value
+                read = read_json(value, max_depth=max(1, MAX_ARGUMENT_DEPTH - depth))
             except ArgumentsError:
-                parsed = None
-            if (isinstance(parsed, list) and "array" in types) or (
-                isinstance(parsed, dict) and "object" in types
+                read = None
+            if read is not None and (
+                (isinstance(read.value, list) and "array" in types)
+                or (isinstance(read.value, dict) and "object" in types)
             ):
                 ctx.repair("json-from-string")
-                return parsed
+                for name in read.repairs:
+                    ctx.repair(name)
+                return read.value
     if (
         isinstance(value, float)
         and "integer" in types
         and "number" not in types
         and value.is_integer()
+        and abs(value) <= _EXACT_FLOAT_INT
     ):
         ctx.repair("integer-from-float")
         return int(value)
@@ -176,34 +219,40 @@ def _json_kind(value: Any) -> str:
 
 
 def _object(
-    value: dict[str, Any], schema: Mapping[str, Any], ctx: _Ctx, path: str, depth: int
+    value: dict[str, Any],
+    schema: Mapping[str, Any],
+    ctx: _Ctx,
+    path: str,
+    depth: int,
+    drop: bool,
 ) -> dict[str, Any]:
-    props = schema.get("properties")
-    props = props if isinstance(props, Mapping) else {}
-    patterns = schema.get("patternProperties")
-    patterns = patterns if isinstance(patterns, Mapping) else {}
+    props, patterns, is_open = declared(schema, ctx.root)
+    own = schema.get("properties")
+    own = own if isinstance(own, Mapping) else {}
     required = schema.get("required")
     required = set(required) if isinstance(required, list) else set()
     extra = schema.get("additionalProperties")
-    is_open = extra is True or isinstance(extra, Mapping) or (not props and not patterns)
     out: dict[str, Any] = {}
     for key, item in value.items():
         where = _join(path, key)
-        if key in props:
-            sub = props[key]
+        if key in own or key in props:
+            sub = own.get(key, props.get(key))
             if item is None and key not in required and not allows_null(sub, ctx.root):
                 ctx.repair("null-dropped")
                 ctx.dropped.append(where)
                 continue
-            out[key] = _norm(item, sub, ctx, where, depth + 1)
+            # a field declared only elsewhere (another allOf part, a branch) is that
+            # part's to normalise; here it is only kept
+            out[key] = _norm(item, sub, ctx, where, depth + 1) if key in own else item
             continue
         pattern = next((p for p in patterns if _search(p, key)), None)
         if pattern is not None:
             out[key] = _norm(item, patterns[pattern], ctx, where, depth + 1)
-        elif is_open:
-            out[key] = (
-                _norm(item, extra, ctx, where, depth + 1) if isinstance(extra, Mapping) else item
-            )
+        elif is_open or not drop:
+            if isinstance(extra, Mapping) and drop:
+                out[key] = _norm(item, extra, ctx, where, depth + 1)
+            else:
+                out[key] = item
         else:
             ctx.dropped.append(where)
     return out

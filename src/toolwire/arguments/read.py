@@ -43,6 +43,10 @@ _FAST_STRING = re.compile(r'"[^"\\\x00-\x1f]*(?:\\["\\/bfnrtu][^"\\\x00-\x1f]*)*
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 _HEX_PREFIX = re.compile(r"[0-9a-fA-F]{0,3}")
+# A high surrogate escape with the text ending before its pair is complete: cut off.
+_HIGH_SURROGATE_AT_END = re.compile(
+    r"\\u[dD][89abAB][0-9a-fA-F]{2}(?:\\(?:u[0-9a-fA-F]{0,3})?)?\Z"
+)
 _LITERALS: dict[str, tuple[Any, bool]] = {
     "true": (True, False),
     "false": (False, False),
@@ -118,6 +122,8 @@ def read_json(
     max_depth: int = MAX_ARGUMENT_DEPTH,
 ) -> ReadResult:
     """Read almost-JSON. ``strict`` refuses any repair. Raises :class:`ReadError` only."""
+    if not isinstance(text, str):
+        raise ReadError(f"the arguments are {type(text).__name__}, not text")
     if len(text) > max_chars:
         raise ReadError(
             f"the arguments are {len(text):,} characters long, over {max_chars:,}", limit=True
@@ -251,6 +257,7 @@ class _Reader:
 
     def _run_together(self, first: dict[str, Any], pos: int) -> tuple[dict[str, Any], int]:
         objects = [first]
+        second = pos
         n, s = self.n, self.s
         while pos < n and s[pos] == "{":
             obj, pos = self.value(pos)
@@ -260,11 +267,11 @@ class _Reader:
                 pos = self.skip(pos + 1)
         seen: set[str] = set()
         for obj in objects:
-            if seen & obj.keys():
-                self.repair("extra-objects", pos)
+            if any(key in seen for key in obj):
+                self.repair("extra-objects", second)
                 return first, pos
-            seen |= obj.keys()
-        self.repair("joined-objects", pos)
+            seen.update(obj)
+        self.repair("joined-objects", second)
         merged: dict[str, Any] = {}
         for obj in objects:
             merged.update(obj)
@@ -508,6 +515,9 @@ class _Reader:
                 continue
             tail = s[j + 1 : j + 6]
             if j + 1 >= n or (tail[:1] == "u" and j + 6 > n and _HEX_PREFIX.fullmatch(tail[1:])):
+                self.repair("unclosed-string", start)
+                return "".join(out), n
+            if _HIGH_SURROGATE_AT_END.match(s, j, n):
                 # the text ends inside an escape: it is cut off, not something to keep
                 self.repair("unclosed-string", start)
                 return "".join(out), n
@@ -526,7 +536,7 @@ class _Reader:
                     if 0xDC00 <= low < 0xE000:
                         code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
                         i += 6
-                out.append(chr(code) if not 0xD800 <= code < 0xE000 else "\ufffd")
+                out.append(chr(code))  # a lone surrogate stays, as json.loads keeps it
             else:
                 self.repair("invalid-escape", j)
                 out.append("\\")

@@ -17,7 +17,7 @@ from jsonschema.exceptions import SchemaError
 
 from ..errors import ArgumentsError
 
-__all__ = ["allows_null", "resolve", "types_of", "validator_for"]
+__all__ = ["allows_null", "declared", "resolve", "types_of", "validator_for"]
 
 
 @lru_cache(maxsize=256)
@@ -67,9 +67,77 @@ def resolve(schema: Any, root: Mapping[str, Any]) -> Any:
         if not isinstance(target, Mapping):
             return schema
         siblings = {k: v for k, v in schema.items() if k != "$ref"}
-        schema = {**target, **siblings} if siblings else target
+        schema = _merge(target, siblings) if siblings else target
         hops += 1
     return schema
+
+
+def _merge(target: Mapping[str, Any], siblings: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``$ref`` target with its sibling keywords: both apply, so their properties and
+    required fields add up rather than one replacing the other."""
+    merged = {**target, **siblings}
+    for key in ("properties", "patternProperties"):
+        a, b = target.get(key), siblings.get(key)
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            merged[key] = {**a, **b}
+    a, b = target.get("required"), siblings.get("required")
+    if isinstance(a, list) and isinstance(b, list):
+        merged["required"] = list(dict.fromkeys([*a, *b]))
+    return merged
+
+
+def declared(
+    schema: Any, root: Mapping[str, Any], _depth: int = 0
+) -> tuple[dict[str, Any], dict[str, Any], bool]:
+    """Every field an object schema may take, wherever it is declared.
+
+    Properties may sit in the node itself, in ``allOf`` parts, in ``anyOf``/``oneOf``
+    branches, in ``if``/``then``/``else`` or ``dependentSchemas``, or behind ``$ref``.
+    Returns the properties (name → first schema found), the pattern properties, and
+    whether the object is open (takes fields it does not name).
+    """
+    schema = resolve(schema, root)
+    props: dict[str, Any] = {}
+    patterns: dict[str, Any] = {}
+    if not isinstance(schema, Mapping) or _depth > _MAX_HOPS:
+        return props, patterns, True
+    own = schema.get("properties")
+    if isinstance(own, Mapping):
+        props.update(own)
+    own_patterns = schema.get("patternProperties")
+    if isinstance(own_patterns, Mapping):
+        patterns.update(own_patterns)
+    extra = schema.get("additionalProperties")
+    is_open = extra is True or isinstance(extra, Mapping)
+    subs: list[Any] = []
+    for key in ("allOf", "anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            subs.extend(schema[key])
+    for key in ("if", "then", "else"):
+        if key in schema:
+            subs.append(schema[key])
+    if isinstance(schema.get("dependentSchemas"), Mapping):
+        subs.extend(schema["dependentSchemas"].values())
+    for sub in subs:
+        if not isinstance(sub, Mapping):
+            continue
+        p, q, o = declared(sub, root, _depth + 1)
+        for name, value in p.items():
+            props.setdefault(name, value)
+        for name, value in q.items():
+            patterns.setdefault(name, value)
+        is_open = is_open or (o and _says_object_things(sub, root))
+    if not props and not patterns:
+        is_open = True  # an object schema that names no field takes any
+    return props, patterns, is_open
+
+
+def _says_object_things(schema: Any, root: Mapping[str, Any]) -> bool:
+    schema = resolve(schema, root)
+    if not isinstance(schema, Mapping):
+        return False
+    extra = schema.get("additionalProperties")
+    return extra is True or isinstance(extra, Mapping)
 
 
 def _json_type(value: Any) -> str:
@@ -88,8 +156,15 @@ def _json_type(value: Any) -> str:
     return "object"
 
 
-def types_of(schema: Any, root: Mapping[str, Any], _hops: int = 0) -> set[str] | None:
-    """The JSON types a schema admits, or None when it does not say (any type)."""
+def types_of(
+    schema: Any, root: Mapping[str, Any], _hops: int = 0, *, infer: bool = True
+) -> set[str] | None:
+    """The JSON types a schema admits, or None when it does not say (any type).
+
+    With ``infer``, ``properties`` implies an object and ``items`` a list — right for
+    describing a schema, wrong for changing a value (those keywords bind only values that
+    already are objects or lists).
+    """
     schema = resolve(schema, root)
     if not isinstance(schema, Mapping) or _hops > _MAX_HOPS:
         return None
@@ -107,14 +182,14 @@ def types_of(schema: Any, root: Mapping[str, Any], _hops: int = 0) -> set[str] |
         if isinstance(options, list) and options:
             found: set[str] = set()
             for option in options:
-                sub = types_of(option, root, _hops + 1)
+                sub = types_of(option, root, _hops + 1, infer=infer)
                 if sub is None:
                     return None
                 found |= sub
             return found
-    if "properties" in schema:
+    if infer and "properties" in schema:
         return {"object"}
-    if "items" in schema:
+    if infer and "items" in schema:
         return {"array"}
     return None
 
