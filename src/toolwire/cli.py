@@ -115,6 +115,16 @@ def _cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_json(data: Any) -> None:
+    """JSON on stdout; text the terminal cannot encode (a lone surrogate a model sent as an
+    escape) is written as JSON escapes instead of failing."""
+    text = json.dumps(data, ensure_ascii=False, indent=2)
+    try:
+        print(text)
+    except UnicodeEncodeError:
+        print(json.dumps(data, ensure_ascii=True, indent=2))
+
+
 def _result_json(result: ParseResult) -> dict[str, Any]:
     return {
         "content": result.content,
@@ -142,7 +152,7 @@ def _cmd_parse(args: argparse.Namespace) -> int:
             result = assemble(events)
         else:
             result = family.parse(text, tools, reasoning_open=args.reasoning_open)
-    print(json.dumps(_result_json(result), ensure_ascii=False, indent=2))
+    _print_json(_result_json(result))
     return 0
 
 
@@ -169,7 +179,7 @@ def _cmd_args(args: argparse.Namespace) -> int:
         "repairs": list(done.repairs),
         "dropped": list(done.dropped),
     }
-    print(json.dumps(out, ensure_ascii=False, indent=2))
+    _print_json(out)
     return 0
 
 

@@ -13,15 +13,16 @@ the valid values; the tool's one-line signature closes the message:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from .schema import resolve, types_of, validator_for
+from .schema import declared, resolve, types_of, validator_for
 
-__all__ = ["check", "describe_value", "signature", "wanted"]
+__all__ = ["cap_problems", "check", "describe_value", "signature", "wanted"]
 
 _KINDS = {
     "string": "text",
@@ -47,7 +48,10 @@ def describe_value(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, (int, float)):
-        return f"the number {value}"
+        try:
+            return f"the number {value}"
+        except ValueError:  # more digits than Python will print
+            return "a number with thousands of digits"
     if isinstance(value, str):
         return "the text " + _short(json.dumps(value, ensure_ascii=False))
     if isinstance(value, list):
@@ -84,6 +88,10 @@ def _path(error: ValidationError, key: str | None = None) -> str:
     return out or "the arguments"
 
 
+def _plural(n: Any, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def _line(
     error: ValidationError, root: Mapping[str, Any], validator: Draft202012Validator
 ) -> list[str]:
@@ -93,6 +101,9 @@ def _line(
     sch: Any = error.schema
     got = describe_value(value)
     path = _path(error)
+    if v is None or sch is False:  # a ``false`` subschema: nothing is allowed there
+        where = _path(error) if error.absolute_path else _false_path(error)
+        return [f"- {where}: not allowed here."]
     if v == "required":
         props = sch.get("properties", {}) if isinstance(sch, Mapping) else {}
         missing = [k for k in spec if isinstance(value, dict) and k not in value]
@@ -102,8 +113,14 @@ def _line(
         ]
     if v == "type":
         want = wanted(sch, root)
-        if spec == "integer" and isinstance(value, float) and not isinstance(value, bool):
-            want = "a whole number"
+        types = {spec} if isinstance(spec, str) else set(spec) if isinstance(spec, list) else set()
+        if (
+            "integer" in types
+            and "number" not in types
+            and isinstance(value, float)
+            and not isinstance(value, bool)
+        ):
+            want = want.replace("a number", "a whole number")
         return [f"- {path}: expected {want}, got {got}."]
     if v == "enum":
         return [f"- {path}: expected one of {_options(spec)}, got {got}."]
@@ -119,27 +136,84 @@ def _line(
         return [f"- {path}: expected a number {word} {spec}, got {got}."]
     if v in ("minLength", "maxLength"):
         word = "at least" if v == "minLength" else "at most"
-        n = spec
-        return [f"- {path}: expected text of {word} {n} characters, got {len(value)}."]
+        return [
+            f"- {path}: expected text of {word} {_plural(spec, 'character')}, got {len(value)}."
+        ]
     if v in ("minItems", "maxItems"):
         word = "at least" if v == "minItems" else "at most"
-        n = spec
-        return [f"- {path}: expected a list of {word} {n} items, got {len(value)}."]
+        return [f"- {path}: expected a list of {word} {_plural(spec, 'item')}, got {len(value)}."]
     if v == "pattern":
         return [f"- {path}: expected text matching {spec}, got {got}."]
     if v == "additionalProperties" and isinstance(value, dict):
         props = sch.get("properties", {}) if isinstance(sch, Mapping) else {}
-        extra = [k for k in value if k not in props]
+        patterns = sch.get("patternProperties", {}) if isinstance(sch, Mapping) else {}
+        extra = [k for k in value if k not in props and not _matches_any(patterns, k)]
         return [f"- {_path(error, k)}: not a field this tool takes." for k in extra]
     if v in ("anyOf", "oneOf"):
-        options = " | ".join(wanted(b, root) for b in spec)
         fits = sum(1 for b in spec if validator.evolve(schema=b).is_valid(value) is True)
+        options = " | ".join(_wanted_for(b, value, root) for b in spec)
         if v == "oneOf" and fits > 1:
             return [f"- {path}: fits more than one of: {options}; make it match exactly one."]
+        inner = _one_branch(error, value, root, validator)
+        if inner is not None:
+            return inner
         return [f"- {path}: expected {options}, got {got}."]
     if v == "uniqueItems":
         return [f"- {path}: expected a list without repeated items."]
     return [f"- {path}: {error.message}."]
+
+
+def _wanted_for(schema: Any, value: Any, root: Mapping[str, Any]) -> str:
+    want = wanted(schema, root)
+    if isinstance(value, float) and types_of(schema, root) == {"integer"}:
+        return "a whole number"
+    return want
+
+
+def _false_path(error: ValidationError) -> str:
+    """jsonschema gives a ``false`` property no path of its own: take it from the schema path."""
+    parts = list(error.relative_schema_path)
+    if len(parts) >= 2 and parts[-2] == "properties":
+        return str(parts[-1])
+    return "the arguments"
+
+
+def _matches_any(patterns: Any, key: str) -> bool:
+    for pattern in patterns if isinstance(patterns, Mapping) else ():
+        try:
+            if re.search(pattern, key):
+                return True
+        except re.error:
+            continue
+    return False
+
+
+def _one_branch(
+    error: ValidationError,
+    value: Any,
+    root: Mapping[str, Any],
+    validator: Draft202012Validator,
+) -> list[str] | None:
+    """When exactly one branch takes the value's kind (an object for ``Model | None``), its
+    own problems say more than "expected an object | null"."""
+    by_branch: dict[int, list[ValidationError]] = {}
+    for sub in error.context or ():
+        branch = sub.relative_schema_path[0] if sub.relative_schema_path else None
+        if isinstance(branch, int):
+            by_branch.setdefault(branch, []).append(sub)
+    kind_fits = [
+        b
+        for b, subs in by_branch.items()
+        if not any(s.validator == "type" and not s.relative_path for s in subs)
+    ]
+    if len(kind_fits) != 1:
+        return None
+    lines: list[str] = []
+    for sub in by_branch[kind_fits[0]]:
+        for line in _line(sub, root, validator):
+            if line not in lines:
+                lines.append(line)
+    return lines or None
 
 
 def check(
@@ -150,36 +224,77 @@ def check(
     if validator.is_valid(value):
         return []
     errors = sorted(
-        validator.iter_errors(value), key=lambda e: ([str(p) for p in e.absolute_path], e.validator)
+        validator.iter_errors(value),
+        key=lambda e: ([str(p) for p in e.absolute_path], str(e.validator)),
     )
-    lines: list[str] = []
+    return cap_problems(_lines(errors, value, schema, validator))
+
+
+def _lines(
+    errors: list[ValidationError],
+    value: Any,
+    schema: Mapping[str, Any],
+    validator: Draft202012Validator,
+) -> Iterator[str]:
+    # jsonschema reports a field whose schema is ``false`` with no path: name the fields here
+    props = schema.get("properties")
+    forbidden = [
+        k
+        for k in (value if isinstance(value, dict) else ())
+        if isinstance(props, Mapping) and props.get(k) is False
+    ]
     for error in errors:
-        for line in _line(error, schema, validator):
-            if line not in lines:
-                lines.append(line)
-    if len(lines) > _MAX_PROBLEMS:
-        lines = [*lines[:_MAX_PROBLEMS], f"- … and {len(lines) - _MAX_PROBLEMS} more."]
-    return lines
+        if error.validator is None and not error.absolute_path and forbidden:
+            for key in forbidden:
+                yield f"- {key}: not allowed here."
+            continue
+        yield from _line(error, schema, validator)
+
+
+def cap_problems(lines: Iterable[str]) -> list[str]:
+    """Distinct problem lines, at most a dozen, then how many more (in linear time)."""
+    seen: set[str] = set()
+    kept: list[str] = []
+    more = 0
+    for line in lines:
+        if line in seen:
+            continue
+        seen.add(line)
+        if len(kept) < _MAX_PROBLEMS:
+            kept.append(line)
+        else:
+            more += 1
+    if more:
+        kept.append(f"- … and {more} more.")
+    return kept
+
+
+_MAX_SIG_DEPTH = 3
 
 
 def _type_sig(schema: Any, root: Mapping[str, Any], depth: int) -> str:
     schema = resolve(schema, root)
     if not isinstance(schema, Mapping):
         return "any"
+    if depth > _MAX_SIG_DEPTH:
+        return "…"
     if isinstance(schema.get("enum"), list):
         return "|".join(_short(json.dumps(v, ensure_ascii=False)) for v in schema["enum"])
     if "const" in schema:
         return _short(json.dumps(schema["const"], ensure_ascii=False))
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list):
-            return "|".join(_type_sig(b, root, depth + 1) for b in schema[key])
+            return "|".join(dict.fromkeys(_type_sig(b, root, depth + 1) for b in schema[key]))
     t = schema.get("type")
     if isinstance(t, list):
         return "|".join(str(x) for x in t)
+    if isinstance(schema.get("prefixItems"), list):
+        return "[" + ", ".join(_type_sig(b, root, depth + 1) for b in schema["prefixItems"]) + "]"
     if t == "array" or (t is None and "items" in schema):
         inner = _type_sig(schema.get("items", {}), root, depth + 1)
         return f"({inner})[]" if "|" in inner else f"{inner}[]"
-    if (t == "object" or t is None) and isinstance(schema.get("properties"), Mapping):
+    props, _, _ = declared(schema, root)
+    if (t == "object" or t is None) and props:
         return signature(schema, root, depth + 1) if depth < 2 else "object"
     return str(t) if t else "any"
 
@@ -190,10 +305,16 @@ def signature(
     """A tool's arguments in one line: ``{query: string, limit?: integer}``."""
     root = schema if root is None else root
     schema = resolve(schema, root)
-    props = schema.get("properties") if isinstance(schema, Mapping) else None
-    if not isinstance(props, Mapping) or not props:
+    if not isinstance(schema, Mapping):
         return "{}"
-    required = schema.get("required") or []
+    props, _, _ = declared(schema, root)
+    if not props:
+        return "{}"
+    required: set[str] = set(schema.get("required") or [])
+    for part in schema.get("allOf") or ():
+        part = resolve(part, root)
+        if isinstance(part, Mapping):
+            required |= set(part.get("required") or [])
     parts = [
         f"{name}{'' if name in required else '?'}: {_type_sig(sub, root, depth)}"
         for name, sub in props.items()

@@ -46,19 +46,27 @@ class Normalised:
 
 
 class _Ctx:
-    def __init__(self, root: Mapping[str, Any], validator: Draft202012Validator) -> None:
+    def __init__(
+        self,
+        root: Mapping[str, Any],
+        validator: Draft202012Validator,
+        memo: dict[Any, Any] | None = None,
+    ) -> None:
         self.root = root
         self.validator = validator
         self.repairs: list[str] = []
         self.dropped: list[str] = []
         self.work = 0
+        # (value, schema, path) -> result: trying union branches meets the same subtree
+        # under the same schema again and again; each pair is worked out once
+        self.memo: dict[Any, Any] = {} if memo is None else memo
 
     def repair(self, name: str) -> None:
         if name not in self.repairs:
             self.repairs.append(name)
 
     def scratch(self) -> _Ctx:
-        trial = _Ctx(self.root, self.validator)
+        trial = _Ctx(self.root, self.validator, self.memo)
         trial.work = self.work
         return trial
 
@@ -84,15 +92,39 @@ def _join(path: str, key: str | int) -> str:
 
 
 def _valid(value: Any, schema: Any, ctx: _Ctx) -> bool:
+    key = ("valid", id(value), id(schema))
+    hit = ctx.memo.get(key)
+    if hit is not None:
+        return bool(hit[0])
     try:
-        return bool(ctx.validator.evolve(schema=schema).is_valid(value))
+        ok = bool(ctx.validator.evolve(schema=schema).is_valid(value))
     except Exception:  # a branch jsonschema cannot use here: no guidance from it
-        return False
+        ok = False
+    ctx.memo[key] = (ok, value, schema)  # keep both alive: their ids stay theirs
+    return ok
 
 
 def _norm(value: Any, schema: Any, ctx: _Ctx, path: str, depth: int, *, drop: bool = True) -> Any:
     """Normalise ``value`` for ``schema``. ``drop`` is False for the parts of a schema
     (``allOf`` members, union branches): only the whole node knows every field it takes."""
+    key = ("norm", id(value), id(schema), path, drop)
+    hit = ctx.memo.get(key)
+    if hit is not None:
+        out, repairs, dropped = hit[0], hit[1], hit[2]
+        for name in repairs:
+            ctx.repair(name)
+        ctx.dropped.extend(dropped)
+        return out
+    inner = _Ctx(ctx.root, ctx.validator, ctx.memo)
+    inner.work = ctx.work
+    out = _norm_once(value, schema, inner, path, depth, drop)
+    ctx.work = inner.work
+    ctx.memo[key] = (out, tuple(inner.repairs), tuple(inner.dropped), value, schema)
+    ctx.merge(inner)
+    return out
+
+
+def _norm_once(value: Any, schema: Any, ctx: _Ctx, path: str, depth: int, drop: bool) -> Any:
     ctx.work += 1
     schema = resolve(schema, ctx.root)
     if not isinstance(schema, Mapping) or depth > MAX_ARGUMENT_DEPTH or ctx.work > _WORK_BUDGET:

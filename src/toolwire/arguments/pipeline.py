@@ -11,10 +11,10 @@ from jsonschema.exceptions import SchemaError, UnknownType
 from referencing.exceptions import Unresolvable
 
 from ..errors import ArgumentsError
-from .explain import check, describe_value, signature
+from .explain import cap_problems, check, describe_value, signature
 from .normalise import normalise
 from .read import ReadError, read_json
-from .schema import validator_for
+from .schema import declared, recursive_unions, validator_for
 
 __all__ = ["PreparedArguments", "prepare_arguments"]
 
@@ -40,9 +40,7 @@ def _unreadable(name: str, error: ReadError, schema: Mapping[str, Any]) -> Argum
         f"The arguments for {name} could not be read: {error.what}{where}. "
         f"Send them again as one JSON object.\n{_takes(schema)}"
     )
-    return ArgumentsError(
-        text, kind="limit" if "over" in error.what else "unreadable", problems=error.problems
-    )
+    return ArgumentsError(text, kind=error.kind, problems=error.problems)
 
 
 def _invalid(name: str, lines: list[str], schema: Mapping[str, Any]) -> ArgumentsError:
@@ -69,62 +67,129 @@ def prepare_arguments(
     the tool does not take are errors. Raises :class:`~toolwire.errors.ArgumentsError` only.
     """
     repairs: list[str] = []
+    validator = validator_for(schema)  # a broken schema is refused before any value is judged
     try:
         if isinstance(raw, Mapping):
             value: Any = dict(raw)
-        else:
+        elif isinstance(raw, str):
             result = read_json(raw, strict=strict)
             value = result.value
             repairs += result.repairs
             if isinstance(value, str) and value.lstrip().startswith("{"):
                 if strict:
                     raise ReadError("the arguments are a JSON string, not an object", 1, 1)
-                value = read_json(value).value
-                repairs.append("string-encoded")
+                inner = read_json(value)
+                value = inner.value
+                repairs += ["string-encoded", *inner.repairs]
+        else:
+            value = raw  # already decoded: a list, a number… (refused below)
     except ReadError as exc:
         raise _unreadable(name, exc, schema) from None
     if not isinstance(value, dict):
         raise _invalid(
             name, [f"- the arguments: expected an object, got {describe_value(value)}."], schema
         )
-    props = schema.get("properties")
-    props = props if isinstance(props, Mapping) else {}
-    if (
-        not strict
-        and "arguments" not in props
-        and set(value) <= {"arguments", "name"}
-        and not ("name" in value and "name" in props)
-        and isinstance(value.get("arguments"), (dict, str))
-    ):
-        inner = value["arguments"]
-        if isinstance(inner, str):
-            try:
-                inner = read_json(inner).value
-            except ReadError:
-                inner = None
-        if isinstance(inner, dict):
-            value = inner
-            repairs.append("arguments-envelope")
+    if not all(isinstance(k, str) for k in value):
+        raise _invalid(name, ["- the arguments: every field name must be text."], schema)
+    if not strict:
+        value = _unwrap_envelope(value, schema, repairs)
+    if recursive_unions(schema) and _nesting(value) > MAX_UNION_NESTING:
+        raise ArgumentsError(
+            f"The arguments for {name} are nested {_nesting(value)} levels deep; this tool's "
+            f"schema allows at most {MAX_UNION_NESTING} to be checked. Send a flatter value.\n"
+            + _takes(schema),
+            kind="limit",
+        )
     dropped: list[str] = []
-    validator = validator_for(schema)  # a broken schema is refused before any value is judged
     try:
-        if not strict:
-            done = normalise(value, schema, validator)
-            value = done.value
-            repairs += [r for r in done.repairs if r not in repairs]
-            dropped = done.dropped
-        lines = check(value, schema, validator)
+        done = normalise(value, schema, validator)
         if strict:
-            extra = [k for k in value if props and k not in props]
-            if extra and not _open(schema):
-                lines += [f"- {k}: not a field this tool takes." for k in extra]
-    except (SchemaError, UnknownType, Unresolvable, TypeError, re.error, RecursionError) as exc:
+            # strict: the value as sent must fit; a field normalising would drop is an error
+            unknown = [d for d in done.dropped if d not in _nulls(value, done)]
+            lines = cap_problems(
+                [
+                    *check(value, schema, validator),
+                    *(f"- {d}: not a field this tool takes." for d in unknown),
+                ]
+            )
+        else:
+            value = done.value
+            repairs += done.repairs
+            dropped = done.dropped
+            lines = check(value, schema, validator)
+    except (
+        SchemaError,
+        UnknownType,
+        Unresolvable,
+        TypeError,
+        ValueError,
+        re.error,
+        RecursionError,
+    ) as exc:
         raise ArgumentsError(
             f"The tool {name} has a schema that cannot be checked: {exc}", kind="schema"
         ) from None
     if lines:
         raise _invalid(name, lines, schema)
     return PreparedArguments(value, tuple(dict.fromkeys(repairs)), tuple(dropped))
+
+
+#: Nesting checked against a schema that recurses through anyOf/oneOf, at most: jsonschema
+#: explores every branch at every level, so its work grows exponentially with depth.
+MAX_UNION_NESTING = 10
+
+
+def _nesting(value: Any) -> int:
+    deepest = 0
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return deepest
+
+
+def _nulls(value: dict[str, Any], done: Any) -> set[str]:
+    """Top-level fields dropped for being null: strict leaves them to the check."""
+    return {k for k, v in value.items() if v is None}
+
+
+def _unwrap_envelope(
+    value: dict[str, Any], schema: Mapping[str, Any], repairs: list[str]
+) -> dict[str, Any]:
+    """``{"arguments": {...}}`` around the real arguments, when the tool takes no such field."""
+    props, patterns, is_open = declared(schema, schema)
+    if (
+        is_open
+        or "arguments" in props
+        or any(_search(p, "arguments") for p in patterns)
+        or not set(value) <= {"arguments", "name"}
+        or ("name" in value and "name" in props)
+        or not isinstance(value.get("arguments"), (dict, str))
+    ):
+        return value
+    inner: Any = value["arguments"]
+    found: tuple[str, ...] = ()
+    if isinstance(inner, str):
+        try:
+            read = read_json(inner)
+            inner, found = read.value, read.repairs
+        except ReadError:
+            return value
+    if not isinstance(inner, dict):
+        return value
+    repairs += ["arguments-envelope", *found]
+    return inner
+
+
+def _search(pattern: str, key: str) -> bool:
+    try:
+        return re.search(pattern, key) is not None
+    except re.error:
+        return False
 
 
 def _open(schema: Mapping[str, Any]) -> bool:

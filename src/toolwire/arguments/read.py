@@ -44,9 +44,7 @@ _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r"
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 _HEX_PREFIX = re.compile(r"[0-9a-fA-F]{0,3}")
 # A high surrogate escape with the text ending before its pair is complete: cut off.
-_HIGH_SURROGATE_AT_END = re.compile(
-    r"\\u[dD][89abAB][0-9a-fA-F]{2}(?:\\(?:u[0-9a-fA-F]{0,3})?)?\Z"
-)
+_HIGH_SURROGATE_AT_END = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?:\\(?:u[0-9a-fA-F]{0,3})?)?\Z")
 _LITERALS: dict[str, tuple[Any, bool]] = {
     "true": (True, False),
     "false": (False, False),

@@ -17,7 +17,14 @@ from jsonschema.exceptions import SchemaError
 
 from ..errors import ArgumentsError
 
-__all__ = ["allows_null", "declared", "resolve", "types_of", "validator_for"]
+__all__ = [
+    "allows_null",
+    "declared",
+    "recursive_unions",
+    "resolve",
+    "types_of",
+    "validator_for",
+]
 
 
 @lru_cache(maxsize=256)
@@ -197,3 +204,40 @@ def types_of(
 def allows_null(schema: Any, root: Mapping[str, Any]) -> bool:
     types = types_of(schema, root)
     return types is None or "null" in types
+
+
+@lru_cache(maxsize=256)
+def _recursive_unions(dumped: str) -> bool:
+    root = json.loads(dumped)
+    seen: set[tuple[str, bool]] = set()
+
+    def walk(node: Any, in_union: bool, stack: tuple[str, ...]) -> bool:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#"):
+                if ref in stack:
+                    return in_union  # a cycle: recursive; through a union, expensive
+                if (ref, in_union) not in seen:
+                    seen.add((ref, in_union))
+                    target = _pointer(root, ref)
+                    if walk(target, in_union, (*stack, ref)):
+                        return True
+            for key, child in node.items():
+                if key in ("$defs", "definitions"):
+                    continue
+                if walk(child, in_union or key in ("anyOf", "oneOf"), stack):
+                    return True
+        elif isinstance(node, list):
+            return any(walk(child, in_union, stack) for child in node)
+        return False
+
+    return walk(root, False, ())
+
+
+def recursive_unions(schema: Mapping[str, Any]) -> bool:
+    """True when the schema refers back to itself through ``anyOf``/``oneOf``.
+
+    Checking a value against such a schema costs jsonschema time that grows exponentially
+    with the value's nesting, so the pipeline bounds that nesting.
+    """
+    return _recursive_unions(json.dumps(schema, sort_keys=True))
