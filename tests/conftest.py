@@ -35,3 +35,17 @@ def qwen_gguf() -> Path:
 def smollm2_gguf() -> Path:
     """SmolLM2-135M-Instruct Q4_1 (plain ChatML, no tool template)."""
     return _model(smollm2_path)
+
+
+@pytest.fixture(scope="session")
+def llama_backend(qwen_gguf: Path) -> object:
+    """The default model in-process (llama-cpp-python, the ``local`` extra)."""
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"llama-cpp-python missing under CI: {exc}")
+        pytest.skip("llama-cpp-python not installed: pip install 'toolwire[local]'")
+    from toolwire.backends.llamacpp import LlamaCppBackend
+
+    return LlamaCppBackend(qwen_gguf, n_ctx=2048, n_threads=2)

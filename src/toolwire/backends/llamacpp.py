@@ -1,0 +1,217 @@
+"""A local GGUF model in-process, through llama-cpp-python (the ``local`` extra).
+
+The conversation is rendered through the model's own chat template with the tools; the
+prompt is tokenised with special tokens parsed; each generated token is decoded with special
+tokens kept as text (``<tool_call>``, ``[TOOL_CALLS]``, ``<|python_tag|>``), UTF-8 kept
+intact across tokens; generation stops at an end-of-generation token or ``max_tokens`` — no
+stop strings, the model ends its turn itself — and the text goes through the detected
+family's stream parser. Thinking is off unless asked for. The context budget counts the
+prompt with its tool block, in the model's own tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import threading
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import BackendError, ModelNotFoundError
+from ..events import CallEnd, Done, Event, TextDelta
+from ..formats.base import Family, ReplyStream
+from ..formats.detect import resolve_format
+from ..formats.reasoning import opens_reasoning
+from ..templates import ChatTemplate
+from .base import Request
+
+__all__ = ["LlamaCppBackend"]
+
+_END = object()
+
+
+class LlamaCppBackend:
+    """A GGUF model run in this process."""
+
+    name = "llamacpp"
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        tool_format: str = "auto",
+        seed: int = 0,
+        default_max_tokens: int = 512,
+        llama: Any = None,
+    ) -> None:
+        if llama is None:
+            try:
+                from llama_cpp import Llama
+            except ImportError as exc:
+                raise ModelNotFoundError(
+                    "local models need llama-cpp-python: pip install 'toolwire[local]'"
+                ) from exc
+            if not Path(model_path).is_file():
+                raise ModelNotFoundError(f"no model file at {model_path}")
+            llama = Llama(
+                model_path=str(model_path),
+                n_ctx=n_ctx,
+                n_threads=n_threads,
+                seed=seed,
+                verbose=False,
+            )
+        self.llama = llama
+        self.n_ctx = int(llama.n_ctx())
+        self.default_max_tokens = default_max_tokens
+        self.template = self._template(Path(model_path).stem)
+        self.family: Family | None = resolve_format(tool_format, self.template)
+        self._lock = threading.Lock()  # one generation at a time on one context
+
+    # ------------------------------------------------------------------ the model's own
+
+    def _text_of(self, token: int) -> str:
+        data: bytes = self.llama.detokenize([token], special=True)
+        return data.decode("utf-8", "replace")
+
+    def decode(self, tokens: Sequence[int]) -> str:
+        """Tokens to text one at a time, as generation decodes them: special tokens kept
+        as their text, a character split over several tokens put back together."""
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        out = [decoder.decode(self.llama.detokenize([t], special=True)) for t in tokens]
+        return "".join(out) + decoder.decode(b"", final=True)
+
+    def _template(self, name: str) -> ChatTemplate:
+        meta: Mapping[str, str] = self.llama.metadata or {}
+        source = meta.get("tokenizer.chat_template")
+        if not source:
+            raise BackendError(f"{name} has no chat template in its metadata")
+        bos = self._text_of(self.llama.token_bos()) if self.llama.token_bos() >= 0 else ""
+        eos = self._text_of(self.llama.token_eos()) if self.llama.token_eos() >= 0 else ""
+        return ChatTemplate(
+            source,
+            bos_token=bos,
+            eos_token=eos,
+            tool_source=meta.get("tokenizer.chat_template.tool_use"),
+            name=name,
+        )
+
+    def _is_end(self, token: int) -> bool:
+        try:
+            import llama_cpp
+
+            return bool(llama_cpp.llama_vocab_is_eog(self.llama._model.vocab, token))
+        except (AttributeError, ImportError):  # an older binding: eos is the end
+            return bool(token == self.llama.token_eos())
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens ``text`` takes in this model's tokenizer (special tokens parsed)."""
+        return len(self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def prompt(self, request: Request) -> str:
+        """The rendered prompt for a request, as the model will read it."""
+        call_ids = self.family.call_ids if self.family else "keep"
+        tools = request.tools if request.tools and self.family else None
+        return self.template.render(
+            request.messages,
+            tools,
+            add_generation_prompt=True,
+            enable_thinking=bool(request.think),
+            call_ids=call_ids,
+        )
+
+    # ------------------------------------------------------------------ generation
+
+    async def stream(self, request: Request) -> AsyncGenerator[Event, None]:
+        text = self.prompt(request)
+        add_bos = str((self.llama.metadata or {}).get("tokenizer.ggml.add_bos_token")) == "true"
+        tokens = self.llama.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
+        max_tokens = request.max_tokens or self.default_max_tokens
+        if len(tokens) + max_tokens > self.n_ctx:
+            raise BackendError(
+                f"the prompt takes {len(tokens)} tokens with its tools; with {max_tokens} to "
+                f"generate that is more than the context of {self.n_ctx}"
+            )
+        parser: ReplyStream | None = None
+        if self.family is not None and request.tools:
+            parser = self.family.stream(request.tools, reasoning_open=opens_reasoning(text))
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        stop = threading.Event()
+        worker = threading.Thread(
+            target=self._generate,
+            args=(tokens, max_tokens, request.temperature, loop, queue, stop),
+            daemon=True,
+        )
+        worker.start()
+        generated = 0
+        finish = "stop"
+        calls = 0
+        try:
+            while True:
+                item = await queue.get()
+                if item is _END:
+                    break
+                if isinstance(item, BaseException):
+                    raise BackendError(f"generation failed: {item}") from item
+                if isinstance(item, tuple):  # ("length" | "stop", count)
+                    finish, generated = item
+                    continue
+                for event in parser.feed(item) if parser else [TextDelta(item)]:
+                    calls += isinstance(event, CallEnd)
+                    yield event
+            for event in parser.finish() if parser else []:
+                calls += isinstance(event, CallEnd)
+                yield event
+        finally:
+            stop.set()  # closing the stream stops generation
+        usage = {"prompt_tokens": len(tokens), "completion_tokens": generated}
+        yield Done("tool_calls" if calls else finish, usage)
+
+    def _generate(
+        self,
+        tokens: Sequence[int],
+        max_tokens: int,
+        temperature: float | None,
+        loop: asyncio.AbstractEventLoop,
+        queue: asyncio.Queue[Any],
+        stop: threading.Event,
+    ) -> None:
+        def put(item: Any) -> None:
+            if stop.is_set() and loop.is_closed():
+                return  # the reader left and took its loop along: nobody to tell
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+            except RuntimeError:  # the loop closed between the check and the call
+                stop.set()
+
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        count = 0
+        finish = "length"
+        try:
+            with self._lock:
+                temp = 0.0 if temperature is None else temperature
+                for token in self.llama.generate(tokens, temp=temp, reset=True):
+                    if stop.is_set():
+                        finish = "stop"
+                        break
+                    if self._is_end(token):
+                        finish = "stop"
+                        break
+                    count += 1
+                    data: bytes = self.llama.detokenize([token], special=True)
+                    piece = decoder.decode(data)
+                    if piece:
+                        put(piece)
+                    if count >= max_tokens:
+                        break
+            rest = decoder.decode(b"", final=True)
+            if rest:
+                put(rest)
+            put((finish, count))
+        except Exception as exc:  # reported to the consumer as a BackendError
+            put(exc)
+        finally:
+            put(_END)

@@ -1,0 +1,81 @@
+"""The local backend end to end with llama-cpp-python and the real Qwen2.5-Coder-0.5B GGUF.
+
+These check the pipeline, not the model's skill: the template and family come from the
+model itself, the tools reach the prompt, special tokens survive decoding, generation ends
+at the model's own end token or the limit, and the reply goes through the family parser.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolwire.backends import Request, stream_sync
+from toolwire.backends.llamacpp import LlamaCppBackend
+from toolwire.errors import BackendError
+from toolwire.events import CallEnd, Done, TextDelta
+from toolwire.formats.base import assemble
+
+from .replies import TOOLS
+
+USER = [{"role": "user", "content": "What is the weather in Paris for 3 days?"}]
+
+
+def test_template_and_family_come_from_the_model(llama_backend: LlamaCppBackend) -> None:
+    assert llama_backend.family is not None and llama_backend.family.name == "hermes"
+    assert llama_backend.template.eos_token == "<|im_end|>"
+
+
+def test_the_tools_are_in_the_prompt_and_counted(llama_backend: LlamaCppBackend) -> None:
+    with_tools = llama_backend.prompt(Request(USER, TOOLS))
+    without = llama_backend.prompt(Request(USER))
+    assert "<tools>" in with_tools and '"name": "get_weather"' in with_tools
+    assert "<tools>" not in without
+    assert llama_backend.count_tokens(with_tools) > llama_backend.count_tokens(without) + 50
+
+
+def test_special_tokens_and_split_characters_survive_decoding(
+    llama_backend: LlamaCppBackend,
+) -> None:
+    text = 'caf\u00e9 \u2615 \u65e5\u672c <tool_call>\n{"name": "x"}\n</tool_call><|im_end|>'
+    tokens = llama_backend.llama.tokenize(text.encode(), add_bos=False, special=True)
+    assert len(tokens) < len(text)  # the markers are single special tokens
+    assert llama_backend.decode(tokens) == text
+
+
+def test_a_generation_runs_through_the_family_parser(llama_backend: LlamaCppBackend) -> None:
+    request = Request(USER, TOOLS, max_tokens=60, temperature=0.0)
+    events: list[Any] = list(stream_sync(llama_backend.stream(request)))
+    done = events[-1]
+    assert isinstance(done, Done)
+    assert done.usage is not None
+    prompt_tokens = llama_backend.count_tokens(llama_backend.prompt(request))
+    assert done.usage["prompt_tokens"] == prompt_tokens
+    assert 0 < done.usage["completion_tokens"] <= 60
+    if done.usage["completion_tokens"] < 60:
+        assert done.finish_reason in ("stop", "tool_calls")  # the model ended its turn
+    else:
+        assert done.finish_reason in ("length", "tool_calls")
+    result = assemble(events)
+    # whatever the model wrote, no call markup reaches the text unless it failed to read
+    if "<tool_call>" in result.content:
+        assert result.notices
+    assert all(isinstance(e, (TextDelta, Done, CallEnd)) or e for e in events)
+
+
+def test_the_context_budget_counts_the_tools(llama_backend: LlamaCppBackend) -> None:
+    long = [{"role": "user", "content": "word " * 2500}]
+    with pytest.raises(BackendError, match="context"):
+        list(stream_sync(llama_backend.stream(Request(long, TOOLS, max_tokens=10))))
+
+
+def test_closing_the_stream_stops_generation(llama_backend: LlamaCppBackend) -> None:
+    request = Request([{"role": "user", "content": "Count from 1 to 200."}], max_tokens=300)
+    events = stream_sync(llama_backend.stream(request))
+    first = next(events)
+    assert isinstance(first, TextDelta)
+    events.close()  # type: ignore[attr-defined]
+    # the context is free again: another generation runs to its end
+    again = list(stream_sync(llama_backend.stream(Request(USER, max_tokens=5))))
+    assert isinstance(again[-1], Done)
