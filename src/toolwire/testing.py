@@ -1,9 +1,10 @@
-"""Test doubles shipped with the library: a fake OpenAI-compatible server.
+"""Test doubles shipped with the library: a fake OpenAI-compatible (and Ollama) server.
 
 It speaks real HTTP on 127.0.0.1 (Starlette under uvicorn, in a thread), streams scripted
-replies as server-sent events exactly as providers do, and records every request body, so a
-test can check what the client sent next: the assistant message with its calls, one tool
-message per call id, in order. Callers' own tests can use it the same way.
+replies as server-sent events exactly as providers do (or JSON lines, for Ollama's
+``/api/chat``), and records every request body, so a test can check what the client sent
+next: the assistant message with its calls, one tool message per call id, in order.
+Callers' own tests can use it the same way.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class _Reply:
     status: int = 200
     error: Any = None
     raw: list[str] | None = None
+    ndjson: bool = False
 
 
 class FakeOpenAIServer:
@@ -82,6 +84,7 @@ class FakeOpenAIServer:
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self.base_url = ""
+        self.ollama_url = ""
 
     # -- scripting
 
@@ -101,6 +104,29 @@ class FakeOpenAIServer:
         """Queue a refusal: ``error`` becomes ``{"error": error}`` (a string or an object)."""
         self._replies.append(_Reply(status=status, error=error))
 
+    def add_ollama(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        done_reason: str = "stop",
+        prompt_eval_count: int | None = None,
+        eval_count: int | None = None,
+    ) -> None:
+        """Queue an Ollama ``/api/chat`` reply: one JSON line per partial ``message``."""
+        lines = [
+            json.dumps({"message": {"role": "assistant", **m}, "done": False}) for m in messages
+        ]
+        last: dict[str, Any] = {
+            "message": {"role": "assistant", "content": ""},
+            "done": True,
+            "done_reason": done_reason,
+        }
+        if prompt_eval_count is not None:
+            last["prompt_eval_count"] = prompt_eval_count
+        if eval_count is not None:
+            last["eval_count"] = eval_count
+        self._replies.append(_Reply(raw=[*lines, json.dumps(last)], ndjson=True))
+
     def add_raw(self, lines: Sequence[str]) -> None:
         """Queue a reply of raw SSE ``data:`` payloads, sent as they are."""
         self._replies.append(_Reply(raw=list(lines)))
@@ -116,7 +142,13 @@ class FakeOpenAIServer:
         reply = self._replies.popleft()
         if reply.status >= 400:
             return JSONResponse({"error": reply.error}, status_code=reply.status)
+        if reply.ndjson:
+            return StreamingResponse(self._lines(reply), media_type="application/x-ndjson")
         return StreamingResponse(self._events(reply, body), media_type="text/event-stream")
+
+    async def _lines(self, reply: _Reply) -> AsyncIterator[str]:
+        for line in reply.raw or ():
+            yield line + "\n"
 
     async def _events(self, reply: _Reply, body: Mapping[str, Any]) -> AsyncIterator[str]:
         if reply.raw is not None:
@@ -151,6 +183,7 @@ class FakeOpenAIServer:
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
                 Route("/chat/completions", self._chat, methods=["POST"]),
+                Route("/api/chat", self._chat, methods=["POST"]),
             ]
         )
         config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
@@ -164,6 +197,7 @@ class FakeOpenAIServer:
             time.sleep(0.01)
         port = self._server.servers[0].sockets[0].getsockname()[1]
         self.base_url = f"http://127.0.0.1:{port}/v1/"
+        self.ollama_url = f"http://127.0.0.1:{port}"
         return self.base_url
 
     def stop(self) -> None:

@@ -1,0 +1,126 @@
+"""Ollama's native API against the fake server over real HTTP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from toolwire.backends import Request, stream_sync
+from toolwire.backends.ollama import OllamaBackend, to_ollama
+from toolwire.conversation import Conversation
+from toolwire.errors import BackendError
+from toolwire.events import CallEnd, Done, ReasoningDelta, TextDelta, ToolResult
+from toolwire.loop import run_loop_sync
+from toolwire.testing import FakeOpenAIServer
+from toolwire.tools import Toolbox
+
+from .replies import TOOLS
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as fake:
+        yield fake
+
+
+def events(server: FakeOpenAIServer, request: Request) -> list[Any]:
+    return list(stream_sync(OllamaBackend("qwen3", base_url=server.ollama_url).stream(request)))
+
+
+def test_thinking_text_and_calls(server: FakeOpenAIServer) -> None:
+    server.add_ollama(
+        [
+            {"content": "", "thinking": "They want weather. <tool_call>not this</tool_call>"},
+            {"content": "Checking."},
+            {
+                "content": "",
+                "tool_calls": [
+                    {"function": {"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}}
+                ],
+            },
+        ],
+        prompt_eval_count=40,
+        eval_count=12,
+    )
+    got = events(
+        server,
+        Request(
+            [{"role": "user", "content": "Weather?"}],
+            TOOLS,
+            think=True,
+            temperature=0,
+            max_tokens=50,
+        ),
+    )
+    assert next(e.text for e in got if isinstance(e, ReasoningDelta)).startswith("They want")
+    assert [e.text for e in got if isinstance(e, TextDelta)] == ["Checking."]
+    (end,) = [e for e in got if isinstance(e, CallEnd)]
+    assert end.call.name == "get_weather" and end.call.arguments == {"city": "Paris", "days": 3}
+    assert got[-1] == Done("tool_calls", {"prompt_tokens": 40, "completion_tokens": 12})
+    sent = server.requests[0]
+    assert sent["think"] is True and sent["options"] == {"temperature": 0, "num_predict": 50}
+    assert sent["tools"][2]["function"]["name"] == "set_flags"  # bare form normalised
+
+
+def test_the_next_request_carries_the_exchange_in_ollamas_encoding(
+    server: FakeOpenAIServer,
+) -> None:
+    box = Toolbox()
+
+    @box.tool(read_only=True)
+    def get_weather(city: str) -> str:
+        """Weather for a city."""
+        return f"sunny in {city}"
+
+    server.add_ollama(
+        [
+            {
+                "content": "",
+                "tool_calls": [
+                    {"function": {"name": "get_weather", "arguments": {"city": "Oslo"}}},
+                    {"function": {"name": "get_weather", "arguments": {"city": "Rome"}}},
+                ],
+            }
+        ]
+    )
+    server.add_ollama([{"content": "Sunny in both."}])
+    conv = Conversation()
+    conv.add_user("Oslo and Rome?")
+    got = list(run_loop_sync(OllamaBackend("m", base_url=server.ollama_url), conv, box))
+    assert [e.content for e in got if isinstance(e, ToolResult)] == [
+        "sunny in Oslo",
+        "sunny in Rome",
+    ]
+    second = server.requests[1]["messages"]
+    assert [m["role"] for m in second] == ["user", "assistant", "tool", "tool"]
+    assert second[1]["tool_calls"][0]["function"]["arguments"] == {"city": "Oslo"}
+    assert [m["tool_name"] for m in second[2:]] == ["get_weather", "get_weather"]
+    assert [m["content"] for m in second[2:]] == ["sunny in Oslo", "sunny in Rome"]
+
+
+def test_to_ollama_keeps_unreadable_arguments_visible() -> None:
+    out = to_ollama(
+        [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{oops"}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "a", "content": "bad"},
+        ]
+    )
+    assert out[0]["tool_calls"][0]["function"]["arguments"] == {"_raw": "{oops"}
+    assert out[1] == {"role": "tool", "content": "bad", "tool_name": "f"}
+    assert json.dumps(out)  # plain JSON all the way
+
+
+def test_does_not_support_tools_is_a_backend_error(server: FakeOpenAIServer) -> None:
+    server.add_error(400, "registry.ollama.ai/library/gemma:2b does not support tools")
+    with pytest.raises(BackendError) as info:
+        events(server, Request([{"role": "user", "content": "hi"}], TOOLS))
+    assert info.value.status == 400 and "does not support tools" in str(info.value)
