@@ -6,8 +6,12 @@ The public surface is what ``__all__`` lists; everything else is private and may
 from __future__ import annotations
 
 from .arguments import PreparedArguments, prepare_arguments
+from .backends import OllamaBackend, OpenAIBackend, Request, stream_sync
+from .backends.llamacpp import LlamaCppBackend
+from .conversation import Conversation
 from .errors import (
     ArgumentsError,
+    BackendError,
     FormatError,
     GGUFError,
     LimitError,
@@ -21,43 +25,62 @@ from .events import (
     CallArgsDelta,
     CallEnd,
     CallStart,
+    Done,
     Event,
     Notice,
     ReasoningDelta,
     TextDelta,
+    ToolResult,
+    ToolRun,
 )
 from .formats.base import Family, ParseResult, ReplyStream, assemble
 from .formats.detect import Detection, detect_format, resolve_format
 from .formats.registry import family_names, get_family
+from .loop import run_loop, run_loop_sync
 from .messages import ToolCall
 from .templates import ChatTemplate, GGUFInfo, load_template, read_gguf
+from .tools import Tool, Toolbox, ToolDefinitionError, ToolDenied, ToolUnavailable
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentsError",
+    "BackendError",
     "CallAbort",
     "CallArgsDelta",
     "CallEnd",
     "CallStart",
     "ChatTemplate",
+    "Conversation",
     "Detection",
+    "Done",
     "Event",
     "Family",
     "FormatError",
     "GGUFError",
     "GGUFInfo",
     "LimitError",
+    "LlamaCppBackend",
     "ModelNotFoundError",
     "Notice",
+    "OllamaBackend",
+    "OpenAIBackend",
     "ParseResult",
     "PreparedArguments",
     "ReasoningDelta",
     "ReplyStream",
+    "Request",
     "TemplateError",
     "TemplateSecurityError",
     "TextDelta",
+    "Tool",
     "ToolCall",
+    "ToolDefinitionError",
+    "ToolDenied",
+    "ToolResult",
+    "ToolRun",
+    "ToolUnavailable",
+    "Toolbox",
     "ToolwireError",
     "__version__",
     "assemble",
@@ -68,4 +91,7 @@ __all__ = [
     "prepare_arguments",
     "read_gguf",
     "resolve_format",
+    "run_loop",
+    "run_loop_sync",
+    "stream_sync",
 ]
