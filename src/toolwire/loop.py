@@ -52,6 +52,7 @@ async def run_loop(
             list(conversation.messages),
             offered or None,
             tool_choice="auto" if offered else None,
+            tool_format=s["tool_format"] if s["tool_format"] != "auto" else None,
             **options,
         )
         text: list[str] = []

@@ -30,6 +30,9 @@ class Request:
     max_tokens: int | None = None
     #: Ask a thinking model to think (None: the model's default).
     think: bool | None = None
+    #: The conversation's tool format (``auto``, a family, ``none``), for backends that
+    #: parse the model's text themselves; None: the backend's own default.
+    tool_format: str | None = None
     #: Provider-specific fields passed through as they are.
     extra: Mapping[str, Any] = field(default_factory=dict)
 

@@ -110,10 +110,18 @@ class LlamaCppBackend:
         """Tokens ``text`` takes in this model's tokenizer (special tokens parsed)."""
         return len(self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
+    def family_for(self, request: Request) -> Family | None:
+        """The grammar this request's reply is read in: the conversation's own format when
+        it has one, else the backend's."""
+        if request.tool_format is None:
+            return self.family
+        return resolve_format(request.tool_format, self.template)
+
     def prompt(self, request: Request) -> str:
         """The rendered prompt for a request, as the model will read it."""
-        call_ids = self.family.call_ids if self.family else "keep"
-        tools = request.tools if request.tools and self.family else None
+        family = self.family_for(request)
+        call_ids = family.call_ids if family else "keep"
+        tools = request.tools if request.tools and family else None
         return self.template.render(
             request.messages,
             tools,
@@ -135,8 +143,9 @@ class LlamaCppBackend:
                 f"generate that is more than the context of {self.n_ctx}"
             )
         parser: ReplyStream | None = None
-        if self.family is not None and request.tools:
-            parser = self.family.stream(request.tools, reasoning_open=opens_reasoning(text))
+        family = self.family_for(request)
+        if family is not None and request.tools:
+            parser = family.stream(request.tools, reasoning_open=opens_reasoning(text))
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         stop = threading.Event()
