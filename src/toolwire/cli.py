@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -183,6 +184,41 @@ def _cmd_args(args: argparse.Namespace) -> int:
     return 0
 
 
+def _backend(args: argparse.Namespace) -> Any:
+    from .backends import OllamaBackend, OpenAIBackend
+
+    if args.ollama is not None:
+        if not args.model:
+            raise _UsageError("--ollama needs --model NAME")
+        return OllamaBackend(args.model, base_url=args.ollama)
+    if args.base_url:
+        if not args.model:
+            raise _UsageError("--base-url needs --model NAME")
+        key = args.api_key or os.environ.get("OPENAI_API_KEY")
+        return OpenAIBackend(args.model, base_url=args.base_url, api_key=key)
+    from .backends.llamacpp import LlamaCppBackend
+    from .models import default_model_path
+
+    path = Path(args.model_path) if args.model_path else default_model_path()
+    return LlamaCppBackend(path, n_ctx=args.ctx, tool_format=args.tool_format or "auto")
+
+
+def _cmd_chat(args: argparse.Namespace) -> int:
+    from .chat import chat
+
+    settings: dict[str, Any] = {"read_only": args.read_only}
+    if args.max_tool_iters is not None:
+        settings["max_tool_iters"] = args.max_tool_iters
+    if args.tool_format:
+        settings["tool_format"] = args.tool_format
+    options: dict[str, Any] = {"max_tokens": args.max_tokens}
+    if args.temperature is not None:
+        options["temperature"] = args.temperature
+    if args.think:
+        options["think"] = True
+    return chat(_backend(args), once=args.once, settings=settings, request_options=options)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="toolwire", description="Tool calling that works on every model."
@@ -236,6 +272,28 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--strict", action="store_true", help="refuse any repair or normalisation")
     a.add_argument("--name", help="the tool's name in explanations")
     a.set_defaults(run=_cmd_args)
+
+    c = sub.add_parser("chat", help="chat with a model that can use a few safe demo tools")
+    c.add_argument("--once", metavar="PROMPT", help="answer one prompt and exit")
+    c.add_argument("--model-path", help="a GGUF file (default: the default local model)")
+    c.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
+    c.add_argument("--model", help="the model name at --base-url or Ollama")
+    c.add_argument("--api-key", help="the server's key (default: $OPENAI_API_KEY)")
+    c.add_argument(
+        "--ollama",
+        nargs="?",
+        const="http://127.0.0.1:11434",
+        metavar="URL",
+        help="Ollama's native API (default URL http://127.0.0.1:11434)",
+    )
+    c.add_argument("--max-tokens", type=int, default=512)
+    c.add_argument("--temperature", type=float)
+    c.add_argument("--max-tool-iters", type=int)
+    c.add_argument("--read-only", action="store_true")
+    c.add_argument("--tool-format", choices=[*FORMAT_SETTINGS, *family_names()])
+    c.add_argument("--think", action="store_true", help="let a thinking model think")
+    c.add_argument("--ctx", type=int, default=4096, help="context size of a local model")
+    c.set_defaults(run=_cmd_chat)
     return p
 
 

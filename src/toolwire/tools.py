@@ -14,13 +14,15 @@ import re
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import pydantic
 
 from .errors import ToolwireError
 
 __all__ = ["Tool", "ToolDefinitionError", "ToolDenied", "ToolUnavailable", "Toolbox"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
 
@@ -226,10 +228,16 @@ class Toolbox:
         self._tools[made.name] = made
         return made
 
-    def tool(self, function: Callable[..., Any] | None = None, **options: Any) -> Any:
+    @overload
+    def tool(self, function: F, **options: Any) -> F: ...
+
+    @overload
+    def tool(self, function: None = None, **options: Any) -> Callable[[F], F]: ...
+
+    def tool(self, function: F | None = None, **options: Any) -> F | Callable[[F], F]:
         """Decorator: ``@toolbox.tool`` or ``@toolbox.tool(read_only=True)``."""
 
-        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def register(fn: F) -> F:
             self.add(fn, **options)
             return fn
 

@@ -1,0 +1,185 @@
+"""``toolwire chat``: a conversation in the terminal with a few safe demo tools.
+
+The demo tools only compute or read: ``calculator`` (arithmetic, parsed and evaluated by
+hand — never ``eval``), ``current_time`` and ``word_count``. Each call and its result are
+printed as they happen, and the answer streams as it comes.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime
+import json
+import operator
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any, TextIO
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from .backends.base import Backend
+from .conversation import Conversation
+from .events import Event, Notice, TextDelta, ToolResult, ToolRun
+from .loop import run_loop_sync
+from .tools import Toolbox
+
+__all__ = ["CalculatorError", "calculate", "chat", "demo_toolbox"]
+
+_MAX_EXPRESSION = 200
+_MAX_EXPONENT = 1000
+_MAX_MAGNITUDE = 10**300
+
+_BINARY: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_UNARY: dict[type, Callable[[Any], Any]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+
+
+class CalculatorError(ValueError):
+    """An expression the calculator will not evaluate, with the reason."""
+
+
+def calculate(expression: str) -> int | float:
+    """Evaluate arithmetic: numbers, + - * / // % **, parentheses. Nothing else is run."""
+    if len(expression) > _MAX_EXPRESSION:
+        raise CalculatorError(f"the expression is longer than {_MAX_EXPRESSION} characters")
+    try:
+        tree = ast.parse(expression.replace("^", "**"), mode="eval")
+    except SyntaxError as exc:
+        raise CalculatorError(f"not arithmetic: {exc.msg}") from None
+    return _eval(tree.body)
+
+
+def _eval(node: ast.AST) -> int | float:
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        number: int | float = node.value  # type: ignore[assignment]
+        return number
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _UNARY[type(node.op)](_eval(node.operand))  # type: ignore[no-any-return]
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _eval(node.left), _eval(node.right)
+        if isinstance(node.op, ast.Pow) and abs(right) > _MAX_EXPONENT:
+            raise CalculatorError(f"exponents above {_MAX_EXPONENT} are not computed")
+        try:
+            value = _BINARY[type(node.op)](left, right)
+        except ZeroDivisionError:
+            raise CalculatorError("division by zero") from None
+        except OverflowError:
+            raise CalculatorError("the result is too large") from None
+        if isinstance(value, complex):
+            raise CalculatorError("the result is not a real number")
+        if abs(value) > _MAX_MAGNITUDE:
+            raise CalculatorError("the result is too large")
+        return value  # type: ignore[no-any-return]
+    raise CalculatorError(
+        f"only numbers and + - * / // % ** are allowed, not {type(node).__name__}"
+    )
+
+
+def demo_toolbox() -> Toolbox:
+    """The safe demo tools."""
+    box = Toolbox()
+
+    @box.tool(read_only=True)
+    def calculator(expression: str) -> str:
+        """Evaluate an arithmetic expression exactly, e.g. "12*(3+4)" or "2**10".
+
+        Args:
+            expression: Numbers with + - * / // % ** and parentheses.
+        """
+        try:
+            return str(calculate(expression))
+        except CalculatorError as exc:
+            return f"error: {exc}"
+
+    @box.tool(read_only=True)
+    def current_time(timezone: str = "UTC") -> str:
+        """The current date and time.
+
+        Args:
+            timezone: An IANA time zone such as "Europe/Paris".
+        """
+        try:
+            zone = ZoneInfo(timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            return f"error: unknown time zone {timezone!r}"
+        return datetime.datetime.now(zone).isoformat(timespec="seconds")
+
+    @box.tool(read_only=True)
+    def word_count(text: str) -> int:
+        """Count the words in a text.
+
+        Args:
+            text: The text.
+        """
+        return len(text.split())
+
+    return box
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def show(events: Iterable[Event], out: TextIO) -> None:
+    """Print a reply's events: text as it comes, each call and its result on a line."""
+    at_line_start = True
+    for event in events:
+        if isinstance(event, TextDelta):
+            out.write(event.text)
+            at_line_start = event.text.endswith("\n")
+        elif isinstance(event, (ToolRun, ToolResult, Notice)):
+            if not at_line_start:
+                out.write("\n")
+            if isinstance(event, ToolRun):
+                args = json.dumps(event.call.arguments, ensure_ascii=False)
+                out.write(f"→ {event.call.name}({_short(args)})\n")
+            elif isinstance(event, ToolResult):
+                mark = "" if event.status == "ok" else f" [{event.status}]"
+                out.write(f"← {_short(event.content)}{mark}\n")
+            else:
+                out.write(f"({event.message})\n")
+            at_line_start = True
+        out.flush()
+    if not at_line_start:
+        out.write("\n")
+
+
+def chat(
+    backend: Backend,
+    *,
+    once: str | None = None,
+    settings: dict[str, Any] | None = None,
+    request_options: dict[str, Any] | None = None,
+    stdin: TextIO | None = None,
+    out: TextIO | None = None,
+) -> int:
+    """Run a chat: one prompt (``once``) or lines from ``stdin`` until it ends."""
+    out = out or sys.stdout
+    stdin = stdin or sys.stdin
+    box = demo_toolbox()
+    conversation = Conversation(settings=dict(settings or {}))
+    prompts: Iterable[str] = [once] if once is not None else _lines(stdin, out)
+    for prompt in prompts:
+        conversation.add_user(prompt)
+        show(
+            run_loop_sync(backend, conversation, box, request_options=request_options or {}),
+            out,
+        )
+    return 0
+
+
+def _lines(stdin: TextIO, out: TextIO) -> Iterable[str]:
+    while True:
+        out.write("> ")
+        out.flush()
+        line = stdin.readline()
+        if not line or line.strip() in ("exit", "quit"):
+            return
+        if line.strip():
+            yield line.strip()
