@@ -13,14 +13,13 @@ the valid values; the tool's one-line signature closes the message:
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from .schema import declared, resolve, types_of, validator_for
+from .schema import declared, matching_pattern, resolve, types_of, validator_for
 
 __all__ = ["cap_problems", "check", "describe_value", "signature", "wanted"]
 
@@ -147,7 +146,7 @@ def _line(
     if v == "additionalProperties" and isinstance(value, dict):
         props = sch.get("properties", {}) if isinstance(sch, Mapping) else {}
         patterns = sch.get("patternProperties", {}) if isinstance(sch, Mapping) else {}
-        extra = [k for k in value if k not in props and not _matches_any(patterns, k)]
+        extra = [k for k in value if k not in props and matching_pattern(patterns, k) is None]
         return [f"- {_path(error, k)}: not a field this tool takes." for k in extra]
     if v in ("anyOf", "oneOf"):
         fits = sum(1 for b in spec if validator.evolve(schema=b).is_valid(value) is True)
@@ -176,16 +175,6 @@ def _false_path(error: ValidationError) -> str:
     if len(parts) >= 2 and parts[-2] == "properties":
         return str(parts[-1])
     return "the arguments"
-
-
-def _matches_any(patterns: Any, key: str) -> bool:
-    for pattern in patterns if isinstance(patterns, Mapping) else ():
-        try:
-            if re.search(pattern, key):
-                return True
-        except re.error:
-            continue
-    return False
 
 
 def _one_branch(

@@ -27,7 +27,14 @@ from jsonschema import Draft202012Validator
 
 from ..errors import ArgumentsError
 from .read import MAX_ARGUMENT_DEPTH, read_json
-from .schema import allows_null, declared, resolve, types_of, validator_for
+from .schema import (
+    allows_null,
+    declared,
+    matching_pattern,
+    resolve,
+    types_of,
+    validator_for,
+)
 
 __all__ = ["Normalised", "normalise"]
 
@@ -277,7 +284,7 @@ def _object(
             # part's to normalise; here it is only kept
             out[key] = _norm(item, sub, ctx, where, depth + 1) if key in own else item
             continue
-        pattern = next((p for p in patterns if _search(p, key)), None)
+        pattern = matching_pattern(patterns, key)
         if pattern is not None:
             out[key] = _norm(item, patterns[pattern], ctx, where, depth + 1)
         elif is_open or not drop:
@@ -288,13 +295,6 @@ def _object(
         else:
             ctx.dropped.append(where)
     return out
-
-
-def _search(pattern: str, key: str) -> bool:
-    try:
-        return re.search(pattern, key) is not None
-    except re.error:
-        return False
 
 
 def _array(

@@ -14,7 +14,7 @@ from ..errors import ArgumentsError
 from .explain import cap_problems, check, describe_value, signature
 from .normalise import normalise
 from .read import ReadError, read_json
-from .schema import declared, recursive_unions, validator_for
+from .schema import declared, matching_pattern, recursive_unions, validator_for
 
 __all__ = ["PreparedArguments", "prepare_arguments"]
 
@@ -165,7 +165,7 @@ def _unwrap_envelope(
     if (
         is_open
         or "arguments" in props
-        or any(_search(p, "arguments") for p in patterns)
+        or matching_pattern(patterns, "arguments") is not None
         or not set(value) <= {"arguments", "name"}
         or ("name" in value and "name" in props)
         or not isinstance(value.get("arguments"), (dict, str))
@@ -183,13 +183,6 @@ def _unwrap_envelope(
         return value
     repairs += ["arguments-envelope", *found]
     return inner
-
-
-def _search(pattern: str, key: str) -> bool:
-    try:
-        return re.search(pattern, key) is not None
-    except re.error:
-        return False
 
 
 def _open(schema: Mapping[str, Any]) -> bool:

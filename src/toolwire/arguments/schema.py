@@ -8,6 +8,7 @@ followed a bounded number of times, so a recursive schema cannot loop.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -20,6 +21,7 @@ from ..errors import ArgumentsError
 __all__ = [
     "allows_null",
     "declared",
+    "matching_pattern",
     "recursive_unions",
     "resolve",
     "types_of",
@@ -241,3 +243,14 @@ def recursive_unions(schema: Mapping[str, Any]) -> bool:
     with the value's nesting, so the pipeline bounds that nesting.
     """
     return _recursive_unions(json.dumps(schema, sort_keys=True))
+
+
+def matching_pattern(patterns: Any, key: str) -> str | None:
+    """The first ``patternProperties`` pattern that takes ``key`` (a bad regex takes none)."""
+    for pattern in patterns if isinstance(patterns, Mapping) else ():
+        try:
+            if re.search(pattern, key):
+                return str(pattern)
+        except re.error:
+            continue
+    return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import aclosing
 from typing import Any
 
 import httpx
@@ -19,7 +20,8 @@ from ..events import CallArgsDelta, CallEnd, CallStart, Done, Event, ReasoningDe
 from ..messages import ToolCall
 from ..templates import normalize_tools
 from .base import Request
-from .openai import MAX_STREAM_CHARS, _error_message
+from .http import post_stream
+from .openai import MAX_STREAM_CHARS
 
 __all__ = ["OllamaBackend", "to_ollama"]
 
@@ -93,24 +95,12 @@ class OllamaBackend:
         return body
 
     async def stream(self, request: Request) -> AsyncGenerator[Event, None]:
-        client = self._client or httpx.AsyncClient(timeout=self._timeout)
         url = self.base_url + "/api/chat"
-        try:
-            async with client.stream("POST", url, json=self.body(request)) as r:
-                if r.status_code >= 400:
-                    text = (await r.aread()).decode("utf-8", "replace")
-                    raise BackendError(
-                        f"{url} answered {r.status_code}: {_error_message(text)}",
-                        status=r.status_code,
-                        body=text,
-                    )
-                async for event in _read_lines(r):
-                    yield event
-        except httpx.HTTPError as exc:
-            raise BackendError(f"{url} could not be reached: {exc}") from exc
-        finally:
-            if self._client is None:
-                await client.aclose()
+        async with aclosing(
+            post_stream(self._client, url, self.body(request), _read_lines, timeout=self._timeout)
+        ) as events:
+            async for event in events:
+                yield event
 
 
 async def _read_lines(response: httpx.Response) -> AsyncGenerator[Event, None]:

@@ -11,7 +11,8 @@ their own proxies, retries or transports) hand in the client they want.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,7 @@ from ..events import (
 from ..messages import ToolCall
 from ..templates import normalize_tools
 from .base import Request
+from .http import error_message, post_stream
 
 __all__ = ["PROVIDERS", "OpenAIBackend"]
 
@@ -101,41 +103,18 @@ class OpenAIBackend:
         headers = {"Accept": "text/event-stream", **self._headers}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        client = self._client or httpx.AsyncClient(timeout=self._timeout)
         url = self.base_url + "chat/completions"
-        try:
-            async with client.stream("POST", url, json=self.body(request), headers=headers) as r:
-                if r.status_code >= 400:
-                    text = (await r.aread()).decode("utf-8", "replace")
-                    raise BackendError(
-                        f"{url} answered {r.status_code}: {_error_message(text)}",
-                        status=r.status_code,
-                        body=text,
-                    )
-                async for event in _read_stream(r):
-                    yield event
-        except httpx.HTTPError as exc:
-            raise BackendError(f"{url} could not be reached: {exc}") from exc
-        finally:
-            if self._client is None:
-                await client.aclose()
+        body = self.body(request)
+        async with aclosing(
+            post_stream(
+                self._client, url, body, _read_stream, headers=headers, timeout=self._timeout
+            )
+        ) as events:
+            async for event in events:
+                yield event
 
 
-def _error_message(text: str) -> str:
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return text[:500]
-    if isinstance(data, dict):
-        err = data.get("error", data)
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return str(err["message"])[:500]
-        if isinstance(err, str):
-            return err[:500]
-    return text[:500]
-
-
-async def _read_stream(response: httpx.Response) -> AsyncIterator[Event]:
+async def _read_stream(response: httpx.Response) -> AsyncGenerator[Event, None]:
     calls: dict[int, _PendingCall] = {}
     announced = 0
     finish = "stop"
@@ -159,7 +138,7 @@ async def _read_stream(response: httpx.Response) -> AsyncIterator[Event]:
         if not isinstance(chunk, dict):
             continue
         if isinstance(chunk.get("error"), (dict, str)):
-            raise BackendError(f"the provider failed mid-stream: {_error_message(data)}", body=data)
+            raise BackendError(f"the provider failed mid-stream: {error_message(data)}", body=data)
         if isinstance(chunk.get("usage"), dict):
             usage = {k: v for k, v in chunk["usage"].items() if isinstance(v, int)}
         for choice in chunk.get("choices") or ():
