@@ -65,7 +65,7 @@ def test_a_generation_runs_through_the_family_parser(llama_backend: LlamaCppBack
 
 
 def test_the_context_budget_counts_the_tools(llama_backend: LlamaCppBackend) -> None:
-    long = [{"role": "user", "content": "word " * 2500}]
+    long = [{"role": "user", "content": "word " * 2500}]  # one turn: nothing to drop
     with pytest.raises(BackendError, match="context"):
         list(stream_sync(llama_backend.stream(Request(long, TOOLS, max_tokens=10))))
 
@@ -79,3 +79,18 @@ def test_closing_the_stream_stops_generation(llama_backend: LlamaCppBackend) -> 
     # the context is free again: another generation runs to its end
     again = list(stream_sync(llama_backend.stream(Request(USER, max_tokens=5))))
     assert isinstance(again[-1], Done)
+
+
+def test_an_old_turn_is_dropped_to_fit(llama_backend: LlamaCppBackend) -> None:
+    old_turn = [
+        {"role": "user", "content": "Tell me a long story. " + "word " * 1900},
+        {"role": "assistant", "content": "Once upon a time."},
+    ]
+    request = Request([*old_turn, *USER], TOOLS, max_tokens=5)
+    events = list(stream_sync(llama_backend.stream(request)))
+    assert isinstance(events[-1], Done)
+    assert events[-1].usage is not None
+    # the prompt that ran is the one without the old turn
+    assert events[-1].usage["prompt_tokens"] == llama_backend.count_tokens(
+        llama_backend.prompt(Request(USER, TOOLS))
+    )

@@ -281,3 +281,45 @@ def test_pruning_drops_whole_turns() -> None:
         out = prune(messages, budget)
         ids = {c["id"] for m in out for c in m.get("tool_calls") or ()}
         assert ids == {m["tool_call_id"] for m in out if m["role"] == "tool"}
+
+
+def test_unavailable_is_tried_again_with_the_same_operation_id(server: FakeOpenAIServer) -> None:
+    seen: list[str] = []
+
+    def book(room: str, operation_id: str) -> str:
+        seen.append(operation_id)
+        if len(seen) < 3:
+            raise ToolUnavailable("the booking service is busy")
+        return f"booked {room}"
+
+    box = Toolbox([Tool.from_function(book, side_effects=True, session=["operation_id"])])
+    server.add_stream(calls(("c1", "book", {"room": "A"})), finish_reason="tool_calls")
+    server.add_stream(text_deltas("Booked."))
+    conv = Conversation()
+    conv.add_user("Book room A.")
+    events = list(run_loop_sync(backend(server), conv, box))
+    (result,) = [e for e in events if isinstance(e, ToolResult)]
+    assert result.status == "ok" and result.content == "booked A"
+    assert len(seen) == 3 and len(set(seen)) == 1  # one operation, tried three times
+
+
+def test_a_providers_key_goes_to_its_own_host() -> None:
+    import asyncio
+
+    import httpx
+
+    from toolwire.backends import Request, stream_sync
+
+    hosts: list[tuple[str, str]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        hosts.append((request.url.host, request.headers.get("authorization", "")))
+        return httpx.Response(200, text="data: [DONE]\n\n")
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    anthropic = OpenAIBackend.for_provider("anthropic", "claude", api_key="sk-ant", client=client)
+    list(stream_sync(anthropic.stream(Request([{"role": "user", "content": "hi"}]))))
+    assert hosts == [("api.anthropic.com", "Bearer sk-ant")]
+    with pytest.raises(ValueError, match="unknown provider"):
+        OpenAIBackend.for_provider("nowhere", "m")
+    asyncio.run(client.aclose())

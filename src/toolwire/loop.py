@@ -27,7 +27,7 @@ from .events import CallEnd, Event, Notice, TextDelta, ToolResult, ToolRun
 from .messages import ToolCall, assistant_message, tool_message
 from .tools import Tool, Toolbox, ToolDenied, ToolUnavailable
 
-__all__ = ["run_loop", "run_loop_sync"]
+__all__ = ["RETRY_DELAYS", "run_loop", "run_loop_sync"]
 
 _MAX_RESULT_CHARS = 64 * 1024
 
@@ -165,7 +165,21 @@ async def _run_all(
     return [r for r in results if r is not None]
 
 
+#: Waits before running a call again after the tool said it is unavailable (nothing was done,
+#: so running it again is safe, with the same arguments and operation id).
+RETRY_DELAYS = (0.2, 1.0)
+
+
 async def _run_one(call: ToolCall, tool: Tool, s: Mapping[str, Any]) -> ToolResult:
+    for delay in RETRY_DELAYS:
+        result = await _run_once(call, tool, s)
+        if result.status != "unavailable":
+            return result
+        await asyncio.sleep(delay)
+    return await _run_once(call, tool, s)
+
+
+async def _run_once(call: ToolCall, tool: Tool, s: Mapping[str, Any]) -> ToolResult:
     timeout = tool.timeout if tool.timeout is not None else s["tool_timeout"]
     fn = tool.function
     if fn is None:

@@ -15,9 +15,11 @@ import asyncio
 import codecs
 import threading
 from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..conversation import prune
 from ..errors import BackendError, ModelNotFoundError
 from ..events import CallEnd, Done, Event, TextDelta
 from ..formats.base import Family, ReplyStream
@@ -130,18 +132,35 @@ class LlamaCppBackend:
             call_ids=call_ids,
         )
 
+    def _fit(self, request: Request, max_tokens: int) -> tuple[Request, str, list[int]]:
+        """The request, pruned by whole turns (oldest first) until its prompt — tool block
+        included, in the model's own tokens — leaves room for ``max_tokens``."""
+        add_bos = str((self.llama.metadata or {}).get("tokenizer.ggml.add_bos_token")) == "true"
+        budget = self.n_ctx - max_tokens
+        messages: Sequence[Mapping[str, Any]] = list(request.messages)
+        while True:
+            text = self.prompt(replace(request, messages=messages))
+            tokens = self.llama.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
+            if len(tokens) <= budget:
+                return replace(request, messages=messages), text, tokens
+            sizes = [self._message_tokens(m) for m in messages]
+            fewer = prune(messages, sum(sizes) - (len(tokens) - budget), self._message_tokens)
+            if len(fewer) >= len(messages):
+                raise BackendError(
+                    f"the prompt takes {len(tokens)} tokens with its tools; with {max_tokens} "
+                    f"to generate that is more than the context of {self.n_ctx}"
+                )
+            messages = fewer
+
+    def _message_tokens(self, message: Mapping[str, Any]) -> int:
+        text = str(message.get("content") or "") + str(message.get("tool_calls") or "")
+        return self.count_tokens(text) + 4
+
     # ------------------------------------------------------------------ generation
 
     async def stream(self, request: Request) -> AsyncGenerator[Event, None]:
-        text = self.prompt(request)
-        add_bos = str((self.llama.metadata or {}).get("tokenizer.ggml.add_bos_token")) == "true"
-        tokens = self.llama.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
         max_tokens = request.max_tokens or self.default_max_tokens
-        if len(tokens) + max_tokens > self.n_ctx:
-            raise BackendError(
-                f"the prompt takes {len(tokens)} tokens with its tools; with {max_tokens} to "
-                f"generate that is more than the context of {self.n_ctx}"
-            )
+        request, text, tokens = self._fit(request, max_tokens)
         parser: ReplyStream | None = None
         family = self.family_for(request)
         if family is not None and request.tools:

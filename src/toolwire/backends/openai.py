@@ -81,6 +81,19 @@ class OpenAIBackend:
         self._timeout = timeout
         self._headers = dict(headers or {})
 
+    @classmethod
+    def for_provider(
+        cls, provider: str, model: str, *, api_key: str | None = None, **options: Any
+    ) -> OpenAIBackend:
+        """A backend at a known provider's own base URL (see :data:`PROVIDERS`), so its key
+        goes to that provider's host and nowhere else."""
+        try:
+            base_url = PROVIDERS[provider]
+        except KeyError:
+            known = ", ".join(PROVIDERS)
+            raise ValueError(f"unknown provider {provider!r}; known: {known}") from None
+        return cls(model, base_url=base_url, api_key=api_key, **options)
+
     def body(self, request: Request) -> dict[str, Any]:
         """The JSON body of a streamed chat-completions request."""
         body: dict[str, Any] = {
