@@ -53,6 +53,7 @@ async def run_loop(
             offered or None,
             tool_choice="auto" if offered else None,
             tool_format=s["tool_format"] if s["tool_format"] != "auto" else None,
+            strict=s["strict"],
             **options,
         )
         text: list[str] = []

@@ -33,6 +33,8 @@ class Request:
     #: The conversation's tool format (``auto``, a family, ``none``), for backends that
     #: parse the model's text themselves; None: the backend's own default.
     tool_format: str | None = None
+    #: Strict: no drift recovery (a call in a shape the grammar does not read stays text).
+    strict: bool = False
     #: Provider-specific fields passed through as they are.
     extra: Mapping[str, Any] = field(default_factory=dict)
 

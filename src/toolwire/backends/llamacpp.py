@@ -24,6 +24,7 @@ from ..errors import BackendError, ModelNotFoundError
 from ..events import CallEnd, Done, Event, TextDelta
 from ..formats.base import Family, ReplyStream
 from ..formats.detect import resolve_format
+from ..formats.drift import DriftGuard
 from ..formats.reasoning import opens_reasoning
 from ..templates import ChatTemplate
 from .base import Request
@@ -162,9 +163,12 @@ class LlamaCppBackend:
         max_tokens = request.max_tokens or self.default_max_tokens
         request, text, tokens = self._fit(request, max_tokens)
         parser: ReplyStream | None = None
+        guard: DriftGuard | None = None
         family = self.family_for(request)
         if family is not None and request.tools:
             parser = family.stream(request.tools, reasoning_open=opens_reasoning(text))
+            if not request.strict:
+                guard = DriftGuard(request.tools)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         stop = threading.Event()
@@ -187,10 +191,14 @@ class LlamaCppBackend:
                 if isinstance(item, tuple):  # ("length" | "stop", count)
                     finish, generated = item
                     continue
-                for event in parser.feed(item) if parser else [TextDelta(item)]:
+                events = parser.feed(item) if parser else [TextDelta(item)]
+                for event in guard.push(events) if guard else events:
                     calls += isinstance(event, CallEnd)
                     yield event
-            for event in parser.finish() if parser else []:
+            events = parser.finish() if parser else []
+            if guard:
+                events = guard.push(events) + guard.end()
+            for event in events:
                 calls += isinstance(event, CallEnd)
                 yield event
         finally:

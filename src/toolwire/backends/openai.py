@@ -28,6 +28,7 @@ from ..events import (
     ReasoningDelta,
     TextDelta,
 )
+from ..formats.drift import DriftGuard
 from ..messages import ToolCall
 from ..templates import normalize_tools
 from .base import Request
@@ -118,13 +119,25 @@ class OpenAIBackend:
             headers["Authorization"] = f"Bearer {self._api_key}"
         url = self.base_url + "chat/completions"
         body = self.body(request)
+        guard = DriftGuard(request.tools) if request.tools and not request.strict else None
         async with aclosing(
             post_stream(
                 self._client, url, body, _read_stream, headers=headers, timeout=self._timeout
             )
         ) as events:
             async for event in events:
-                yield event
+                if guard is None:
+                    yield event
+                elif isinstance(event, Done):
+                    # calls the server left in the text: recovered before the turn ends
+                    for held in guard.end():
+                        yield held
+                    if guard.recovered:
+                        event = Done("tool_calls", event.usage)
+                    yield event
+                else:
+                    for passed in guard.push([event]):
+                        yield passed
 
 
 async def _read_stream(response: httpx.Response) -> AsyncGenerator[Event, None]:

@@ -1,0 +1,162 @@
+"""Drift recovery: a call written in a shape the model's own grammar does not read.
+
+Small models drift. Qwen2.5-Coder-0.5B, whose template asks for Hermes tags, answers with
+the bare call JSON or the same in a ```json fence; a strict Hermes parser reads no call and
+shows the JSON to the user. When a family's strict parse finds no call, the reply is read
+once more, narrowly: only a reply that is nothing but the call (or a list of calls), only
+for declared tools, and never from reasoning. A recovery is recorded by name on the result
+(a :class:`~toolwire.events.Notice`), and the ``strict`` setting turns it off.
+
+Shapes recovered, the whole reply being:
+
+``bare-json``       ``{"name": N, "arguments": {...}}`` (or ``"parameters"``), or a list of them
+``fenced-json``     the same inside a ````json`` or plain ```` fence
+``unclosed-tag``    ``<tool_call>`` and the JSON, the closing tag never written
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..arguments.read import ReadError, read_json
+from ..events import CallAbort, CallArgsDelta, CallEnd, CallStart, Event, Notice, TextDelta
+from ..messages import ToolCall
+from .base import IdMaker, ToolIndex, random_call_id, type_arguments
+
+__all__ = ["DriftGuard", "recover_calls"]
+
+_FENCE = re.compile(r"\A```(?:json|JSON)?[ \t]*\n(?P<body>.*?)\n?```\s*\Z", re.S)
+_TAG = re.compile(r"\A<tool_call>\s*(?P<body>.*?)\s*(?:</tool_call>)?\s*\Z", re.S)
+_MAX_CHARS = 256 * 1024
+
+
+def recover_calls(
+    text: str, tools: Sequence[Mapping[str, Any]] | None
+) -> tuple[list[tuple[str, dict[str, Any], str]], str] | None:
+    """The calls a whole reply drifted into: ``([(name, arguments, text)], shape)`` or None.
+
+    ``None`` unless the reply is nothing but calls to declared tools.
+    """
+    index = ToolIndex(tools)
+    if not index.known or len(text) > _MAX_CHARS:
+        return None
+    body = text.strip()
+    shape = "bare-json"
+    for pattern, name in ((_FENCE, "fenced-json"), (_TAG, "unclosed-tag")):
+        m = pattern.match(body)
+        if m:
+            body, shape = m.group("body").strip(), name
+            break
+    if not body.startswith(("{", "[")):
+        return None
+    try:
+        value = read_json(body, strict=True).value
+    except ReadError:
+        return None
+    items = value if isinstance(value, list) else [value]
+    calls: list[tuple[str, dict[str, Any], str]] = []
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            return None
+        keys = set(item) - {"name", "type"}
+        if item.get("type", "function") != "function" or len(keys) != 1:
+            return None
+        (key,) = keys
+        args = item[key]
+        if key not in ("arguments", "parameters") or not isinstance(args, dict):
+            return None
+        if not index.has(item["name"]):
+            return None
+        raw = json.dumps(args, ensure_ascii=False)
+        calls.append((item["name"], type_arguments(args, item["name"], index), raw))
+    return (calls, shape) if calls else None
+
+
+class DriftGuard:
+    """Watches a reply's events: when the reply may be a drifted call, its text is held until
+    the reply ends, then either recovered as calls or released as the text it was.
+
+    Text passes at once whenever the reply cannot be a whole-reply call (it does not open
+    with ``{``, ``[``, a ``json`` fence or ``<tool_call>``), and whenever a real call shows.
+    Reasoning passes untouched and is never read.
+    """
+
+    def __init__(
+        self,
+        tools: Sequence[Mapping[str, Any]] | None,
+        *,
+        make_id: IdMaker | None = None,
+        first_index: int = 0,
+    ) -> None:
+        self._tools = tools
+        self._make_id = make_id or random_call_id
+        self._held: list[Event] = []
+        self._texts: list[str] = []
+        self._holding = ToolIndex(tools).known
+        self._saw_call = False
+        self._next = first_index
+        #: How many calls were recovered (0 until :meth:`end`).
+        self.recovered = 0
+
+    def push(self, events: Sequence[Event]) -> list[Event]:
+        if not self._holding:
+            return list(events)
+        out: list[Event] = []
+        for position, event in enumerate(events):
+            if isinstance(event, CallEnd):  # a call the grammar read: nothing to recover
+                self._saw_call = True
+            if isinstance(event, TextDelta):
+                self._texts.append(event.text)
+            self._held.append(event)
+            if self._saw_call or not _may_be_a_call("".join(self._texts)):
+                self._holding = False
+                out.extend(self._held)
+                self._held = []
+                return out + list(events[position + 1 :])
+        return out
+
+    def end(self) -> list[Event]:
+        """The reply is over: recovered calls, or the held text as it was."""
+        if not self._holding:
+            return []
+        self._holding = False
+        held, self._held = self._held, []
+        found = None if self._saw_call else recover_calls("".join(self._texts), self._tools)
+        if found is None:
+            return held
+        calls, shape = found
+        # what the family made of the drifted text (text, or a call it started and gave up)
+        # gives way to the calls recovered from it
+        dropped = (TextDelta, CallStart, CallArgsDelta, CallAbort)
+        events: list[Event] = [
+            e
+            for e in held
+            if not isinstance(e, dropped)
+            and not (isinstance(e, Notice) and e.code == "call-not-read")
+        ]
+        events.append(Notice(f"recovered-{shape}", f"read a call the model wrote as {shape}"))
+        for name, arguments, raw in calls:
+            index = self._next
+            self._next += 1
+            cid = self._make_id(index)
+            events += [
+                CallStart(index, cid, name),
+                CallArgsDelta(index, raw),
+                CallEnd(index, ToolCall(cid, name, arguments, raw)),
+            ]
+        self.recovered = len(calls)
+        return events
+
+
+_OPENINGS = ("{", "[", "```json", "```JSON", "```\n", "<tool_call>")
+
+
+def _may_be_a_call(text: str) -> bool:
+    """Could a reply that starts like this still be nothing but a call?"""
+    head = text.lstrip()[:12]
+    if not head:
+        return True
+    return any(o.startswith(head) or head.startswith(o) for o in _OPENINGS)

@@ -1,0 +1,165 @@
+"""Drift recovery: calls written in a shape the family's grammar does not read."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from toolwire import get_family
+from toolwire.backends import OpenAIBackend, Request, stream_sync
+from toolwire.backends.llamacpp import LlamaCppBackend
+from toolwire.chat import demo_toolbox
+from toolwire.conversation import Conversation
+from toolwire.events import CallEnd, Done, Notice, TextDelta, ToolRun
+from toolwire.formats.base import assemble
+from toolwire.formats.drift import DriftGuard, recover_calls
+from toolwire.loop import run_loop_sync
+from toolwire.testing import FakeOpenAIServer, text_deltas
+
+from .replies import TOOLS
+
+CALL = {"name": "get_weather", "arguments": {"city": "Paris", "days": "3"}}
+BARE = json.dumps(CALL)
+
+RECOVERED = [
+    (BARE, "bare-json"),
+    ("  \n" + json.dumps(CALL, indent=2) + "\n", "bare-json"),
+    (json.dumps({"name": "get_weather", "parameters": {"city": "Paris", "days": 3}}), "bare-json"),
+    ("```json\n" + json.dumps(CALL, indent=2) + "\n```", "fenced-json"),
+    ("```\n" + BARE + "\n```\n", "fenced-json"),
+    ("<tool_call>\n" + BARE, "unclosed-tag"),
+    (json.dumps({"type": "function", **CALL}), "bare-json"),
+]
+
+
+@pytest.mark.parametrize(("text", "shape"), RECOVERED)
+def test_each_drift_shape_is_recovered(text: str, shape: str) -> None:
+    found = recover_calls(text, TOOLS)
+    assert found is not None
+    calls, got_shape = found
+    assert got_shape == shape
+    assert [(n, a) for n, a, _ in calls] == [("get_weather", {"city": "Paris", "days": 3})]
+
+
+def test_a_list_of_calls() -> None:
+    text = json.dumps([CALL, {"name": "write_file", "arguments": {"path": "a", "content": "b"}}])
+    found = recover_calls(text, TOOLS)
+    assert found is not None and [n for n, _, _ in found[0]] == ["get_weather", "write_file"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Here you go: " + BARE,
+        BARE + "\nI called the weather tool.",
+        json.dumps({"name": "launch_rockets", "arguments": {}}),
+        "Here is an example of a call:\n```json\n" + BARE + "\n```\nUse it like that.",
+        json.dumps({"name": "get_weather", "arguments": {}, "extra": 1}),
+        json.dumps({"name": "get_weather", "arguments": "Paris"}),
+        "{'name': 'get_weather', 'arguments': {}}",  # not JSON: no guessing here
+        "```python\nprint('hi')\n```",
+        "Just words.",
+    ],
+)
+def test_what_is_not_a_call(text: str) -> None:
+    assert recover_calls(text, TOOLS) is None
+
+
+def test_without_declared_tools_nothing_is_recovered() -> None:
+    assert recover_calls(BARE, None) is None
+
+
+def run_guarded(text: str, chunks: list[str], **kw: Any) -> list[Any]:
+    parser = get_family("hermes").stream(TOOLS, **kw)
+    guard = DriftGuard(TOOLS, make_id=lambda i: f"id{i}")
+    events: list[Any] = []
+    for chunk in chunks:
+        events += guard.push(parser.feed(chunk))
+    events += guard.push(parser.finish()) + guard.end()
+    return events
+
+
+@pytest.mark.parametrize(("text", "_shape"), RECOVERED)
+def test_recovery_however_the_reply_is_cut(text: str, _shape: str) -> None:
+    whole = assemble(run_guarded(text, [text]))
+    assert [c.name for c in whole.calls] == ["get_weather"] and whole.content == ""
+    assert any(n.startswith("read a call") for n in whole.notices)
+    for k in range(len(text) + 1):
+        assert assemble(run_guarded(text, [text[:k], text[k:]])) == whole
+
+
+def test_prose_streams_at_once_and_json_waits() -> None:
+    parser = get_family("hermes").stream(TOOLS)
+    guard = DriftGuard(TOOLS)
+    assert guard.push(parser.feed("Sure")) == [TextDelta("Sure")]
+    parser = get_family("hermes").stream(TOOLS)
+    guard = DriftGuard(TOOLS)
+    assert guard.push(parser.feed('{"name": "get_')) == []
+
+
+def test_json_in_reasoning_is_never_a_call() -> None:
+    text = "<think>\n" + BARE + "\n</think>\n\nIt is sunny."
+    result = assemble(run_guarded(text, [text]))
+    assert result.calls == [] and result.content == "It is sunny."
+
+
+def test_a_real_call_is_not_second_guessed() -> None:
+    text = "<tool_call>\n" + BARE + "\n</tool_call>"
+    result = assemble(run_guarded(text, [text]))
+    assert len(result.calls) == 1 and not result.notices
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as fake:
+        yield fake
+
+
+def test_calls_left_in_content_by_a_server_are_recovered(server: FakeOpenAIServer) -> None:
+    server.add_stream(text_deltas("```json\n" + BARE + "\n```", size=5))
+    events = list(
+        stream_sync(
+            OpenAIBackend("m", base_url=server.base_url).stream(
+                Request([{"role": "user", "content": "Paris?"}], TOOLS)
+            )
+        )
+    )
+    (end,) = [e for e in events if isinstance(e, CallEnd)]
+    assert end.call.arguments == {"city": "Paris", "days": 3}
+    assert [e.code for e in events if isinstance(e, Notice)] == ["recovered-fenced-json"]
+    assert events[-1] == Done("tool_calls", None)
+    assert not [e for e in events if isinstance(e, TextDelta)]
+
+
+def test_strict_turns_recovery_off(server: FakeOpenAIServer) -> None:
+    server.add_stream(text_deltas(BARE))
+    events = list(
+        stream_sync(
+            OpenAIBackend("m", base_url=server.base_url).stream(
+                Request([{"role": "user", "content": "Paris?"}], TOOLS, strict=True)
+            )
+        )
+    )
+    assert not [e for e in events if isinstance(e, CallEnd)]
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == BARE
+
+
+def test_the_default_model_through_the_loop(llama_backend: LlamaCppBackend) -> None:
+    conversation = Conversation(settings={"max_tool_iters": 2})
+    conversation.add_user("What is 17*23? Use the calculator.")
+    box = demo_toolbox()
+    events = list(
+        run_loop_sync(
+            llama_backend, conversation, box, request_options={"max_tokens": 64, "temperature": 0.0}
+        )
+    )
+    # whatever the model did, no reply left the user a whole-reply call to a declared tool
+    for message in conversation.messages:
+        if message["role"] == "assistant" and isinstance(message.get("content"), str):
+            assert recover_calls(message["content"], box.schemas()) is None
+    runs = [e for e in events if isinstance(e, ToolRun)]
+    for run in runs:
+        assert run.call.name in box
