@@ -34,11 +34,12 @@ _MAX_CHARS = 256 * 1024
 
 
 def recover_calls(
-    text: str, tools: Sequence[Mapping[str, Any]] | None
+    text: str, tools: Sequence[Mapping[str, Any]] | None, *, lenient: bool = False
 ) -> tuple[list[tuple[str, dict[str, Any], str]], str] | None:
     """The calls a whole reply drifted into: ``([(name, arguments, text)], shape)`` or None.
 
-    ``None`` unless the reply is nothing but calls to declared tools.
+    ``None`` unless the reply is nothing but calls to declared tools. ``lenient`` reads the
+    JSON as almost-JSON (for tools in words, where the model was only asked in prose).
     """
     index = ToolIndex(tools)
     if not index.known or len(text) > _MAX_CHARS:
@@ -53,7 +54,7 @@ def recover_calls(
     if not body.startswith(("{", "[")):
         return None
     try:
-        value = read_json(body, strict=True).value
+        value = read_json(body, strict=not lenient).value
     except ReadError:
         return None
     items = value if isinstance(value, list) else [value]
