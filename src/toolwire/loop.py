@@ -24,6 +24,7 @@ from .backends.base import Backend, Request, stream_sync
 from .conversation import Conversation, resolve_settings
 from .errors import ArgumentsError
 from .events import CallEnd, Event, Notice, TextDelta, ToolResult, ToolRun
+from .formats.words import HOW_TO_CALL, UNREADABLE
 from .messages import ToolCall, assistant_message, tool_message
 from .tools import Tool, Toolbox, ToolDenied, ToolUnavailable
 
@@ -97,6 +98,8 @@ def _prepare(
     call: ToolCall, toolbox: Toolbox, conversation: Conversation, s: Mapping[str, Any]
 ) -> tuple[ToolCall, Tool | None, ToolResult | None]:
     """Check a call before anything runs: the tool, the permission, the arguments."""
+    if call.name == UNREADABLE:
+        return call, None, ToolResult(call.id, call.name, HOW_TO_CALL, "invalid")
     tool = toolbox.get(call.name)
     if tool is None:
         names = ", ".join(t.name for t in toolbox if t.read_only or not s["read_only"])

@@ -21,11 +21,13 @@ from typing import Any
 
 from ..conversation import prune
 from ..errors import BackendError, ModelNotFoundError
-from ..events import CallEnd, Done, Event, TextDelta
+from ..events import CallEnd, Done, Event, Notice, TextDelta
 from ..formats.base import Family, ReplyStream
 from ..formats.detect import resolve_format
 from ..formats.drift import DriftGuard
 from ..formats.reasoning import opens_reasoning
+from ..formats.words import Words
+from ..prompted import tools_in_words, transcript_in_words
 from ..templates import ChatTemplate
 from .base import Request
 
@@ -121,16 +123,24 @@ class LlamaCppBackend:
         return resolve_format(request.tool_format, self.template)
 
     def prompt(self, request: Request) -> str:
-        """The rendered prompt for a request, as the model will read it."""
+        """The rendered prompt for a request, as the model will read it.
+
+        A model whose template has no tool format gets its tools in words: listed in the
+        system prompt, earlier calls and results written out as text.
+        """
         family = self.family_for(request)
-        call_ids = family.call_ids if family else "keep"
-        tools = request.tools if request.tools and family else None
+        if request.tools and family is None:
+            system, _ = tools_in_words(request.tools, self.n_ctx, self.count_tokens)
+            messages = transcript_in_words(request.messages, system)
+            return self.template.render(
+                messages, None, add_generation_prompt=True, enable_thinking=bool(request.think)
+            )
         return self.template.render(
             request.messages,
-            tools,
+            request.tools if family else None,
             add_generation_prompt=True,
             enable_thinking=bool(request.think),
-            call_ids=call_ids,
+            call_ids=family.call_ids if family else "keep",
         )
 
     def _fit(self, request: Request, max_tokens: int) -> tuple[Request, str, list[int]]:
@@ -169,6 +179,16 @@ class LlamaCppBackend:
             parser = family.stream(request.tools, reasoning_open=opens_reasoning(text))
             if not request.strict:
                 guard = DriftGuard(request.tools)
+        elif request.tools:  # tools in words
+            _, tier = tools_in_words(request.tools, self.n_ctx, self.count_tokens)
+            if tier == "none":
+                yield Notice(
+                    "no-tools",
+                    f"the model's window ({self.n_ctx} tokens) cannot hold even the shortest "
+                    "tool list; it answers without tools",
+                )
+            else:
+                parser = Words().stream(request.tools, reasoning_open=opens_reasoning(text))
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         stop = threading.Event()
