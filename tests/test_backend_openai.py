@@ -108,11 +108,63 @@ def test_reasoning_is_reasoning_and_never_a_call(server: FakeOpenAIServer) -> No
 def test_a_refusal_is_a_backend_error_with_what_the_provider_said(
     server: FakeOpenAIServer,
 ) -> None:
-    server.add_error(400, {"message": "registry.ollama.ai/library/x does not support tools"})
+    server.add_error(400, {"message": "max_tokens is too large for this model"})
     with pytest.raises(BackendError) as info:
         run(OpenAIBackend("m", base_url=server.base_url), Request(USER, TOOLS))
     assert info.value.status == 400
-    assert "does not support tools" in str(info.value) and "does not support" in info.value.body
+    assert "max_tokens is too large" in str(info.value) and "too large" in info.value.body
+    assert len(server.requests) == 1  # not a refusal over tools: nothing to heal
+
+
+def test_a_refused_schema_is_sent_again_in_the_strict_dialect(server: FakeOpenAIServer) -> None:
+    server.add_error(
+        400,
+        {
+            "message": "Invalid schema for function 'set_flags': "
+            "'additionalProperties' is not permitted"
+        },
+    )
+    server.add_stream(text_deltas("ok"))
+    server.add_stream(text_deltas("again"))
+    backend = OpenAIBackend("schema-picky", base_url=server.base_url)
+    tools = [
+        {
+            "name": "f",
+            "parameters": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {"a": {"type": "string", "title": "A"}},
+            },
+        }
+    ]
+    events = run(backend, Request(USER, tools))
+    assert [e.code for e in events if hasattr(e, "code")] == ["healed-schema"]
+    first, second = server.requests[0]["tools"][0], server.requests[1]["tools"][0]
+    assert "additionalProperties" in first["function"]["parameters"]
+    assert second["function"]["parameters"] == {
+        "type": "object",
+        "properties": {"a": {"type": "string"}},
+    }
+    run(backend, Request(USER, tools))  # remembered: the next turn is strict at once
+    assert "additionalProperties" not in server.requests[2]["tools"][0]["function"]["parameters"]
+
+
+def test_a_model_without_tools_gets_them_in_words(server: FakeOpenAIServer) -> None:
+    server.add_error(400, "registry.ollama.ai/library/gemma:2b does not support tools")
+    server.add_stream(
+        text_deltas(
+            '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+        )
+    )
+    events = run(OpenAIBackend("gemma", base_url=server.base_url), Request(USER, TOOLS))
+    (end,) = [e for e in events if isinstance(e, CallEnd)]
+    assert end.call.arguments == {"city": "Paris"}
+    assert events[-1] == Done("tool_calls", None)
+    second = server.requests[1]
+    assert "tools" not in second
+    assert second["messages"][0]["role"] == "system"
+    assert "<tool_call>" in second["messages"][0]["content"]
+    assert "get_weather" in second["messages"][0]["content"]
 
 
 def test_unreachable_server_is_a_backend_error() -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -25,11 +25,15 @@ from ..events import (
     CallStart,
     Done,
     Event,
+    Notice,
     ReasoningDelta,
     TextDelta,
 )
 from ..formats.drift import DriftGuard
+from ..formats.words import Words
 from ..messages import ToolCall
+from ..prompted import tools_in_words, transcript_in_words
+from ..schemas import classify_refusal, to_dialect
 from ..templates import normalize_tools
 from .base import Request
 from .http import error_message, post_stream
@@ -74,6 +78,8 @@ class OpenAIBackend:
         client: httpx.AsyncClient | None = None,
         timeout: float = 120.0,
         headers: Mapping[str, str] | None = None,
+        dialect: str | None = None,
+        context_tokens: int = 32_768,
     ) -> None:
         self.model = model
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
@@ -81,6 +87,10 @@ class OpenAIBackend:
         self._client = client
         self._timeout = timeout
         self._headers = dict(headers or {})
+        #: How tool schemas are shown to this provider (see :mod:`toolwire.schemas`).
+        self.dialect = dialect or _dialect_for(self.base_url)
+        #: The model's window, for sizing a tool list given in words.
+        self.context_tokens = context_tokens
 
     @classmethod
     def for_provider(
@@ -93,6 +103,7 @@ class OpenAIBackend:
         except KeyError:
             known = ", ".join(PROVIDERS)
             raise ValueError(f"unknown provider {provider!r}; known: {known}") from None
+        options.setdefault("dialect", _PROVIDER_DIALECT.get(provider))
         return cls(model, base_url=base_url, api_key=api_key, **options)
 
     def body(self, request: Request) -> dict[str, Any]:
@@ -103,7 +114,19 @@ class OpenAIBackend:
             "stream": True,
         }
         if request.tools:
-            body["tools"] = normalize_tools(request.tools)
+            dialect = _LEARNED.get((self.base_url, self.model), {}).get("dialect", self.dialect)
+            body["tools"] = [
+                {
+                    **t,
+                    "function": {
+                        **t["function"],
+                        "parameters": to_dialect(
+                            t["function"].get("parameters") or {"type": "object"}, dialect
+                        ),
+                    },
+                }
+                for t in normalize_tools(request.tools)
+            ]
             if request.tool_choice is not None:
                 body["tool_choice"] = request.tool_choice
         if request.temperature is not None:
@@ -114,19 +137,83 @@ class OpenAIBackend:
         return body
 
     async def stream(self, request: Request) -> AsyncGenerator[Event, None]:
+        """Stream a turn. A refusal over tools is healed before the model says a word: a
+        refused schema keyword sends the request once more in the strict dialect; a model
+        that takes no tools gets them in words. What each model taught is remembered."""
+        key = (self.base_url, self.model)
+        for _attempt in range(3):
+            learned = _LEARNED.get(key, {})
+            in_words = bool(request.tools) and learned.get("words", False)
+            started = False
+            try:
+                async with aclosing(self._stream(request, in_words)) as events:
+                    async for event in events:
+                        started = True
+                        yield event
+                return
+            except BackendError as exc:
+                kind = classify_refusal(exc) if request.tools and not started else None
+                if kind == "schema" and learned.get("dialect") != "strict" and not in_words:
+                    _LEARNED.setdefault(key, {})["dialect"] = "strict"
+                    yield Notice(
+                        "healed-schema",
+                        f"{self.model} refused a tool schema; sent again with plain schemas",
+                    )
+                    continue
+                if kind == "tools" and not in_words:
+                    _LEARNED.setdefault(key, {})["words"] = True
+                    yield Notice(
+                        "healed-tools",
+                        f"{self.model} takes no tools; they are given in words instead",
+                    )
+                    continue
+                raise
+
+    async def _stream(self, request: Request, in_words: bool) -> AsyncGenerator[Event, None]:
         headers = {"Accept": "text/event-stream", **self._headers}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         url = self.base_url + "chat/completions"
-        body = self.body(request)
-        guard = DriftGuard(request.tools) if request.tools and not request.strict else None
+        reader = None
+        if in_words and request.tools:
+            system, _ = tools_in_words(request.tools, self.context_tokens)
+            worded = replace(
+                request,
+                messages=transcript_in_words(request.messages, system),
+                tools=None,
+                tool_choice=None,
+            )
+            body = self.body(worded)
+            reader = Words().stream(request.tools)
+        else:
+            body = self.body(request)
+        word_calls = 0
+        guard = (
+            DriftGuard(request.tools)
+            if request.tools and not request.strict and reader is None
+            else None
+        )
         async with aclosing(
             post_stream(
                 self._client, url, body, _read_stream, headers=headers, timeout=self._timeout
             )
         ) as events:
             async for event in events:
-                if guard is None:
+                if reader is not None:
+                    made = (
+                        reader.feed(event.text)
+                        if isinstance(event, TextDelta)
+                        else reader.finish()
+                        if isinstance(event, Done)
+                        else [event]
+                    )
+                    for out in made:
+                        word_calls += isinstance(out, CallEnd)
+                        yield out
+                    if isinstance(event, Done):
+                        finish = "tool_calls" if word_calls else event.finish_reason
+                        yield Done(finish, event.usage)
+                elif guard is None:
                     yield event
                 elif isinstance(event, Done):
                     # calls the server left in the text: recovered before the turn ends
@@ -138,6 +225,19 @@ class OpenAIBackend:
                 else:
                     for passed in guard.push([event]):
                         yield passed
+
+
+#: What each (base URL, model) taught: {"dialect": "strict"} or {"words": True}.
+_LEARNED: dict[tuple[str, str], dict[str, Any]] = {}
+_PROVIDER_DIALECT = {"gemini": "gemini", "anthropic": "anthropic"}
+
+
+def _dialect_for(base_url: str) -> str:
+    if "generativelanguage.googleapis.com" in base_url:
+        return "gemini"
+    if "api.anthropic.com" in base_url:
+        return "anthropic"
+    return "permissive"
 
 
 async def _read_stream(response: httpx.Response) -> AsyncGenerator[Event, None]:
