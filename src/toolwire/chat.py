@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import datetime
 import json
+import math
 import operator
 import sys
 from collections.abc import Callable, Iterable
@@ -18,8 +19,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .backends.base import Backend
 from .conversation import Conversation
-from .events import Event, Notice, TextDelta, ToolResult, ToolRun
+from .events import CallEnd, Event, Notice, TextDelta, ToolResult, ToolRun
 from .loop import run_loop_sync
+from .messages import ToolCall
 from .tools import Toolbox
 
 __all__ = ["CalculatorError", "calculate", "chat", "demo_toolbox"]
@@ -58,6 +60,8 @@ def calculate(expression: str) -> int | float:
 def _eval(node: ast.AST) -> int | float:
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
         number: int | float = node.value  # type: ignore[assignment]
+        if isinstance(number, float) and not math.isfinite(number):
+            raise CalculatorError("the number is too large")
         return number
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_eval(node.operand))  # type: ignore[no-any-return]
@@ -73,7 +77,7 @@ def _eval(node: ast.AST) -> int | float:
             raise CalculatorError("the result is too large") from None
         if isinstance(value, complex):
             raise CalculatorError("the result is not a real number")
-        if abs(value) > _MAX_MAGNITUDE:
+        if abs(value) > _MAX_MAGNITUDE or (isinstance(value, float) and not math.isfinite(value)):
             raise CalculatorError("the result is too large")
         return value  # type: ignore[no-any-return]
     raise CalculatorError(
@@ -129,7 +133,12 @@ def _short(text: str, limit: int = 200) -> str:
 def show(events: Iterable[Event], out: TextIO) -> None:
     """Print a reply's events: text as it comes, each call and its result on a line."""
     at_line_start = True
+    made: dict[str, ToolCall] = {}
+    shown: set[str] = set()
     for event in events:
+        if isinstance(event, CallEnd):
+            made[event.call.id] = event.call
+            continue
         if isinstance(event, TextDelta):
             out.write(event.text)
             at_line_start = event.text.endswith("\n")
@@ -137,9 +146,14 @@ def show(events: Iterable[Event], out: TextIO) -> None:
             if not at_line_start:
                 out.write("\n")
             if isinstance(event, ToolRun):
+                shown.add(event.call.id)
                 args = json.dumps(event.call.arguments, ensure_ascii=False)
                 out.write(f"→ {event.call.name}({_short(args)})\n")
             elif isinstance(event, ToolResult):
+                if event.call_id not in shown and event.call_id in made:
+                    call = made[event.call_id]  # refused before it ran: still show the call
+                    raw = call.arguments_text or json.dumps(call.arguments, ensure_ascii=False)
+                    out.write(f"→ {call.name}({_short(raw)})\n")
                 mark = "" if event.status == "ok" else f" [{event.status}]"
                 out.write(f"← {_short(event.content)}{mark}\n")
             else:

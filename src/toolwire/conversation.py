@@ -29,6 +29,7 @@ DEFAULTS: dict[str, Any] = {
     "tool_timeout": 60.0,
 }
 _ENV = {"tool_format": "TOOLWIRE_TOOL_FORMAT"}
+_NONE_OK = {"tool_timeout"}
 
 
 def _valid(name: str, value: Any) -> bool:
@@ -56,10 +57,10 @@ def resolve_settings(
     for name, default in DEFAULTS.items():
         chosen = default
         layers: list[tuple[str, Any]] = []
-        if explicit and explicit.get(name) is not None:
-            layers.append(("explicit", explicit[name]))
-        if stored and stored.get(name) is not None:
-            layers.append(("stored", stored[name]))
+        # None means "not given", except where None is itself a value (no time limit)
+        for where, given in (("explicit", explicit), ("stored", stored)):
+            if given and (given.get(name) is not None or (name in given and name in _NONE_OK)):
+                layers.append((where, given[name]))
         if name in _ENV and env.get(_ENV[name]):
             layers.append(("env", env[_ENV[name]]))
         if model_default and model_default.get(name) is not None:

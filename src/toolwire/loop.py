@@ -125,6 +125,15 @@ def _prepare(
             ),
         )
     raw: Any = call.arguments_text if call.arguments_text.strip() else call.arguments
+    if tool.session:  # the session's own fields are the session's: never the model's
+        decoded = raw
+        if isinstance(raw, str):
+            try:
+                decoded = json.loads(raw)
+            except (ValueError, RecursionError):
+                decoded = None
+        if isinstance(decoded, dict) and tool.session & set(decoded):
+            raw = {k: v for k, v in decoded.items() if k not in tool.session}
     try:
         done = prepare_arguments(raw, tool.parameters, strict=s["strict"], name=tool.name)
     except ArgumentsError as exc:
@@ -189,10 +198,13 @@ async def _run_once(call: ToolCall, tool: Tool, s: Mapping[str, Any]) -> ToolRes
     if fn is None:
         return ToolResult(call.id, call.name, f"{call.name} has no function to run.", "error")
     try:
-        if inspect.iscoroutinefunction(fn):
+        call_method = type(fn).__call__ if not inspect.isfunction(fn) else None
+        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call_method):
             value = await asyncio.wait_for(fn(**call.arguments), timeout)
         else:
             value = await asyncio.wait_for(asyncio.to_thread(fn, **call.arguments), timeout)
+            if inspect.isawaitable(value):  # a callable that hands back a coroutine
+                value = await asyncio.wait_for(value, timeout)
     except asyncio.TimeoutError:
         if tool.side_effects:
             return ToolResult(
@@ -222,6 +234,13 @@ async def _run_once(call: ToolCall, tool: Tool, s: Mapping[str, Any]) -> ToolRes
 
 
 def _as_text(value: Any) -> str:
+    try:
+        return _text_of(value)
+    except Exception:  # a value that will not become text is still a result
+        return f"(a {type(value).__name__} that could not be shown as text)"
+
+
+def _text_of(value: Any) -> str:
     if value is None:
         text = "done"
     elif isinstance(value, str):

@@ -89,15 +89,22 @@ class Tool:
         session: Iterable[str] = (),
         timeout: float | None = None,
     ) -> Tool:
-        """A tool from an explicit JSON schema (``{"type": "object", ...}``)."""
+        """A tool from an explicit JSON schema (``{"type": "object", ...}``); session
+        parameters are taken out of it, as the model never sees them."""
+        owned = frozenset(session)
+        shown = dict(parameters)
+        if owned and isinstance(shown.get("properties"), Mapping):
+            shown["properties"] = {k: v for k, v in shown["properties"].items() if k not in owned}
+            if isinstance(shown.get("required"), list):
+                shown["required"] = [r for r in shown["required"] if r not in owned]
         return cls(
             name,
             description,
-            dict(parameters),
+            shown,
             function,
             read_only,
             side_effects,
-            frozenset(session),
+            owned,
             timeout,
         )
 

@@ -9,6 +9,7 @@ conversation is sent in Ollama's encoding: a call's arguments as an object, a re
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
@@ -116,13 +117,15 @@ async def _read_lines(response: httpx.Response) -> AsyncGenerator[Event, None]:
             raise BackendError(f"the streamed reply is longer than {MAX_STREAM_CHARS} characters")
         try:
             chunk = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise BackendError(f"Ollama sent a line that is not JSON: {line[:200]}") from None
         if not isinstance(chunk, dict):
             continue
         if isinstance(chunk.get("error"), str):
             raise BackendError(f"Ollama failed mid-stream: {chunk['error']}", body=line)
         message = chunk.get("message") or {}
+        if not isinstance(message, dict):
+            raise BackendError(f"Ollama sent a message that is not an object: {line[:200]}")
         if isinstance(message.get("thinking"), str) and message["thinking"]:
             yield ReasoningDelta(message["thinking"])
         if isinstance(message.get("content"), str) and message["content"]:
@@ -135,7 +138,7 @@ async def _read_lines(response: httpx.Response) -> AsyncGenerator[Event, None]:
             text = args if isinstance(args, str) else json.dumps(args or {}, ensure_ascii=False)
             arguments = args if isinstance(args, dict) else {}
             index = len(calls)
-            cid = str(call.get("id") or f"call_{index}")
+            cid = str(call.get("id") or "call_" + secrets.token_hex(8))
             call_obj = ToolCall(cid, fn["name"], arguments, text)
             calls.append(call_obj)
             yield CallStart(index, cid, fn["name"])

@@ -11,6 +11,7 @@ their own proxies, retries or transports) hand in the client they want.
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
@@ -189,7 +190,7 @@ class OpenAIBackend:
             body = self.body(request)
         word_calls = 0
         guard = (
-            DriftGuard(request.tools)
+            DriftGuard(request.tools, release_on_start=True)
             if request.tools and not request.strict and reader is None
             else None
         )
@@ -240,24 +241,56 @@ def _dialect_for(base_url: str) -> str:
     return "permissive"
 
 
+def _fresh_id() -> str:
+    """An id for a call the provider sent without one: unique, so operation ids derived
+    from it never repeat across turns."""
+    return "call_" + secrets.token_hex(8)
+
+
+def _slot(tc: Mapping[str, Any], calls: dict[Any, _PendingCall], by_id: dict[str, Any]) -> Any:
+    """Which call a tool_calls delta belongs to: its index; else its id; else the last."""
+    index = tc.get("index")
+    if isinstance(index, int) and not isinstance(index, bool):
+        return index
+    cid = tc.get("id")
+    if isinstance(cid, str) and cid:
+        if cid not in by_id:
+            by_id[cid] = ("id", len(by_id))
+        return by_id[cid]
+    return next(reversed(calls), ("id", 0)) if calls else ("id", 0)
+
+
 async def _read_stream(response: httpx.Response) -> AsyncGenerator[Event, None]:
-    calls: dict[int, _PendingCall] = {}
+    calls: dict[Any, _PendingCall] = {}
+    by_id: dict[str, Any] = {}
     announced = 0
-    finish = "stop"
+    finish = ""
+    ended = False
     usage: dict[str, int] | None = None
     size = 0
+
+    def announce(pending: _PendingCall) -> list[CallStart | CallArgsDelta]:
+        nonlocal announced
+        pending.index = announced
+        announced += 1
+        pending.id = pending.id or _fresh_id()
+        return [CallStart(pending.index, pending.id, pending.name)] + [
+            CallArgsDelta(pending.index, held) for held in pending.args
+        ]
+
     async for line in response.aiter_lines():
         if not line.startswith("data:"):
             continue  # comments, event names, keep-alives
         data = line[5:].strip()
         if data == "[DONE]":
+            ended = True
             break
         size += len(data)
         if size > MAX_STREAM_CHARS:
             raise BackendError(f"the streamed reply is longer than {MAX_STREAM_CHARS} characters")
         try:
             chunk = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise BackendError(
                 f"the provider sent a chunk that is not JSON: {data[:200]}"
             ) from None
@@ -268,9 +301,11 @@ async def _read_stream(response: httpx.Response) -> AsyncGenerator[Event, None]:
         if isinstance(chunk.get("usage"), dict):
             usage = {k: v for k, v in chunk["usage"].items() if isinstance(v, int)}
         for choice in chunk.get("choices") or ():
-            if not isinstance(choice, dict):
-                continue
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue  # one reply: the first choice
             delta = choice.get("delta") or choice.get("message") or {}
+            if not isinstance(delta, dict):
+                raise BackendError(f"the provider sent a delta that is not an object: {data[:200]}")
             for key in ("reasoning_content", "reasoning"):
                 if isinstance(delta.get(key), str) and delta[key]:
                     yield ReasoningDelta(delta[key])
@@ -279,40 +314,46 @@ async def _read_stream(response: httpx.Response) -> AsyncGenerator[Event, None]:
             for tc in delta.get("tool_calls") or ():
                 if not isinstance(tc, dict):
                     continue
-                slot = tc.get("index", len(calls) if tc.get("id") else max(calls, default=0))
-                pending = calls.setdefault(slot, _PendingCall())
+                pending = calls.setdefault(_slot(tc, calls, by_id), _PendingCall())
                 fn = tc.get("function") or {}
+                if not isinstance(fn, dict):
+                    raise BackendError(
+                        f"the provider sent a function that is not an object: {data[:200]}"
+                    )
                 if isinstance(tc.get("id"), str) and tc["id"] and not pending.id:
                     pending.id = tc["id"]
-                if isinstance(fn.get("name"), str) and fn["name"]:
-                    pending.name += fn["name"] if pending.index < 0 else ""
+                if isinstance(fn.get("name"), str) and fn["name"] and pending.index < 0:
+                    pending.name += fn["name"]  # a name may come in pieces, before arguments
                 piece = fn.get("arguments")
                 if isinstance(piece, dict):  # some servers send the object, not its text
                     piece = json.dumps(piece, ensure_ascii=False)
-                if pending.index < 0 and pending.name:
-                    pending.index = announced
-                    announced += 1
-                    pending.id = pending.id or f"call_{pending.index}"
-                    yield CallStart(pending.index, pending.id, pending.name)
-                    for held in pending.args:
-                        yield CallArgsDelta(pending.index, held)
-                if isinstance(piece, str) and piece:
-                    pending.args.append(piece)
-                    if pending.index >= 0:
-                        yield CallArgsDelta(pending.index, piece)
+                if isinstance(piece, str):  # arguments begun (even ""): the name is whole
+                    if pending.index < 0 and pending.name:
+                        for event in announce(pending):
+                            yield event
+                    if piece:
+                        pending.args.append(piece)
+                        if pending.index >= 0:
+                            yield CallArgsDelta(pending.index, piece)
             if choice.get("finish_reason"):
                 finish = str(choice["finish_reason"])
-    for slot in sorted(calls):
-        pending = calls[slot]
+    if not ended and not finish:
+        raise BackendError("the stream ended before the reply was complete")
+    for pending in calls.values():
+        if pending.index < 0 and pending.name:
+            for event in announce(pending):
+                yield event
+    for pending in sorted(calls.values(), key=lambda p: p.index):
         if pending.index < 0:
             continue  # arguments with no name: nothing to call
         text = "".join(pending.args)
         try:
             parsed = json.loads(text) if text.strip() else {}
-        except ValueError:
+        except (ValueError, RecursionError):
             parsed = None
         arguments = parsed if isinstance(parsed, dict) else {}
         yield CallEnd(pending.index, ToolCall(pending.id, pending.name, arguments, text))
+    finish = finish or "stop"
     if calls and finish == "stop":
         finish = "tool_calls"
     yield Done(finish, usage)

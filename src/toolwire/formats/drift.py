@@ -91,6 +91,7 @@ class DriftGuard:
         *,
         make_id: IdMaker | None = None,
         first_index: int = 0,
+        release_on_start: bool = False,
     ) -> None:
         self._tools = tools
         self._make_id = make_id or random_call_id
@@ -99,6 +100,9 @@ class DriftGuard:
         self._holding = ToolIndex(tools).known
         self._saw_call = False
         self._next = first_index
+        # a native call (an engine's own tool_calls) shows at its start; a family's call
+        # may still turn out unread (an unclosed tag), so there only its end counts
+        self._release_on = (CallStart, CallEnd) if release_on_start else (CallEnd,)
         #: How many calls were recovered (0 until :meth:`end`).
         self.recovered = 0
 
@@ -107,7 +111,7 @@ class DriftGuard:
             return list(events)
         out: list[Event] = []
         for position, event in enumerate(events):
-            if isinstance(event, CallEnd):  # a call the grammar read: nothing to recover
+            if isinstance(event, self._release_on):  # a real call: nothing to recover
                 self._saw_call = True
             if isinstance(event, TextDelta):
                 self._texts.append(event.text)
