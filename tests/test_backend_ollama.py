@@ -119,8 +119,32 @@ def test_to_ollama_keeps_unreadable_arguments_visible() -> None:
     assert json.dumps(out)  # plain JSON all the way
 
 
-def test_does_not_support_tools_is_a_backend_error(server: FakeOpenAIServer) -> None:
-    server.add_error(400, "registry.ollama.ai/library/gemma:2b does not support tools")
+def test_another_refusal_is_a_backend_error(server: FakeOpenAIServer) -> None:
+    server.add_error(404, "model \"qwen9\" not found, try pulling it first")
     with pytest.raises(BackendError) as info:
         events(server, Request([{"role": "user", "content": "hi"}], TOOLS))
-    assert info.value.status == 400 and "does not support tools" in str(info.value)
+    assert info.value.status == 404 and "not found" in str(info.value)
+    assert len(server.requests) == 1  # nothing to heal
+
+
+def test_a_model_without_tools_gets_them_in_words(server: FakeOpenAIServer) -> None:
+    server.add_error(400, "registry.ollama.ai/library/gemma:2b does not support tools")
+    server.add_ollama(
+        [
+            {
+                "content": '<tool_call>\n{"name": "get_weather", "arguments": '
+                '{"city": "Lima"}}\n</tool_call>'
+            }
+        ]
+    )
+    server.add_ollama([{"content": "Sunny."}])
+    backend = OllamaBackend("gemma-no-tools", base_url=server.ollama_url)
+    got = list(stream_sync(backend.stream(Request([{"role": "user", "content": "Lima?"}], TOOLS))))
+    (end,) = [e for e in got if isinstance(e, CallEnd)]
+    assert end.call.arguments == {"city": "Lima"}
+    assert got[-1].finish_reason == "tool_calls"
+    second = server.requests[1]
+    assert "tools" not in second and "<tool_call>" in second["messages"][0]["content"]
+    # remembered: the next turn goes in words at once
+    list(stream_sync(backend.stream(Request([{"role": "user", "content": "Hi"}], TOOLS))))
+    assert "tools" not in server.requests[2] and len(server.requests) == 3

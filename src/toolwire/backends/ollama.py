@@ -12,13 +12,26 @@ import json
 import secrets
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Any
 
 import httpx
 
 from ..errors import BackendError
-from ..events import CallArgsDelta, CallEnd, CallStart, Done, Event, ReasoningDelta, TextDelta
+from ..events import (
+    CallArgsDelta,
+    CallEnd,
+    CallStart,
+    Done,
+    Event,
+    Notice,
+    ReasoningDelta,
+    TextDelta,
+)
+from ..formats.words import Words
 from ..messages import ToolCall
+from ..prompted import tools_in_words, transcript_in_words
+from ..schemas import classify_refusal
 from ..templates import normalize_tools
 from .base import Request
 from .http import post_stream
@@ -69,8 +82,11 @@ class OllamaBackend:
         base_url: str = "http://127.0.0.1:11434",
         client: httpx.AsyncClient | None = None,
         timeout: float = 300.0,
+        context_tokens: int = 8192,
     ) -> None:
         self.model = model
+        #: The model's window, for sizing a tool list given in words.
+        self.context_tokens = context_tokens
         self.base_url = base_url.rstrip("/")
         self._client = client
         self._timeout = timeout
@@ -96,12 +112,63 @@ class OllamaBackend:
         return body
 
     async def stream(self, request: Request) -> AsyncGenerator[Event, None]:
-        url = self.base_url + "/api/chat"
-        async with aclosing(
-            post_stream(self._client, url, self.body(request), _read_lines, timeout=self._timeout)
-        ) as events:
+        """Stream a turn; a model that takes no tools (Ollama says "does not support
+        tools") gets them in words instead, before it has said a word, and keeps them so."""
+        in_words = bool(request.tools) and self.model in _NO_TOOLS
+        started = False
+        try:
+            async with aclosing(self._stream(request, in_words)) as events:
+                async for event in events:
+                    started = True
+                    yield event
+            return
+        except BackendError as exc:
+            if in_words or started or not request.tools or classify_refusal(exc) != "tools":
+                raise
+        _NO_TOOLS.add(self.model)
+        yield Notice("healed-tools", f"{self.model} takes no tools; they are given in words")
+        async with aclosing(self._stream(request, True)) as events:
             async for event in events:
                 yield event
+
+    async def _stream(self, request: Request, in_words: bool) -> AsyncGenerator[Event, None]:
+        url = self.base_url + "/api/chat"
+        if not in_words or not request.tools:
+            async with aclosing(
+                post_stream(
+                    self._client, url, self.body(request), _read_lines, timeout=self._timeout
+                )
+            ) as events:
+                async for event in events:
+                    yield event
+            return
+        system, _ = tools_in_words(request.tools, self.context_tokens)
+        if system is None:
+            yield Notice("no-tools", f"{self.model}'s window cannot hold the tool list")
+        worded = replace(
+            request, messages=transcript_in_words(request.messages, system), tools=None
+        )
+        reader = Words().stream(request.tools)
+        calls = 0
+        async with aclosing(
+            post_stream(self._client, url, self.body(worded), _read_lines, timeout=self._timeout)
+        ) as events:
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    made = reader.feed(event.text)
+                elif isinstance(event, Done):
+                    made = reader.finish()
+                else:
+                    made = [event]
+                for out in made:
+                    calls += isinstance(out, CallEnd)
+                    yield out
+                if isinstance(event, Done):
+                    yield Done("tool_calls" if calls else event.finish_reason, event.usage)
+
+
+#: Models that said they take no tools: they get them in words from then on.
+_NO_TOOLS: set[str] = set()
 
 
 async def _read_lines(response: httpx.Response) -> AsyncGenerator[Event, None]:

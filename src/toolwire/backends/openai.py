@@ -178,6 +178,8 @@ class OpenAIBackend:
         reader = None
         if in_words and request.tools:
             system, _ = tools_in_words(request.tools, self.context_tokens)
+            if system is None:
+                yield Notice("no-tools", f"{self.model}'s window cannot hold the tool list")
             worded = replace(
                 request,
                 messages=transcript_in_words(request.messages, system),
