@@ -199,3 +199,14 @@ def test_stream_sync_closes_the_stream_when_left_early(server: FakeOpenAIServer)
     events = stream_sync(OpenAIBackend("m", base_url=server.base_url).stream(Request(USER)))
     assert isinstance(next(events), TextDelta)
     events.close()  # must not hang or raise
+
+
+def test_a_model_listed_without_tools_gets_them_in_words_at_once(
+    server: FakeOpenAIServer,
+) -> None:
+    server.add_stream(text_deltas('{"name": "get_weather", "arguments": {"city": "Rome"}}'))
+    backend = OpenAIBackend("plain", base_url=server.base_url, words=True)
+    events = run(backend, Request(USER, TOOLS))
+    (end,) = [e for e in events if isinstance(e, CallEnd)]
+    assert end.call.arguments == {"city": "Rome"}  # a reply that is only the call's JSON
+    assert "tools" not in server.requests[0] and len(server.requests) == 1

@@ -83,10 +83,13 @@ class OllamaBackend:
         client: httpx.AsyncClient | None = None,
         timeout: float = 300.0,
         context_tokens: int = 8192,
+        words: bool = False,
     ) -> None:
         self.model = model
         #: The model's window, for sizing a tool list given in words.
         self.context_tokens = context_tokens
+        #: A model listed as taking no tools: it always gets them in words.
+        self.words = words
         self.base_url = base_url.rstrip("/")
         self._client = client
         self._timeout = timeout
@@ -114,7 +117,7 @@ class OllamaBackend:
     async def stream(self, request: Request) -> AsyncGenerator[Event, None]:
         """Stream a turn; a model that takes no tools (Ollama says "does not support
         tools") gets them in words instead, before it has said a word, and keeps them so."""
-        in_words = bool(request.tools) and self.model in _NO_TOOLS
+        in_words = bool(request.tools) and (self.words or self.model in _NO_TOOLS)
         started = False
         try:
             async with aclosing(self._stream(request, in_words)) as events:

@@ -81,6 +81,7 @@ class OpenAIBackend:
         headers: Mapping[str, str] | None = None,
         dialect: str | None = None,
         context_tokens: int = 32_768,
+        words: bool = False,
     ) -> None:
         self.model = model
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
@@ -92,6 +93,8 @@ class OpenAIBackend:
         self.dialect = dialect or _dialect_for(self.base_url)
         #: The model's window, for sizing a tool list given in words.
         self.context_tokens = context_tokens
+        #: A model listed as taking no tools: it always gets them in words.
+        self.words = words
 
     @classmethod
     def for_provider(
@@ -144,7 +147,7 @@ class OpenAIBackend:
         key = (self.base_url, self.model)
         for _attempt in range(3):
             learned = _LEARNED.get(key, {})
-            in_words = bool(request.tools) and learned.get("words", False)
+            in_words = bool(request.tools) and (self.words or learned.get("words", False))
             started = False
             try:
                 async with aclosing(self._stream(request, in_words)) as events:
