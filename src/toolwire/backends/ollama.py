@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
-from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -28,14 +27,13 @@ from ..events import (
     ReasoningDelta,
     TextDelta,
 )
-from ..formats.words import Words
 from ..messages import ToolCall
-from ..prompted import tools_in_words, transcript_in_words
 from ..schemas import classify_refusal
 from ..templates import normalize_tools
 from .base import Request
 from .http import post_stream
 from .openai import MAX_STREAM_CHARS
+from .worded import in_words, read_in_words
 
 __all__ = ["OllamaBackend", "to_ollama"]
 
@@ -134,40 +132,21 @@ class OllamaBackend:
             async for event in events:
                 yield event
 
-    async def _stream(self, request: Request, in_words: bool) -> AsyncGenerator[Event, None]:
+    async def _stream(self, request: Request, worded: bool) -> AsyncGenerator[Event, None]:
         url = self.base_url + "/api/chat"
-        if not in_words or not request.tools:
-            async with aclosing(
-                post_stream(
-                    self._client, url, self.body(request), _read_lines, timeout=self._timeout
-                )
-            ) as events:
-                async for event in events:
-                    yield event
-            return
-        system, _ = tools_in_words(request.tools, self.context_tokens)
-        if system is None:
-            yield Notice("no-tools", f"{self.model}'s window cannot hold the tool list")
-        worded = replace(
-            request, messages=transcript_in_words(request.messages, system), tools=None
-        )
-        reader = Words().stream(request.tools)
-        calls = 0
+        sent = request
+        if worded and request.tools:
+            sent, notice = in_words(request, self.context_tokens)
+            if notice is not None:
+                yield notice
         async with aclosing(
-            post_stream(self._client, url, self.body(worded), _read_lines, timeout=self._timeout)
-        ) as events:
+            post_stream(self._client, url, self.body(sent), _read_lines, timeout=self._timeout)
+        ) as raw:
+            events: AsyncIterator[Event] = raw
+            if worded and request.tools:
+                events = read_in_words(raw, request.tools)
             async for event in events:
-                if isinstance(event, TextDelta):
-                    made = reader.feed(event.text)
-                elif isinstance(event, Done):
-                    made = reader.finish()
-                else:
-                    made = [event]
-                for out in made:
-                    calls += isinstance(out, CallEnd)
-                    yield out
-                if isinstance(event, Done):
-                    yield Done("tool_calls" if calls else event.finish_reason, event.usage)
+                yield event
 
 
 #: Models that said they take no tools: they get them in words from then on.

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -30,14 +30,12 @@ from ..events import (
     ReasoningDelta,
     TextDelta,
 )
-from ..formats.drift import DriftGuard
-from ..formats.words import Words
 from ..messages import ToolCall
-from ..prompted import tools_in_words, transcript_in_words
 from ..schemas import classify_refusal, to_dialect
 from ..templates import normalize_tools
 from .base import Request
 from .http import error_message, post_stream
+from .worded import in_words, read_in_words, recover_drift
 
 __all__ = ["PROVIDERS", "OpenAIBackend"]
 
@@ -173,64 +171,33 @@ class OpenAIBackend:
                     continue
                 raise
 
-    async def _stream(self, request: Request, in_words: bool) -> AsyncGenerator[Event, None]:
+    async def _stream(self, request: Request, worded: bool) -> AsyncGenerator[Event, None]:
         headers = {"Accept": "text/event-stream", **self._headers}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         url = self.base_url + "chat/completions"
-        reader = None
-        if in_words and request.tools:
-            system, _ = tools_in_words(request.tools, self.context_tokens)
-            if system is None:
-                yield Notice("no-tools", f"{self.model}'s window cannot hold the tool list")
-            worded = replace(
-                request,
-                messages=transcript_in_words(request.messages, system),
-                tools=None,
-                tool_choice=None,
-            )
-            body = self.body(worded)
-            reader = Words().stream(request.tools)
-        else:
-            body = self.body(request)
-        word_calls = 0
-        guard = (
-            DriftGuard(request.tools, release_on_start=True)
-            if request.tools and not request.strict and reader is None
-            else None
-        )
+        sent = request
+        if worded and request.tools:
+            sent, notice = in_words(request, self.context_tokens)
+            if notice is not None:
+                yield notice
         async with aclosing(
             post_stream(
-                self._client, url, body, _read_stream, headers=headers, timeout=self._timeout
+                self._client,
+                url,
+                self.body(sent),
+                _read_stream,
+                headers=headers,
+                timeout=self._timeout,
             )
-        ) as events:
+        ) as raw:
+            events: AsyncIterator[Event] = raw
+            if worded and request.tools:
+                events = read_in_words(raw, request.tools)
+            elif request.tools and not request.strict:
+                events = recover_drift(raw, request.tools)
             async for event in events:
-                if reader is not None:
-                    made = (
-                        reader.feed(event.text)
-                        if isinstance(event, TextDelta)
-                        else reader.finish()
-                        if isinstance(event, Done)
-                        else [event]
-                    )
-                    for out in made:
-                        word_calls += isinstance(out, CallEnd)
-                        yield out
-                    if isinstance(event, Done):
-                        finish = "tool_calls" if word_calls else event.finish_reason
-                        yield Done(finish, event.usage)
-                elif guard is None:
-                    yield event
-                elif isinstance(event, Done):
-                    # calls the server left in the text: recovered before the turn ends
-                    for held in guard.end():
-                        yield held
-                    if guard.recovered:
-                        event = Done("tool_calls", event.usage)
-                    yield event
-                else:
-                    for passed in guard.push([event]):
-                        yield passed
+                yield event
 
 
 #: What each (base URL, model) taught: {"dialect": "strict"} or {"words": True}.
