@@ -1,15 +1,13 @@
 """The argument pipeline under attack: properties over generated input.
 
-Each regression states the behaviour the spec (issue 3) asks for. Timing checks compare two
-runs on the same machine (a ratio), never a wall-clock figure.
+Only ArgumentsError ever leaves the pipeline, valid JSON comes back unchanged, a cut-off
+text reads as a prefix of the truth, and odd but valid schemas never break it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import time
-from collections.abc import Callable
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -30,16 +28,6 @@ SEARCH = {
     "required": ["query"],
 }
 COUNT = {"type": "object", "properties": {"count": {"type": "integer"}}}
-
-
-def _best(run: Callable[[], Any], repeat: int = 2) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        with contextlib.suppress(ArgumentsError):
-            run()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def _depth(value: Any) -> int:
