@@ -219,6 +219,43 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     return chat(_backend(args), once=args.once, settings=settings, request_options=options)
 
 
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from .server import create_app
+
+    if args.host not in _LOOPBACK and not args.api_key:
+        raise _UsageError(
+            f"listening on {args.host} needs --api-key TOKEN (clients send it as "
+            "a bearer token); on loopback it is optional"
+        )
+    if args.upstream:
+        from .backends import OpenAIBackend
+
+        if not args.upstream_model:
+            raise _UsageError("--upstream needs --upstream-model NAME")
+        backend: Any = OpenAIBackend(
+            args.upstream_model,
+            base_url=args.upstream,
+            api_key=args.upstream_key or os.environ.get("OPENAI_API_KEY"),
+        )
+        name = args.upstream_model
+    else:
+        from .backends.llamacpp import LlamaCppBackend
+        from .models import default_model_path
+
+        path = Path(args.model) if args.model else default_model_path()
+        backend = LlamaCppBackend(path, n_ctx=args.ctx)
+        name = path.stem
+    app = create_app(backend, model_name=name, api_key=args.api_key)
+    print(f"toolwire: serving {name} at http://{args.host}:{args.port}/v1", file=sys.stderr)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="toolwire", description="Tool calling that works on every model."
@@ -294,6 +331,17 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--think", action="store_true", help="let a thinking model think")
     c.add_argument("--ctx", type=int, default=4096, help="context size of a local model")
     c.set_defaults(run=_cmd_chat)
+
+    v = sub.add_parser("serve", help="an OpenAI-compatible gateway with working tool calls")
+    v.add_argument("--model", help="a GGUF file to serve in-process (default: the default model)")
+    v.add_argument("--upstream", metavar="URL", help="an OpenAI-compatible server to stand before")
+    v.add_argument("--upstream-model", help="the model's name at --upstream")
+    v.add_argument("--upstream-key", help="the upstream's key (default: $OPENAI_API_KEY)")
+    v.add_argument("--host", default="127.0.0.1")
+    v.add_argument("--port", type=int, default=8000)
+    v.add_argument("--api-key", help="the bearer token clients must send (needed off loopback)")
+    v.add_argument("--ctx", type=int, default=4096, help="context size of a local model")
+    v.set_defaults(run=_cmd_serve)
     return p
 
 

@@ -23,7 +23,47 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-__all__ = ["FakeOpenAIServer", "text_deltas", "tool_call_deltas"]
+__all__ = ["FakeOpenAIServer", "ServedApp", "text_deltas", "tool_call_deltas"]
+
+
+class ServedApp:
+    """An ASGI app served over real HTTP on 127.0.0.1 (an unused port), in a thread."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self.url = ""
+
+    def start(self) -> str:
+        """Serve; returns ``http://127.0.0.1:PORT``."""
+        config = uvicorn.Config(
+            self._app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("the app did not start serving")
+            time.sleep(0.01)
+        port = self._server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        return self.url
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> ServedApp:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 def text_deltas(text: str, size: int = 3) -> list[dict[str, Any]]:
@@ -81,8 +121,7 @@ class FakeOpenAIServer:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._replies: deque[_Reply] = deque()
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._served: ServedApp | None = None
         self.base_url = ""
         self.ollama_url = ""
 
@@ -186,25 +225,15 @@ class FakeOpenAIServer:
                 Route("/api/chat", self._chat, methods=["POST"]),
             ]
         )
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the fake server did not start")
-            time.sleep(0.01)
-        port = self._server.servers[0].sockets[0].getsockname()[1]
-        self.base_url = f"http://127.0.0.1:{port}/v1/"
-        self.ollama_url = f"http://127.0.0.1:{port}"
+        self._served = ServedApp(app)
+        root = self._served.start()
+        self.base_url = root + "/v1/"
+        self.ollama_url = root
         return self.base_url
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        if self._served is not None:
+            self._served.stop()
 
     def __enter__(self) -> FakeOpenAIServer:
         self.start()

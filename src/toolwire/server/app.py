@@ -1,0 +1,281 @@
+"""The OpenAI-compatible gateway: working tool calls for any OpenAI client, before any engine.
+
+``POST /v1/chat/completions`` (streamed or not), ``GET /v1/models``, ``GET /health``. Behind
+it stands a backend — the local GGUF model in-process, or an upstream OpenAI-compatible
+server whose replies it heals (calls left in the text become ``tool_calls``, refused tools go
+into words, refused schemas are sent again plainly). The gateway never runs tools: the
+client does, and sends the results back as ``tool`` messages.
+
+Replies follow OpenAI's shape: ``arguments`` is a JSON string, ``content`` is null when the
+reply is only calls, ``finish_reason`` is ``tool_calls``, streamed calls carry their own
+``index``. A malformed request gets a 400 in OpenAI's error shape; a failing engine a 502.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request as HttpRequest
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ..backends.base import Backend, Request
+from ..errors import BackendError, ToolwireError
+from ..events import CallArgsDelta, CallEnd, CallStart, Done, Event, ReasoningDelta, TextDelta
+from ..messages import ToolCall
+
+__all__ = ["MAX_BODY_BYTES", "create_app"]
+
+#: Request bodies larger than this are refused with 413.
+MAX_BODY_BYTES = 8 * 1024 * 1024
+
+
+class _BadRequest(Exception):
+    def __init__(self, message: str, param: str | None = None, status: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.status = status
+
+
+def _error(status: int, message: str, kind: str, param: str | None = None) -> JSONResponse:
+    return JSONResponse(
+        {"error": {"message": message, "type": kind, "param": param, "code": None}},
+        status_code=status,
+    )
+
+
+def _parse(body: bytes) -> tuple[Request, bool, bool]:
+    """The engine request, whether to stream, whether parallel calls are allowed."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise _BadRequest(f"the request body is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise _BadRequest("the request body must be a JSON object")
+    messages = data.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise _BadRequest("'messages' must be a non-empty list", "messages")
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise _BadRequest(f"messages[{i}] must be an object with a 'role'", "messages")
+    tools = data.get("tools")
+    if tools is not None and (
+        not isinstance(tools, list)
+        or not all(isinstance(t, dict) and isinstance(t.get("function"), dict) for t in tools)
+    ):
+        raise _BadRequest("'tools' must be a list of {type: function, function: {...}}", "tools")
+    choice = data.get("tool_choice")
+    if choice is not None and choice not in ("auto", "none", "required"):
+        name = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
+        if not isinstance(name, str):
+            raise _BadRequest(
+                "'tool_choice' must be auto, none, required or a named function", "tool_choice"
+            )
+        tools = [t for t in tools or () if t["function"].get("name") == name]
+        if not tools:
+            raise _BadRequest(f"tool_choice names {name!r}, which is not in 'tools'", "tool_choice")
+    if choice == "none":
+        tools = None
+    for key in ("temperature", "max_tokens"):
+        value = data.get(key)
+        if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)):
+            raise _BadRequest(f"'{key}' must be a number", key)
+    max_tokens = data.get("max_tokens") or data.get("max_completion_tokens")
+    request = Request(
+        messages,
+        tools or None,
+        tool_choice=choice if tools else None,
+        temperature=data.get("temperature"),
+        max_tokens=int(max_tokens) if max_tokens else None,
+    )
+    return request, bool(data.get("stream")), data.get("parallel_tool_calls", True) is not False
+
+
+def _call_json(call: ToolCall, index: int) -> dict[str, Any]:
+    return {
+        "index": index,
+        "id": call.id,
+        "type": "function",
+        "function": {
+            "name": call.name,
+            "arguments": json.dumps(call.arguments, ensure_ascii=False),
+        },
+    }
+
+
+def create_app(
+    backend: Backend,
+    *,
+    model_name: str = "toolwire",
+    api_key: str | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> Starlette:
+    """The gateway as an ASGI app in front of ``backend``."""
+
+    def authorised(request: HttpRequest) -> bool:
+        if api_key is None:
+            return True
+        given = request.headers.get("authorization", "")
+        return secrets.compare_digest(given.encode(), f"Bearer {api_key}".encode())
+
+    async def health(_: HttpRequest) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def models(request: HttpRequest) -> Response:
+        if not authorised(request):
+            return _error(401, "a valid bearer token is required", "authentication_error")
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [
+                    {"id": model_name, "object": "model", "created": 0, "owned_by": "toolwire"}
+                ],
+            }
+        )
+
+    async def chat(request: HttpRequest) -> Response:
+        if not authorised(request):
+            return _error(401, "a valid bearer token is required", "authentication_error")
+        body = b""
+        async for piece in request.stream():
+            body += piece
+            if len(body) > max_body_bytes:
+                return _error(
+                    413,
+                    f"the request body is larger than {max_body_bytes} bytes",
+                    "invalid_request_error",
+                )
+        try:
+            engine_request, stream, parallel = _parse(body)
+        except _BadRequest as exc:
+            return _error(exc.status, exc.message, "invalid_request_error", exc.param)
+        rid = "chatcmpl-" + secrets.token_hex(12)
+        if stream:
+            return StreamingResponse(
+                _sse(backend, engine_request, rid, model_name, parallel),
+                media_type="text/event-stream",
+            )
+        try:
+            return JSONResponse(await _complete(backend, engine_request, rid, model_name, parallel))
+        except (BackendError, ToolwireError) as exc:
+            return _error(502, f"the model behind the gateway failed: {exc}", "upstream_error")
+
+    return Starlette(
+        routes=[
+            Route("/health", health, methods=["GET"]),
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+        ]
+    )
+
+
+async def _complete(
+    backend: Backend, request: Request, rid: str, model: str, parallel: bool
+) -> dict[str, Any]:
+    text: list[str] = []
+    reasoning: list[str] = []
+    calls: list[ToolCall] = []
+    done = Done("stop")
+    async for event in backend.stream(request):
+        if isinstance(event, TextDelta):
+            text.append(event.text)
+        elif isinstance(event, ReasoningDelta):
+            reasoning.append(event.text)
+        elif isinstance(event, CallEnd):
+            calls.append(event.call)
+        elif isinstance(event, Done):
+            done = event
+    if not parallel:
+        calls = calls[:1]
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": "".join(text) if text or not calls else None,
+    }
+    if reasoning:
+        message["reasoning_content"] = "".join(reasoning)
+    if calls:
+        message["tool_calls"] = [
+            {k: v for k, v in _call_json(c, i).items() if k != "index"} for i, c in enumerate(calls)
+        ]
+    finish = "tool_calls" if calls else done.finish_reason
+    reply: dict[str, Any] = {
+        "id": rid,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+    }
+    if done.usage:
+        usage = dict(done.usage)
+        usage["total_tokens"] = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+        reply["usage"] = usage
+    return reply
+
+
+async def _sse(
+    backend: Backend, request: Request, rid: str, model: str, parallel: bool
+) -> AsyncIterator[str]:
+    base = {
+        "id": rid,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+    }
+
+    def chunk(delta: Mapping[str, Any], finish: str | None = None) -> str:
+        body = {**base, "choices": [{"index": 0, "delta": dict(delta), "finish_reason": finish}]}
+        return "data: " + json.dumps(body, ensure_ascii=False) + "\n\n"
+
+    yield chunk({"role": "assistant", "content": ""})
+    sent_calls: dict[int, int] = {}  # engine index -> OpenAI index
+    finish = "stop"
+    try:
+        async for event in backend.stream(request):
+            out = _delta(event, sent_calls, parallel)
+            if out is not None:
+                yield chunk(out)
+            if isinstance(event, Done):
+                finish = "tool_calls" if sent_calls else event.finish_reason
+    except (BackendError, ToolwireError) as exc:
+        error = {
+            "error": {
+                "message": f"the model behind the gateway failed: {exc}",
+                "type": "upstream_error",
+                "param": None,
+                "code": None,
+            }
+        }
+        yield "data: " + json.dumps(error) + "\n\n"
+        return
+    yield chunk({}, finish)
+    yield "data: [DONE]\n\n"
+
+
+def _delta(event: Event, sent: dict[int, int], parallel: bool) -> dict[str, Any] | None:
+    if isinstance(event, TextDelta):
+        return {"content": event.text}
+    if isinstance(event, ReasoningDelta):
+        return {"reasoning_content": event.text}
+    if isinstance(event, CallStart):
+        if not parallel and sent:
+            return None
+        sent[event.index] = len(sent)
+        return {
+            "tool_calls": [
+                {
+                    "index": sent[event.index],
+                    "id": event.id,
+                    "type": "function",
+                    "function": {"name": event.name, "arguments": ""},
+                }
+            ]
+        }
+    if isinstance(event, CallArgsDelta) and event.index in sent:
+        return {"tool_calls": [{"index": sent[event.index], "function": {"arguments": event.text}}]}
+    return None

@@ -1,0 +1,199 @@
+"""The gateway over real HTTP, in front of the fake upstream (and the real local model)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from toolwire.backends import OpenAIBackend
+from toolwire.backends.llamacpp import LlamaCppBackend
+from toolwire.cli import main
+from toolwire.server import create_app
+from toolwire.testing import FakeOpenAIServer, ServedApp, text_deltas, tool_call_deltas
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+ASK = {"model": "x", "messages": [{"role": "user", "content": "Weather in Paris?"}], "tools": TOOLS}
+
+
+@pytest.fixture
+def upstream() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as fake:
+        yield fake
+
+
+@pytest.fixture
+def gateway(upstream: FakeOpenAIServer) -> Iterator[str]:
+    app = create_app(OpenAIBackend("up-model", base_url=upstream.base_url), model_name="gw")
+    with ServedApp(app) as served:
+        yield served.url
+
+
+def test_calls_left_in_content_come_back_as_tool_calls(
+    upstream: FakeOpenAIServer, gateway: str
+) -> None:
+    upstream.add_stream(
+        text_deltas('```json\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n```')
+    )
+    r = httpx.post(gateway + "/v1/chat/completions", json=ASK, timeout=10)
+    assert r.status_code == 200
+    choice = r.json()["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    message = choice["message"]
+    assert message["content"] is None
+    (call,) = message["tool_calls"]
+    assert call["type"] == "function" and call["function"]["name"] == "get_weather"
+    assert json.loads(call["function"]["arguments"]) == {"city": "Paris"}
+    assert upstream.requests[0]["tools"][0]["function"]["name"] == "get_weather"
+
+
+def test_streamed_calls_carry_their_index(upstream: FakeOpenAIServer, gateway: str) -> None:
+    upstream.add_stream(
+        tool_call_deltas(
+            [("a", "get_weather", '{"city": "Oslo"}'), ("b", "get_weather", '{"city": "Rome"}')]
+        ),
+        finish_reason="tool_calls",
+    )
+    chunks: list[Any] = []
+    with httpx.stream(
+        "POST", gateway + "/v1/chat/completions", json={**ASK, "stream": True}, timeout=10
+    ) as r:
+        for line in r.iter_lines():
+            if line.startswith("data: ") and line != "data: [DONE]":
+                chunks.append(json.loads(line[6:]))
+            if line:
+                last = line
+    assert last == "data: [DONE]"
+    calls: dict[int, dict[str, str]] = {}
+    for c in chunks:
+        for tc in c["choices"][0]["delta"].get("tool_calls", []):
+            slot = calls.setdefault(tc["index"], {"id": "", "name": "", "arguments": ""})
+            slot["id"] = tc.get("id", slot["id"])
+            slot["name"] += tc.get("function", {}).get("name", "")
+            slot["arguments"] += tc.get("function", {}).get("arguments", "")
+    assert [(v["id"], v["name"], json.loads(v["arguments"])) for _, v in sorted(calls.items())] == [
+        ("a", "get_weather", {"city": "Oslo"}),
+        ("b", "get_weather", {"city": "Rome"}),
+    ]
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+
+
+def test_tool_choice_none_sends_no_tools_and_parallel_false_keeps_one(
+    upstream: FakeOpenAIServer, gateway: str
+) -> None:
+    upstream.add_stream(text_deltas("Hi."))
+    r = httpx.post(
+        gateway + "/v1/chat/completions", json={**ASK, "tool_choice": "none"}, timeout=10
+    )
+    assert r.json()["choices"][0]["message"]["content"] == "Hi."
+    assert "tools" not in upstream.requests[0]
+    upstream.add_stream(
+        tool_call_deltas(
+            [("a", "get_weather", '{"city": "A"}'), ("b", "get_weather", '{"city": "B"}')]
+        ),
+        finish_reason="tool_calls",
+    )
+    r = httpx.post(
+        gateway + "/v1/chat/completions", json={**ASK, "parallel_tool_calls": False}, timeout=10
+    )
+    assert len(r.json()["choices"][0]["message"]["tool_calls"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        (b"{not json", None),
+        (b"[]", None),
+        (b'{"messages": []}', "messages"),
+        (json.dumps({**ASK, "tools": [1]}).encode(), "tools"),
+        (
+            json.dumps(
+                {**ASK, "tool_choice": {"type": "function", "function": {"name": "zz"}}}
+            ).encode(),
+            "tool_choice",
+        ),
+    ],
+)
+def test_malformed_requests_get_a_400_in_openais_shape(
+    gateway: str, body: bytes, param: str | None
+) -> None:
+    r = httpx.post(
+        gateway + "/v1/chat/completions",
+        content=body,
+        headers={"content-type": "application/json"},
+        timeout=10,
+    )
+    assert r.status_code == 400
+    error = r.json()["error"]
+    assert error["type"] == "invalid_request_error" and error["message"]
+    assert error["param"] == param
+
+
+def test_limits_auth_models_and_health(upstream: FakeOpenAIServer) -> None:
+    app = create_app(
+        OpenAIBackend("m", base_url=upstream.base_url), api_key="s3cret", max_body_bytes=1000
+    )
+    with ServedApp(app) as served:
+        assert httpx.get(served.url + "/health").json() == {"status": "ok"}
+        assert httpx.get(served.url + "/v1/models").status_code == 401
+        ok = httpx.get(served.url + "/v1/models", headers={"authorization": "Bearer s3cret"})
+        assert ok.json()["data"][0]["id"] == "toolwire"
+        big = {**ASK, "messages": [{"role": "user", "content": "x" * 2000}]}
+        r = httpx.post(
+            served.url + "/v1/chat/completions",
+            json=big,
+            headers={"authorization": "Bearer s3cret"},
+        )
+        assert r.status_code == 413
+        assert httpx.post(served.url + "/v1/chat/completions", json=ASK).status_code == 401
+
+
+def test_an_upstream_failure_is_a_502() -> None:
+    app = create_app(OpenAIBackend("m", base_url="http://127.0.0.1:9/v1"))
+    with ServedApp(app) as served:
+        r = httpx.post(served.url + "/v1/chat/completions", json=ASK, timeout=10)
+    assert r.status_code == 502 and "could not be reached" in r.json()["error"]["message"]
+
+
+def test_serve_needs_a_token_beyond_loopback(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["serve", "--host", "0.0.0.0", "--upstream", "http://x/v1", "--upstream-model", "m"])
+        == 2
+    )
+    assert "--api-key" in capsys.readouterr().err
+
+
+def test_the_local_model_behind_the_gateway(
+    llama_backend: LlamaCppBackend, qwen_gguf: Path
+) -> None:
+    with ServedApp(create_app(llama_backend)) as served:
+        r = httpx.post(
+            served.url + "/v1/chat/completions",
+            json={**ASK, "max_tokens": 48, "temperature": 0},
+            timeout=120,
+        )
+    assert r.status_code == 200
+    message = r.json()["choices"][0]["message"]
+    # the pipeline: either a proper call, or text that is not a call left in words
+    if message.get("tool_calls"):
+        assert message["content"] is None
+        json.loads(message["tool_calls"][0]["function"]["arguments"])
+    else:
+        assert isinstance(message["content"], str)
