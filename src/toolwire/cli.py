@@ -219,6 +219,84 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     return chat(_backend(args), once=args.once, settings=settings, request_options=options)
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    import asyncio
+    import datetime
+
+    from rich.progress import Progress
+
+    from .bench import load_prompts, run_bench, summary
+
+    prompts = load_prompts(args.prompts)
+    if args.words:
+        from .backends import OpenAIBackend
+
+        if not (args.base_url and args.model):
+            raise _UsageError("--words needs --base-url and --model")
+        backend: Any = OpenAIBackend(
+            args.model, base_url=args.base_url, api_key=args.api_key, words=True
+        )
+        engine = f"words via {args.base_url}"
+    elif args.base_url:
+        from .backends import OpenAIBackend
+
+        if not args.model:
+            raise _UsageError("--base-url needs --model NAME")
+        backend = OpenAIBackend(
+            args.model,
+            base_url=args.base_url,
+            api_key=args.api_key or os.environ.get("OPENAI_API_KEY"),
+        )
+        engine = f"openai-compatible {args.base_url}"
+    else:
+        from .backends.llamacpp import LlamaCppBackend
+        from .models import default_model_path
+
+        path = Path(args.local) if args.local else default_model_path()
+        backend = LlamaCppBackend(path, n_ctx=args.ctx)
+        engine = f"llama-cpp-python in-process ({path.name})"
+    options: dict[str, Any] = {"tool_choice": args.tool_choice, "max_tokens": args.max_tokens}
+    if args.temperature is not None:
+        options["temperature"] = args.temperature
+    if args.no_think:
+        options["think"] = False
+    total = len(prompts.cases) * args.repeat
+    with Progress(transient=True, disable=args.json) as bar:
+        task = bar.add_task("cases", total=total)
+        report = asyncio.run(
+            run_bench(
+                backend,
+                prompts,
+                repeat=args.repeat,
+                concurrency=args.concurrency,
+                timeout=args.timeout,
+                options=options,
+                progress=lambda done, _total: bar.update(task, completed=done),
+            )
+        )
+    result = report.to_json()
+    if args.labbook:
+        entry = {
+            **result,
+            "model": args.model or engine,
+            "engine": engine,
+            "base_url": args.base_url,
+            "temperature": args.temperature,
+            "tool_choice": args.tool_choice,
+            "thinking": not args.no_think,
+            "repeat": args.repeat,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "notes": args.notes or "",
+        }
+        with open(args.labbook, "a", encoding="utf-8") as book:
+            book.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    if args.json:
+        _print_json(result)
+    else:
+        print(summary(report))
+    return 0
+
+
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -342,6 +420,32 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--api-key", help="the bearer token clients must send (needed off loopback)")
     v.add_argument("--ctx", type=int, default=4096, help="context size of a local model")
     v.set_defaults(run=_cmd_serve)
+
+    b = sub.add_parser("bench", help="measure how reliably a model and engine call tools")
+    b.add_argument("--base-url", help="an OpenAI-compatible server")
+    b.add_argument("--model", help="the model's name at --base-url")
+    b.add_argument("--api-key")
+    b.add_argument(
+        "--local",
+        nargs="?",
+        const="",
+        metavar="GGUF",
+        help="in-process (default: the default local model)",
+    )
+    b.add_argument("--words", action="store_true", help="give the tools in words")
+    b.add_argument("--prompts", help="another prompt set in the same format")
+    b.add_argument("--repeat", type=int, default=1)
+    b.add_argument("--temperature", type=float)
+    b.add_argument("--max-tokens", type=int, default=256)
+    b.add_argument("--tool-choice", choices=("auto", "required", "none"), default="auto")
+    b.add_argument("--no-think", action="store_true")
+    b.add_argument("--concurrency", type=int, default=1)
+    b.add_argument("--timeout", type=float, default=120.0)
+    b.add_argument("--json", action="store_true", help="the whole report as JSON")
+    b.add_argument("--labbook", help="append one JSON line per run to this file")
+    b.add_argument("--notes", help="free notes for the labbook")
+    b.add_argument("--ctx", type=int, default=4096)
+    b.set_defaults(run=_cmd_bench)
     return p
 
 

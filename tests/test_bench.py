@@ -1,0 +1,152 @@
+"""The reliability benchmark against the fake server: the rates are what the replies earn."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolwire.bench import load_prompts
+from toolwire.bench.cases import Case, check_arguments
+from toolwire.cli import main
+from toolwire.testing import FakeOpenAIServer, text_deltas, tool_call_deltas
+
+
+def test_the_shipped_prompt_set() -> None:
+    prompts = load_prompts()
+    assert len(prompts.cases) >= 30 and len(prompts.tools) >= 5
+    none = [c for c in prompts.cases if c.call is None]
+    assert len(none) >= 0.25 * len(prompts.cases)
+    names = {t["function"]["name"] for t in prompts.tools}
+    assert all(c.call in names for c in prompts.cases if c.call)
+    kinds = {
+        json.dumps(p.get("type"))
+        for t in prompts.tools
+        for p in t["function"]["parameters"]["properties"].values()
+    }
+    assert {'"string"', '"integer"', '"number"', '"boolean"', '"array"', '"object"'} <= kinds
+
+
+def test_checks() -> None:
+    case = Case(
+        "x", "p", "f", {"n": {"equals": 3}, "s": {"contains": "LIS"}, "e": {"one_of": ["a", "b"]}}
+    )
+    assert check_arguments(case, {"n": 3.0, "s": "lisbon", "e": "b"}) == []
+    assert check_arguments(case, {"n": 4, "s": "porto", "e": "c"}) == ["n=4", 's="porto"', 'e="c"']
+    assert check_arguments(case, {}) == ["n missing", "s missing", "e missing"]
+
+
+def write_set(path: Path) -> Path:
+    data: dict[str, Any] = {
+        "name": "mini",
+        "version": 2,
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "description": "Weather.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {
+                            "city": {"type": "string"},
+                            "days": {"type": "integer", "maximum": 7},
+                        },
+                        "required": ["city"],
+                    },
+                },
+            }
+        ],
+        "cases": [
+            {
+                "id": "good",
+                "prompt": "Lisbon?",
+                "expect": {"call": "get_weather", "args": {"city": {"contains": "lisbon"}}},
+            },
+            {
+                "id": "wrong-args",
+                "prompt": "Tokyo 3 days?",
+                "expect": {"call": "get_weather", "args": {"days": {"equals": 3}}},
+            },
+            {"id": "missed", "prompt": "Berlin?", "expect": {"call": "get_weather", "args": {}}},
+            {"id": "chat", "prompt": "Hi!", "expect": {"call": None}},
+            {"id": "false-call", "prompt": "Thanks", "expect": {"call": None}},
+        ],
+    }
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_run_against_the_fake_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeOpenAIServer() as server:
+        server.add_stream(
+            tool_call_deltas([("a", "get_weather", '{"city": "Lisbon"}')]),
+            finish_reason="tool_calls",
+        )
+        server.add_stream(
+            tool_call_deltas([("b", "get_weather", '{"city": "Tokyo", "days": 9}')]),
+            finish_reason="tool_calls",
+        )
+        server.add_stream(text_deltas("<tool_call>\nget_weather(Berlin)\n</tool_call>"))
+        server.add_stream(text_deltas("Hello!"))
+        server.add_stream(
+            tool_call_deltas([("c", "get_weather", '{"city": "x"}')]), finish_reason="tool_calls"
+        )
+        book = tmp_path / "lab.jsonl"
+        code = main(
+            [
+                "bench",
+                "--base-url",
+                server.base_url,
+                "--model",
+                "m",
+                "--prompts",
+                str(write_set(tmp_path / "set.json")),
+                "--json",
+                "--labbook",
+                str(book),
+                "--notes",
+                "fake",
+                "--temperature",
+                "0",
+            ]
+        )
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    rates = report["rates"]
+    assert rates["call_rate"] == pytest.approx(2 / 3)  # good, wrong-args called; missed not
+    assert rates["right_tool"] == 1.0 and rates["parse_rate"] == 1.0
+    assert rates["schema_valid"] == pytest.approx(1 / 2)  # days 9 is over the maximum
+    assert rates["arguments_correct"] == pytest.approx(1 / 2)
+    assert rates["false_calls"] == pytest.approx(1 / 2)
+    assert report["counts"] == {
+        "runs": 5,
+        "visible_calls": 1,
+        "multiple_calls": 0,
+        "request_errors": 0,
+    }
+    assert "missed" in report["failures"] and "false-call" in report["failures"]
+    entry = json.loads(book.read_text().splitlines()[0])
+    assert entry["prompts"] == "mini v2" and entry["notes"] == "fake"
+    assert entry["temperature"] == 0 and entry["tool_choice"] == "auto"
+
+
+def test_request_errors_are_counted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "bench",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "--prompts",
+            str(write_set(tmp_path / "set.json")),
+            "--json",
+        ]
+    )
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["counts"]["request_errors"] == 5
+    assert report["rates"]["call_rate"] is None
