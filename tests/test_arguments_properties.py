@@ -18,26 +18,6 @@ from toolwire import ArgumentsError, prepare_arguments
 from toolwire.arguments import read_json
 from toolwire.arguments.read import ReadError
 
-SEARCH = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string"},
-        "limit": {"type": "integer", "minimum": 1, "maximum": 50},
-        "order": {"enum": ["newest", "oldest"]},
-    },
-    "required": ["query"],
-}
-COUNT = {"type": "object", "properties": {"count": {"type": "integer"}}}
-
-
-def _depth(value: Any) -> int:
-    if isinstance(value, dict):
-        return 1 + max((_depth(v) for v in value.values()), default=0)
-    if isinstance(value, list):
-        return 1 + max((_depth(v) for v in value), default=0)
-    return 0
-
-
 # ----------------------------------------------------------------------- properties
 
 _TOKENS = st.sampled_from(

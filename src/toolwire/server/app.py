@@ -26,7 +26,8 @@ from starlette.routing import Route
 
 from ..backends.base import Backend, Request
 from ..errors import BackendError, ToolwireError
-from ..events import CallArgsDelta, CallEnd, CallStart, Done, Event, ReasoningDelta, TextDelta
+from ..events import CallArgsDelta, CallStart, Done, Event, ReasoningDelta, TextDelta
+from ..formats.base import assemble
 from ..messages import ToolCall
 
 __all__ = ["MAX_BODY_BYTES", "create_app"]
@@ -178,27 +179,17 @@ def create_app(
 async def _complete(
     backend: Backend, request: Request, rid: str, model: str, parallel: bool
 ) -> dict[str, Any]:
-    text: list[str] = []
-    reasoning: list[str] = []
-    calls: list[ToolCall] = []
-    done = Done("stop")
-    async for event in backend.stream(request):
-        if isinstance(event, TextDelta):
-            text.append(event.text)
-        elif isinstance(event, ReasoningDelta):
-            reasoning.append(event.text)
-        elif isinstance(event, CallEnd):
-            calls.append(event.call)
-        elif isinstance(event, Done):
-            done = event
-    if not parallel:
-        calls = calls[:1]
+    events = [event async for event in backend.stream(request)]
+    result = assemble(events)
+    done = next((e for e in reversed(events) if isinstance(e, Done)), Done("stop"))
+    calls = result.calls if parallel else result.calls[:1]
+    reasoning = result.reasoning
     message: dict[str, Any] = {
         "role": "assistant",
-        "content": "".join(text) if text or not calls else None,
+        "content": result.content if result.content or not calls else None,
     }
     if reasoning:
-        message["reasoning_content"] = "".join(reasoning)
+        message["reasoning_content"] = reasoning
     if calls:
         message["tool_calls"] = [
             {k: v for k, v in _call_json(c, i).items() if k != "index"} for i, c in enumerate(calls)
