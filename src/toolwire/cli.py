@@ -297,6 +297,19 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bench_report(args: argparse.Namespace) -> int:
+    from .bench.report import write_report
+
+    out = args.output or str(Path(args.labbook).with_suffix(".html"))
+    files = write_report(args.labbook, out, last=args.last)
+    for n, why in files.labbook.skipped:
+        print(f"toolwire: line {n} of {args.labbook} not read: {why}", file=sys.stderr)
+    print(f"{len(files.shown)} runs drawn: {files.html}")
+    for png in files.pngs:
+        print(f"  {png}")
+    return 0
+
+
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -446,6 +459,15 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--notes", help="free notes for the labbook")
     b.add_argument("--ctx", type=int, default=4096)
     b.set_defaults(run=_cmd_bench)
+    report = b.add_subparsers(title="more", metavar="report").add_parser(
+        "report", help="draw a labbook's runs side by side as one HTML page, with PNGs beside it"
+    )
+    report.add_argument("labbook", help="a labbook written by --labbook")
+    report.add_argument(
+        "-o", "--output", help="the page to write (default: the labbook's name with .html)"
+    )
+    report.add_argument("--last", type=int, help="only the latest N runs")
+    report.set_defaults(run=_cmd_bench_report)
     return p
 
 

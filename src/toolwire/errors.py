@@ -12,6 +12,7 @@ __all__ = [
     "BackendError",
     "FormatError",
     "GGUFError",
+    "LabbookError",
     "LimitError",
     "ModelNotFoundError",
     "TemplateError",
@@ -38,6 +39,10 @@ class TemplateSecurityError(TemplateError):
 
 class GGUFError(ToolwireError):
     """A GGUF file could not be read, or lacks what was asked of it."""
+
+
+class LabbookError(ToolwireError):
+    """A bench labbook could not be read or drawn: missing, too large, or with no runs in it."""
 
 
 class FormatError(ToolwireError):
