@@ -31,6 +31,14 @@ TOOLS = [
     }
 ]
 ASK = {"model": "x", "messages": [{"role": "user", "content": "Weather in Paris?"}], "tools": TOOLS}
+CALLED = {
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+    ],
+}
+RESULT = {"role": "tool", "tool_call_id": "c1", "content": "Sunny."}
 
 
 @pytest.fixture
@@ -122,6 +130,26 @@ def test_tool_choice_none_sends_no_tools_and_parallel_false_keeps_one(
         (b"{not json", None),
         (b"[]", None),
         (b'{"messages": []}', "messages"),
+        # a tool message must answer a call an earlier assistant message made, by its id
+        (json.dumps({**ASK, "messages": [*ASK["messages"], RESULT]}).encode(), "messages"),
+        (
+            json.dumps(
+                {**ASK, "messages": [*ASK["messages"], CALLED, {**RESULT, "tool_call_id": "zz"}]}
+            ).encode(),
+            "messages",
+        ),
+        (
+            json.dumps(
+                {**ASK, "messages": [*ASK["messages"], CALLED, {"role": "tool", "content": "x"}]}
+            ).encode(),
+            "messages",
+        ),
+        (
+            json.dumps(
+                {**ASK, "messages": [*ASK["messages"], {**CALLED, "tool_calls": "x"}]}
+            ).encode(),
+            "messages",
+        ),
         (json.dumps({**ASK, "tools": [1]}).encode(), "tools"),
         (
             json.dumps(
@@ -144,6 +172,18 @@ def test_malformed_requests_get_a_400_in_openais_shape(
     error = r.json()["error"]
     assert error["type"] == "invalid_request_error" and error["message"]
     assert error["param"] == param
+
+
+def test_a_tool_message_that_echoes_its_call_goes_through(
+    upstream: FakeOpenAIServer, gateway: str
+) -> None:
+    upstream.add_stream(text_deltas("It is sunny."))
+    body = {**ASK, "messages": [*ASK["messages"], CALLED, RESULT]}
+    r = httpx.post(gateway + "/v1/chat/completions", json=body, timeout=10)
+    assert r.status_code == 200, r.text
+    assert r.json()["choices"][0]["message"]["content"] == "It is sunny."
+    sent = upstream.requests[0]["messages"]
+    assert sent[-1]["role"] == "tool" and sent[-1]["tool_call_id"] == "c1"
 
 
 def test_limits_auth_models_and_health(upstream: FakeOpenAIServer) -> None:

@@ -62,9 +62,32 @@ def _parse(body: bytes) -> tuple[Request, bool, bool]:
     messages = data.get("messages")
     if not isinstance(messages, list) or not messages:
         raise _BadRequest("'messages' must be a non-empty list", "messages")
+    called: set[str] = set()
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
             raise _BadRequest(f"messages[{i}] must be an object with a 'role'", "messages")
+        calls = m.get("tool_calls") if m["role"] == "assistant" else None
+        if calls is not None:
+            if not isinstance(calls, list) or not all(
+                isinstance(c, dict) and isinstance(c.get("function"), dict) for c in calls
+            ):
+                raise _BadRequest(
+                    f"messages[{i}].tool_calls must be a list of {{id, type, function}}",
+                    "messages",
+                )
+            called.update(c["id"] for c in calls if isinstance(c.get("id"), str))
+        if m["role"] == "tool":
+            answers = m.get("tool_call_id")
+            if not isinstance(answers, str):
+                raise _BadRequest(
+                    f"messages[{i}] is a tool message without a 'tool_call_id'", "messages"
+                )
+            if answers not in called:
+                raise _BadRequest(
+                    f"messages[{i}].tool_call_id {answers[:80]!r} answers no call in an "
+                    "earlier assistant message; it must echo the id of the call it answers",
+                    "messages",
+                )
     tools = data.get("tools")
     if tools is not None and (
         not isinstance(tools, list)
