@@ -148,3 +148,28 @@ def test_a_model_without_tools_gets_them_in_words(server: FakeOpenAIServer) -> N
     # remembered: the next turn goes in words at once
     list(stream_sync(backend.stream(Request([{"role": "user", "content": "Hi"}], TOOLS))))
     assert "tools" not in server.requests[2] and len(server.requests) == 3
+
+
+def test_a_reply_is_read_to_its_end_so_the_connection_is_reused(server: FakeOpenAIServer) -> None:
+    import asyncio
+
+    from toolwire.backends.http import new_client
+
+    async def three() -> list[list[Any]]:
+        async with new_client() as client:
+            backend = OllamaBackend("qwen3", base_url=server.ollama_url, client=client)
+            request = Request([{"role": "user", "content": "Hi"}])
+            replies = []
+            for _ in range(3):
+                replies.append([e async for e in backend.stream(request)])
+            return replies
+
+    for n in range(3):
+        server.add_ollama([{"content": f"Hello {n}."}])
+    replies = asyncio.run(three())
+    assert [[e.text for e in r if isinstance(e, TextDelta)] for r in replies] == [
+        ["Hello 0."],
+        ["Hello 1."],
+        ["Hello 2."],
+    ]
+    assert len(server.peers) == 3 and len(set(server.peers)) == 1

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from toolwire.backends import OpenAIBackend
+from toolwire.backends.http import new_client
 from toolwire.backends.llamacpp import LlamaCppBackend
 from toolwire.cli import main
 from toolwire.server import create_app
@@ -24,7 +25,7 @@ TOOLS = [
             "description": "Weather.",
             "parameters": {
                 "type": "object",
-                "properties": {"city": {"type": "string"}},
+                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
                 "required": ["city"],
             },
         },
@@ -49,9 +50,29 @@ def upstream() -> Iterator[FakeOpenAIServer]:
 
 @pytest.fixture
 def gateway(upstream: FakeOpenAIServer) -> Iterator[str]:
-    app = create_app(OpenAIBackend("up-model", base_url=upstream.base_url), model_name="gw")
-    with ServedApp(app) as served:
+    # wired as `toolwire serve --upstream` wires it: one pooled client to the upstream
+    backend = OpenAIBackend("up-model", base_url=upstream.base_url, client=new_client())
+    with ServedApp(create_app(backend, model_name="gw")) as served:
         yield served.url
+
+
+def streamed_calls(gateway: str, body: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The calls of a streamed reply, accumulated by index as OpenAI clients do."""
+    chunks: list[Any] = []
+    with httpx.stream(
+        "POST", gateway + "/v1/chat/completions", json={**body, "stream": True}, timeout=10
+    ) as r:
+        lines = [line for line in r.iter_lines() if line]
+    assert lines[-1] == "data: [DONE]"
+    chunks = [json.loads(line[6:]) for line in lines[:-1]]
+    calls: dict[int, dict[str, str]] = {}
+    for c in chunks:
+        for tc in c["choices"][0]["delta"].get("tool_calls", []):
+            slot = calls.setdefault(tc["index"], {"id": "", "name": "", "arguments": ""})
+            slot["id"] = tc.get("id", slot["id"])
+            slot["name"] += tc.get("function", {}).get("name", "")
+            slot["arguments"] += tc.get("function", {}).get("arguments", "")
+    return [(v["id"], v["name"], v["arguments"]) for _, v in sorted(calls.items())]
 
 
 def test_calls_left_in_content_come_back_as_tool_calls(
@@ -101,6 +122,47 @@ def test_streamed_calls_carry_their_index(upstream: FakeOpenAIServer, gateway: s
         ("b", "get_weather", {"city": "Rome"}),
     ]
     assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+
+
+@pytest.mark.parametrize(
+    ("sent", "given"),
+    [
+        # read forgivingly and typed by the schema: "3" for an integer is 3
+        ("{'city': 'Paris', 'days': '3',}", '{"city": "Paris", "days": 3}'),
+        ('{"city": "Paris", "days": 3.0}', '{"city": "Paris", "days": 3}'),
+        # readable but not what the schema asks: the value as read, nothing invented
+        ('{"days": "3"}', '{"days": "3"}'),
+        # unreadable: the model's own text, never an empty object a client would run
+        ('["Paris"]', '["Paris"]'),
+        ("city=Paris", "city=Paris"),
+        ("", "{}"),
+    ],
+)
+def test_arguments_are_healed_alike_streamed_or_not(
+    upstream: FakeOpenAIServer, gateway: str, sent: str, given: str
+) -> None:
+    for _ in range(2):
+        upstream.add_stream(
+            tool_call_deltas([("a", "get_weather", sent)]), finish_reason="tool_calls"
+        )
+    r = httpx.post(gateway + "/v1/chat/completions", json=ASK, timeout=10)
+    (call,) = r.json()["choices"][0]["message"]["tool_calls"]
+    assert call["function"]["arguments"] == given
+    assert streamed_calls(gateway, ASK) == [("a", "get_weather", given)]
+
+
+def test_the_connection_to_the_upstream_is_reused(
+    upstream: FakeOpenAIServer, gateway: str
+) -> None:
+    for _ in range(3):
+        upstream.add_stream(
+            tool_call_deltas([("a", "get_weather", '{"city": "Oslo"}')]),
+            finish_reason="tool_calls",
+        )
+    httpx.post(gateway + "/v1/chat/completions", json=ASK, timeout=10)
+    streamed_calls(gateway, ASK)
+    httpx.post(gateway + "/v1/chat/completions", json=ASK, timeout=10)
+    assert len(upstream.peers) == 3 and len(set(upstream.peers)) == 1
 
 
 def test_tool_choice_none_sends_no_tools_and_parallel_false_keeps_one(

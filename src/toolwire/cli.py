@@ -328,10 +328,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
         if not args.upstream_model:
             raise _UsageError("--upstream needs --upstream-model NAME")
+        from .backends.http import new_client
+
         backend: Any = OpenAIBackend(
             args.upstream_model,
             base_url=args.upstream,
             api_key=args.upstream_key or os.environ.get("OPENAI_API_KEY"),
+            client=new_client(),  # one pool for every request, for as long as it serves
         )
         name = args.upstream_model
     else:

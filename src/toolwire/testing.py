@@ -120,6 +120,9 @@ class FakeOpenAIServer:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        #: The client's (host, port) per request: one port for many requests is a reused
+        #: connection.
+        self.peers: list[tuple[str, int]] = []
         self._replies: deque[_Reply] = deque()
         self._served: ServedApp | None = None
         self.base_url = ""
@@ -176,6 +179,8 @@ class FakeOpenAIServer:
         body = await request.json()
         self.requests.append(body)
         self.headers.append(dict(request.headers))
+        if request.client is not None:
+            self.peers.append((request.client.host, request.client.port))
         if not self._replies:
             return JSONResponse({"error": {"message": "no reply scripted"}}, status_code=500)
         reply = self._replies.popleft()

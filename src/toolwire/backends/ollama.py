@@ -158,10 +158,15 @@ async def _read_lines(response: httpx.Response) -> AsyncGenerator[Event, None]:
     size = 0
     finish = "stop"
     usage: dict[str, int] | None = None
+    done = False
     async for line in response.aiter_lines():
         if not line.strip():
             continue
         size += len(line)
+        if done:  # read on to the end of the body (bounded), so the connection can be reused
+            if size > MAX_STREAM_CHARS:
+                break
+            continue
         if size > MAX_STREAM_CHARS:
             raise BackendError(f"the streamed reply is longer than {MAX_STREAM_CHARS} characters")
         try:
@@ -200,7 +205,7 @@ async def _read_lines(response: httpx.Response) -> AsyncGenerator[Event, None]:
                 "completion_tokens": chunk.get("eval_count"),
             }
             usage = {k: v for k, v in counts.items() if isinstance(v, int)} or None
-            break
+            done = True
     if calls and finish == "stop":
         finish = "tool_calls"
     yield Done(finish, usage)

@@ -254,10 +254,13 @@ async def _read_stream(response: httpx.Response) -> AsyncGenerator[Event, None]:
         if not line.startswith("data:"):
             continue  # comments, event names, keep-alives
         data = line[5:].strip()
-        if data == "[DONE]":
-            ended = True
-            break
         size += len(data)
+        if ended or data == "[DONE]":
+            # read on to the end of the body (bounded), so the connection can be reused
+            ended = True
+            if size > MAX_STREAM_CHARS:
+                break
+            continue
         if size > MAX_STREAM_CHARS:
             raise BackendError(f"the streamed reply is longer than {MAX_STREAM_CHARS} characters")
         try:

@@ -8,7 +8,9 @@ client does, and sends the results back as ``tool`` messages.
 
 Replies follow OpenAI's shape: ``arguments`` is a JSON string, ``content`` is null when the
 reply is only calls, ``finish_reason`` is ``tool_calls``, streamed calls carry their own
-``index``. A malformed request gets a 400 in OpenAI's error shape; a failing engine a 502.
+``index``. Arguments are read forgivingly and typed by the tool's schema, streamed or not;
+a streamed call is sent whole when it is complete. A malformed request gets a 400 in
+OpenAI's error shape; a failing engine a 502.
 """
 
 from __future__ import annotations
@@ -24,13 +26,15 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ..arguments import prepare_arguments
+from ..arguments.read import ReadError, read_json
 from ..backends.base import Backend, Request
-from ..errors import BackendError, ToolwireError
-from ..events import CallArgsDelta, CallStart, Done, Event, ReasoningDelta, TextDelta
+from ..errors import ArgumentsError, BackendError, ToolwireError
+from ..events import CallEnd, Done, ReasoningDelta, TextDelta
 from ..formats.base import assemble
 from ..messages import ToolCall
 
-__all__ = ["MAX_BODY_BYTES", "create_app"]
+__all__ = ["MAX_BODY_BYTES", "arguments_json", "create_app"]
 
 #: Request bodies larger than this are refused with 413.
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -121,14 +125,52 @@ def _parse(body: bytes) -> tuple[Request, bool, bool]:
     return request, bool(data.get("stream")), data.get("parallel_tool_calls", True) is not False
 
 
-def _call_json(call: ToolCall, index: int) -> dict[str, Any]:
+def _schemas(request: Request) -> dict[str, Mapping[str, Any]]:
+    out: dict[str, Mapping[str, Any]] = {}
+    for tool in request.tools or ():
+        fn = tool["function"]
+        params = fn.get("parameters")
+        if isinstance(fn.get("name"), str):
+            out[fn["name"]] = params if isinstance(params, Mapping) else {"type": "object"}
+    return out
+
+
+def arguments_json(call: ToolCall, schema: Mapping[str, Any] | None) -> str:
+    """The call's arguments as the JSON text a client will run the tool with.
+
+    Read forgivingly and typed by the tool's schema where that works (``"3"`` for an integer
+    becomes ``3``, single quotes and trailing commas are repaired). Where it does not, the
+    value as read, or else the model's own text unchanged: a client must never run a tool
+    with arguments the model did not send, so an unreadable call is not made an empty one.
+    """
+    raw: str | dict[str, Any] = (
+        call.arguments_text if call.arguments_text.strip() else call.arguments
+    )
+    if schema is not None:
+        try:
+            typed = prepare_arguments(raw, schema, name=call.name).arguments
+            return json.dumps(typed, ensure_ascii=False)
+        except ArgumentsError:
+            pass
+    if isinstance(raw, dict):
+        return json.dumps(raw, ensure_ascii=False)
+    try:
+        value = read_json(raw).value
+    except ReadError:
+        return raw
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else raw
+
+
+def _call_json(
+    call: ToolCall, index: int, schemas: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
     return {
         "index": index,
         "id": call.id,
         "type": "function",
         "function": {
             "name": call.name,
-            "arguments": json.dumps(call.arguments, ensure_ascii=False),
+            "arguments": arguments_json(call, schemas.get(call.name)),
         },
     }
 
@@ -215,7 +257,8 @@ async def _complete(
         message["reasoning_content"] = reasoning
     if calls:
         message["tool_calls"] = [
-            {k: v for k, v in _call_json(c, i).items() if k != "index"} for i, c in enumerate(calls)
+            {k: v for k, v in _call_json(c, i, _schemas(request)).items() if k != "index"}
+            for i, c in enumerate(calls)
         ]
     finish = "tool_calls" if calls else done.finish_reason
     reply: dict[str, Any] = {
@@ -247,15 +290,23 @@ async def _sse(
         return "data: " + json.dumps(body, ensure_ascii=False) + "\n\n"
 
     yield chunk({"role": "assistant", "content": ""})
-    sent_calls: dict[int, int] = {}  # engine index -> OpenAI index
+    schemas = _schemas(request)
+    sent = 0
     finish = "stop"
     try:
         async for event in backend.stream(request):
-            out = _delta(event, sent_calls, parallel)
-            if out is not None:
-                yield chunk(out)
-            if isinstance(event, Done):
-                finish = "tool_calls" if sent_calls else event.finish_reason
+            # A call is sent whole once it is complete: one the model abandons never reaches
+            # the client, and its arguments are the healed ones, as in a reply not streamed.
+            if isinstance(event, CallEnd):
+                if parallel or not sent:
+                    yield chunk({"tool_calls": [_call_json(event.call, sent, schemas)]})
+                    sent += 1
+            elif isinstance(event, TextDelta):
+                yield chunk({"content": event.text})
+            elif isinstance(event, ReasoningDelta):
+                yield chunk({"reasoning_content": event.text})
+            elif isinstance(event, Done):
+                finish = "tool_calls" if sent else event.finish_reason
     except (BackendError, ToolwireError) as exc:
         error = {
             "error": {
@@ -269,27 +320,3 @@ async def _sse(
         return
     yield chunk({}, finish)
     yield "data: [DONE]\n\n"
-
-
-def _delta(event: Event, sent: dict[int, int], parallel: bool) -> dict[str, Any] | None:
-    if isinstance(event, TextDelta):
-        return {"content": event.text}
-    if isinstance(event, ReasoningDelta):
-        return {"reasoning_content": event.text}
-    if isinstance(event, CallStart):
-        if not parallel and sent:
-            return None
-        sent[event.index] = len(sent)
-        return {
-            "tool_calls": [
-                {
-                    "index": sent[event.index],
-                    "id": event.id,
-                    "type": "function",
-                    "function": {"name": event.name, "arguments": ""},
-                }
-            ]
-        }
-    if isinstance(event, CallArgsDelta) and event.index in sent:
-        return {"tool_calls": [{"index": sent[event.index], "function": {"arguments": event.text}}]}
-    return None
