@@ -126,7 +126,9 @@ def test_a_run_against_the_fake_server(tmp_path: Path, capsys: pytest.CaptureFix
         "visible_calls": 1,
         "multiple_calls": 0,
         "request_errors": 0,
+        "recovered": 0,
     }
+    assert report["healed_rates"] == rates  # nothing here that recovery could read
     assert "missed" in report["failures"] and "false-call" in report["failures"]
     entry = json.loads(book.read_text().splitlines()[0])
     assert entry["prompts"] == "mini v2" and entry["notes"] == "fake"
@@ -150,3 +152,34 @@ def test_request_errors_are_counted(tmp_path: Path, capsys: pytest.CaptureFixtur
     report = json.loads(capsys.readouterr().out)
     assert report["counts"]["request_errors"] == 5
     assert report["rates"]["call_rate"] is None
+
+
+def test_each_reply_is_judged_as_sent_and_with_recovery(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with FakeOpenAIServer() as server:
+        # the engine's parser missed the call: it arrives as a fence of JSON in the text
+        server.add_stream(
+            text_deltas('```json\n{"name": "get_weather", "arguments": {"city": "Lisbon"}}\n```')
+        )
+        server.add_stream(
+            tool_call_deltas([("b", "get_weather", '{"city": "Tokyo", "days": 3}')]),
+            finish_reason="tool_calls",
+        )
+        server.add_stream(text_deltas('{"name": "get_weather", "arguments": {"town": "Berlin"}}'))
+        server.add_stream(text_deltas("Hello!"))
+        server.add_stream(text_deltas("You are welcome."))
+        args = ["bench", "--base-url", server.base_url, "--model", "m", "--json"]
+        assert main([*args, "--prompts", str(write_set(tmp_path / "set.json"))]) == 0
+    report = json.loads(capsys.readouterr().out)
+    # as sent: the backend's own drift recovery was kept out, so only Tokyo's call counts
+    assert report["rates"]["call_rate"] == pytest.approx(1 / 3)
+    assert report["rates"]["arguments_correct"] == 1.0
+    assert report["counts"]["visible_calls"] == 2 and report["counts"]["recovered"] == 2
+    healed = report["healed_rates"]
+    assert healed["call_rate"] == 1.0 and healed["right_tool"] == 1.0
+    # Berlin's call names a field the tool does not take and lacks the one it needs
+    assert healed["schema_valid"] == pytest.approx(2 / 3)
+    assert healed["arguments_correct"] == pytest.approx(2 / 3)
+    assert healed["false_calls"] == 0.0
+    assert report["failures"]["good"][0].startswith("a call left as visible text")

@@ -100,8 +100,9 @@ def test_two_bench_runs_then_their_report(
     assert "#1 m" in page and "#2 m" in page
     assert "all good" in page and "a weak engine" in page
     for report in reports:  # every rate of every run is on the page, as a percentage
-        for value in report["rates"].values():
+        for value in [*report["rates"].values(), *report["healed_rates"].values()]:
             assert ("—" if value is None else f"{value:.1%}") in page
+    assert "With toolwire's recovery" in page
     assert reports[1]["counts"]["visible_calls"] == 1
     assert "the engine&#x27;s parser missed the model&#x27;s format" in page
     pngs = sorted(out.parent.glob("report-*.png"))
@@ -120,6 +121,16 @@ def test_two_bench_runs_then_their_report(
     assert not re.search(r'(src|href)="(https?:)?//', page)
     assert "<script" not in page
     assert "default-src 'none'" in page
+
+
+def test_older_runs_without_healed_rates_are_drawn_too(tmp_path: Path) -> None:
+    book = tmp_path / "lab.jsonl"
+    healed = {**entry()["rates"], "call_rate": 0.987}
+    book.write_text(json.dumps(entry()) + "\n" + json.dumps(entry(healed_rates=healed)) + "\n")
+    files = write_report(book, tmp_path / "r.html")
+    assert [r.healed_rates is None for r in files.shown] == [True, False]
+    page = files.html.read_text(encoding="utf-8")
+    assert page.count("98.7%") == 1  # the healed table lists only the run that has them
 
 
 def test_the_labbook_is_escaped_and_labels_are_not_formulas(tmp_path: Path) -> None:

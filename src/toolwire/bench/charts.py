@@ -18,7 +18,7 @@ from .labbook import COUNTS, RATES, Run
 
 __all__ = ["Chart", "draw_charts"]
 
-_LOWER_IS_BETTER = {"false_calls", *COUNTS, "seconds"}
+_LOWER_IS_BETTER = {"false_calls", "visible_calls", "multiple_calls", "request_errors", "seconds"}
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,17 @@ def _panels(
         values = [value(r, key) for r in runs]
         widths = [v if v is not None else 0.0 for v, _ in values]
         ax.barh(positions, widths, color=colours, height=0.7)
+        if key in RATES and any(r.healed_rates for r in runs):
+            healed = [(r.healed_rates or {}).get(key) for r in runs]
+            ax.barh(
+                positions,
+                [h if h is not None else 0.0 for h in healed],
+                height=0.7,
+                fill=False,
+                edgecolor="#333",
+                linestyle="--",
+                linewidth=0.8,
+            )
         top = 1.0 if share else max([*widths, 1e-9])
         for pos, (v, text) in zip(positions, values, strict=True):
             ax.text((v or 0.0) + top * 0.02, pos, text, va="center", fontsize=8)
@@ -137,7 +148,12 @@ def draw_charts(runs: Sequence[Run]) -> list[Chart]:
         per_reply = [("seconds", "seconds per reply")]
         seconds = _panels(runs, per_reply, _seconds, columns=1, share=False)
         return [
-            _render(rates, "rates", "The six rates, run by run"),
+            _render(
+                rates,
+                "rates",
+                "The six rates, run by run, as the engine sent each reply "
+                "(dashed outline: with toolwire's recovery)",
+            ),
             _render(counts, "diagnostics", "What went wrong, as a share of the replies"),
             _render(seconds, "seconds", "Seconds per reply"),
         ]

@@ -40,6 +40,7 @@ RATES: dict[str, str] = {
 #: What went wrong beside the rates, counted over a run's replies.
 COUNTS: dict[str, str] = {
     "visible_calls": "calls left as visible text",
+    "recovered": "calls toolwire recovered",
     "multiple_calls": "several calls in one reply",
     "request_errors": "request errors",
 }
@@ -76,6 +77,8 @@ class Run:
     repeat: int | None = None
     duration: float | None = None
     failures: dict[str, list[str]] = field(default_factory=dict)
+    #: The rates once toolwire's drift recovery has read each reply (older runs lack them).
+    healed_rates: dict[str, float | None] | None = None
 
     @property
     def replies(self) -> int | None:
@@ -156,6 +159,7 @@ def _run(entry: Any, number: int, line: int) -> Run:
         raise _NotARun("no 'rates' object: not a bench run")
     counts = entry.get("counts")
     counts = counts if isinstance(counts, Mapping) else {}
+    healed = entry.get("healed_rates")
     temperature = entry.get("temperature")
     thinking = entry.get("thinking")
     repeat = entry.get("repeat")
@@ -169,6 +173,11 @@ def _run(entry: Any, number: int, line: int) -> Run:
         repeat=_count(repeat, "repeat"),
         duration=_number(entry.get("duration"), "duration"),
         failures=_failures(entry.get("failures")),
+        healed_rates=(
+            {k: _number(healed.get(k), f"healed_rates.{k}", high=1.0) for k in RATES}
+            if isinstance(healed, Mapping)
+            else None
+        ),
         **{k: _text(entry.get(k)) for k in _TEXTS},
     )
 

@@ -67,21 +67,26 @@ def _percent(value: float | None) -> str:
     return "—" if value is None else f"{value:.1%}"
 
 
-def _best(runs: Sequence[Run], key: str) -> float | None:
-    values = [v for r in runs if (v := r.rates.get(key)) is not None]
+def _best(runs: Sequence[Run], key: str, *, healed: bool = False) -> float | None:
+    values = [
+        v
+        for r in runs
+        if (v := ((r.healed_rates or {}) if healed else r.rates).get(key)) is not None
+    ]
     if len(values) < 2:
         return None
     return min(values) if key == "false_calls" else max(values)
 
 
-def _rates_table(runs: Sequence[Run]) -> str:
+def _rates_table(runs: Sequence[Run], *, healed: bool = False) -> str:
     head = "".join(f"<th>{_e(t)}</th>" for t in RATES.values())
-    best = {k: _best(runs, k) for k in RATES}
+    best = {k: _best(runs, k, healed=healed) for k in RATES}
     rows = []
     for r in runs:
+        rates = (r.healed_rates or {}) if healed else r.rates
         cells = []
         for k in RATES:
-            v = r.rates.get(k)
+            v = rates.get(k)
             mark = " best" if v is not None and v == best[k] else ""
             cells.append(f'<td class="n{mark}">{_percent(v)}</td>')
         rows.append(f"<tr><th>{_e(r.label)}</th>{''.join(cells)}</tr>")
@@ -189,6 +194,12 @@ def render_html(
         skipped = f"<h2>Lines not read</h2><ul>{items}</ul>" + (
             f"<p>and {more} more.</p>" if more > 0 else ""
         )
+    healed = ""
+    if any(r.healed_rates for r in runs):
+        healed = (
+            "<p>With toolwire's recovery of calls the engine left in the text (the same "
+            f"replies):</p>{_rates_table([r for r in runs if r.healed_rates], healed=True)}"
+        )
     meaning = "".join(f"<li><b>{_e(RATES[k])}</b>: {_e(v)}</li>" for k, v in _MEANING.items())
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
@@ -197,7 +208,8 @@ def render_html(
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>toolwire bench: {_e(source)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>How reliably each model and engine calls tools</h1><p>{intro}.</p>"
-        f"<h2>Rates</h2>{_rates_table(runs)}{figures[0] if figures else ''}"
+        f"<h2>Rates</h2><p>As the engine sent each reply:</p>{_rates_table(runs)}"
+        f"{healed}{figures[0] if figures else ''}"
         f"<p>Each rate is over the cases it means something for:</p><ul>{meaning}</ul>"
         f"<h2>What went wrong</h2>{_counts_table(runs)}{''.join(figures[1:])}"
         f"<h2>Conditions</h2>{_conditions_table(runs)}"

@@ -6,6 +6,11 @@ over cases that expect a call; parse rate over replies with a call; schema valid
 arguments correct over replies that called the right tool; false calls over cases that
 expect none. Beside them: replies that left a call as visible text (the engine's parser
 missed the model's format), several calls in one reply, and request errors.
+
+Each reply is judged twice. First as the engine sent it: the request is made strict, so
+toolwire's drift recovery stays out of the way and the rates are the model's and engine's
+own. Then with that recovery applied to the same reply (``healed_rates``): what a caller
+going through toolwire gets. The gap between the two is what the engine's parser misses.
 """
 
 from __future__ import annotations
@@ -40,6 +45,9 @@ class Outcome:
     error: str = ""
     failures: list[str] = field(default_factory=list)
     visible_call: bool = False
+    #: The calls once toolwire's drift recovery has read the text, and their failures.
+    healed_calls: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)
+    healed_failures: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -48,20 +56,28 @@ class Report:
     outcomes: list[Outcome]
     duration: float = 0.0
 
-    def rates(self) -> dict[str, float | None]:
+    def rates(self, *, healed: bool = False) -> dict[str, float | None]:
+        """The six rates, as the engine sent each reply or (``healed``) after recovery."""
+
+        def calls(o: Outcome) -> list[tuple[str, dict[str, Any], str]]:
+            return o.healed_calls if healed else o.calls
+
+        def failures(o: Outcome) -> list[str]:
+            return o.healed_failures if healed else o.failures
+
         ok = [o for o in self.outcomes if not o.error]
         want = [o for o in ok if o.case.call]
         none = [o for o in ok if not o.case.call]
-        called = [o for o in want if o.calls]
-        any_call = [o for o in ok if o.calls]
-        parsed = [o for o in any_call if all(_parsed(c) for c in o.calls)]
-        right = [o for o in called if o.calls[0][0] == o.case.call]
-        valid = [o for o in right if "schema" not in " ".join(o.failures)]
+        called = [o for o in want if calls(o)]
+        any_call = [o for o in ok if calls(o)]
+        parsed = [o for o in any_call if all(_parsed(c) for c in calls(o))]
+        right = [o for o in called if calls(o)[0][0] == o.case.call]
+        valid = [o for o in right if "schema" not in " ".join(failures(o))]
         correct = [
             o
             for o in right
-            if not any(f.startswith("args:") for f in o.failures)
-            and "schema" not in " ".join(o.failures)
+            if not any(f.startswith("args:") for f in failures(o))
+            and "schema" not in " ".join(failures(o))
         ]
 
         def rate(part: list[Outcome], whole: list[Outcome]) -> float | None:
@@ -73,7 +89,7 @@ class Report:
             "right_tool": rate(right, called),
             "schema_valid": rate(valid, right),
             "arguments_correct": rate(correct, right),
-            "false_calls": rate([o for o in none if o.calls], none),
+            "false_calls": rate([o for o in none if calls(o)], none),
         }
 
     def counts(self) -> dict[str, int]:
@@ -82,6 +98,7 @@ class Report:
             "visible_calls": sum(o.visible_call for o in self.outcomes),
             "multiple_calls": sum(len(o.calls) > 1 for o in self.outcomes),
             "request_errors": sum(bool(o.error) for o in self.outcomes),
+            "recovered": sum(bool(o.healed_calls) and not o.calls for o in self.outcomes),
         }
 
     def failures(self) -> dict[str, list[str]]:
@@ -98,6 +115,7 @@ class Report:
         return {
             "prompts": self.prompts,
             "rates": self.rates(),
+            "healed_rates": self.rates(healed=True),
             "counts": self.counts(),
             "failures": self.failures(),
             "duration": round(self.duration, 2),
@@ -117,7 +135,10 @@ def _parsed(call: tuple[str, dict[str, Any], str]) -> bool:
 async def _one(
     backend: Backend, prompts: PromptSet, case: Case, options: dict[str, Any], timeout: float
 ) -> Outcome:
-    request = Request([{"role": "user", "content": case.prompt}], prompts.tools, **options)
+    # strict: the reply as the engine sent it; recovery is judged apart, below
+    request = Request(
+        [{"role": "user", "content": case.prompt}], prompts.tools, **options, strict=True
+    )
     outcome = Outcome(case)
     text: list[str] = []
 
@@ -141,38 +162,40 @@ async def _one(
     outcome.visible_call = bool(
         _MARKUP.search(outcome.text) or recover_calls(outcome.text, prompts.tools, lenient=True)
     )
+    outcome.failures = _judge(case, outcome.calls, prompts)
     if outcome.visible_call:
-        outcome.failures.append(
-            "a call left as visible text: the engine's parser missed the model's format"
+        outcome.failures.insert(
+            0, "a call left as visible text: the engine's parser missed the model's format"
         )
-    _judge(outcome, prompts)
+    outcome.healed_calls = outcome.calls
+    outcome.healed_failures = [f for f in outcome.failures if not f.startswith("a call left")]
+    if not outcome.calls:
+        found = recover_calls(outcome.text, prompts.tools)
+        if found:
+            outcome.healed_calls = found[0]
+            outcome.healed_failures = _judge(case, found[0], prompts)
     return outcome
 
 
-def _judge(outcome: Outcome, prompts: PromptSet) -> None:
-    case = outcome.case
+def _judge(
+    case: Case, calls: list[tuple[str, dict[str, Any], str]], prompts: PromptSet
+) -> list[str]:
     if not case.call:
-        if outcome.calls:
-            outcome.failures.append(f"called {outcome.calls[0][0]} with no call expected")
-        return
-    if not outcome.calls:
-        outcome.failures.append("no call")
-        return
-    name, arguments, text = outcome.calls[0]
+        return [f"called {calls[0][0]} with no call expected"] if calls else []
+    if not calls:
+        return ["no call"]
+    name, arguments, text = calls[0]
     if name != case.call:
-        outcome.failures.append(f"called {name}, not {case.call}")
-        return
+        return [f"called {name}, not {case.call}"]
     schema = next(
         t["function"].get("parameters", {}) for t in prompts.tools if t["function"]["name"] == name
     )
     try:
         done = prepare_arguments(text if text.strip() else arguments, schema, name=name)
     except ArgumentsError as exc:
-        outcome.failures.append("schema: " + (exc.problems[0] if exc.problems else exc.kind))
-        return
+        return ["schema: " + (exc.problems[0] if exc.problems else exc.kind)]
     problems = check_arguments(case, done.arguments)
-    if problems:
-        outcome.failures.append("args: " + ", ".join(problems))
+    return ["args: " + ", ".join(problems)] if problems else []
 
 
 async def run_bench(
@@ -209,14 +232,18 @@ def summary(report: Report) -> str:
     lines = [
         f"prompt set {report.prompts}, {report.counts()['runs']} runs, {report.duration:.1f} s"
     ]
+    healed = report.rates(healed=True)
+    lines.append(f"  {'':<18} {'as sent':>8} {'recovered':>10}")
     for key, value in report.rates().items():
-        shown = "n/a" if value is None else f"{value:6.1%}"
-        lines.append(f"  {key.replace('_', ' '):<18} {shown}")
+        shown = "n/a" if value is None else f"{value:.1%}"
+        fixed = "n/a" if healed[key] is None else f"{healed[key]:.1%}"
+        lines.append(f"  {key.replace('_', ' '):<18} {shown:>8} {fixed:>10}")
     counts = report.counts()
     lines.append(
         f"  calls left as visible text: {counts['visible_calls']}"
         + (" (the engine's parser missed the model's format)" if counts["visible_calls"] else "")
     )
+    lines.append(f"  calls toolwire recovered from the text: {counts['recovered']}")
     lines.append(f"  several calls in one reply: {counts['multiple_calls']}")
     lines.append(f"  request errors: {counts['request_errors']}")
     failures = report.failures()
