@@ -50,6 +50,36 @@ def test_a_list_of_calls() -> None:
     assert found is not None and [n for n, _, _ in found[0]] == ["get_weather", "write_file"]
 
 
+ROME = json.dumps({"name": "get_weather", "arguments": {"city": "Rome"}})
+
+
+def test_calls_as_json_lines_and_a_call_repeated_is_one_call() -> None:
+    found = recover_calls(f"{BARE}\n{ROME}\n", TOOLS)
+    assert found is not None and found[1] == "json-lines"
+    assert [a["city"] for _, a, _ in found[0]] == ["Paris", "Rome"]
+    # a small model repeating its call until the token limit: the tool runs once
+    found = recover_calls("```json\n" + f"{BARE}\n" * 4 + "```", TOOLS)
+    assert found is not None and len(found[0]) == 1
+    found = recover_calls(json.dumps([CALL, CALL, json.loads(ROME)]), TOOLS)
+    assert found is not None and len(found[0]) == 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"{BARE}\n{ROME[:-5]}",  # the last line cut short: not a whole reply of calls
+        f"{BARE}\n{ROME}\nDone.",
+        f"{BARE}\n" + json.dumps({"name": "launch_rockets", "arguments": {}}),
+        f"{BARE}\n" + "[" * 5000,  # deep brackets after a call: refused, no RecursionError
+        "\n".join(
+            json.dumps({"name": "get_weather", "arguments": {"city": str(i)}}) for i in range(65)
+        ),  # more lines than one reply may hold
+    ],
+)
+def test_json_lines_that_are_not_calls(text: str) -> None:
+    assert recover_calls(text, TOOLS) is None
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -156,9 +186,11 @@ def test_the_default_model_through_the_loop(llama_backend: LlamaCppBackend) -> N
             llama_backend, conversation, box, request_options={"max_tokens": 64, "temperature": 0.0}
         )
     )
-    # whatever the model did, no reply left the user a whole-reply call to a declared tool
-    for message in conversation.messages:
-        if message["role"] == "assistant" and isinstance(message.get("content"), str):
+    # whatever the model did, no reply to a turn that offered tools left the user a
+    # whole-reply call to a declared tool (the third turn, past the bound, offers none)
+    replies = [m for m in conversation.messages if m["role"] == "assistant"]
+    for message in replies[:2]:
+        if isinstance(message.get("content"), str):
             assert recover_calls(message["content"], box.schemas()) is None
     runs = [e for e in events if isinstance(e, ToolRun)]
     for run in runs:

