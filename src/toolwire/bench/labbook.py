@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +54,11 @@ MAX_LINE_BYTES = 1024 * 1024
 MAX_TEXT = 400
 #: At most this many cases' failures are kept per run.
 MAX_FAILED_CASES = 100
+
+#: Counts larger than this are not believed.
+MAX_COUNT = 10**12
+#: Characters that break a page or a chart (controls, non-characters) become U+FFFD.
+_UNSHOWABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
 
 _TEXTS = ("model", "engine", "base_url", "tool_choice", "date", "notes", "prompts")
 
@@ -115,7 +121,11 @@ def _text(value: Any) -> str:
     if value is None:
         return ""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
+    if len(text) > MAX_TEXT:
+        text = text[: MAX_TEXT - 1] + "…"
+    # a lone surrogate (JSON allows the escape) cannot be written as UTF-8, nor drawn
+    text = text.encode("utf-8", "replace").decode("utf-8")
+    return _UNSHOWABLE.sub("\ufffd", text)
 
 
 def _number(value: Any, where: str, *, low: float = 0.0, high: float | None = None) -> float | None:
@@ -136,8 +146,10 @@ def _number(value: Any, where: str, *, low: float = 0.0, high: float | None = No
 def _count(value: Any, where: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _NotARun(f"{where} must be a whole number of at least 0, not {_text(value)[:40]}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+        raise _NotARun(
+            f"{where} must be a whole number from 0 to {MAX_COUNT}, not {_text(value)[:40]}"
+        )
     return value
 
 

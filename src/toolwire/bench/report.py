@@ -225,6 +225,8 @@ def write_report(labbook: str | Path, out: str | Path, *, last: int | None = Non
     ``last`` keeps only the latest runs (at most :data:`MAX_RUNS` are drawn in any case).
     Raises :class:`LabbookError` when the labbook cannot be read or holds no runs.
     """
+    if last is not None and last < 1:
+        raise LabbookError(f"--last must be at least 1, not {last}")
     source, page = Path(labbook), Path(out)
     try:
         with source.open("rb") as f:

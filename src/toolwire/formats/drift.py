@@ -57,13 +57,15 @@ def recover_calls(
             break
     if not body.startswith(("{", "[")):
         return None
-    try:
-        value = read_json(body, strict=not lenient).value
-    except ReadError:
-        lines = _json_values(body)
-        if lines is None:
-            return None
+    # several calls one after another first: the lenient reader would keep only the first
+    lines = _json_values(body)
+    if lines is not None:
         value, shape = lines, "json-lines"
+    else:
+        try:
+            value = read_json(body, strict=not lenient).value
+        except ReadError:
+            return None
     items = value if isinstance(value, list) else [value]
     calls: list[tuple[str, dict[str, Any], str]] = []
     seen: set[tuple[str, str]] = set()
@@ -94,19 +96,22 @@ _MAX_LINES = 64
 def _json_values(body: str) -> list[Any] | None:
     """Several JSON values one after another, apart only by white space; else None.
 
-    Each value is decoded once and the first that fails ends the search, so the work is
-    linear in the text.
+    Each value is found once, then read by the strict reader, and the first that fails ends
+    the search, so the work is linear in the text.
     """
     decoder = json.JSONDecoder()
     values: list[Any] = []
     at = 0
     while at < len(body):
-        if len(values) == _MAX_LINES:
+        if len(values) == _MAX_LINES or body[at] != "{":
             return None
         try:
-            value, at = decoder.raw_decode(body, at)
-        except (ValueError, RecursionError):
+            _, end = decoder.raw_decode(body, at)
+            # each value as strictly as a single call: no NaN, within the reader's limits
+            value = read_json(body[at:end], strict=True).value
+        except (ValueError, RecursionError, ReadError):
             return None
+        at = end
         values.append(value)
         while at < len(body) and body[at] in " \t\r\n":
             at += 1
@@ -134,6 +139,9 @@ class DriftGuard:
         self._make_id = make_id or random_call_id
         self._held: list[Event] = []
         self._texts: list[str] = []
+        # the reply's opening, all that decides whether it may be a call (kept short, so
+        # holding a long reply costs linear time)
+        self._head = ""
         self._holding = ToolIndex(tools).known
         self._saw_call = False
         self._next = first_index
@@ -152,8 +160,10 @@ class DriftGuard:
                 self._saw_call = True
             if isinstance(event, TextDelta):
                 self._texts.append(event.text)
+                if len(self._head) < _HEAD:
+                    self._head = (self._head + event.text).lstrip()[:_HEAD]
             self._held.append(event)
-            if self._saw_call or not _may_be_a_call("".join(self._texts)):
+            if self._saw_call or not _may_be_a_call(self._head):
                 self._holding = False
                 out.extend(self._held)
                 self._held = []
@@ -196,9 +206,12 @@ class DriftGuard:
 _OPENINGS = ("{", "[", "```json", "```JSON", "```\n", "<tool_call>")
 
 
+_HEAD = 12
+
+
 def _may_be_a_call(text: str) -> bool:
     """Could a reply that starts like this still be nothing but a call?"""
-    head = text.lstrip()[:12]
+    head = text.lstrip()[:_HEAD]
     if not head:
         return True
     return any(o.startswith(head) or head.startswith(o) for o in _OPENINGS)

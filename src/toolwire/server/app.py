@@ -16,6 +16,7 @@ OpenAI's error shape; a failing engine a 502.
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -100,29 +101,59 @@ def _parse(body: bytes) -> tuple[Request, bool, bool]:
         raise _BadRequest("'tools' must be a list of {type: function, function: {...}}", "tools")
     choice = data.get("tool_choice")
     if choice is not None and choice not in ("auto", "none", "required"):
-        name = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
+        function = choice.get("function") if isinstance(choice, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
         if not isinstance(name, str):
             raise _BadRequest(
                 "'tool_choice' must be auto, none, required or a named function", "tool_choice"
             )
         tools = [t for t in tools or () if t["function"].get("name") == name]
         if not tools:
-            raise _BadRequest(f"tool_choice names {name!r}, which is not in 'tools'", "tool_choice")
+            raise _BadRequest(
+                f"tool_choice names {name[:80]!r}, which is not in 'tools'", "tool_choice"
+            )
     if choice == "none":
         tools = None
-    for key in ("temperature", "max_tokens"):
+    temperature = data.get("temperature")
+    if temperature is not None and not _finite(temperature):
+        raise _BadRequest("'temperature' must be a number", "temperature")
+    max_tokens = None
+    for key in ("max_tokens", "max_completion_tokens"):
         value = data.get(key)
-        if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)):
-            raise _BadRequest(f"'{key}' must be a number", key)
-    max_tokens = data.get("max_tokens") or data.get("max_completion_tokens")
+        if value is None:
+            continue
+        if not _finite(value) or value != int(value) or not 0 < value <= 10**9:
+            raise _BadRequest(f"'{key}' must be a whole number of at least 1", key)
+        max_tokens = max_tokens or int(value)
     request = Request(
         messages,
         tools or None,
         tool_choice=choice if tools else None,
-        temperature=data.get("temperature"),
-        max_tokens=int(max_tokens) if max_tokens else None,
+        temperature=temperature,
+        max_tokens=max_tokens,
     )
     return request, bool(data.get("stream")), data.get("parallel_tool_calls", True) is not False
+
+
+def _finite(value: Any) -> bool:
+    """A JSON number that is not NaN or infinite (Python's json reads both)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value) if isinstance(value, float) else abs(value) <= 10**18
+
+
+def _dumps(value: Any) -> str:
+    """JSON text that can always be sent as UTF-8.
+
+    JSON may carry the escape of a lone surrogate (``"\\ud800"``); decoded, it cannot be
+    encoded again as UTF-8, so such a value is sent with its escapes kept instead.
+    """
+    text = json.dumps(value, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value)
+    return text
 
 
 def _schemas(request: Request) -> dict[str, Mapping[str, Any]]:
@@ -138,27 +169,32 @@ def _schemas(request: Request) -> dict[str, Mapping[str, Any]]:
 def arguments_json(call: ToolCall, schema: Mapping[str, Any] | None) -> str:
     """The call's arguments as the JSON text a client will run the tool with.
 
-    Read forgivingly and typed by the tool's schema where that works (``"3"`` for an integer
-    becomes ``3``, single quotes and trailing commas are repaired). Where it does not, the
-    value as read, or else the model's own text unchanged: a client must never run a tool
-    with arguments the model did not send, so an unreadable call is not made an empty one.
+    Read forgivingly and typed by the tool's schema where that works and drops nothing
+    (``"3"`` for an integer becomes ``3``, single quotes and trailing commas are repaired).
+    Where it does not, the value as read, or else the model's own text unchanged: a client
+    must never run a tool with arguments the model did not send, so an unreadable call is
+    not made an empty one.
     """
     raw: str | dict[str, Any] = (
         call.arguments_text if call.arguments_text.strip() else call.arguments
     )
     if schema is not None:
         try:
-            typed = prepare_arguments(raw, schema, name=call.name).arguments
-            return json.dumps(typed, ensure_ascii=False)
+            done = prepare_arguments(raw, schema, name=call.name)
         except ArgumentsError:
             pass
+        else:
+            # typed only where nothing is lost: a field the schema does not list is the
+            # client's to judge, not ours to drop
+            if not done.dropped:
+                return _dumps(done.arguments)
     if isinstance(raw, dict):
-        return json.dumps(raw, ensure_ascii=False)
+        return _dumps(raw)
     try:
         value = read_json(raw).value
     except ReadError:
         return raw
-    return json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else raw
+    return _dumps(value) if isinstance(value, dict) else raw
 
 
 def _call_json(
@@ -228,7 +264,8 @@ def create_app(
                 media_type="text/event-stream",
             )
         try:
-            return JSONResponse(await _complete(backend, engine_request, rid, model_name, parallel))
+            reply = await _complete(backend, engine_request, rid, model_name, parallel)
+            return Response(_dumps(reply), media_type="application/json")
         except (BackendError, ToolwireError) as exc:
             return _error(502, f"the model behind the gateway failed: {exc}", "upstream_error")
 
@@ -287,7 +324,7 @@ async def _sse(
 
     def chunk(delta: Mapping[str, Any], finish: str | None = None) -> str:
         body = {**base, "choices": [{"index": 0, "delta": dict(delta), "finish_reason": finish}]}
-        return "data: " + json.dumps(body, ensure_ascii=False) + "\n\n"
+        return "data: " + _dumps(body) + "\n\n"
 
     yield chunk({"role": "assistant", "content": ""})
     schemas = _schemas(request)
