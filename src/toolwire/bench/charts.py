@@ -54,7 +54,7 @@ def _panels(
     # drawing itself once there are a few dozen runs.
     rows = -(-len(panels) // columns)
     labels = [r.label for r in runs]
-    left = 0.3 + 0.062 * max(len(label) for label in labels)
+    left = 0.35 + 0.07 * max(len(label) for label in labels)
     width, gap, title, ticks = 3.4, 0.45, 0.55, 0.4
     height = max(0.9, 0.28 * len(runs) + 0.3)
     fig_w = left + columns * width + (columns - 1) * gap + 0.5
@@ -73,6 +73,7 @@ def _panels(
         values = [value(r, key) for r in runs]
         widths = [v if v is not None else 0.0 for v, _ in values]
         ax.barh(positions, widths, color=colours, height=0.7)
+        healed: list[float | None] = [None] * len(runs)
         if key in RATES and any(r.healed_rates for r in runs):
             healed = [(r.healed_rates or {}).get(key) for r in runs]
             ax.barh(
@@ -85,8 +86,11 @@ def _panels(
                 linewidth=0.8,
             )
         top = 1.0 if share else max([*widths, 1e-9])
-        for pos, (v, text) in zip(positions, values, strict=True):
-            ax.text((v or 0.0) + top * 0.02, pos, text, va="center", fontsize=8)
+        for pos, (v, text), h in zip(positions, values, healed, strict=True):
+            if h is not None and h != v:
+                text += f" → {h:.0%}"
+            end = max(v or 0.0, h or 0.0)
+            ax.text(end + top * 0.02, pos, text, va="center", fontsize=8)
         ax.set_yticks(positions, labels if k % columns == 0 else [""] * len(runs))
         ax.invert_yaxis()
         ax.set_xlim(0, top * 1.3)
