@@ -64,6 +64,20 @@ def test_calls_as_json_lines_and_a_call_repeated_is_one_call() -> None:
     assert found is not None and len(found[0]) == 2
 
 
+@pytest.mark.parametrize("tail", [ROME[:-5], ROME[:25], ROME[:30], "{"])
+def test_a_reply_cut_at_the_token_limit_keeps_its_complete_calls(tail: str) -> None:
+    text = f"{BARE}\n{BARE}\n{tail}"
+    assert recover_calls(text, TOOLS) is None  # not cut by the engine: not a reply of calls
+    found = recover_calls(text, TOOLS, cut=True)
+    assert found is not None and found[1] == "json-lines-cut"
+    assert [(n, a) for n, a, _ in found[0]] == [("get_weather", {"city": "Paris", "days": 3})]
+
+
+@pytest.mark.parametrize("tail", [ROME + " and more", '{"a" 1', "Sorry", "[1, 2"])
+def test_after_a_cut_only_an_unfinished_call_may_follow(tail: str) -> None:
+    assert recover_calls(f"{BARE}\n{tail}", TOOLS, cut=True) is None
+
+
 @pytest.mark.parametrize(
     "text",
     [

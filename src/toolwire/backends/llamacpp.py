@@ -217,7 +217,7 @@ class LlamaCppBackend:
                     yield event
             events = parser.finish() if parser else []
             if guard:
-                events = guard.push(events) + guard.end()
+                events = guard.push(events) + guard.end(cut=finish == "length")
             for event in events:
                 calls += isinstance(event, CallEnd)
                 yield event

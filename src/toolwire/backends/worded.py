@@ -64,7 +64,7 @@ async def recover_drift(
     guard = DriftGuard(tools, release_on_start=True)
     async for event in events:
         if isinstance(event, Done):
-            for held in guard.end():
+            for held in guard.end(cut=event.finish_reason == "length"):
                 yield held
             yield Done("tool_calls", event.usage) if guard.recovered else event
         else:

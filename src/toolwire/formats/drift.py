@@ -14,6 +14,10 @@ Shapes recovered, the whole reply being:
 ``unclosed-tag``    ``<tool_call>`` and the JSON, the closing tag never written
 ``json-lines``      several call objects one after another (a small model's parallel calls)
 
+When the engine cut the reply at its token limit, the complete calls before the cut are
+recovered and the unfinished one after them is dropped (the notice names the shape
+``json-lines-cut``).
+
 The same call written more than once in one reply is recovered once: small models repeat a
 call until the token limit, and a client would otherwise run the tool that many times.
 """
@@ -38,12 +42,18 @@ _MAX_CHARS = 256 * 1024
 
 
 def recover_calls(
-    text: str, tools: Sequence[Mapping[str, Any]] | None, *, lenient: bool = False
+    text: str,
+    tools: Sequence[Mapping[str, Any]] | None,
+    *,
+    lenient: bool = False,
+    cut: bool = False,
 ) -> tuple[list[tuple[str, dict[str, Any], str]], str] | None:
     """The calls a whole reply drifted into: ``([(name, arguments, text)], shape)`` or None.
 
     ``None`` unless the reply is nothing but calls to declared tools. ``lenient`` reads the
     JSON as almost-JSON (for tools in words, where the model was only asked in prose).
+    ``cut`` says the engine stopped the reply at its token limit: complete calls followed by
+    the start of another are then read as ``json-lines-cut``.
     """
     index = ToolIndex(tools)
     if not index.known or len(text) > _MAX_CHARS:
@@ -58,9 +68,9 @@ def recover_calls(
     if not body.startswith(("{", "[")):
         return None
     # several calls one after another first: the lenient reader would keep only the first
-    lines = _json_values(body)
+    lines = _json_values(body, cut=cut)
     if lines is not None:
-        value, shape = lines, "json-lines"
+        value, shape = lines
     else:
         try:
             value = read_json(body, strict=not lenient).value
@@ -93,11 +103,12 @@ def recover_calls(
 _MAX_LINES = 64
 
 
-def _json_values(body: str) -> list[Any] | None:
-    """Several JSON values one after another, apart only by white space; else None.
+def _json_values(body: str, *, cut: bool = False) -> tuple[list[Any], str] | None:
+    """Several JSON objects one after another, apart only by white space; else None.
 
     Each value is found once, then read by the strict reader, and the first that fails ends
-    the search, so the work is linear in the text.
+    the search, so the work is linear in the text. With ``cut``, an unfinished object after
+    complete ones ends the reply (the engine stopped it there).
     """
     decoder = json.JSONDecoder()
     values: list[Any] = []
@@ -110,12 +121,37 @@ def _json_values(body: str) -> list[Any] | None:
             # each value as strictly as a single call: no NaN, within the reader's limits
             value = read_json(body[at:end], strict=True).value
         except (ValueError, RecursionError, ReadError):
+            if cut and values and _unfinished(body[at:]):
+                return values, "json-lines-cut"
             return None
         at = end
         values.append(value)
         while at < len(body) and body[at] in " \t\r\n":
             at += 1
-    return values if len(values) > 1 else None
+    return (values, "json-lines") if len(values) > 1 else None
+
+
+def _unfinished(tail: str) -> bool:
+    """Is ``tail`` the start of a JSON object that the text ran out on?
+
+    Closed at its end by the lenient reader (which closes open strings and brackets, and
+    nothing more when the text is otherwise JSON), it reads; as it stands, it does not.
+    """
+    try:
+        read_json(tail, strict=True)
+    except ReadError:
+        pass
+    else:
+        return False
+    try:
+        result = read_json(tail)
+    except ReadError as exc:
+        return exc.what.startswith("the arguments end ")  # cut inside a key or before a value
+    return isinstance(result.value, dict) and set(result.repairs) <= _CLOSING
+
+
+#: The lenient reader's repairs that only finish a text cut short.
+_CLOSING = {"unclosed-string", "unclosed-brackets", "truncated"}
 
 
 class DriftGuard:
@@ -170,13 +206,17 @@ class DriftGuard:
                 return out + list(events[position + 1 :])
         return out
 
-    def end(self) -> list[Event]:
-        """The reply is over: recovered calls, or the held text as it was."""
+    def end(self, *, cut: bool = False) -> list[Event]:
+        """The reply is over: recovered calls, or the held text as it was.
+
+        ``cut``: the engine stopped the reply at its token limit.
+        """
         if not self._holding:
             return []
         self._holding = False
         held, self._held = self._held, []
-        found = None if self._saw_call else recover_calls("".join(self._texts), self._tools)
+        text = "".join(self._texts)
+        found = None if self._saw_call else recover_calls(text, self._tools, cut=cut)
         if found is None:
             return held
         calls, shape = found
