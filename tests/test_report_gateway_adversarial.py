@@ -8,10 +8,8 @@ should happen instead.
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import math
-import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -28,42 +26,15 @@ from toolwire.formats.drift import DriftGuard, recover_calls
 from toolwire.messages import ToolCall
 from toolwire.server import create_app
 
+from .test_bench_report import entry as run_entry
+from .test_bench_report import svgs
+
 # --------------------------------------------------------------------------- helpers
 
 
 def entry(**changes: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "prompts": "toolwire-bench v1",
-        "rates": {
-            "call_rate": 0.9,
-            "parse_rate": 1.0,
-            "right_tool": 0.8,
-            "schema_valid": 0.9,
-            "arguments_correct": 0.7,
-            "false_calls": 0.1,
-        },
-        "healed_rates": {
-            "call_rate": 1.0,
-            "parse_rate": 1.0,
-            "right_tool": 0.8,
-            "schema_valid": 0.9,
-            "arguments_correct": 0.7,
-            "false_calls": 0.1,
-        },
-        "counts": {"runs": 10, "visible_calls": 1, "multiple_calls": 0, "request_errors": 0},
-        "failures": {"weather": ["args: days=5"]},
-        "duration": 12.5,
-        "model": "qwen",
-        "engine": "llama-server",
-        "temperature": 0,
-        "tool_choice": "auto",
-        "thinking": True,
-        "repeat": 1,
-        "date": "2026-11-29T10:00:00+00:00",
-        "notes": "",
-    }
-    base.update(changes)
-    return base
+    """A run as the bench writes it, with the rates after recovery too (both are drawn)."""
+    return run_entry(**{"healed_rates": {**run_entry()["rates"], "call_rate": 1.0}, **changes})
 
 
 def labbook(tmp_path: Path, *entries: dict[str, Any]) -> Path:
@@ -71,13 +42,6 @@ def labbook(tmp_path: Path, *entries: dict[str, Any]) -> Path:
     path = tmp_path / "lab.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="ascii")
     return path
-
-
-def svgs(page: str) -> list[str]:
-    return [
-        base64.b64decode(m).decode("utf-8")
-        for m in re.findall(r'src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"', page)
-    ]
 
 
 def report_or_labbook_error(book: Path, out: Path, **kwargs: Any) -> Any:

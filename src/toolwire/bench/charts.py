@@ -75,7 +75,7 @@ def _panels(
         ax.barh(positions, widths, color=colours, height=0.7)
         healed: list[float | None] = [None] * len(runs)
         if key in RATES and any(r.healed_rates for r in runs):
-            healed = [(r.healed_rates or {}).get(key) for r in runs]
+            healed = [r.rates_of(healed=True).get(key) for r in runs]
             ax.barh(
                 positions,
                 [h if h is not None else 0.0 for h in healed],

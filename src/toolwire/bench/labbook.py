@@ -86,6 +86,10 @@ class Run:
     #: The rates once toolwire's drift recovery has read each reply (older runs lack them).
     healed_rates: dict[str, float | None] | None = None
 
+    def rates_of(self, *, healed: bool = False) -> dict[str, float | None]:
+        """The rates as sent, or after recovery (empty for older runs that lack them)."""
+        return (self.healed_rates or {}) if healed else self.rates
+
     @property
     def replies(self) -> int | None:
         return self.counts.get("runs")

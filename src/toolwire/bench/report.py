@@ -68,11 +68,7 @@ def _percent(value: float | None) -> str:
 
 
 def _best(runs: Sequence[Run], key: str, *, healed: bool = False) -> float | None:
-    values = [
-        v
-        for r in runs
-        if (v := ((r.healed_rates or {}) if healed else r.rates).get(key)) is not None
-    ]
+    values = [v for r in runs if (v := r.rates_of(healed=healed).get(key)) is not None]
     if len(values) < 2:
         return None
     return min(values) if key == "false_calls" else max(values)
@@ -83,7 +79,7 @@ def _rates_table(runs: Sequence[Run], *, healed: bool = False) -> str:
     best = {k: _best(runs, k, healed=healed) for k in RATES}
     rows = []
     for r in runs:
-        rates = (r.healed_rates or {}) if healed else r.rates
+        rates = r.rates_of(healed=healed)
         cells = []
         for k in RATES:
             v = rates.get(k)

@@ -73,11 +73,7 @@ class Report:
         parsed = [o for o in any_call if all(_parsed(c) for c in calls(o))]
         right = [o for o in called if calls(o)[0][0] == o.case.call]
         valid = [o for o in right if not any(f.startswith("schema:") for f in failures(o))]
-        correct = [
-            o
-            for o in valid
-            if not any(f.startswith("args:") for f in failures(o))
-        ]
+        correct = [o for o in valid if not any(f.startswith("args:") for f in failures(o))]
 
         def rate(part: list[Outcome], whole: list[Outcome]) -> float | None:
             return len(part) / len(whole) if whole else None

@@ -134,24 +134,20 @@ def _json_values(body: str, *, cut: bool = False) -> tuple[list[Any], str] | Non
 def _unfinished(tail: str) -> bool:
     """Is ``tail`` the start of a JSON object that the text ran out on?
 
-    Closed at its end by the lenient reader (which closes open strings and brackets, and
-    nothing more when the text is otherwise JSON), it reads; as it stands, it does not.
+    It is when the lenient reader needs only to close it at its end (open strings and
+    brackets), or stops because it ends inside a key or before a value. (``tail`` never
+    reads strictly here: the strict search has just failed on it.)
     """
-    try:
-        read_json(tail, strict=True)
-    except ReadError:
-        pass
-    else:
-        return False
     try:
         result = read_json(tail)
     except ReadError as exc:
-        return exc.what.startswith("the arguments end ")  # cut inside a key or before a value
-    return isinstance(result.value, dict) and set(result.repairs) <= _CLOSING
+        return exc.what.startswith("the arguments end ")
+    repairs = set(result.repairs)
+    return isinstance(result.value, dict) and bool(repairs) and repairs <= _CLOSING
 
 
 #: The lenient reader's repairs that only finish a text cut short.
-_CLOSING = {"unclosed-string", "unclosed-brackets", "truncated"}
+_CLOSING = {"unclosed-string", "unclosed-brackets"}
 
 
 class DriftGuard:
@@ -215,8 +211,9 @@ class DriftGuard:
             return []
         self._holding = False
         held, self._held = self._held, []
-        text = "".join(self._texts)
-        found = None if self._saw_call else recover_calls(text, self._tools, cut=cut)
+        found = (
+            None if self._saw_call else recover_calls("".join(self._texts), self._tools, cut=cut)
+        )
         if found is None:
             return held
         calls, shape = found

@@ -293,8 +293,9 @@ async def _complete(
     if reasoning:
         message["reasoning_content"] = reasoning
     if calls:
+        schemas = _schemas(request)
         message["tool_calls"] = [
-            {k: v for k, v in _call_json(c, i, _schemas(request)).items() if k != "index"}
+            {k: v for k, v in _call_json(c, i, schemas).items() if k != "index"}
             for i, c in enumerate(calls)
         ]
     finish = "tool_calls" if calls else done.finish_reason
