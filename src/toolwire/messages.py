@@ -13,15 +13,19 @@ __all__ = ["ToolCall", "assistant_message", "tool_message"]
 class ToolCall:
     """One call a model made.
 
-    ``arguments`` is the mapping typed by the tool's schema (when it was known);
-    ``arguments_text`` keeps the text the model actually wrote for them, because a later
-    check or a repair needs to see what was sent, not what we made of it.
+    ``arguments`` is the mapping as the model's grammar gives it, not yet typed: typing by
+    the tool's schema happens once, in :func:`toolwire.prepare_arguments`, where every change
+    is named. ``arguments_text`` keeps the text the model actually wrote for them, because a
+    later check or a repair needs to see what was sent, not what we made of it.
+    ``text_values`` is True when the grammar can only write each argument as text (the XML
+    families): the argument pipeline then reads each value by the tool's schema.
     """
 
     id: str
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
     arguments_text: str = ""
+    text_values: bool = False
 
     def to_openai(self) -> dict[str, Any]:
         """The call in OpenAI's chat shape, ``arguments`` as a mapping (for templates)."""

@@ -14,7 +14,7 @@ from ..errors import ArgumentsError
 from .explain import cap_problems, check, describe_value, signature
 from .normalise import normalise
 from .read import ReadError, read_json
-from .schema import declared, matching_pattern, recursive_unions, validator_for
+from .schema import declared, matching_pattern, recursive_unions, types_of, validator_for
 
 __all__ = ["PreparedArguments", "prepare_arguments"]
 
@@ -58,13 +58,18 @@ def prepare_arguments(
     *,
     strict: bool = False,
     name: str = "the tool",
+    text_values: bool = False,
 ) -> PreparedArguments:
     """Turn what the model sent into arguments the tool can take, or explain why not.
 
     ``raw`` is the argument text (or an already decoded mapping, as some providers send);
     ``schema`` is the tool's parameters schema. With ``strict`` nothing is repaired or
     normalised: the arguments must be valid JSON that fits the schema as sent, and fields
-    the tool does not take are errors. Raises :class:`~toolwire.errors.ArgumentsError` only.
+    the tool does not take are errors. ``text_values`` says the grammar wrote every value as
+    text (XML parameters): a value for a parameter that is not text is read as the JSON it
+    spells (``3``, ``[1, 2]``), as the grammar means it — that is no repair; Python's
+    ``True``/``False``/``None`` are the named repair ``python-literals``.
+    Raises :class:`~toolwire.errors.ArgumentsError` only.
     """
     repairs: list[str] = []
     validator = validator_for(schema)  # a broken schema is refused before any value is judged
@@ -91,6 +96,8 @@ def prepare_arguments(
         )
     if not all(isinstance(k, str) for k in value):
         raise _invalid(name, ["- the arguments: every field name must be text."], schema)
+    if text_values:
+        value = _read_text_values(value, schema)
     if not strict:
         value = _unwrap_envelope(value, schema, repairs)
     if recursive_unions(schema) and _nesting(value) > MAX_UNION_NESTING:
@@ -185,6 +192,22 @@ def _unwrap_envelope(
     return inner
 
 
-def _open(schema: Mapping[str, Any]) -> bool:
-    extra = schema.get("additionalProperties")
-    return extra is True or isinstance(extra, Mapping)
+def _read_text_values(value: dict[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Each text value of a parameter that is not text, read as the JSON it spells.
+
+    A value that is not JSON stays text: normalising may still read it (``True`` as
+    ``python-literals``), and otherwise the check names it.
+    """
+    props, _, _ = declared(schema, schema)
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        prop = props.get(key)
+        types = types_of(prop, schema, infer=False) if prop is not None else None
+        if isinstance(item, str) and types is not None and "string" not in types:
+            try:
+                read = read_json(item.strip(), strict=True).value
+            except ReadError:
+                read = item
+            item = read
+        out[key] = item
+    return out
