@@ -20,6 +20,7 @@ from .errors import (
     TemplateError,
     TemplateSecurityError,
     ToolwireError,
+    UsageError,
 )
 from .events import (
     CallAbort,
@@ -39,6 +40,7 @@ from .formats.detect import Detection, detect_format, resolve_format
 from .formats.registry import family_names, get_family
 from .loop import run_loop, run_loop_sync
 from .messages import ToolCall
+from .pipeline import ModelMemory, default_memory
 from .templates import ChatTemplate, GGUFInfo, load_template, read_gguf
 from .tools import Tool, Toolbox, ToolDefinitionError, ToolDenied, ToolUnavailable
 
@@ -63,6 +65,7 @@ __all__ = [
     "LabbookError",
     "LimitError",
     "LlamaCppBackend",
+    "ModelMemory",
     "ModelNotFoundError",
     "Notice",
     "OllamaBackend",
@@ -84,8 +87,10 @@ __all__ = [
     "ToolUnavailable",
     "Toolbox",
     "ToolwireError",
+    "UsageError",
     "__version__",
     "assemble",
+    "default_memory",
     "detect_format",
     "family_names",
     "get_family",

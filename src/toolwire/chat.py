@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from .backends.base import Backend
+from .pipeline import Backend
 from .conversation import Conversation
 from .events import CallEnd, Event, Notice, TextDelta, ToolResult, ToolRun
 from .loop import run_loop_sync

@@ -18,11 +18,19 @@ __all__ = [
     "TemplateError",
     "TemplateSecurityError",
     "ToolwireError",
+    "UsageError",
 ]
 
 
 class ToolwireError(Exception):
     """Base of every error toolwire raises on purpose."""
+
+
+class UsageError(ToolwireError, ValueError):
+    """A call to toolwire that cannot work: a bad setting, option, message or tool.
+
+    Also a ``ValueError``, so callers that catch that keep working.
+    """
 
 
 class LimitError(ToolwireError):

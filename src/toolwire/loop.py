@@ -20,7 +20,7 @@ from contextlib import aclosing
 from typing import Any
 
 from .arguments import prepare_arguments
-from .backends.base import Backend, Request, stream_sync
+from .pipeline import Backend, Request, stream_sync
 from .conversation import Conversation, resolve_settings
 from .errors import ArgumentsError
 from .events import CallEnd, Event, Notice, TextDelta, ToolResult, ToolRun
@@ -135,7 +135,9 @@ def _prepare(
         if isinstance(decoded, dict) and tool.session & set(decoded):
             raw = {k: v for k, v in decoded.items() if k not in tool.session}
     try:
-        done = prepare_arguments(raw, tool.parameters, strict=s["strict"], name=tool.name)
+        done = prepare_arguments(
+            raw, tool.parameters, strict=s["strict"], name=tool.name, text_values=call.text_values
+        )
     except ArgumentsError as exc:
         return call, tool, ToolResult(call.id, call.name, exc.explanation, "invalid")
     arguments = {k: v for k, v in done.arguments.items() if k not in tool.session}

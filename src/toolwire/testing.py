@@ -1,10 +1,12 @@
-"""Test doubles shipped with the library: a fake OpenAI-compatible (and Ollama) server.
+"""Test doubles shipped with the library: a fake OpenAI-compatible (and Ollama) server, and
+a scripted stand-in for llama-cpp's ``Llama``.
 
 It speaks real HTTP on 127.0.0.1 (Starlette under uvicorn, in a thread), streams scripted
 replies as server-sent events exactly as providers do (or JSON lines, for Ollama's
 ``/api/chat``), and records every request body, so a test can check what the client sent
 next: the assistant message with its calls, one tool message per call id, in order.
-Callers' own tests can use it the same way.
+Callers' own tests can use it the same way. :class:`ScriptedLlama` replays a reply through
+:class:`~toolwire.LlamaCppBackend` where a real model cannot be made to write a given shape.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-__all__ = ["FakeOpenAIServer", "ServedApp", "text_deltas", "tool_call_deltas"]
+__all__ = ["FakeOpenAIServer", "ScriptedLlama", "ServedApp", "text_deltas", "tool_call_deltas"]
 
 
 class ServedApp:
@@ -246,3 +248,37 @@ class FakeOpenAIServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class ScriptedLlama:
+    """Stands in for llama-cpp's ``Llama`` (``LlamaCppBackend(path, llama=ScriptedLlama(…))``):
+    the chat template is the one given, tokens are characters, and each generation replays
+    the next scripted reply (the last one again when they run out). ``prompts`` records what
+    the model was given."""
+
+    def __init__(self, template: str, *replies: str, n_ctx: int = 100_000) -> None:
+        self.metadata = {"tokenizer.chat_template": template}
+        self.replies = list(replies) or [""]
+        self.prompts: list[str] = []
+        self._n_ctx = n_ctx
+
+    def n_ctx(self) -> int:
+        return self._n_ctx
+
+    def token_bos(self) -> int:
+        return -1
+
+    def token_eos(self) -> int:
+        return 0
+
+    def tokenize(self, text: bytes, add_bos: bool = False, special: bool = False) -> list[int]:
+        return [ord(c) for c in text.decode()]
+
+    def detokenize(self, tokens: list[int], special: bool = False) -> bytes:
+        return "".join(chr(t) for t in tokens if t).encode()
+
+    def generate(self, tokens: Sequence[int], **_: Any) -> Any:
+        self.prompts.append("".join(chr(t) for t in tokens))
+        reply = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+        yield from (ord(c) for c in reply)
+        yield 0

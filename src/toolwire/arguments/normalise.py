@@ -206,12 +206,6 @@ def _coerce(value: Any, types: set[str], ctx: _Ctx, depth: int) -> Any:
         if "boolean" in types and value in ("true", "false"):
             ctx.repair("boolean-from-string")
             return value == "true"
-        if "boolean" in types and value in ("True", "False"):
-            ctx.repair("python-literals")  # what an XML grammar renders with Jinja's string
-            return value == "True"
-        if "null" in types and value == "None":
-            ctx.repair("python-literals")
-            return None
         if types & {"array", "object"} and value.lstrip()[:1] in ("[", "{"):
             try:
                 read = read_json(value, max_depth=max(1, MAX_ARGUMENT_DEPTH - depth))

@@ -97,7 +97,7 @@ def prepare_arguments(
     if not all(isinstance(k, str) for k in value):
         raise _invalid(name, ["- the arguments: every field name must be text."], schema)
     if text_values:
-        value = _read_text_values(value, schema)
+        value = _read_text_values(value, schema, repairs, strict=strict)
     if not strict:
         value = _unwrap_envelope(value, schema, repairs)
     if recursive_unions(schema) and _nesting(value) > MAX_UNION_NESTING:
@@ -192,11 +192,15 @@ def _unwrap_envelope(
     return inner
 
 
-def _read_text_values(value: dict[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+def _read_text_values(
+    value: dict[str, Any], schema: Mapping[str, Any], repairs: list[str], *, strict: bool
+) -> dict[str, Any]:
     """Each text value of a parameter that is not text, read as the JSON it spells.
 
-    A value that is not JSON stays text: normalising may still read it (``True`` as
-    ``python-literals``), and otherwise the check names it.
+    Python's ``True``/``False``/``None`` where a boolean or null is wanted (what a template
+    renders with Jinja's ``string`` filter) are the named repair ``python-literals``. Any
+    other text stays text (and with ``strict`` so does a Python literal): normalising may
+    still read it, and otherwise the check names it.
     """
     props, _, _ = declared(schema, schema)
     out: dict[str, Any] = {}
@@ -204,10 +208,21 @@ def _read_text_values(value: dict[str, Any], schema: Mapping[str, Any]) -> dict[
         prop = props.get(key)
         types = types_of(prop, schema, infer=False) if prop is not None else None
         if isinstance(item, str) and types is not None and "string" not in types:
-            try:
-                read = read_json(item.strip(), strict=True).value
-            except ReadError:
-                read = item
-            item = read
+            text = item.strip()
+            if not strict and text in _PY_LITERALS and _json_kind(_PY_LITERALS[text]) in types:
+                item = _PY_LITERALS[text]
+                repairs.append("python-literals")
+            else:
+                try:
+                    item = read_json(text, strict=True).value
+                except ReadError:
+                    pass
         out[key] = item
     return out
+
+
+_PY_LITERALS = {"True": True, "False": False, "None": None}
+
+
+def _json_kind(value: Any) -> str:
+    return "null" if value is None else "boolean"

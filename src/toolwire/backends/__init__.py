@@ -1,6 +1,6 @@
-"""Backends: each model behind one interface, yielding the same events."""
+"""Backends: the transports that reach each model, behind the one reply pipeline."""
 
-from .base import Backend, Request, stream_sync
+from ..pipeline import Backend, Request, stream_sync
 from .ollama import OllamaBackend
 from .openai import PROVIDERS, OpenAIBackend
 

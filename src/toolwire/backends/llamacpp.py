@@ -5,8 +5,9 @@ prompt is tokenised with special tokens parsed; each generated token is decoded 
 tokens kept as text (``<tool_call>``, ``[TOOL_CALLS]``, ``<|python_tag|>``), UTF-8 kept
 intact across tokens; generation stops at an end-of-generation token or ``max_tokens`` — no
 stop strings, the model ends its turn itself — and the text goes through the detected
-family's stream parser. Thinking is off unless asked for. The context budget counts the
-prompt with its tool block, in the model's own tokens.
+family's stream parser — in the reply pipeline, which decides for this transport as for every
+other. Thinking is off unless asked for. The context budget counts the prompt with its tool
+block, in the model's own tokens.
 """
 
 from __future__ import annotations
@@ -21,25 +22,32 @@ from typing import Any
 
 from ..conversation import prune
 from ..errors import BackendError, ModelNotFoundError
-from ..events import CallEnd, Done, Event, Notice, TextDelta
-from ..formats.base import Family, ReplyStream
+from ..events import Done, Event, TextDelta
+from ..formats.base import Family
 from ..formats.detect import resolve_format
-from ..formats.drift import DriftGuard
 from ..formats.reasoning import opens_reasoning
-from ..formats.words import Words
-from ..prompted import tools_in_words, transcript_in_words
+from ..pipeline import (
+    ModelMemory,
+    Plan,
+    Prepared,
+    Request,
+    Transport,
+    decide,
+    default_memory,
+    in_words,
+)
 from ..templates import ChatTemplate
-from .base import Request
 
 __all__ = ["LlamaCppBackend"]
 
 _END = object()
 
 
-class LlamaCppBackend:
+class LlamaCppBackend(Transport):
     """A GGUF model run in this process."""
 
     name = "llamacpp"
+    native_tools = False
 
     def __init__(
         self,
@@ -51,6 +59,7 @@ class LlamaCppBackend:
         seed: int = 0,
         default_max_tokens: int = 512,
         llama: Any = None,
+        memory: ModelMemory | None = None,
     ) -> None:
         if llama is None:
             try:
@@ -69,7 +78,11 @@ class LlamaCppBackend:
                 verbose=False,
             )
         self.llama = llama
+        self.model = Path(model_path).stem
+        self.endpoint = "local:" + str(model_path)
+        self.memory = memory if memory is not None else default_memory()
         self.n_ctx = int(llama.n_ctx())
+        self.context_tokens = self.n_ctx
         self.default_max_tokens = default_max_tokens
         self.template = self._template(Path(model_path).stem)
         self.family: Family | None = resolve_format(tool_format, self.template)
@@ -122,35 +135,33 @@ class LlamaCppBackend:
             return self.family
         return resolve_format(request.tool_format, self.template)
 
-    def prompt(self, request: Request) -> str:
+    def prompt(self, request: Request, plan: Plan | None = None) -> str:
         """The rendered prompt for a request, as the model will read it.
 
-        A model whose template has no tool format gets its tools in words: listed in the
-        system prompt, earlier calls and results written out as text.
+        ``plan`` is the pipeline's decision; without one it is made here the same way, so
+        the prompt shown (``toolwire render``, tests) is the one the model gets.
         """
-        family = self.family_for(request)
-        if request.tools and family is None:
-            system, _ = tools_in_words(request.tools, self.n_ctx, self.count_tokens)
-            messages = transcript_in_words(request.messages, system)
-            return self.template.render(
-                messages, None, add_generation_prompt=True, enable_thinking=bool(request.think)
-            )
+        if plan is None:
+            plan, _ = decide(self, request, self.memory.recall(self.endpoint, self.model))
+            if plan.mode == "words":
+                request, _ = in_words(self, request)
+        family = plan.family if plan.mode == "grammar" else self.family_for(request)
         return self.template.render(
             request.messages,
-            request.tools if family else None,
+            request.tools if plan.mode == "grammar" else None,
             add_generation_prompt=True,
             enable_thinking=bool(request.think),
             call_ids=family.call_ids if family else "keep",
         )
 
-    def _fit(self, request: Request, max_tokens: int) -> tuple[Request, str, list[int]]:
+    def _fit(self, request: Request, plan: Plan, max_tokens: int) -> tuple[Request, str, list[int]]:
         """The request, pruned by whole turns (oldest first) until its prompt — tool block
         included, in the model's own tokens — leaves room for ``max_tokens``."""
         add_bos = str((self.llama.metadata or {}).get("tokenizer.ggml.add_bos_token")) == "true"
         budget = self.n_ctx - max_tokens
         messages: Sequence[Mapping[str, Any]] = list(request.messages)
         while True:
-            text = self.prompt(replace(request, messages=messages))
+            text = self.prompt(replace(request, messages=messages), plan)
             tokens = self.llama.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
             if len(tokens) <= budget:
                 return replace(request, messages=messages), text, tokens
@@ -169,26 +180,19 @@ class LlamaCppBackend:
 
     # ------------------------------------------------------------------ generation
 
-    async def stream(self, request: Request) -> AsyncGenerator[Event, None]:
+    def prepare(self, request: Request, plan: Plan) -> Prepared:
+        """The prompt rendered as the plan says and fitted to the window, as tokens."""
         max_tokens = request.max_tokens or self.default_max_tokens
-        request, text, tokens = self._fit(request, max_tokens)
-        parser: ReplyStream | None = None
-        guard: DriftGuard | None = None
-        family = self.family_for(request)
-        if family is not None and request.tools:
-            parser = family.stream(request.tools, reasoning_open=opens_reasoning(text))
-            if not request.strict:
-                guard = DriftGuard(request.tools)
-        elif request.tools:  # tools in words
-            _, tier = tools_in_words(request.tools, self.n_ctx, self.count_tokens)
-            if tier == "none":
-                yield Notice(
-                    "no-tools",
-                    f"the model's window ({self.n_ctx} tokens) cannot hold even the shortest "
-                    "tool list; it answers without tools",
-                )
-            else:
-                parser = Words().stream(request.tools, reasoning_open=opens_reasoning(text))
+        fitted, text, tokens = self._fit(request, plan, max_tokens)
+        return Prepared(
+            replace(fitted, max_tokens=max_tokens), tokens, reasoning_open=opens_reasoning(text)
+        )
+
+    async def send(self, prepared: Prepared) -> AsyncGenerator[Event, None]:
+        """Generate: the model's text as it comes, special tokens kept; then Done."""
+        tokens = prepared.payload
+        request = prepared.request
+        max_tokens = request.max_tokens or self.default_max_tokens
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         stop = threading.Event()
@@ -200,7 +204,6 @@ class LlamaCppBackend:
         worker.start()
         generated = 0
         finish = "stop"
-        calls = 0
         try:
             while True:
                 item = await queue.get()
@@ -211,20 +214,10 @@ class LlamaCppBackend:
                 if isinstance(item, tuple):  # ("length" | "stop", count)
                     finish, generated = item
                     continue
-                events = parser.feed(item) if parser else [TextDelta(item)]
-                for event in guard.push(events) if guard else events:
-                    calls += isinstance(event, CallEnd)
-                    yield event
-            events = parser.finish() if parser else []
-            if guard:
-                events = guard.push(events) + guard.end(cut=finish == "length")
-            for event in events:
-                calls += isinstance(event, CallEnd)
-                yield event
+                yield TextDelta(item)
         finally:
             stop.set()  # closing the stream stops generation
-        usage = {"prompt_tokens": len(tokens), "completion_tokens": generated}
-        yield Done("tool_calls" if calls else finish, usage)
+        yield Done(finish, {"prompt_tokens": len(tokens), "completion_tokens": generated})
 
     def _generate(
         self,

@@ -3,37 +3,27 @@
 Tools in the request; calls arrive whole, with arguments as objects; ``think`` asks a
 thinking model to think and ``message.thinking`` is reasoning, never read for calls. The
 conversation is sent in Ollama's encoding: a call's arguments as an object, a result with
-``tool_name``.
+``tool_name``. A transport: it sends and reads; the reply pipeline decides the rest.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
 
 import httpx
 
 from ..errors import BackendError
-from ..events import (
-    CallArgsDelta,
-    CallEnd,
-    CallStart,
-    Done,
-    Event,
-    Notice,
-    ReasoningDelta,
-    TextDelta,
-)
+from ..events import CallArgsDelta, CallEnd, CallStart, Done, Event, ReasoningDelta, TextDelta
 from ..messages import ToolCall
-from ..schemas import classify_refusal
+from ..pipeline import ModelMemory, Plan, Prepared, Request, Transport, default_memory
+from ..schemas import to_dialect
 from ..templates import normalize_tools
-from .base import Request
 from .http import post_stream
 from .openai import MAX_STREAM_CHARS
-from .worded import in_words, read_in_words
 
 __all__ = ["OllamaBackend", "to_ollama"]
 
@@ -68,10 +58,11 @@ def to_ollama(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-class OllamaBackend:
+class OllamaBackend(Transport):
     """A model behind Ollama's ``POST {base_url}/api/chat``."""
 
     name = "ollama"
+    native_tools = True
 
     def __init__(
         self,
@@ -82,24 +73,32 @@ class OllamaBackend:
         timeout: float = 300.0,
         context_tokens: int = 8192,
         words: bool = False,
+        memory: ModelMemory | None = None,
     ) -> None:
         self.model = model
-        #: The model's window, for sizing a tool list given in words.
         self.context_tokens = context_tokens
-        #: A model listed as taking no tools: it always gets them in words.
         self.words = words
         self.base_url = base_url.rstrip("/")
+        self.endpoint = self.base_url
         self._client = client
         self._timeout = timeout
+        self.memory = memory if memory is not None else default_memory()
 
-    def body(self, request: Request) -> dict[str, Any]:
+    def body(self, request: Request, dialect: str | None = None) -> dict[str, Any]:
+        """The JSON body of a streamed ``/api/chat`` request, schemas in ``dialect``."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": to_ollama(request.messages),
             "stream": True,
         }
         if request.tools:
-            body["tools"] = normalize_tools(request.tools)
+            shown = dialect or self.dialect
+            body["tools"] = [
+                {**t, "function": {**t["function"], "parameters": to_dialect(
+                    t["function"].get("parameters") or {"type": "object"}, shown
+                )}}
+                for t in normalize_tools(request.tools)
+            ]
         if request.think is not None:
             body["think"] = request.think
         options: dict[str, Any] = {}
@@ -112,45 +111,21 @@ class OllamaBackend:
         body.update(request.extra)
         return body
 
-    async def stream(self, request: Request) -> AsyncGenerator[Event, None]:
-        """Stream a turn; a model that takes no tools (Ollama says "does not support
-        tools") gets them in words instead, before it has said a word, and keeps them so."""
-        in_words = bool(request.tools) and (self.words or self.model in _NO_TOOLS)
-        started = False
-        try:
-            async with aclosing(self._stream(request, in_words)) as events:
-                async for event in events:
-                    started = True
-                    yield event
-            return
-        except BackendError as exc:
-            if in_words or started or not request.tools or classify_refusal(exc) != "tools":
-                raise
-        _NO_TOOLS.add(self.model)
-        yield Notice("healed-tools", f"{self.model} takes no tools; they are given in words")
-        async with aclosing(self._stream(request, True)) as events:
-            async for event in events:
-                yield event
+    def prepare(self, request: Request, plan: Plan) -> Prepared:
+        return Prepared(request, self.body(request, plan.dialect))
 
-    async def _stream(self, request: Request, worded: bool) -> AsyncGenerator[Event, None]:
-        url = self.base_url + "/api/chat"
-        sent = request
-        if worded and request.tools:
-            sent, notice = in_words(request, self.context_tokens)
-            if notice is not None:
-                yield notice
+    async def send(self, prepared: Prepared) -> AsyncGenerator[Event, None]:
         async with aclosing(
-            post_stream(self._client, url, self.body(sent), _read_lines, timeout=self._timeout)
-        ) as raw:
-            events: AsyncIterator[Event] = raw
-            if worded and request.tools:
-                events = read_in_words(raw, request.tools)
+            post_stream(
+                self._client,
+                self.base_url + "/api/chat",
+                prepared.payload,
+                _read_lines,
+                timeout=self._timeout,
+            )
+        ) as events:
             async for event in events:
                 yield event
-
-
-#: Models that said they take no tools: they get them in words from then on.
-_NO_TOOLS: set[str] = set()
 
 
 async def _read_lines(response: httpx.Response) -> AsyncGenerator[Event, None]:
@@ -206,6 +181,4 @@ async def _read_lines(response: httpx.Response) -> AsyncGenerator[Event, None]:
             }
             usage = {k: v for k, v in counts.items() if isinstance(v, int)} or None
             done = True
-    if calls and finish == "stop":
-        finish = "tool_calls"
     yield Done(finish, usage)

@@ -1,7 +1,8 @@
 """OpenAI-compatible chat completions over HTTP, streamed.
 
 One client for OpenAI, vLLM, llama-server, LM Studio, Ollama's ``/v1`` and the Gemini and
-Anthropic compatibility endpoints. Tools go in the request; streamed ``tool_calls`` deltas
+Anthropic compatibility endpoints. A transport: it sends and reads; the reply pipeline
+decides the rest (tools in words, recovery, healing). Tools go in the request; streamed ``tool_calls`` deltas
 are assembled by index (id and name first, then argument fragments, several calls at once);
 ``content`` may be null; ``reasoning`` / ``reasoning_content`` become reasoning and are never
 read for calls. Built on ``httpx`` with an injectable client, so tests (and callers with
@@ -12,30 +13,20 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
-from ..errors import BackendError
-from ..events import (
-    CallArgsDelta,
-    CallEnd,
-    CallStart,
-    Done,
-    Event,
-    Notice,
-    ReasoningDelta,
-    TextDelta,
-)
+from ..errors import BackendError, UsageError
+from ..events import CallArgsDelta, CallEnd, CallStart, Done, Event, ReasoningDelta, TextDelta
 from ..messages import ToolCall
-from ..schemas import classify_refusal, to_dialect
+from ..pipeline import ModelMemory, Plan, Prepared, Request, Transport, default_memory
+from ..schemas import to_dialect
 from ..templates import normalize_tools
-from .base import Request
 from .http import error_message, post_stream
-from .worded import in_words, read_in_words, recover_drift
 
 __all__ = ["PROVIDERS", "OpenAIBackend"]
 
@@ -63,10 +54,11 @@ class _PendingCall:
     args: list[str] = field(default_factory=list)
 
 
-class OpenAIBackend:
+class OpenAIBackend(Transport):
     """A model behind ``POST {base_url}chat/completions``."""
 
     name = "openai"
+    native_tools = True
 
     def __init__(
         self,
@@ -80,19 +72,19 @@ class OpenAIBackend:
         dialect: str | None = None,
         context_tokens: int = 32_768,
         words: bool = False,
+        memory: ModelMemory | None = None,
     ) -> None:
         self.model = model
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
+        self.endpoint = self.base_url
         self._api_key = api_key
         self._client = client
         self._timeout = timeout
         self._headers = dict(headers or {})
-        #: How tool schemas are shown to this provider (see :mod:`toolwire.schemas`).
         self.dialect = dialect or _dialect_for(self.base_url)
-        #: The model's window, for sizing a tool list given in words.
         self.context_tokens = context_tokens
-        #: A model listed as taking no tools: it always gets them in words.
         self.words = words
+        self.memory = memory if memory is not None else default_memory()
 
     @classmethod
     def for_provider(
@@ -104,26 +96,27 @@ class OpenAIBackend:
             base_url = PROVIDERS[provider]
         except KeyError:
             known = ", ".join(PROVIDERS)
-            raise ValueError(f"unknown provider {provider!r}; known: {known}") from None
+            raise UsageError(f"unknown provider {provider!r}; known: {known}") from None
         options.setdefault("dialect", _PROVIDER_DIALECT.get(provider))
         return cls(model, base_url=base_url, api_key=api_key, **options)
 
-    def body(self, request: Request) -> dict[str, Any]:
-        """The JSON body of a streamed chat-completions request."""
+    def body(self, request: Request, dialect: str | None = None) -> dict[str, Any]:
+        """The JSON body of a streamed chat-completions request, its tool schemas in
+        ``dialect`` (the backend's own by default)."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [dict(m) for m in request.messages],
             "stream": True,
         }
         if request.tools:
-            dialect = _LEARNED.get((self.base_url, self.model), {}).get("dialect", self.dialect)
+            shown = dialect or self.dialect
             body["tools"] = [
                 {
                     **t,
                     "function": {
                         **t["function"],
                         "parameters": to_dialect(
-                            t["function"].get("parameters") or {"type": "object"}, dialect
+                            t["function"].get("parameters") or {"type": "object"}, shown
                         ),
                     },
                 }
@@ -138,70 +131,27 @@ class OpenAIBackend:
         body.update(request.extra)
         return body
 
-    async def stream(self, request: Request) -> AsyncGenerator[Event, None]:
-        """Stream a turn. A refusal over tools is healed before the model says a word: a
-        refused schema keyword sends the request once more in the strict dialect; a model
-        that takes no tools gets them in words. What each model taught is remembered."""
-        key = (self.base_url, self.model)
-        for _attempt in range(3):
-            learned = _LEARNED.get(key, {})
-            in_words = bool(request.tools) and (self.words or learned.get("words", False))
-            started = False
-            try:
-                async with aclosing(self._stream(request, in_words)) as events:
-                    async for event in events:
-                        started = True
-                        yield event
-                return
-            except BackendError as exc:
-                kind = classify_refusal(exc) if request.tools and not started else None
-                if kind == "schema" and learned.get("dialect") != "strict" and not in_words:
-                    _LEARNED.setdefault(key, {})["dialect"] = "strict"
-                    yield Notice(
-                        "healed-schema",
-                        f"{self.model} refused a tool schema; sent again with plain schemas",
-                    )
-                    continue
-                if kind == "tools" and not in_words:
-                    _LEARNED.setdefault(key, {})["words"] = True
-                    yield Notice(
-                        "healed-tools",
-                        f"{self.model} takes no tools; they are given in words instead",
-                    )
-                    continue
-                raise
+    def prepare(self, request: Request, plan: Plan) -> Prepared:
+        return Prepared(request, self.body(request, plan.dialect))
 
-    async def _stream(self, request: Request, worded: bool) -> AsyncGenerator[Event, None]:
+    async def send(self, prepared: Prepared) -> AsyncGenerator[Event, None]:
         headers = {"Accept": "text/event-stream", **self._headers}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        url = self.base_url + "chat/completions"
-        sent = request
-        if worded and request.tools:
-            sent, notice = in_words(request, self.context_tokens)
-            if notice is not None:
-                yield notice
         async with aclosing(
             post_stream(
                 self._client,
-                url,
-                self.body(sent),
+                self.base_url + "chat/completions",
+                prepared.payload,
                 _read_stream,
                 headers=headers,
                 timeout=self._timeout,
             )
-        ) as raw:
-            events: AsyncIterator[Event] = raw
-            if worded and request.tools:
-                events = read_in_words(raw, request.tools)
-            elif request.tools and not request.strict:
-                events = recover_drift(raw, request.tools)
+        ) as events:
             async for event in events:
                 yield event
 
 
-#: What each (base URL, model) taught: {"dialect": "strict"} or {"words": True}.
-_LEARNED: dict[tuple[str, str], dict[str, Any]] = {}
 _PROVIDER_DIALECT = {"gemini": "gemini", "anthropic": "anthropic"}
 
 
@@ -328,7 +278,4 @@ async def _read_stream(response: httpx.Response) -> AsyncGenerator[Event, None]:
             parsed = None
         arguments = parsed if isinstance(parsed, dict) else {}
         yield CallEnd(pending.index, ToolCall(pending.id, pending.name, arguments, text))
-    finish = finish or "stop"
-    if calls and finish == "stop":
-        finish = "tool_calls"
-    yield Done(finish, usage)
+    yield Done(finish or "stop", usage)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..arguments import prepare_arguments
-from ..backends.base import Backend, Request
+from ..pipeline import Backend, Request
 from ..errors import ArgumentsError, ToolwireError
 from ..events import CallEnd, TextDelta
 from ..formats.drift import recover_calls

@@ -2,8 +2,8 @@
 
 ``POST /v1/chat/completions`` (streamed or not), ``GET /v1/models``, ``GET /health``. Behind
 it stands a backend — the local GGUF model in-process, or an upstream OpenAI-compatible
-server whose replies it heals (calls left in the text become ``tool_calls``, refused tools go
-into words, refused schemas are sent again plainly). The gateway never runs tools: the
+server — and the reply pipeline in front of it: calls left in the text are recovered as
+``tool_calls``, refused tools are healed into words, refused schemas sent again plainly. The gateway never runs tools: the
 client does, and sends the results back as ``tool`` messages.
 
 Replies follow OpenAI's shape: ``arguments`` is a JSON string, ``content`` is null when the
@@ -11,6 +11,11 @@ reply is only calls, ``finish_reason`` is ``tool_calls``, streamed calls carry t
 ``index``. Arguments are read forgivingly and typed by the tool's schema, streamed or not;
 a streamed call is sent whole when it is complete. A malformed request gets a 400 in
 OpenAI's error shape; a failing engine a 502.
+
+Every completion also carries ``"toolwire": {"notices": [...]}``, a top-level extension
+that OpenAI clients ignore: each decision and recovery the pipeline made, a call it
+abandoned, arguments it repaired — in the body, or streamed in a chunk before ``[DONE]``. A
+request may send ``"toolwire": {"strict": true}``: no recovery, arguments only as sent.
 """
 
 from __future__ import annotations
@@ -29,9 +34,9 @@ from starlette.routing import Route
 
 from ..arguments import prepare_arguments
 from ..arguments.read import ReadError, read_json
-from ..backends.base import Backend, Request
+from ..pipeline import Backend, Request
 from ..errors import ArgumentsError, BackendError, ToolwireError
-from ..events import CallEnd, Done, ReasoningDelta, TextDelta
+from ..events import CallAbort, CallEnd, Done, Event, Notice, ReasoningDelta, TextDelta
 from ..formats.base import assemble
 from ..messages import ToolCall
 
@@ -54,6 +59,25 @@ def _error(status: int, message: str, kind: str, param: str | None = None) -> JS
         {"error": {"message": message, "type": kind, "param": param, "code": None}},
         status_code=status,
     )
+
+
+def _options(data: Mapping[str, Any]) -> bool:
+    """The request's ``toolwire`` extension: whether it asks for strict mode."""
+    given = data.get("toolwire")
+    if given is None:
+        return False
+    if not isinstance(given, dict):
+        raise _BadRequest("'toolwire' must be an object such as {\"strict\": true}", "toolwire")
+    unknown = sorted(set(given) - {"strict"})
+    if unknown:
+        raise _BadRequest(
+            f"'toolwire' takes only 'strict', not {', '.join(map(repr, unknown))[:200]}",
+            "toolwire.strict",
+        )
+    strict = given.get("strict", False)
+    if not isinstance(strict, bool):
+        raise _BadRequest("'toolwire.strict' must be true or false", "toolwire.strict")
+    return strict
 
 
 def _parse(body: bytes) -> tuple[Request, bool, bool]:
@@ -131,6 +155,7 @@ def _parse(body: bytes) -> tuple[Request, bool, bool]:
         tool_choice=choice if tools else None,
         temperature=temperature,
         max_tokens=max_tokens,
+        strict=_options(data),
     )
     return request, bool(data.get("stream")), data.get("parallel_tool_calls", True) is not False
 
@@ -166,49 +191,79 @@ def _schemas(request: Request) -> dict[str, Mapping[str, Any]]:
     return out
 
 
-def arguments_json(call: ToolCall, schema: Mapping[str, Any] | None) -> str:
-    """The call's arguments as the JSON text a client will run the tool with.
+def arguments_json(
+    call: ToolCall, schema: Mapping[str, Any] | None, *, strict: bool = False
+) -> tuple[str, Notice | None]:
+    """The call's arguments as the JSON text a client will run the tool with, and a notice
+    when they are not exactly what the model wrote.
 
     Read forgivingly and typed by the tool's schema where that works and drops nothing
-    (``"3"`` for an integer becomes ``3``, single quotes and trailing commas are repaired).
-    Where it does not, the value as read, or else the model's own text unchanged: a client
-    must never run a tool with arguments the model did not send, so an unreadable call is
-    not made an empty one.
+    (``"3"`` for an integer becomes ``3``, single quotes and trailing commas are repaired;
+    with ``strict``, nothing is). Where it does not, the value as read, or else the model's
+    own text unchanged: a client must never run a tool with arguments the model did not
+    send, so an unreadable call is not made an empty one.
     """
     raw: str | dict[str, Any] = (
         call.arguments_text if call.arguments_text.strip() else call.arguments
     )
     if schema is not None:
         try:
-            done = prepare_arguments(raw, schema, name=call.name)
-        except ArgumentsError:
-            pass
+            done = prepare_arguments(
+                raw, schema, name=call.name, strict=strict, text_values=call.text_values
+            )
+        except ArgumentsError as exc:
+            problem = Notice("arguments-invalid", exc.explanation)
         else:
             # typed only where nothing is lost: a field the schema does not list is the
             # client's to judge, not ours to drop
             if not done.dropped:
-                return _dumps(done.arguments)
+                notice = None
+                if done.repairs:
+                    notice = Notice(
+                        "arguments-repaired",
+                        f"the arguments of {call.name} ({call.id}) were repaired: "
+                        + ", ".join(done.repairs),
+                    )
+                return _dumps(done.arguments), notice
+            problem = Notice(
+                "arguments-unknown-fields",
+                f"the arguments of {call.name} ({call.id}) have fields its schema does not "
+                f"list ({', '.join(done.dropped)}); sent as the model wrote them",
+            )
+    else:
+        problem = Notice("unknown-tool", f"{call.name} is not among the request's tools")
     if isinstance(raw, dict):
-        return _dumps(raw)
+        return _dumps(raw), problem
     try:
-        value = read_json(raw).value
+        value = read_json(raw, strict=strict).value
     except ReadError:
-        return raw
-    return _dumps(value) if isinstance(value, dict) else raw
+        return raw, problem
+    return (_dumps(value) if isinstance(value, dict) else raw), problem
 
 
 def _call_json(
-    call: ToolCall, index: int, schemas: Mapping[str, Mapping[str, Any]]
-) -> dict[str, Any]:
-    return {
+    call: ToolCall, index: int, schemas: Mapping[str, Mapping[str, Any]], strict: bool
+) -> tuple[dict[str, Any], Notice | None]:
+    arguments, notice = arguments_json(call, schemas.get(call.name), strict=strict)
+    wire = {
         "index": index,
         "id": call.id,
         "type": "function",
-        "function": {
-            "name": call.name,
-            "arguments": arguments_json(call, schemas.get(call.name)),
-        },
+        "function": {"name": call.name, "arguments": arguments},
     }
+    return wire, notice
+
+
+def _notice(event: Event) -> dict[str, str] | None:
+    """What the client is told of a pipeline event, if anything."""
+    if isinstance(event, Notice):
+        return {"code": event.code, "message": event.message}
+    if isinstance(event, CallAbort):
+        return {
+            "code": "call-abandoned",
+            "message": f"a call the model began ({event.id}) was not one: {event.reason}",
+        }
+    return None
 
 
 def create_app(
@@ -283,6 +338,7 @@ async def _complete(
 ) -> dict[str, Any]:
     events = [event async for event in backend.stream(request)]
     result = assemble(events)
+    notices = [n for n in map(_notice, events) if n is not None]
     done = next((e for e in reversed(events) if isinstance(e, Done)), Done("stop"))
     calls = result.calls if parallel else result.calls[:1]
     reasoning = result.reasoning
@@ -294,10 +350,21 @@ async def _complete(
         message["reasoning_content"] = reasoning
     if calls:
         schemas = _schemas(request)
-        message["tool_calls"] = [
-            {k: v for k, v in _call_json(c, i, schemas).items() if k != "index"}
-            for i, c in enumerate(calls)
-        ]
+        message["tool_calls"] = []
+        for i, c in enumerate(calls):
+            wire, notice = _call_json(c, i, schemas, request.strict)
+            del wire["index"]
+            message["tool_calls"].append(wire)
+            if notice is not None:
+                notices.append({"code": notice.code, "message": notice.message})
+    if len(result.calls) > len(calls):
+        notices.append(
+            {
+                "code": "calls-dropped",
+                "message": f"the model made {len(result.calls)} calls; parallel_tool_calls is "
+                "false, so only the first is sent",
+            }
+        )
     finish = "tool_calls" if calls else done.finish_reason
     reply: dict[str, Any] = {
         "id": rid,
@@ -305,6 +372,7 @@ async def _complete(
         "created": int(time.time()),
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "toolwire": {"notices": notices},
     }
     if done.usage:
         usage = dict(done.usage)
@@ -331,14 +399,29 @@ async def _sse(
     schemas = _schemas(request)
     sent = 0
     finish = "stop"
+    notices: list[dict[str, str]] = []
     try:
         async for event in backend.stream(request):
+            told = _notice(event)
+            if told is not None:
+                notices.append(told)
             # A call is sent whole once it is complete: one the model abandons never reaches
-            # the client, and its arguments are the healed ones, as in a reply not streamed.
+            # the client, and its arguments are the repaired ones, as in a reply not streamed.
             if isinstance(event, CallEnd):
                 if parallel or not sent:
-                    yield chunk({"tool_calls": [_call_json(event.call, sent, schemas)]})
+                    wire, notice = _call_json(event.call, sent, schemas, request.strict)
+                    if notice is not None:
+                        notices.append({"code": notice.code, "message": notice.message})
+                    yield chunk({"tool_calls": [wire]})
                     sent += 1
+                else:
+                    notices.append(
+                        {
+                            "code": "calls-dropped",
+                            "message": f"parallel_tool_calls is false: {event.call.name} "
+                            f"({event.call.id}) was not sent",
+                        }
+                    )
             elif isinstance(event, TextDelta):
                 yield chunk({"content": event.text})
             elif isinstance(event, ReasoningDelta):
@@ -357,4 +440,5 @@ async def _sse(
         yield "data: " + json.dumps(error) + "\n\n"
         return
     yield chunk({}, finish)
+    yield "data: " + _dumps({**base, "choices": [], "toolwire": {"notices": notices}}) + "\n\n"
     yield "data: [DONE]\n\n"

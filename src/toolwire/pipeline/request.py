@@ -1,7 +1,7 @@
-"""What every backend takes and gives: a request for one model turn, a stream of events.
+"""What a model turn is asked with, and how the pipeline decided to reach the model.
 
-Each backend is written once, async; :func:`stream_sync` is the thin wrapper that lets sync
-code iterate the same events.
+:class:`Request` is what callers give every backend; :class:`Plan` is the pipeline's one
+decision for the turn; :class:`Prepared` is what a transport made ready to send.
 """
 
 from __future__ import annotations
@@ -9,11 +9,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from ..events import Event
+from ..formats.base import Family
 
-__all__ = ["Backend", "Request", "stream_sync"]
+__all__ = ["Backend", "Mode", "Plan", "Prepared", "Request", "stream_sync"]
 
 T = TypeVar("T")
 
@@ -30,13 +31,40 @@ class Request:
     max_tokens: int | None = None
     #: Ask a thinking model to think (None: the model's default).
     think: bool | None = None
-    #: The conversation's tool format (``auto``, a family, ``none``), for backends that
-    #: parse the model's text themselves; None: the backend's own default.
+    #: The conversation's tool format (``auto``, a family, ``none``: tools in words);
+    #: None: the backend's own default.
     tool_format: str | None = None
-    #: Strict: no drift recovery (a call in a shape the grammar does not read stays text).
+    #: Strict: no recovery of calls left in text, and arguments taken only as sent.
     strict: bool = False
     #: Provider-specific fields passed through as they are.
     extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+#: How a turn reaches the model: ``plain`` (no tools), ``native`` (the engine's own tools
+#: API), ``grammar`` (the model's template and its family's grammar), ``words`` (the tools
+#: listed in the prompt, calls read leniently).
+Mode = Literal["plain", "native", "grammar", "words"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The pipeline's decision for one turn; transports follow it and decide nothing."""
+
+    mode: Mode
+    #: ``grammar``: the family the model writes calls in.
+    family: Family | None = None
+    #: ``native``: the schema dialect the tools are shown in.
+    dialect: str = "permissive"
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A turn made ready to send: the request as it will go (pruned, in words…), the
+    transport's own payload, and whether the prompt leaves the model inside its thinking."""
+
+    request: Request
+    payload: Any
+    reasoning_open: bool = False
 
 
 class Backend(Protocol):

@@ -1,0 +1,24 @@
+"""The reply pipeline: the one place that decides how a turn reaches a model and how its
+reply becomes calls, for every transport (see :mod:`toolwire.pipeline.reply`)."""
+
+from .memory import Lesson, ModelMemory, default_memory
+from .reply import decide, in_words, read, reply
+from .request import Backend, Mode, Plan, Prepared, Request, stream_sync
+from .transport import Transport
+
+__all__ = [
+    "Backend",
+    "Lesson",
+    "Mode",
+    "ModelMemory",
+    "Plan",
+    "Prepared",
+    "Request",
+    "Transport",
+    "decide",
+    "default_memory",
+    "in_words",
+    "read",
+    "reply",
+    "stream_sync",
+]
