@@ -8,6 +8,7 @@ there (Qwen-Coder's XML, doubled braces, a missing closing tag) is reply text.
 from __future__ import annotations
 
 from .base import Family
+from .callshape import CallShape
 from .jsoncall import JsonCall
 from .markerstream import DONE, OPEN, Body, MarkerStream, expect_literal
 
@@ -16,6 +17,8 @@ __all__ = ["Hermes"]
 _OPEN_TAG = "<tool_call>"
 _CLOSE_TAG = "</tool_call>"
 _WS = " \t\r\n"
+#: Exactly ``name`` and ``arguments``.
+_SHAPE = CallShape()
 _PRE, _OBJECT, _POST = range(3)
 
 
@@ -23,20 +26,20 @@ class _HermesBody(Body):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
         self.state = _PRE
-        self.call = JsonCall(stream, args_key="arguments", allowed=frozenset({"name", "arguments"}))
+        self.call = JsonCall(stream, _SHAPE)
 
     def feed(self, s: str, i: int) -> int:
         n = len(s)
         while i < n:
             if self.state == _OBJECT:
                 i = self.call.scanner.feed(s, i)
-                self._note_start()
+                self.call.note_started(self.started)
                 if self.call.scanner.failed:
                     return self.fail(i, "the call is not a JSON object")
                 if not self.call.scanner.done:
                     return i
                 call, problem = self.call.finish()
-                self._note_start()
+                self.call.note_started(self.started)
                 if call is None:
                     return self.fail(i, problem)
                 self.calls.append((self.call.index, call))
@@ -58,10 +61,6 @@ class _HermesBody(Body):
                 return j
             return self.fail(j, "text after the call before </tool_call>")
         return i
-
-    def _note_start(self) -> None:
-        if self.call.started and not self.started:
-            self.started.append((self.call.index, self.call.id))
 
 
 class HermesStream(MarkerStream):

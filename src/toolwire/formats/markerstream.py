@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from ..messages import ToolCall
 from .base import ReplyStream
-from .reasoning import held_suffix
+from .scan import Markers
 
 __all__ = ["Body", "MarkerStream", "expect_literal"]
 
@@ -60,6 +60,13 @@ class Body:
 
 class MarkerStream(ReplyStream):
     marker: ClassVar[str]
+    #: The marker to find, set for each subclass from ``marker``.
+    _opening: ClassVar[Markers]
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "marker" in cls.__dict__:
+            cls._opening = Markers((cls.marker,))
 
     _body: Body | None = None
     _held: str = ""
@@ -73,17 +80,14 @@ class MarkerStream(ReplyStream):
         self._held = ""
         i = 0
         n = len(s)
-        marker = self.marker
         while i < n:
             body = self._body
             if body is None:
-                j = s.find(marker, i)
-                if j < 0:
-                    keep = held_suffix(s, (marker,), i)
-                    self._text(s[i : n - keep])
-                    self._held = s[n - keep :]
-                    return
+                j, marker = self._opening.scan(s, i)
                 self._text(s[i:j])
+                if not marker:
+                    self._held = s[j:]
+                    return
                 self._body = self.new_body()
                 self._raw = [marker]
                 i = j + len(marker)
@@ -95,15 +99,20 @@ class MarkerStream(ReplyStream):
                     raise AssertionError("call body held back too much")
                 self._held = s[k:]
                 return
-            if body.status == DONE:
-                for index, call in body.calls:
-                    self._end(index, call)
-                self._body = None
-                i = k
-                continue
-            self._raw.append(s[i:k])
-            self._give_back(body)
+            if body.status != DONE:
+                self._raw.append(s[i:k])
+            self._close(body)
             i = k
+
+    def _close(self, body: Body) -> None:
+        """The body is over: its calls end, or its text goes back to the reply."""
+        if body.status != DONE:
+            self._give_back(body)
+            return
+        for index, call in body.calls:
+            self._end(index, call)
+        self._body = None
+        self._raw = []
 
     def _give_back(self, body: Body) -> None:
         for index, cid in body.started:
@@ -122,12 +131,7 @@ class MarkerStream(ReplyStream):
             self._raw.append(self._held)
             self._held = ""
             body.end_of_reply()
-            if body.status == DONE:
-                for index, call in body.calls:
-                    self._end(index, call)
-                self._body = None
-            else:
-                self._give_back(body)
+            self._close(body)
         elif self._held:
             self._text(self._held)
             self._held = ""
