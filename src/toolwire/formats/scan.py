@@ -27,7 +27,9 @@ class Markers:
         # longest first: where two markers start at the same place, the longer one is meant
         pattern = "|".join(re.escape(m) for m in sorted(found, key=len, reverse=True))
         self._search = re.compile(pattern).search
-        self._starts = frozenset(m[:k] for m in found for k in range(1, len(m)))
+        # a proper start of a marker at the very end of the text; the leftmost is the longest
+        starts = sorted({m[:k] for m in found for k in range(1, len(m))}, key=len, reverse=True)
+        self._end = re.compile("(?:" + "|".join(map(re.escape, starts)) + r")\Z").search
         self._longest_start = max(len(m) for m in found) - 1
 
     def find(self, text: str, start: int = 0) -> tuple[int, str]:
@@ -53,9 +55,7 @@ class Markers:
 
         That end must be held back: the next chunk may complete the marker.
         """
-        n = len(text)
-        starts = self._starts
-        for k in range(min(self._longest_start, n - start), 0, -1):
-            if text[n - k :] in starts:
-                return k
-        return 0
+        if self._longest_start == 0:
+            return 0  # one-character markers: nothing can be partial
+        m = self._end(text, max(start, len(text) - self._longest_start))
+        return 0 if m is None else m.end() - m.start()

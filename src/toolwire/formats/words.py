@@ -51,7 +51,7 @@ _BLOCKS = {
 }
 _OPENINGS = Markers(_BLOCKS)
 _CLOSERS = {opener: Markers((closer,)) for opener, closer in _BLOCKS.items()}
-#: A block longer than this is closed unread (it becomes an unreadable call).
+#: A block longer than this is cut there, unread: an unreadable call (a fence: text).
 _MAX_BLOCK = 1024 * 1024
 _FENCE_INFO = re.compile(r"\A([A-Za-z0-9_+-]*)[ \t]*\n")
 #: A call object in words: ``arguments`` or ``parameters`` (perhaps JSON in a string, or
@@ -104,18 +104,21 @@ class WordsStream(ReplyStream):
                 i = j + len(marker)
                 continue
             j, closer = _CLOSERS[self._opener].scan(s, i)
+            room = _MAX_BLOCK - self._block_size
+            if j - i > room:
+                # too long to be a call: its first _MAX_BLOCK characters are an unreadable
+                # call, and the rest is read as words (the same cut however the reply streams)
+                self._block.append(s[i : i + room])
+                self._close_block(complete=False, readable=False)
+                i += room
+                continue
             self._block.append(s[i:j])
             self._block_size += j - i
-            if closer:
-                self._close_block(complete=True)
-                i = j + len(closer)
-                continue
-            self._held = s[j:]
-            if self._block_size > _MAX_BLOCK:
-                self._block.append(self._held)
-                self._held = ""
-                self._close_block(complete=False)
-            return
+            if not closer:
+                self._held = s[j:]
+                return
+            self._close_block(complete=True)
+            i = j + len(closer)
 
     def _words(self, text: str) -> None:
         if not text:
@@ -138,7 +141,7 @@ class WordsStream(ReplyStream):
             held, self._start_text = "".join(self._start_text), []
             self._text(held)
 
-    def _close_block(self, *, complete: bool) -> None:
+    def _close_block(self, *, complete: bool, readable: bool = True) -> None:
         opener, body = self._opener, "".join(self._block)
         self._opener, self._block, self._block_size = "", [], 0
         if opener == "<tool_response>":
@@ -148,12 +151,14 @@ class WordsStream(ReplyStream):
             )
             return
         raw = opener + body + (_BLOCKS[opener] if complete else "")
-        if opener == "```":
-            call = self._fenced(body)
+        if opener == "```":  # a fence that is not a call is text, whatever its length
+            call = self._fenced(body) if readable else None
             if call is None:
                 self._stop_holding()
                 self._text(raw)
                 return
+        elif not readable:
+            call = None
         elif opener == "<tool_call>":
             call = self._tagged(body)
         else:
