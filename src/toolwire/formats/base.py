@@ -193,6 +193,8 @@ class ReplyStream:
         self._max_chars = max_chars
         self._calls = 0
         self._finished = False
+        #: A trailing piece of the last chunk held back: the next chunk decides what it is.
+        self._held = ""
 
     # -- public
 
@@ -228,6 +230,11 @@ class ReplyStream:
 
     def _content_end(self) -> None:
         raise NotImplementedError
+
+    def _take_held(self) -> str:
+        """The piece held back from the last chunk, no longer held."""
+        held, self._held = self._held, ""
+        return held
 
     def _take(self) -> list[Event]:
         out, self._out = self._out, []

@@ -10,7 +10,7 @@ from __future__ import annotations
 from .base import Family
 from .callshape import CallShape
 from .jsoncall import JsonCall
-from .markerstream import DONE, OPEN, Body, MarkerStream, expect_literal
+from .markerstream import DONE, Body, MarkerStream
 
 __all__ = ["Hermes"]
 
@@ -53,21 +53,17 @@ class _HermesBody(Body):
                     return self.fail(i, "no JSON object after <tool_call>")
                 self.state = _OBJECT
                 continue
-            status, j = expect_literal(s, i, _CLOSE_TAG)
-            if status == OPEN:
-                return j
-            if status == DONE:
-                self.status = DONE
-                return j
-            return self.fail(j, "text after the call before </tool_call>")
+            j = self.expect(s, i, _CLOSE_TAG, "text after the call before </tool_call>")
+            if j < 0:
+                return i
+            self.status = DONE
+            return j
         return i
 
 
 class HermesStream(MarkerStream):
     marker = _OPEN_TAG
-
-    def new_body(self) -> Body:
-        return _HermesBody(self)
+    body_class = _HermesBody
 
 
 class Hermes(Family):

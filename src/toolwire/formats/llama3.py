@@ -38,7 +38,6 @@ class Llama3Stream(ReplyStream):
         super().__init__(*args, **kwargs)
         self._state = _START
         self._lead: list[str] = []  # whitespace before the reply starts, held
-        self._held = ""  # a partial python tag
         self._raw: list[str] = []  # everything since the start while calls are open
         self._tagged = False
         self._call: JsonCall | None = None
@@ -53,8 +52,7 @@ class Llama3Stream(ReplyStream):
         if self._state == _TEXT:
             self._text(text)
             return
-        s = self._held + text if self._held else text
-        self._held = ""
+        s = self._take_held() + text  # a partial python tag, held
         i = 0
         n = len(s)
         while i < n:
@@ -126,8 +124,7 @@ class Llama3Stream(ReplyStream):
 
     def _content_end(self) -> None:
         if self._state == _START:
-            self._text("".join(self._lead) + self._held)
-            self._held = ""
+            self._text("".join(self._lead) + self._take_held())
         elif self._state == _CALLS:
             if self._call is not None or not self._done:
                 self._to_text("the reply ended inside the call")

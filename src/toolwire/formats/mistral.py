@@ -19,7 +19,7 @@ from .base import Family, loads_json
 from .callshape import CallShape
 from .jsoncall import JsonCall
 from .jsonscan import ObjectScanner
-from .markerstream import DONE, OPEN, Body, MarkerStream, expect_literal
+from .markerstream import DONE, OPEN, Body, MarkerStream, expect_any
 
 __all__ = ["Mistral"]
 
@@ -70,23 +70,19 @@ class _MistralBody(Body):
 
     def _after_word(self, s: str, i: int, allow_id: bool) -> tuple[int, bool]:
         """Match ``[ARGS]`` (or ``[CALL_ID]``): the new index, and whether more text is needed."""
-        status, j = expect_literal(s, i, _ARGS)
-        if status == DONE:
-            self.index, cid = self.stream._new_call(self.name, self.call_id or None)
-            self.call_id = cid
-            self.started.append((self.index, cid))
-            self.state = _OBJ_WAIT
-            return j, False
-        if allow_id:
-            status2, j2 = expect_literal(s, i, _CALL_ID)
-            if status2 == DONE:
-                self.state = _ID
-                return j2, False
-            if status2 == OPEN:
-                return i, True
+        status, j, literal = expect_any(s, i, (_ARGS, _CALL_ID) if allow_id else (_ARGS,))
         if status == OPEN:
             return i, True
-        return self.fail(i, f"expected {_ARGS} after the call's name"), False
+        if status != DONE:
+            return self.fail(i, f"expected {_ARGS} after the call's name"), False
+        if literal == _CALL_ID:
+            self.state = _ID
+            return j, False
+        self.index, cid = self.stream._new_call(self.name, self.call_id or None)
+        self.call_id = cid
+        self.started.append((self.index, cid))
+        self.state = _OBJ_WAIT
+        return j, False
 
     def _object(self, s: str, i: int) -> int:
         assert self.scanner is not None
@@ -186,9 +182,7 @@ class _MistralBody(Body):
 
 class MistralStream(MarkerStream):
     marker = _MARKER
-
-    def new_body(self) -> Body:
-        return _MistralBody(self)
+    body_class = _MistralBody
 
 
 class Mistral(Family):

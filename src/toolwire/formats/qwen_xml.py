@@ -18,7 +18,7 @@ import json
 
 from ..messages import ToolCall
 from .base import Family
-from .markerstream import DONE, OPEN, Body, MarkerStream, expect_literal
+from .markerstream import DONE, OPEN, Body, MarkerStream, expect_any
 from .scan import Markers
 
 __all__ = ["QwenXml"]
@@ -112,33 +112,23 @@ class _XmlBody(Body):
                 i += 1
                 continue
             if state == _PRE:
-                status, j = expect_literal(s, i, _FUNCTION)
-                if status == OPEN:
-                    return j
-                if status != DONE:
-                    return self.fail(j, "no <function=…> after <tool_call>")
+                j = self.expect(s, i, _FUNCTION, "no <function=…> after <tool_call>")
+                if j < 0:
+                    return i
                 self.state = _NAME
                 i = j
             elif state == _BETWEEN:
-                status, j = expect_literal(s, i, _PARAMETER)
-                if status == DONE:
-                    self.state = _PNAME
-                    i = j
-                    continue
-                status2, j2 = expect_literal(s, i, _END_FUNCTION)
-                if status2 == DONE:
-                    self.state = _POST
-                    i = j2
-                    continue
-                if OPEN in (status, status2):
-                    return i
-                return self.fail(i, "expected <parameter=…> or </function>")
-            else:  # _POST
-                status, j = expect_literal(s, i, _CLOSE_TAG)
+                status, j, literal = expect_any(s, i, (_PARAMETER, _END_FUNCTION))
                 if status == OPEN:
-                    return j
+                    return i
                 if status != DONE:
-                    return self.fail(j, "text after </function> before </tool_call>")
+                    return self.fail(i, "expected <parameter=…> or </function>")
+                self.state = _PNAME if literal == _PARAMETER else _POST
+                i = j
+            else:  # _POST
+                j = self.expect(s, i, _CLOSE_TAG, "text after </function> before </tool_call>")
+                if j < 0:
+                    return i
                 self._close_call()
                 return j
         return i
@@ -175,9 +165,7 @@ class _XmlBody(Body):
 
 class QwenXmlStream(MarkerStream):
     marker = _OPEN_TAG
-
-    def new_body(self) -> Body:
-        return _XmlBody(self)
+    body_class = _XmlBody
 
 
 class QwenXml(Family):

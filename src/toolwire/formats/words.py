@@ -81,7 +81,6 @@ class WordsStream(ReplyStream):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._held = ""  # a trailing piece that may begin a marker
         self._opener = ""  # the block being read, "" outside one
         self._block: list[str] = []
         self._block_size = 0
@@ -90,8 +89,7 @@ class WordsStream(ReplyStream):
         self._start_text: list[str] = []
 
     def _content(self, text: str) -> None:
-        s = self._held + text if self._held else text
-        self._held = ""
+        s = self._take_held() + text
         i, n = 0, len(s)
         while i < n:
             if not self._opener:
@@ -213,12 +211,10 @@ class WordsStream(ReplyStream):
 
     def _content_end(self) -> None:
         if self._opener:
-            self._block.append(self._held)
-            self._held = ""
+            self._block.append(self._take_held())
             self._close_block(complete=False)
-        elif self._held:
-            self._words(self._held)
-            self._held = ""
+        else:
+            self._words(self._take_held())
         if self._start != _PASSING:
             whole = "".join(self._start_text)
             found = None if self._found else recover_calls(whole, self.tools_given, lenient=True)
