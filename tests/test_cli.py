@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import toolwire
 from toolwire.cli import main
 
 from .replies import TOOLS, VALID
@@ -128,6 +131,107 @@ def test_parse(
     assert [c["name"] for c in data["calls"]] == ["get_weather", "write_file", "set_flags"]
     assert data["calls"][0]["arguments"] == {"city": "Paris", "days": 3}
     assert all(len(c["id"]) == 9 for c in data["calls"])
+
+
+def _parse_json(
+    args: list[str],
+    reply: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> dict[str, Any]:
+    (tmp_path / "t.json").write_text(json.dumps(TOOLS))
+    args = ["parse", *args]
+    if "--tools" in args:
+        args[args.index("--tools") + 1] = str(tmp_path / "t.json")
+    code, out, _ = run(args, capsys, monkeypatch, stdin=reply)
+    assert code == 0
+    data: dict[str, Any] = json.loads(out)
+    return data
+
+
+WORDS_REPLY = (
+    'Sure.\n<tool_call>\n{name: "get_weather", parameters: {city: "Paris", days: "3"},}\n'
+    "</tool_call>\nDone."
+)
+
+
+@pytest.mark.parametrize("chunk", [[], ["--chunk", "3"]])
+def test_parse_words_types_the_arguments_and_names_the_repairs(
+    chunk: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    args = ["--format", "words", "--tools", "-", *chunk]
+    data = _parse_json(args, WORDS_REPLY, tmp_path, capsys, monkeypatch)
+    assert data["content"] == "Sure.\n\nDone." and data["notices"] == []
+    ((call),) = data["calls"]
+    assert call["name"] == "get_weather"
+    assert call["arguments"] == {"city": "Paris", "days": 3}
+    assert call["repairs"] == ["number-from-string"] and call["dropped"] == []
+
+
+def test_parse_without_tools_prints_the_arguments_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = _parse_json(["--format", "words"], WORDS_REPLY, tmp_path, capsys, monkeypatch)
+    assert data["calls"][0]["arguments"] == {"city": "Paris", "days": "3"}
+    assert "repairs" not in data["calls"][0]
+
+
+def test_parse_qwen_xml_types_text_values_by_the_schema(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reply = (
+        "<tool_call>\n<function=set_flags>\n<parameter=enabled>\nFalse\n</parameter>\n"
+        "<parameter=ratio>\n0.5\n</parameter>\n</function>\n</tool_call>"
+    )
+    typed = _parse_json(
+        ["--format", "qwen-xml", "--tools", "-"], reply, tmp_path, capsys, monkeypatch
+    )
+    (call,) = typed["calls"]
+    assert call["arguments"] == {"enabled": False, "ratio": 0.5}
+    assert call["repairs"] == ["python-literals"]
+    as_written = _parse_json(["--format", "qwen-xml"], reply, tmp_path, capsys, monkeypatch)
+    assert as_written["calls"][0]["arguments"] == {"enabled": "False", "ratio": "0.5"}
+
+
+def test_parse_arguments_that_do_not_fit_are_printed_as_written_with_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reply = (
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo", "days": "x"}}\n'
+        '</tool_call><tool_call>\n{"name": "launch", "arguments": {"n": "1"}}\n</tool_call>'
+    )
+    data = _parse_json(["--format", "hermes", "--tools", "-"], reply, tmp_path, capsys, monkeypatch)
+    weather, launch = data["calls"]
+    assert weather["arguments"] == {"city": "Oslo", "days": "x"} and weather["repairs"] == []
+    assert launch["arguments"] == {"n": "1"}
+    first, second = data["notices"]
+    assert first.startswith("The arguments for get_weather don't fit") and "days" in first
+    assert second == "launch is not one of the tools given: its arguments are as written"
+
+
+def test_parse_words_as_a_command(tmp_path: Path) -> None:
+    # the command as a user runs it, in its own process, from this source tree
+    (tmp_path / "t.json").write_text(json.dumps(TOOLS))
+    env = {**os.environ, "PYTHONPATH": str(Path(toolwire.__file__).parents[1])}
+    command = [sys.executable, "-m", "toolwire", "parse", "--format", "words"]
+    done = subprocess.run(
+        [*command, "--tools", str(tmp_path / "t.json"), "--chunk", "4"],
+        input='```json\n{"name": "get_weather", "arguments": {"city": "Lima", "days": 2.0}}\n```',
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    data = json.loads(done.stdout)
+    assert data["content"] == ""
+    assert [(c["name"], c["arguments"]) for c in data["calls"]] == [
+        ("get_weather", {"city": "Lima", "days": 2})
+    ]
+    assert data["calls"][0]["repairs"] == ["integer-from-float"]
 
 
 def test_parse_unknown_format(capsys: pytest.CaptureFixture[str]) -> None:

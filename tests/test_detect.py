@@ -13,6 +13,7 @@ from toolwire.errors import FormatError, LimitError
 from toolwire.formats.detect import assistant_text
 from toolwire.messages import ToolCall
 
+from .prepared import prepared, typed
 from .replies import CODE, TOOLS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "chat_templates"
@@ -167,7 +168,15 @@ def test_calls_rendered_by_the_template_parse_back_typed(name: str) -> None:
         tpl, [USER], [_assistant(calls)], PLAIN_TOOLS, call_ids=family.call_ids
     )
     result = family.parse(text, PLAIN_TOOLS, reasoning_open=opened)
-    assert [(c.name, c.arguments) for c in result.calls] == [(c.name, c.arguments) for c in calls]
+    # typed once by the argument pipeline, as every call is before it runs
+    assert [(c.name, typed(c, PLAIN_TOOLS)) for c in result.calls] == [
+        (c.name, c.arguments) for c in calls
+    ]
+    for call in result.calls:
+        if call.text_values:  # the XML templates write values as text, True as "True"
+            assert set(prepared(call, PLAIN_TOOLS).repairs) <= {"python-literals"}
+        else:  # JSON templates write the values themselves: nothing left to type
+            assert (call.name, call.arguments) in [(c.name, c.arguments) for c in calls]
     assert result.content.strip() == ""
 
 

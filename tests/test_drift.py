@@ -17,8 +17,10 @@ from toolwire.events import CallEnd, Done, Notice, TextDelta, ToolRun
 from toolwire.formats.base import assemble
 from toolwire.formats.drift import DriftGuard, recover_calls
 from toolwire.loop import run_loop_sync
+from toolwire.messages import ToolCall
 from toolwire.testing import FakeOpenAIServer, text_deltas
 
+from .prepared import typed
 from .replies import TOOLS
 
 CALL = {"name": "get_weather", "arguments": {"city": "Paris", "days": "3"}}
@@ -41,7 +43,11 @@ def test_each_drift_shape_is_recovered(text: str, shape: str) -> None:
     assert found is not None
     calls, got_shape = found
     assert got_shape == shape
-    assert [(n, a) for n, a, _ in calls] == [("get_weather", {"city": "Paris", "days": 3})]
+    ((name, arguments, raw),) = calls
+    # the arguments as written (untyped), typed once by the argument pipeline
+    written = {"city": "Paris", "days": 3 if '"days": 3' in text else "3"}
+    assert (name, arguments) == ("get_weather", written) and json.loads(raw) == written
+    assert typed(ToolCall("c", name, arguments, raw)) == {"city": "Paris", "days": 3}
 
 
 def test_a_list_of_calls() -> None:
@@ -70,7 +76,7 @@ def test_a_reply_cut_at_the_token_limit_keeps_its_complete_calls(tail: str) -> N
     assert recover_calls(text, TOOLS) is None  # not cut by the engine: not a reply of calls
     found = recover_calls(text, TOOLS, cut=True)
     assert found is not None and found[1] == "json-lines-cut"
-    assert [(n, a) for n, a, _ in found[0]] == [("get_weather", {"city": "Paris", "days": 3})]
+    assert [(n, a) for n, a, _ in found[0]] == [("get_weather", CALL["arguments"])]
 
 
 @pytest.mark.parametrize("tail", [ROME + " and more", '{"a" 1', "Sorry", "[1, 2"])
@@ -172,7 +178,8 @@ def test_calls_left_in_content_by_a_server_are_recovered(server: FakeOpenAIServe
         )
     )
     (end,) = [e for e in events if isinstance(e, CallEnd)]
-    assert end.call.arguments == {"city": "Paris", "days": 3}
+    assert end.call.arguments == CALL["arguments"]  # as written: typing is the pipeline's
+    assert typed(end.call) == {"city": "Paris", "days": 3}
     assert [e.code for e in events if isinstance(e, Notice)] == ["recovered-fenced-json"]
     assert events[-1] == Done("tool_calls", None)
     assert not [e for e in events if isinstance(e, TextDelta)]

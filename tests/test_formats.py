@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -20,9 +21,10 @@ from toolwire import (
     family_names,
     get_family,
 )
-from toolwire.errors import FormatError
+from toolwire.errors import ArgumentsError, FormatError
 from toolwire.formats.base import ParseResult
 
+from .prepared import prepared, typed
 from .replies import NEAR_MISSES, ONE_CALL, TOOLS, VALID
 
 
@@ -61,7 +63,15 @@ def test_registry() -> None:
 def test_valid_replies(family: str, reply: str, content: str, calls: list[Any]) -> None:
     result = parse(family, reply)
     assert result.content == content
-    assert [(c.name, c.arguments) for c in result.calls] == calls
+    # typed once, by the argument pipeline, the calls are the ones written
+    assert [(c.name, typed(c)) for c in result.calls] == calls
+    for call in result.calls:
+        assert json.loads(call.arguments_text) == call.arguments
+        if family == "qwen-xml":  # the grammar writes text: the parser gives text
+            assert call.text_values and all(isinstance(v, str) for v in call.arguments.values())
+        else:  # JSON as written is the arguments
+            assert not call.text_values
+            assert (call.name, call.arguments) in calls
     assert not result.notices
     assert len({c.id for c in result.calls}) == len(result.calls)
 
@@ -78,7 +88,7 @@ def test_cross_family_matrix(family: str, other: str) -> None:
         result = parse(family, reply)
         if family == other:
             assert [c.name for c in result.calls] == ["get_weather"], reply
-            assert result.calls[0].arguments == {"city": "Paris", "days": 3}
+            assert typed(result.calls[0]) == {"city": "Paris", "days": 3}
         else:
             assert result.calls == [], (family, reply)
             assert result.content == reply  # nothing lost
@@ -116,23 +126,45 @@ def test_llama3_text_streams_unless_the_reply_opens_as_a_call() -> None:
     assert text == ['{"name": "x", ']
 
 
-class TestTyping:
-    def test_strings_for_non_string_parameters_are_read_as_json(self) -> None:
+class TestUntyped:
+    """Parsers never type a value: the arguments are what the model wrote, and typing them is
+    the argument pipeline's, where every change is named and ``strict`` refuses it."""
+
+    def test_strings_for_non_string_parameters_stay_as_written(self) -> None:
         reply = (
             '<tool_call>\n{"name": "set_flags", "arguments": {"enabled": "true", '
             '"tags": "[\\"a\\"]", "ratio": "0.25", "options": "{bad"}}\n</tool_call>'
         )
-        args = parse("hermes", reply).calls[0].arguments
-        assert args == {"enabled": True, "tags": ["a"], "ratio": 0.25, "options": "{bad"}
+        call = parse("hermes", reply).calls[0]
+        assert call.arguments == {
+            "enabled": "true",
+            "tags": '["a"]',
+            "ratio": "0.25",
+            "options": "{bad",
+        }
+        with pytest.raises(ArgumentsError, match="options"):  # "{bad" is no object
+            prepared(call)
+
+    def test_hermes_number_in_a_string_is_typed_by_the_pipeline_with_a_repair(self) -> None:
+        tools = [{"name": "f", "parameters": {"properties": {"n": {"type": "integer"}}}}]
+        reply = '<tool_call>\n{"name": "f", "arguments": {"n": "3.0"}}\n</tool_call>'
+        call = parse("hermes", reply, tools=tools).calls[0]
+        assert call.arguments == {"n": "3.0"} and call.arguments_text == '{"n": "3.0"}'
+        done = prepared(call, tools)
+        assert done.arguments == {"n": 3} and done.repairs == ("number-from-string",)
+        with pytest.raises(ArgumentsError):
+            prepared(call, tools, strict=True)
 
     def test_string_parameters_are_never_read_as_json(self) -> None:
         reply = (
-            '<tool_call>\n{"name": "get_weather", "arguments": {"city": "3", "days": "x"}}'
+            '<tool_call>\n{"name": "get_weather", "arguments": {"city": "3", "days": "2"}}'
             "\n</tool_call>"
         )
-        assert parse("hermes", reply).calls[0].arguments == {"city": "3", "days": "x"}
+        call = parse("hermes", reply).calls[0]
+        assert call.arguments == {"city": "3", "days": "2"}
+        assert typed(call) == {"city": "3", "days": 2}
 
-    def test_xml_values_by_schema(self) -> None:
+    def test_xml_values_are_text(self) -> None:
         reply = (
             "<tool_call>\n<function=set_flags>\n<parameter=enabled>\nFalse\n</parameter>\n"
             '<parameter=tags>\n["x", "y"]\n</parameter>\n<parameter=ratio>\nnull\n'
@@ -141,13 +173,60 @@ class TestTyping:
         )
         call = parse("qwen-xml", reply).calls[0]
         assert call.arguments == {
-            "enabled": False,
-            "tags": ["x", "y"],
-            "ratio": None,
+            "enabled": "False",
+            "tags": '["x", "y"]',
+            "ratio": "null",
             "options": "not json",
             "unknown": "42",
         }
+        assert call.text_values
         assert json.loads(call.arguments_text) == call.arguments
+        with pytest.raises(ArgumentsError, match="options"):  # text that is no object
+            prepared(call)
+        fits = replace(call, arguments_text=call.arguments_text.replace('"not json"', "{}"))
+        done = prepared(fits)
+        assert done.arguments == {
+            "enabled": False,
+            "tags": ["x", "y"],
+            "ratio": None,
+            "options": {},
+        }
+        assert done.repairs == ("python-literals",) and done.dropped == ("unknown",)
+
+    def test_xml_python_false_is_a_named_repair_that_strict_refuses(self) -> None:
+        tools = [{"name": "f", "parameters": {"properties": {"flag": {"type": "boolean"}}}}]
+        reply = (
+            "<tool_call>\n<function=f>\n<parameter=flag>\nFalse\n</parameter>\n</function>\n"
+            "</tool_call>"
+        )
+        call = parse("qwen-xml", reply, tools=tools).calls[0]
+        assert call.arguments == {"flag": "False"} and call.text_values
+        done = prepared(call, tools)
+        assert done.arguments == {"flag": False} and done.repairs == ("python-literals",)
+        with pytest.raises(ArgumentsError, match="flag"):
+            prepared(call, tools, strict=True)
+
+    def test_xml_integer_is_the_grammar_not_a_repair_even_strict(self) -> None:
+        tools = [{"name": "f", "parameters": {"properties": {"n": {"type": "integer"}}}}]
+        reply = (
+            "<tool_call>\n<function=f>\n<parameter=n>\n3\n</parameter>\n</function>\n</tool_call>"
+        )
+        call = parse("qwen-xml", reply, tools=tools).calls[0]
+        assert call.arguments == {"n": "3"} and call.arguments_text == '{"n": "3"}'
+        for strict in (False, True):
+            done = prepared(call, tools, strict=strict)
+            assert done.arguments == {"n": 3} and done.repairs == ()
+
+    def test_xml_arguments_stream_as_the_json_of_their_text(self) -> None:
+        reply = (
+            "<tool_call>\n<function=f>\n<parameter=n>\n3\n</parameter>\n"
+            '<parameter=s>\nsay "hi"\n</parameter>\n</function>\n</tool_call>'
+        )
+        events = stream_events("qwen-xml", list(reply), tools=None)
+        deltas = "".join(e.text for e in events if isinstance(e, CallArgsDelta))
+        assert deltas == '{"n": "3", "s": "say \\"hi\\""}'
+        (end,) = [e for e in events if isinstance(e, CallEnd)]
+        assert json.loads(deltas) == end.call.arguments == {"n": "3", "s": 'say "hi"'}
 
     def test_xml_string_verbatim_multiline(self) -> None:
         value = "  line one\n\n  line two  \n"
@@ -169,13 +248,16 @@ class TestTyping:
         for k in range(len(reply) + 1):
             check_stream("qwen-xml", reply, [reply[:k], reply[k:]])
 
-    def test_without_tools_nothing_is_typed(self) -> None:
+    def test_the_tools_change_no_value(self) -> None:
         reply = (
             "<tool_call>\n<function=f>\n<parameter=n>\n3\n</parameter>\n</function>\n</tool_call>"
         )
-        assert parse("qwen-xml", reply, tools=None).calls[0].arguments == {"n": "3"}
+        tools = [{"name": "f", "parameters": {"properties": {"n": {"type": "integer"}}}}]
+        for declared in (None, tools):
+            assert parse("qwen-xml", reply, tools=declared).calls[0].arguments == {"n": "3"}
         reply = '<tool_call>\n{"name": "f", "arguments": {"n": "3"}}\n</tool_call>'
-        assert parse("hermes", reply, tools=None).calls[0].arguments == {"n": "3"}
+        for declared in (None, tools):
+            assert parse("hermes", reply, tools=declared).calls[0].arguments == {"n": "3"}
 
 
 class TestReasoning:

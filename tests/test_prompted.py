@@ -20,6 +20,7 @@ from toolwire.messages import ToolCall, assistant_message, tool_message
 from toolwire.prompted import tools_in_words, transcript_in_words
 from toolwire.testing import FakeOpenAIServer
 
+from .prepared import prepared
 from .replies import TOOLS
 
 
@@ -73,7 +74,7 @@ READS = [
         'Sure.\n<tool_call>\n{name: "get_weather", parameters: {city: "Paris", days: "3"},}\n'
         "</tool_call>\nDone.",
         "Sure.\n\nDone.",
-        [("get_weather", {"city": "Paris", "days": 3})],
+        [("get_weather", {"city": "Paris", "days": "3"})],  # as written: typing comes later
     ),
     ('<function=get_weather>{"city": "Rome"}</function>', "", [("get_weather", {"city": "Rome"})]),
     (
@@ -116,6 +117,21 @@ def test_the_lenient_reader(reply: str, content: str, calls: list[Any]) -> None:
     for k in range(len(reply) + 1):  # however it streams
         s = Words().stream(TOOLS, make_id=str)
         assert assemble(s.feed(reply[:k]) + s.feed(reply[k:]) + s.finish()) == result
+
+
+def test_the_reader_types_nothing_and_the_pipeline_names_what_it_changes() -> None:
+    reply = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo", "days": "3"}}\n'
+    reply += "</tool_call>\n<function=get_weather>\n<parameter=city>\nRome\n</parameter>\n"
+    reply += "<parameter=days>\n2\n</parameter>\n</function>"
+    json_call, xml_call = Words().parse(reply, TOOLS).calls
+    assert json_call.arguments == {"city": "Oslo", "days": "3"} and not json_call.text_values
+    done = prepared(json_call)
+    assert done.arguments == {"city": "Oslo", "days": 3}
+    assert done.repairs == ("number-from-string",)
+    # the XML form writes every value as text, and says so: 2 is then the grammar's, no repair
+    assert xml_call.arguments == {"city": "Rome", "days": "2"} and xml_call.text_values
+    done = prepared(xml_call, strict=True)
+    assert done.arguments == {"city": "Rome", "days": 2} and done.repairs == ()
 
 
 def test_an_unreadable_block_is_answered_with_how_to_call() -> None:

@@ -1,9 +1,11 @@
 """The ``toolwire`` command: a thin shell over the library.
 
 ``detect`` names the tool-call format a template teaches; ``render`` prints the prompt a
-template makes of a conversation; ``parse`` reads a reply in one family's grammar, whole or
-as a stream of chunks; ``args`` reads a call's arguments, types and checks them, or prints
-the explanation a model would get (exit 1). Other errors are one line on stderr, exit 2.
+template makes of a conversation; ``parse`` reads a reply in one family's grammar (or with
+the reader for tools in words), whole or as a stream of chunks, and with the tools given
+prints each call's arguments typed by its schema, with the repairs that took; ``args`` reads
+a call's arguments, types and checks them, or prints the explanation a model would get
+(exit 1). Other errors are one line on stderr, exit 2.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from .errors import ArgumentsError, ToolwireError
 from .formats.base import ParseResult, assemble
 from .formats.detect import detect_format
 from .formats.registry import FORMAT_SETTINGS, family_names, get_family
+from .formats.words import Words
+from .messages import ToolCall
 from .templates import ChatTemplate, load_template
 from .templates.shaping import CallIds
 
@@ -30,6 +34,10 @@ __all__ = ["main"]
 
 class _UsageError(ToolwireError):
     pass
+
+
+#: ``parse --format words``: the reader for tools in words, for a model with no tool format.
+_WORDS = Words.name
 
 
 def _read_json(path: str, what: str) -> Any:
@@ -126,12 +134,51 @@ def _print_json(data: Any) -> None:
         print(json.dumps(data, ensure_ascii=True, indent=2))
 
 
-def _result_json(result: ParseResult) -> dict[str, Any]:
+def _schemas(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each tool's parameters schema by name."""
+    out: dict[str, Any] = {}
+    for tool in tools:
+        fn = tool.get("function", tool)
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            params = fn.get("parameters")
+            out[fn["name"]] = params if isinstance(params, dict) else {}
+    return out
+
+
+def _call_json(
+    call: ToolCall, schemas: dict[str, Any] | None, notices: list[str]
+) -> dict[str, Any]:
+    """A call as ``parse`` prints it: with tools given, its arguments typed by the tool's
+    schema (the one way toolwire types them), and what that changed."""
+    out: dict[str, Any] = {"id": call.id, "name": call.name, "arguments": call.arguments}
+    if schemas is None:
+        return out
+    out["repairs"], out["dropped"] = [], []
+    schema = schemas.get(call.name)
+    if schema is None:
+        notices.append(f"{call.name} is not one of the tools given: its arguments are as written")
+        return out
+    raw: str | dict[str, Any] = (
+        call.arguments_text if call.arguments_text.strip() else call.arguments
+    )
+    try:
+        done = prepare_arguments(raw, schema, name=call.name, text_values=call.text_values)
+    except ArgumentsError as exc:
+        notices.append(exc.explanation)
+        return out
+    out.update(arguments=done.arguments, repairs=list(done.repairs), dropped=list(done.dropped))
+    return out
+
+
+def _result_json(result: ParseResult, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    notices = list(result.notices)
+    schemas = None if tools is None else _schemas(tools)
+    calls = [_call_json(c, schemas, notices) for c in result.calls]
     return {
         "content": result.content,
-        "calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.calls],
+        "calls": calls,
         "reasoning": result.reasoning,
-        "notices": result.notices,
+        "notices": notices,
     }
 
 
@@ -141,7 +188,7 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     if args.format == "none":
         result = ParseResult(text)
     else:
-        family = get_family(args.format)
+        family = Words() if args.format == _WORDS else get_family(args.format)
         if args.chunk:
             if args.chunk < 1:
                 raise _UsageError("--chunk takes a positive number of characters")
@@ -153,7 +200,7 @@ def _cmd_parse(args: argparse.Namespace) -> int:
             result = assemble(events)
         else:
             result = family.parse(text, tools, reasoning_open=args.reasoning_open)
-    _print_json(_result_json(result))
+    _print_json(_result_json(result, tools))
     return 0
 
 
@@ -383,9 +430,14 @@ def _parser() -> argparse.ArgumentParser:
 
     q = sub.add_parser("parse", help="read a model's reply (stdin) in one family's grammar")
     q.add_argument(
-        "--format", required=True, choices=[*family_names(), FORMAT_SETTINGS[1]], help="the family"
+        "--format",
+        required=True,
+        choices=[*family_names(), _WORDS, FORMAT_SETTINGS[1]],
+        help="the family; words: the lenient reader for tools given in words",
     )
-    q.add_argument("--tools", help="JSON file with the tools (types the arguments)")
+    q.add_argument(
+        "--tools", help="JSON file with the tools (types the arguments, with their repairs)"
+    )
     q.add_argument(
         "--chunk", type=int, default=0, help="feed the stream parser N characters at a time"
     )

@@ -1,4 +1,4 @@
-"""What every tool-call family shares: the result type, limits, typing by schema, ids.
+"""What every tool-call family shares: the result type, limits, the declared names, ids.
 
 A family is a grammar. Its reply stream is the one implementation of that grammar: the
 one-shot :meth:`Family.parse` feeds the whole reply through the same state machine, so the
@@ -8,7 +8,6 @@ the same events as feeding it whole.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import secrets
@@ -143,118 +142,28 @@ def loads_json(text: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     return _DECODER.decode(text)
 
 
-# --------------------------------------------------------------------------- schemas
+# --------------------------------------------------------------------------- tools
 
 
 class ToolIndex:
-    """The declared tools by name, for typing arguments and for families that need names."""
+    """The names of the declared tools, for the readers that accept only those.
+
+    Nothing here types a value: arguments are typed once, by
+    :func:`toolwire.arguments.prepare_arguments`.
+    """
 
     def __init__(self, tools: Sequence[Mapping[str, Any]] | None) -> None:
         self.known = tools is not None
-        self._params: dict[str, Mapping[str, Any]] = {}
+        self._names: set[str] = set()
         if isinstance(tools, Mapping):  # one tool given bare, not in a list
             tools = [tools]
         for tool in tools or ():
             fn = tool.get("function", tool) if isinstance(tool, Mapping) else None
-            if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
-                continue
-            params = fn.get("parameters")
-            self._params[fn["name"]] = params if isinstance(params, Mapping) else {}
+            if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
+                self._names.add(fn["name"])
 
     def has(self, name: str) -> bool:
-        return name in self._params
-
-    def param_schema(self, tool: str, param: str) -> Mapping[str, Any] | None:
-        """The schema of one parameter, or None when the tool or parameter is unknown."""
-        params = self._params.get(tool)
-        if params is None:
-            return None
-        props = params.get("properties")
-        if not isinstance(props, Mapping):
-            return None
-        schema = props.get(param)
-        return schema if isinstance(schema, Mapping) else None
-
-
-_MAX_SCHEMA_DEPTH = 32
-
-
-def _types(schema: Mapping[str, Any], depth: int = 0) -> set[str] | None:
-    """The JSON types a schema admits, or None when it does not say plainly."""
-    if depth > _MAX_SCHEMA_DEPTH:
-        return None
-    t = schema.get("type")
-    if isinstance(t, str):
-        return {t}
-    if isinstance(t, list) and all(isinstance(x, str) for x in t):
-        return set(t)
-    for key in ("anyOf", "oneOf"):
-        options = schema.get(key)
-        if isinstance(options, list) and options:
-            found: set[str] = set()
-            for option in options:
-                sub = _types(option, depth + 1) if isinstance(option, Mapping) else None
-                if sub is None:
-                    return None
-                found |= sub
-            return found
-    if "enum" in schema and isinstance(schema["enum"], list):
-        kinds = {_json_type(v) for v in schema["enum"]}
-        return kinds
-    return None
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "boolean"
-    if value is None:
-        return "null"
-    if isinstance(value, (int, float)):
-        return "number"
-    return "object"
-
-
-def wants_text(schema: Mapping[str, Any] | None) -> bool:
-    """True when a value for this schema is text as written (or the schema is unknown)."""
-    if schema is None:
-        return True
-    types = _types(schema)
-    return types is not None and types <= {"string", "null"} and "string" in types
-
-
-_PY_LITERALS = {"True": True, "False": False, "None": None}
-
-
-def type_text(text: str, schema: Mapping[str, Any] | None) -> Any:
-    """Type a parameter written as plain text (XML-style grammars) by its schema.
-
-    Text for a string parameter stays verbatim; for any other it is read as JSON, and as a
-    Python literal (``True``) because templates render values with Jinja's ``string``
-    filter. A value that reads as neither stays text, for the argument checks to reject.
-    """
-    if wants_text(schema):
-        return text
-    stripped = text.strip()
-    try:
-        return loads_json(stripped)
-    except (ValueError, RecursionError):
-        if stripped in _PY_LITERALS:
-            return _PY_LITERALS[stripped]
-        return text
-
-
-def type_arguments(arguments: dict[str, Any], tool: str, index: ToolIndex) -> dict[str, Any]:
-    """Type JSON arguments: a string sent for a non-string parameter is read as JSON."""
-    typed: dict[str, Any] = {}
-    for key, value in arguments.items():
-        schema = index.param_schema(tool, key)
-        if isinstance(value, str) and schema is not None and not wants_text(schema):
-            with contextlib.suppress(ValueError, RecursionError):
-                value = loads_json(value.strip())
-        typed[key] = value
-    return typed
+        return name in self._names
 
 
 # --------------------------------------------------------------------------- streams
@@ -284,6 +193,8 @@ class ReplyStream:
         self._max_chars = max_chars
         self._calls = 0
         self._finished = False
+        #: A trailing piece of the last chunk held back: the next chunk decides what it is.
+        self._held = ""
 
     # -- public
 
@@ -319,6 +230,11 @@ class ReplyStream:
 
     def _content_end(self) -> None:
         raise NotImplementedError
+
+    def _take_held(self) -> str:
+        """The piece held back from the last chunk, no longer held."""
+        held, self._held = self._held, ""
+        return held
 
     def _take(self) -> list[Event]:
         out, self._out = self._out, []
@@ -387,7 +303,7 @@ class Family:
         make_id: IdMaker | None = None,
         max_chars: int = MAX_REPLY_CHARS,
     ) -> ParseResult:
-        """Read a whole reply: content, calls (typed by the tools' schemas), reasoning."""
+        """Read a whole reply: content, calls (arguments as written, untyped), reasoning."""
         s = self.stream(tools, reasoning_open=reasoning_open, make_id=make_id, max_chars=max_chars)
         events = s.feed(text)
         events += s.finish()

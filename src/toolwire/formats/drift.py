@@ -32,13 +32,17 @@ from typing import Any
 from ..arguments.read import ReadError, read_json
 from ..events import CallAbort, CallArgsDelta, CallEnd, CallStart, Event, Notice, TextDelta
 from ..messages import ToolCall
-from .base import IdMaker, ToolIndex, random_call_id, type_arguments
+from .base import IdMaker, ToolIndex, random_call_id
+from .callshape import CallShape
 
 __all__ = ["DriftGuard", "recover_calls"]
 
 _FENCE = re.compile(r"\A```(?:json|JSON)?[ \t]*\n(?P<body>.*?)\n?```\s*\Z", re.S)
 _TAG = re.compile(r"\A<tool_call>\s*(?P<body>.*?)\s*(?:</tool_call>)?\s*\Z", re.S)
 _MAX_CHARS = 256 * 1024
+#: A recovered call: ``name`` and ``arguments`` (or ``parameters``), perhaps
+#: ``"type": "function"``, naming a declared tool; nothing else.
+_SHAPE = CallShape(("arguments", "parameters"), constants={"type": "function"}, declared_only=True)
 
 
 def recover_calls(
@@ -49,6 +53,8 @@ def recover_calls(
     cut: bool = False,
 ) -> tuple[list[tuple[str, dict[str, Any], str]], str] | None:
     """The calls a whole reply drifted into: ``([(name, arguments, text)], shape)`` or None.
+
+    ``arguments`` is the JSON object as the model wrote it (untyped), ``text`` its JSON.
 
     ``None`` unless the reply is nothing but calls to declared tools. ``lenient`` reads the
     JSON as almost-JSON (for tools in words, where the model was only asked in prose).
@@ -80,22 +86,15 @@ def recover_calls(
     calls: list[tuple[str, dict[str, Any], str]] = []
     seen: set[tuple[str, str]] = set()
     for item in items:
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+        found = _SHAPE.read(item, index)
+        if isinstance(found, str):
             return None
-        keys = set(item) - {"name", "type"}
-        if item.get("type", "function") != "function" or len(keys) != 1:
-            return None
-        (key,) = keys
-        args = item[key]
-        if key not in ("arguments", "parameters") or not isinstance(args, dict):
-            return None
-        if not index.has(item["name"]):
-            return None
+        name, args = found
         raw = json.dumps(args, ensure_ascii=False)
-        if (item["name"], raw) in seen:
+        if (name, raw) in seen:
             continue  # the same call again
-        seen.add((item["name"], raw))
-        calls.append((item["name"], type_arguments(args, item["name"], index), raw))
+        seen.add((name, raw))
+        calls.append((name, args, raw))
     return (calls, shape) if calls else None
 
 

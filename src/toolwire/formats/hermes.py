@@ -8,14 +8,17 @@ there (Qwen-Coder's XML, doubled braces, a missing closing tag) is reply text.
 from __future__ import annotations
 
 from .base import Family
+from .callshape import CallShape
 from .jsoncall import JsonCall
-from .markerstream import DONE, OPEN, Body, MarkerStream, expect_literal
+from .markerstream import DONE, Body, MarkerStream
 
 __all__ = ["Hermes"]
 
 _OPEN_TAG = "<tool_call>"
 _CLOSE_TAG = "</tool_call>"
 _WS = " \t\r\n"
+#: Exactly ``name`` and ``arguments``.
+_SHAPE = CallShape()
 _PRE, _OBJECT, _POST = range(3)
 
 
@@ -23,20 +26,20 @@ class _HermesBody(Body):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
         self.state = _PRE
-        self.call = JsonCall(stream, args_key="arguments", allowed=frozenset({"name", "arguments"}))
+        self.call = JsonCall(stream, _SHAPE)
 
     def feed(self, s: str, i: int) -> int:
         n = len(s)
         while i < n:
             if self.state == _OBJECT:
                 i = self.call.scanner.feed(s, i)
-                self._note_start()
+                self.call.note_started(self.started)
                 if self.call.scanner.failed:
                     return self.fail(i, "the call is not a JSON object")
                 if not self.call.scanner.done:
                     return i
                 call, problem = self.call.finish()
-                self._note_start()
+                self.call.note_started(self.started)
                 if call is None:
                     return self.fail(i, problem)
                 self.calls.append((self.call.index, call))
@@ -50,25 +53,17 @@ class _HermesBody(Body):
                     return self.fail(i, "no JSON object after <tool_call>")
                 self.state = _OBJECT
                 continue
-            status, j = expect_literal(s, i, _CLOSE_TAG)
-            if status == OPEN:
-                return j
-            if status == DONE:
-                self.status = DONE
-                return j
-            return self.fail(j, "text after the call before </tool_call>")
+            j = self.expect(s, i, _CLOSE_TAG, "text after the call before </tool_call>")
+            if j < 0:
+                return i
+            self.status = DONE
+            return j
         return i
-
-    def _note_start(self) -> None:
-        if self.call.started and not self.started:
-            self.started.append((self.call.index, self.call.id))
 
 
 class HermesStream(MarkerStream):
     marker = _OPEN_TAG
-
-    def new_body(self) -> Body:
-        return _HermesBody(self)
+    body_class = _HermesBody
 
 
 class Hermes(Family):

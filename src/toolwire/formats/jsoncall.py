@@ -2,17 +2,16 @@
 
 Shared by the families that write calls as JSON objects (Hermes inside tags, Llama 3 as the
 whole reply, Mistral's list). The call is announced once its name is read; argument text is
-passed on as written; the finished object is then checked strictly against the family's
-allowed keys and typed by the tool's schema.
+passed on as written; the finished object is then read strictly as JSON and checked against
+the family's :class:`~toolwire.formats.callshape.CallShape`. Nothing is typed: the call's
+arguments are the object as the model wrote it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from ..messages import ToolCall
-from .base import ReplyStream, loads_json, type_arguments
+from .base import ReplyStream, loads_json
+from .callshape import CallShape
 from .jsonscan import ObjectScanner
 
 __all__ = ["JsonCall"]
@@ -21,22 +20,12 @@ __all__ = ["JsonCall"]
 class JsonCall:
     """One JSON call object in progress inside ``stream``."""
 
-    def __init__(
-        self,
-        stream: ReplyStream,
-        *,
-        args_key: str,
-        allowed: frozenset[str],
-        check: Callable[[dict[str, Any]], str] | None = None,
-        accept_name: Callable[[str], bool] | None = None,
-    ) -> None:
+    def __init__(self, stream: ReplyStream, shape: CallShape) -> None:
         self.stream = stream
-        self.args_key = args_key
-        self.allowed = allowed
-        self.check = check
-        self.accept_name = accept_name
+        self.shape = shape
+        self.args_key = shape.args_key
         self.scanner = ObjectScanner(
-            stream_key=args_key, on_name=self._on_name, on_stream=self._on_args
+            stream_key=self.args_key, on_name=self._on_name, on_stream=self._on_args
         )
         self.index = -1
         self.id = ""
@@ -49,14 +38,17 @@ class JsonCall:
     def started(self) -> bool:
         return self.index >= 0
 
+    def note_started(self, started: list[tuple[int, str]]) -> None:
+        """Add ``(index, id)`` to ``started`` once the call is announced, for an abort later."""
+        if self.started and (self.index, self.id) not in started[-1:]:
+            started.append((self.index, self.id))
+
     def _on_name(self, name: str) -> None:
         if self.started or self.rejected:
             return
-        if not name:
-            self.rejected = "the call has an empty name"
-            return
-        if self.accept_name is not None and not self.accept_name(name):
-            self.rejected = f"{name!r} is not a declared tool"
+        problem = self.shape.name_problem(name, self.stream.tools)
+        if problem:
+            self.rejected = problem
             return
         self.name = name
         self.index, self.id = self.stream._new_call(name)
@@ -81,29 +73,15 @@ class JsonCall:
             obj = loads_json(self.scanner.text())
         except (ValueError, RecursionError) as exc:
             return None, f"the call is not valid JSON ({exc})"
-        if not isinstance(obj, dict):
-            return None, "the call is not a JSON object"
-        extra = set(obj) - self.allowed
-        if extra:
-            return None, f"unexpected keys {sorted(extra)}"
-        name = obj.get("name")
-        if not isinstance(name, str) or not name:
-            return None, "the call has no name"
-        args = obj.get(self.args_key)
-        if not isinstance(args, dict):
-            return None, f'"{self.args_key}" must be an object'
-        if self.check is not None:
-            problem = self.check(obj)
-            if problem:
-                return None, problem
+        found = self.shape.read(obj, self.stream.tools)
+        if isinstance(found, str):
+            return None, found
+        name, args = found
         if not self.started:
             self._on_name(name)
             if not self.started:
                 return None, self.rejected or "the call has no name"
         if name != self.name:  # announced one name, the object says another
             return None, "the call names two tools"
-        typed = type_arguments(args, name, self.stream.tools)
-        return (
-            ToolCall(call_id or self.id, name, typed, "".join(self._args_text).strip()),
-            "",
-        )
+        text = "".join(self._args_text).strip()
+        return ToolCall(call_id or self.id, name, args, text), ""

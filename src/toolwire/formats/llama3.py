@@ -10,24 +10,27 @@ of it is reply text — a call can only open at the start.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..messages import ToolCall
 from .base import Family, ReplyStream
+from .callshape import CallShape
 from .jsoncall import JsonCall
-from .reasoning import held_suffix
+from .scan import Markers
 
 __all__ = ["Llama3"]
 
 _TAG = "<|python_tag|>"
+_TAGS = Markers((_TAG,))
 _WS = " \t\r\n"
 _START, _CALLS, _TEXT = range(3)
 
 
-def _check_type(obj: dict[str, Any]) -> str:
-    if "type" in obj and obj["type"] != "function":
-        return f'"type" must be "function", not {obj["type"]!r}'
-    return ""
+#: ``name`` and ``parameters``, and ``"type": "function"`` if any type. An untagged object
+#: must name a declared tool when the tools are known: it may be JSON meant for the user.
+_SHAPE = CallShape(("parameters",), constants={"type": "function"})
+_DECLARED = replace(_SHAPE, declared_only=True)
 
 
 class Llama3Stream(ReplyStream):
@@ -35,7 +38,6 @@ class Llama3Stream(ReplyStream):
         super().__init__(*args, **kwargs)
         self._state = _START
         self._lead: list[str] = []  # whitespace before the reply starts, held
-        self._held = ""  # a partial python tag
         self._raw: list[str] = []  # everything since the start while calls are open
         self._tagged = False
         self._call: JsonCall | None = None
@@ -43,23 +45,14 @@ class Llama3Stream(ReplyStream):
         self._started: list[tuple[int, str]] = []
 
     def _new_object(self) -> JsonCall:
-        accept = None
-        if self.tools.known and not self._tagged:
-            accept = self.tools.has
-        return JsonCall(
-            self,
-            args_key="parameters",
-            allowed=frozenset({"name", "parameters", "type"}),
-            check=_check_type,
-            accept_name=accept,
-        )
+        declared = self.tools.known and not self._tagged
+        return JsonCall(self, _DECLARED if declared else _SHAPE)
 
     def _content(self, text: str) -> None:
         if self._state == _TEXT:
             self._text(text)
             return
-        s = self._held + text if self._held else text
-        self._held = ""
+        s = self._take_held() + text  # a partial python tag, held
         i = 0
         n = len(s)
         while i < n:
@@ -81,7 +74,7 @@ class Llama3Stream(ReplyStream):
                     i += len(_TAG)
                 elif s[i] == "{":
                     self._state = _CALLS
-                elif held_suffix(s, (_TAG,), i) == n - i:
+                elif _TAGS.held(s, i) == n - i:  # the rest may be the start of the tag
                     self._held = s[i:]
                     return
                 else:
@@ -101,8 +94,7 @@ class Llama3Stream(ReplyStream):
                 call = self._call = self._new_object()
             k = call.scanner.feed(s, i)
             self._raw.append(s[i:k])
-            if call.started and (call.index, call.id) not in self._started[-1:]:
-                self._started.append((call.index, call.id))
+            call.note_started(self._started)
             i = k
             if call.rejected:  # first: the name may be read in the same piece that fails
                 self._to_text(call.rejected)
@@ -113,8 +105,7 @@ class Llama3Stream(ReplyStream):
             if call.scanner.done:
                 self._call = None
                 parsed, problem = call.finish()
-                if call.started and (call.index, call.id) not in self._started[-1:]:
-                    self._started.append((call.index, call.id))
+                call.note_started(self._started)
                 if parsed is None:
                     self._to_text(problem)
                     continue
@@ -133,8 +124,7 @@ class Llama3Stream(ReplyStream):
 
     def _content_end(self) -> None:
         if self._state == _START:
-            self._text("".join(self._lead) + self._held)
-            self._held = ""
+            self._text("".join(self._lead) + self._take_held())
         elif self._state == _CALLS:
             if self._call is not None or not self._done:
                 self._to_text("the reply ended inside the call")

@@ -13,9 +13,9 @@ from typing import ClassVar
 
 from ..messages import ToolCall
 from .base import ReplyStream
-from .reasoning import held_suffix
+from .scan import Markers
 
-__all__ = ["Body", "MarkerStream", "expect_literal"]
+__all__ = ["Body", "MarkerStream", "expect_any", "expect_literal"]
 
 OPEN, DONE, FAILED = "open", "done", "failed"
 
@@ -33,6 +33,18 @@ def expect_literal(s: str, i: int, literal: str) -> tuple[str, int]:
     return FAILED, i
 
 
+def expect_any(s: str, i: int, literals: tuple[str, ...]) -> tuple[str, int, str]:
+    """Compare ``s[i:]`` with each literal: ``(DONE, end, literal)`` for the one found there,
+    ``(OPEN, i, "")`` while the text so far may still become one, else ``(FAILED, i, "")``."""
+    waiting = False
+    for literal in literals:
+        status, j = expect_literal(s, i, literal)
+        if status == DONE:
+            return DONE, j, literal
+        waiting = waiting or status == OPEN
+    return (OPEN if waiting else FAILED), i, ""
+
+
 class Body:
     """Reads one call after its marker. Subclasses set ``status`` and fill ``calls``."""
 
@@ -47,6 +59,14 @@ class Body:
         """Consume from ``s[i]``; return where it stopped (see the module docstring)."""
         raise NotImplementedError
 
+    def expect(self, s: str, i: int, literal: str, problem: str) -> int:
+        """The index just past ``literal`` at ``s[i]``; -1 when the text so far is only its
+        start (wait for more) or is not it (the body then fails with ``problem``)."""
+        status, j = expect_literal(s, i, literal)
+        if status == FAILED:
+            self.fail(i, problem)
+        return j if status == DONE else -1
+
     def fail(self, i: int, reason: str) -> int:
         self.status = FAILED
         self.reason = reason
@@ -60,30 +80,34 @@ class Body:
 
 class MarkerStream(ReplyStream):
     marker: ClassVar[str]
+    #: What reads a call after the marker.
+    body_class: ClassVar[type[Body]]
+    #: The marker to find, set for each subclass from ``marker``.
+    _opening: ClassVar[Markers]
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "marker" in cls.__dict__:
+            cls._opening = Markers((cls.marker,))
 
     _body: Body | None = None
-    _held: str = ""
     _raw: list[str]
 
     def new_body(self) -> Body:
-        raise NotImplementedError
+        return self.body_class(self)
 
     def _content(self, text: str) -> None:
-        s = self._held + text if self._held else text
-        self._held = ""
+        s = self._take_held() + text
         i = 0
         n = len(s)
-        marker = self.marker
         while i < n:
             body = self._body
             if body is None:
-                j = s.find(marker, i)
-                if j < 0:
-                    keep = held_suffix(s, (marker,), i)
-                    self._text(s[i : n - keep])
-                    self._held = s[n - keep :]
-                    return
+                j, marker = self._opening.scan(s, i)
                 self._text(s[i:j])
+                if not marker:
+                    self._held = s[j:]
+                    return
                 self._body = self.new_body()
                 self._raw = [marker]
                 i = j + len(marker)
@@ -95,15 +119,20 @@ class MarkerStream(ReplyStream):
                     raise AssertionError("call body held back too much")
                 self._held = s[k:]
                 return
-            if body.status == DONE:
-                for index, call in body.calls:
-                    self._end(index, call)
-                self._body = None
-                i = k
-                continue
-            self._raw.append(s[i:k])
-            self._give_back(body)
+            if body.status != DONE:
+                self._raw.append(s[i:k])
+            self._close(body)
             i = k
+
+    def _close(self, body: Body) -> None:
+        """The body is over: its calls end, or its text goes back to the reply."""
+        if body.status != DONE:
+            self._give_back(body)
+            return
+        for index, call in body.calls:
+            self._end(index, call)
+        self._body = None
+        self._raw = []
 
     def _give_back(self, body: Body) -> None:
         for index, cid in body.started:
@@ -119,15 +148,8 @@ class MarkerStream(ReplyStream):
     def _content_end(self) -> None:
         body = self._body
         if body is not None:
-            self._raw.append(self._held)
-            self._held = ""
+            self._raw.append(self._take_held())
             body.end_of_reply()
-            if body.status == DONE:
-                for index, call in body.calls:
-                    self._end(index, call)
-                self._body = None
-            else:
-                self._give_back(body)
-        elif self._held:
-            self._text(self._held)
-            self._held = ""
+            self._close(body)
+        else:
+            self._text(self._take_held())

@@ -13,13 +13,13 @@ this family asks for them when a conversation is rendered.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from ..messages import ToolCall
-from .base import Family, loads_json, type_arguments
+from .base import Family, loads_json
+from .callshape import CallShape
 from .jsoncall import JsonCall
 from .jsonscan import ObjectScanner
-from .markerstream import DONE, OPEN, Body, MarkerStream, expect_literal
+from .markerstream import DONE, OPEN, Body, MarkerStream, expect_any
 
 __all__ = ["Mistral"]
 
@@ -34,10 +34,8 @@ _MAX_NAME = 256
 _PRE, _NAME, _ID, _OBJ_WAIT, _OBJECT, _LIST, _LIST_NEXT = range(7)
 
 
-def _check_id(obj: dict[str, Any]) -> str:
-    if "id" in obj and not isinstance(obj["id"], str):
-        return '"id" must be a string'
-    return ""
+#: A list item: ``name``, ``arguments`` and the call's ``id``, a string, if any.
+_ITEM = CallShape(strings=frozenset({"id"}))
 
 
 class _MistralBody(Body):
@@ -72,23 +70,19 @@ class _MistralBody(Body):
 
     def _after_word(self, s: str, i: int, allow_id: bool) -> tuple[int, bool]:
         """Match ``[ARGS]`` (or ``[CALL_ID]``): the new index, and whether more text is needed."""
-        status, j = expect_literal(s, i, _ARGS)
-        if status == DONE:
-            self.index, cid = self.stream._new_call(self.name, self.call_id or None)
-            self.call_id = cid
-            self.started.append((self.index, cid))
-            self.state = _OBJ_WAIT
-            return j, False
-        if allow_id:
-            status2, j2 = expect_literal(s, i, _CALL_ID)
-            if status2 == DONE:
-                self.state = _ID
-                return j2, False
-            if status2 == OPEN:
-                return i, True
+        status, j, literal = expect_any(s, i, (_ARGS, _CALL_ID) if allow_id else (_ARGS,))
         if status == OPEN:
             return i, True
-        return self.fail(i, f"expected {_ARGS} after the call's name"), False
+        if status != DONE:
+            return self.fail(i, f"expected {_ARGS} after the call's name"), False
+        if literal == _CALL_ID:
+            self.state = _ID
+            return j, False
+        self.index, cid = self.stream._new_call(self.name, self.call_id or None)
+        self.call_id = cid
+        self.started.append((self.index, cid))
+        self.state = _OBJ_WAIT
+        return j, False
 
     def _object(self, s: str, i: int) -> int:
         assert self.scanner is not None
@@ -103,8 +97,7 @@ class _MistralBody(Body):
             args = loads_json(text)
         except (ValueError, RecursionError) as exc:
             return self.fail(k, f"the arguments are not valid JSON ({exc})")
-        typed = type_arguments(args, self.name, self.stream.tools)
-        self.calls.append((self.index, ToolCall(self.call_id, self.name, typed, text)))
+        self.calls.append((self.index, ToolCall(self.call_id, self.name, args, text)))
         self.status = DONE
         return k
 
@@ -114,15 +107,13 @@ class _MistralBody(Body):
         item = self.item
         assert item is not None
         k = item.scanner.feed(s, i)
-        if item.started and (item.index, item.id) not in self.started[-1:]:
-            self.started.append((item.index, item.id))
+        item.note_started(self.started)
         if item.scanner.failed:
             return self.fail(k, "a list item is not a JSON object")
         if not item.scanner.done:
             return k
         call, problem = item.finish()
-        if item.started and (item.index, item.id) not in self.started[-1:]:
-            self.started.append((item.index, item.id))
+        item.note_started(self.started)
         if call is None:
             return self.fail(k, problem)
         self.calls.append((item.index, call))
@@ -176,12 +167,7 @@ class _MistralBody(Body):
             elif state == _LIST:
                 if c != "{":
                     return self.fail(i, "the call list does not hold objects")
-                self.item = JsonCall(
-                    self.stream,
-                    args_key="arguments",
-                    allowed=frozenset({"name", "arguments", "id"}),
-                    check=_check_id,
-                )
+                self.item = JsonCall(self.stream, _ITEM)
             else:  # _LIST_NEXT
                 if c == ",":
                     self.state = _LIST
@@ -196,9 +182,7 @@ class _MistralBody(Body):
 
 class MistralStream(MarkerStream):
     marker = _MARKER
-
-    def new_body(self) -> Body:
-        return _MistralBody(self)
+    body_class = _MistralBody
 
 
 class Mistral(Family):

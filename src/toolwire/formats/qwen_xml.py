@@ -4,20 +4,22 @@ In full: ``<tool_call>\\n<function=NAME>\\n<parameter=P>\\nvalue\\n</parameter>\
 ``</function>\\n</tool_call>``.
 
 Written by Qwen3-Coder, Qwen3.5/3.6 and Nemotron-3-Nano. A parameter's value is the text
-between its tags, less the one newline the template puts on each side; a string parameter is
-taken verbatim (several lines included) and streams as it is written, any other is typed by
-the tool's schema when it closes. JSON inside ``<tool_call>`` is not this family's call.
+between its tags, less the one newline the template puts on each side, several lines
+included. The grammar writes every value as text, so the call's arguments are that text
+(``text_values`` is set on the call): the argument pipeline reads a value for a parameter
+that is not text by the tool's schema, where every change is named. The argument text streams
+as the JSON of that mapping of strings as it grows. JSON inside ``<tool_call>`` is not this
+family's call.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from ..messages import ToolCall
-from .base import Family, type_text, wants_text
-from .markerstream import DONE, OPEN, Body, MarkerStream, expect_literal
-from .reasoning import held_suffix
+from .base import Family
+from .markerstream import DONE, OPEN, Body, MarkerStream, expect_any
+from .scan import Markers
 
 __all__ = ["QwenXml"]
 
@@ -27,7 +29,8 @@ _PARAMETER = "<parameter="
 _END_PARAMETER = "</parameter>"
 _END_FUNCTION = "</function>"
 _CLOSE_TAG = "</tool_call>"
-_VALUE_ENDS = ("\r\n" + _END_PARAMETER, "\n" + _END_PARAMETER, _END_PARAMETER)
+#: A value ends at its closing tag, less one newline before it.
+_VALUE_END = Markers(("\r\n" + _END_PARAMETER, "\n" + _END_PARAMETER, _END_PARAMETER))
 _WS = " \t\r\n"
 _MAX_NAME = 256
 
@@ -43,9 +46,8 @@ class _XmlBody(Body):
         self.index = -1
         self.id = ""
         self.param = ""
-        self.as_text = True
         self.value_parts: list[str] = []
-        self.args: dict[str, Any] = {}
+        self.args: dict[str, str] = {}
         self.args_text: list[str] = []
 
     def _delta(self, text: str) -> None:
@@ -110,93 +112,60 @@ class _XmlBody(Body):
                 i += 1
                 continue
             if state == _PRE:
-                status, j = expect_literal(s, i, _FUNCTION)
-                if status == OPEN:
-                    return j
-                if status != DONE:
-                    return self.fail(j, "no <function=…> after <tool_call>")
+                j = self.expect(s, i, _FUNCTION, "no <function=…> after <tool_call>")
+                if j < 0:
+                    return i
                 self.state = _NAME
                 i = j
             elif state == _BETWEEN:
-                status, j = expect_literal(s, i, _PARAMETER)
-                if status == DONE:
-                    self.state = _PNAME
-                    i = j
-                    continue
-                status2, j2 = expect_literal(s, i, _END_FUNCTION)
-                if status2 == DONE:
-                    self.state = _POST
-                    i = j2
-                    continue
-                if OPEN in (status, status2):
-                    return i
-                return self.fail(i, "expected <parameter=…> or </function>")
-            else:  # _POST
-                status, j = expect_literal(s, i, _CLOSE_TAG)
+                status, j, literal = expect_any(s, i, (_PARAMETER, _END_FUNCTION))
                 if status == OPEN:
-                    return j
+                    return i
                 if status != DONE:
-                    return self.fail(j, "text after </function> before </tool_call>")
+                    return self.fail(i, "expected <parameter=…> or </function>")
+                self.state = _PNAME if literal == _PARAMETER else _POST
+                i = j
+            else:  # _POST
+                j = self.expect(s, i, _CLOSE_TAG, "text after </function> before </tool_call>")
+                if j < 0:
+                    return i
                 self._close_call()
                 return j
         return i
 
     def _open_param(self, name: str) -> None:
         self.param = name
-        schema = self.stream.tools.param_schema(self.name, name)
-        self.as_text = wants_text(schema)
         self.value_parts = []
         opener = "{" if not self.args_text else ", "
-        self._delta(opener + json.dumps(name, ensure_ascii=False) + ": ")
-        if self.as_text:
-            self._delta('"')
+        self._delta(opener + json.dumps(name, ensure_ascii=False) + ': "')
         self.state = _VALUE_START
 
     def _value(self, s: str, i: int) -> int:
-        j = s.find(_END_PARAMETER, i)
-        if j < 0:
-            stop = len(s) - held_suffix(s, _VALUE_ENDS, i)
-            self._value_piece(s[i:stop])
-            return stop
-        end = j - 1 if j > i and s[j - 1] == "\n" else j
-        if end < j and end > i and s[end - 1] == "\r":
-            end -= 1
-        self._value_piece(s[i:end])
-        self._close_param()
-        return j + len(_END_PARAMETER)
-
-    def _value_piece(self, piece: str) -> None:
-        if not piece:
-            return
-        self.value_parts.append(piece)
-        if self.as_text:
+        j, end = _VALUE_END.scan(s, i)
+        if j > i:
+            piece = s[i:j]
+            self.value_parts.append(piece)
             self._delta(json.dumps(piece, ensure_ascii=False)[1:-1])
-
-    def _close_param(self) -> None:
-        text = "".join(self.value_parts)
+        if not end:
+            return j
+        self.args[self.param] = "".join(self.value_parts)
         self.value_parts = []
-        if self.as_text:
-            self.args[self.param] = text
-            self._delta('"')
-        else:
-            schema = self.stream.tools.param_schema(self.name, self.param)
-            value = type_text(text, schema)
-            self.args[self.param] = value
-            self._delta(json.dumps(value, ensure_ascii=False))
+        self._delta('"')
         self.state = _BETWEEN
+        return j + len(end)
 
     def _close_call(self) -> None:
         self._delta("}" if self.args_text else "{}")
-        call = ToolCall(self.id, self.name, dict(self.args), "".join(self.args_text))
+        call = ToolCall(
+            self.id, self.name, dict(self.args), "".join(self.args_text), text_values=True
+        )
         self.calls.append((self.index, call))
         self.status = DONE
 
 
 class QwenXmlStream(MarkerStream):
     marker = _OPEN_TAG
-
-    def new_body(self) -> Body:
-        return _XmlBody(self)
+    body_class = _XmlBody
 
 
 class QwenXml(Family):

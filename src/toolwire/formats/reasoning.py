@@ -9,28 +9,18 @@ whitespace) counts; ``<think>`` later in the text is ordinary text.
 
 from __future__ import annotations
 
-__all__ = ["CLOSERS", "OPENERS", "ReasoningSplitter", "held_suffix", "opens_reasoning"]
+from .scan import Markers
+
+__all__ = ["CLOSERS", "OPENERS", "ReasoningSplitter", "opens_reasoning"]
 
 OPENERS: dict[str, str] = {"<think>": "</think>", "[THINK]": "[/THINK]"}
 CLOSERS: tuple[str, ...] = tuple(OPENERS.values())
 
+#: The closers to look for: either one, when the prompt opened the block; else its own.
+_ANY_CLOSER = Markers(CLOSERS)
+_CLOSER = {opener: Markers((closer,)) for opener, closer in OPENERS.items()}
+
 _START, _REASONING, _AFTER, _CONTENT = range(4)
-
-
-def held_suffix(text: str, markers: tuple[str, ...], start: int = 0) -> int:
-    """Length of the longest end of ``text[start:]`` that could begin one of ``markers``.
-
-    That end must be held back: the next chunk may complete the marker.
-    """
-    best = 0
-    for marker in markers:
-        n = min(len(marker) - 1, len(text) - start)
-        while n > best:
-            if text.endswith(marker[:n]):
-                best = n
-                break
-            n -= 1
-    return best
 
 
 class ReasoningSplitter:
@@ -38,7 +28,7 @@ class ReasoningSplitter:
 
     def __init__(self, *, opened: bool = False) -> None:
         self._state = _REASONING if opened else _START
-        self._closers: tuple[str, ...] = CLOSERS if opened else ()
+        self._closers = _ANY_CLOSER
         self._lead: list[str] = []  # whitespace seen at the start, held until we know
         self._held = ""  # a partial opener (at the start) or closer (inside reasoning)
 
@@ -59,7 +49,7 @@ class ReasoningSplitter:
                 opener = next((o for o in OPENERS if body.startswith(o)), None)
                 if opener is not None:
                     self._state = _REASONING
-                    self._closers = (OPENERS[opener],)
+                    self._closers = _CLOSER[opener]
                     self._lead.clear()
                     buf = body[len(opener) :]
                     continue
@@ -71,20 +61,12 @@ class ReasoningSplitter:
                 self._lead.clear()
                 break
             if self._state == _REASONING:
-                found = -1
-                closer = ""
-                for c in self._closers:
-                    j = buf.find(c)
-                    if j >= 0 and (found < 0 or j < found):
-                        found, closer = j, c
-                if found < 0:
-                    keep = held_suffix(buf, self._closers)
-                    if len(buf) > keep:
-                        out.append((True, buf[: len(buf) - keep]))
-                    self._held = buf[len(buf) - keep :]
-                    break
+                found, closer = self._closers.scan(buf)
                 if found:
                     out.append((True, buf[:found]))
+                if not closer:
+                    self._held = buf[found:]
+                    break
                 self._state = _AFTER
                 buf = buf[found + len(closer) :]
                 continue

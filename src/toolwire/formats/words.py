@@ -9,7 +9,12 @@ declared tool; and a reply that is only the call's JSON. Words go out at once; a
 until it closes; a code fence that is not a call passes through untouched; a
 ``<tool_response>`` the model writes itself is never shown and never believed. A block it
 cannot read becomes a failed call named :data:`UNREADABLE`, whose result tells the model how
-to write one.
+to write one. Nothing is typed here: the arguments are the object the model wrote (the text of
+each ``<parameter=P>`` value, marked ``text_values``), typed once by the argument pipeline.
+
+The reader is linear in the reply, however it is cut: markers are found with one search per
+chunk, the text of a block is joined once when the block closes, and a reply held because it
+may be nothing but a call's JSON is decided by its first character, not re-read.
 """
 
 from __future__ import annotations
@@ -17,14 +22,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..arguments.read import ReadError, read_json
 from ..messages import ToolCall
-from .base import Family, ReplyStream, type_arguments
+from .base import Family, ReplyStream
+from .callshape import CallShape
 from .drift import recover_calls
 from .qwen_xml import QwenXml
-from .reasoning import held_suffix
+from .scan import Markers
 
 __all__ = ["HOW_TO_CALL", "UNREADABLE", "Words"]
 
@@ -42,99 +49,99 @@ _BLOCKS = {
     "```": "```",
     "<tool_response>": "</tool_response>",
 }
-_MARKERS = tuple(_BLOCKS)
+_OPENINGS = Markers(_BLOCKS)
+_CLOSERS = {opener: Markers((closer,)) for opener, closer in _BLOCKS.items()}
+#: A block longer than this is cut there, unread: an unreadable call (a fence: text).
 _MAX_BLOCK = 1024 * 1024
 _FENCE_INFO = re.compile(r"\A([A-Za-z0-9_+-]*)[ \t]*\n")
+#: A call object in words: ``arguments`` or ``parameters`` (perhaps JSON in a string, or
+#: missing), other keys ignored: the model was only asked in prose.
+_SHAPE = CallShape(
+    ("arguments", "parameters"), other_keys=True, args_optional=True, args_as_text=True
+)
+#: In a code fence, JSON is a call only when it names a declared tool.
+_FENCED = replace(_SHAPE, declared_only=True)
+_QWEN_XML = QwenXml()
+
+# whether the reply may still be nothing but a call's JSON (held until it ends)
+_UNDECIDED, _HOLDING, _PASSING = range(3)
+
+
+def _almost_json(text: str) -> Any:
+    """The value of almost-JSON text, or None when it cannot be read."""
+    try:
+        return read_json(text).value
+    except ReadError:
+        return None
 
 
 class WordsStream(ReplyStream):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._held = ""
-        self._block: list[str] | None = None
-        self._opener = ""
-        self._all: list[str] = []  # the whole reply, for a reply that is only a call
-        self._texts: list[str] = []
-        self._found = False
-        self._holding_start = True
-        self._start_text: list[str] = []
-        self._tail = ""
-        self._size = 0
-
     # the tools as given, for recover_calls (ReplyStream keeps only an index)
     tools_given: Sequence[Mapping[str, Any]] | None = None
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._opener = ""  # the block being read, "" outside one
+        self._block: list[str] = []
+        self._block_size = 0
+        self._found = False
+        self._start = _UNDECIDED
+        self._start_text: list[str] = []
+
     def _content(self, text: str) -> None:
-        self._all.append(text)
-        s = self._held + text if self._held else text
-        self._held = ""
+        s = self._take_held() + text
         i, n = 0, len(s)
         while i < n:
-            if self._block is None:
-                best = -1
-                marker = ""
-                for m in _MARKERS:
-                    j = s.find(m, i)
-                    if j >= 0 and (best < 0 or j < best):
-                        best, marker = j, m
-                if best < 0:
-                    keep = held_suffix(s, _MARKERS, i)
-                    self._words(s[i : n - keep])
-                    self._held = s[n - keep :]
+            if not self._opener:
+                j, marker = _OPENINGS.scan(s, i)
+                self._words(s[i:j])
+                if not marker:
+                    self._held = s[j:]
                     return
-                self._words(s[i:best])
-                self._block = [marker]
                 self._opener = marker
-                self._tail = ""
-                self._size = 0
-                i = best + len(marker)
+                i = j + len(marker)
                 continue
-            closer = _BLOCKS[self._opener]
-            # look for the closer in the new text, with the end of the block so far in
-            # front in case the closer was split: nothing is searched twice
-            buf = self._tail + s[i:]
-            j = buf.find(closer)
-            if j < 0:
-                self._block.append(s[i:])
-                self._size += n - i
-                self._tail = buf[-(len(closer) - 1) :] if len(closer) > 1 else ""
-                if self._size > _MAX_BLOCK:
-                    self._close_block("".join(self._block[1:]), complete=False)
+            j, closer = _CLOSERS[self._opener].scan(s, i)
+            room = _MAX_BLOCK - self._block_size
+            if j - i > room:
+                # too long to be a call: its first _MAX_BLOCK characters are an unreadable
+                # call, and the rest is read as words (the same cut however the reply streams)
+                self._block.append(s[i : i + room])
+                self._close_block(complete=False, readable=False)
+                i += room
+                continue
+            self._block.append(s[i:j])
+            self._block_size += j - i
+            if not closer:
+                self._held = s[j:]
                 return
-            cut = j - len(self._tail)  # where the closer starts, counted from i
-            if cut >= 0:
-                self._block.append(s[i : i + cut])
-                body = "".join(self._block[1:])
-            else:
-                body = "".join(self._block[1:])[:cut]
-            self._close_block(body, complete=True)
-            i += cut + len(closer)
+            self._close_block(complete=True)
+            i = j + len(closer)
 
     def _words(self, text: str) -> None:
         if not text:
             return
-        if self._holding_start:  # the reply may still be nothing but a call's JSON
-            self._start_text.append(text)
-            head = "".join(self._start_text).lstrip()
-            if not head or head[:1] in "{[":
-                return
-            self._holding_start = False
-            text, self._start_text = "".join(self._start_text), []
-        self._texts.append(text)
-        self._text(text)
+        if self._start == _PASSING:
+            self._text(text)
+            return
+        # the reply may still be nothing but a call's JSON: its first character decides
+        self._start_text.append(text)
+        if self._start == _UNDECIDED:
+            head = text.lstrip()
+            if head:
+                self._start = _HOLDING
+                if head[0] not in "{[":
+                    self._stop_holding()
 
     def _stop_holding(self) -> None:
-        if self._holding_start:
-            self._holding_start = False
+        if self._start != _PASSING:
+            self._start = _PASSING
             held, self._start_text = "".join(self._start_text), []
-            if held:
-                self._texts.append(held)
-                self._text(held)
+            self._text(held)
 
-    def _close_block(self, body: str, *, complete: bool) -> None:
-        opener = self._opener
-        self._block = None
-        self._opener = ""
+    def _close_block(self, *, complete: bool, readable: bool = True) -> None:
+        opener, body = self._opener, "".join(self._block)
+        self._opener, self._block, self._block_size = "", [], 0
         if opener == "<tool_response>":
             self._notice(
                 "ignored-tool-response",
@@ -142,13 +149,14 @@ class WordsStream(ReplyStream):
             )
             return
         raw = opener + body + (_BLOCKS[opener] if complete else "")
-        if opener == "```":
-            call = self._fenced(body)
+        if opener == "```":  # a fence that is not a call is text, whatever its length
+            call = self._fenced(body) if readable else None
             if call is None:
                 self._stop_holding()
-                self._texts.append(raw)
                 self._text(raw)
                 return
+        elif not readable:
+            call = None
         elif opener == "<tool_call>":
             call = self._tagged(body)
         else:
@@ -156,91 +164,64 @@ class WordsStream(ReplyStream):
         self._stop_holding()
         self._emit(call, raw)
 
-    def _emit(self, call: tuple[str, dict[str, Any], str] | None, raw: str) -> None:
-        arguments: dict[str, Any]
+    def _emit(self, call: ToolCall | None, raw: str) -> None:
         if call is None:
-            name, arguments, text = UNREADABLE, {}, raw
-        else:
-            name, arguments, text = call
-        index, cid = self._new_call(name)
-        self._args(index, text)
-        self._end(index, ToolCall(cid, name, arguments, text))
+            call = ToolCall("", UNREADABLE, {}, raw)
+        index, cid = self._new_call(call.name)
+        self._args(index, call.arguments_text)
+        self._end(index, replace(call, id=cid))
         self._found = True
 
     # -- the shapes
 
-    def _json_call(self, text: str) -> tuple[str, dict[str, Any], str] | None:
-        try:
-            value = read_json(text.strip()).value
-        except ReadError:
+    def _json_call(self, text: str, shape: CallShape) -> ToolCall | None:
+        found = shape.read(_almost_json(text.strip()), self.tools)
+        if isinstance(found, str):
             return None
-        if not isinstance(value, dict) or not isinstance(value.get("name"), str):
-            return None
-        args = value.get("arguments", value.get("parameters", {}))
-        if isinstance(args, str):
-            try:
-                args = read_json(args).value
-            except ReadError:
-                return None
-        if not isinstance(args, dict):
-            return None
-        name = value["name"]
-        return name, type_arguments(args, name, self.tools), json.dumps(args, ensure_ascii=False)
+        name, args = found
+        return ToolCall("", name, args, json.dumps(args, ensure_ascii=False))
 
-    def _tagged(self, body: str) -> tuple[str, dict[str, Any], str] | None:
+    def _tagged(self, body: str) -> ToolCall | None:
         inner = body.strip()
         if inner.startswith("<function="):
             return self._function(inner[len("<function=") :].removesuffix("</function>"))
-        return self._json_call(inner)
+        return self._json_call(inner, _SHAPE)
 
-    def _function(self, body: str) -> tuple[str, dict[str, Any], str] | None:
+    def _function(self, body: str) -> ToolCall | None:
         name, sep, rest = body.partition(">")
         name = name.strip()
         if not sep or not name or any(c.isspace() for c in name):
             return None
         rest = rest.strip()
         if rest.startswith("{"):
-            try:
-                args = read_json(rest).value
-            except ReadError:
-                return None
+            args = _almost_json(rest)
             if not isinstance(args, dict):
                 return None
-            typed = type_arguments(args, name, self.tools)
-            return name, typed, json.dumps(args, ensure_ascii=False)
+            return ToolCall("", name, args, json.dumps(args, ensure_ascii=False))
         xml = f"<tool_call>\n<function={name}>\n{rest}\n</function>\n</tool_call>"
-        parsed = QwenXml().parse(xml, self.tools_given)
-        if len(parsed.calls) == 1:
-            c = parsed.calls[0]
-            return c.name, c.arguments, c.arguments_text
-        return None
+        parsed = _QWEN_XML.parse(xml)
+        return parsed.calls[0] if len(parsed.calls) == 1 else None
 
-    def _fenced(self, body: str) -> tuple[str, dict[str, Any], str] | None:
+    def _fenced(self, body: str) -> ToolCall | None:
         m = _FENCE_INFO.match(body)
         info = m.group(1).lower() if m else ""
         if info not in ("", "json", "tool_call"):
             return None
-        found = self._json_call(body[m.end() :] if m else body)
-        if found is None or not self.tools.has(found[0]):
-            return None
-        return found
+        return self._json_call(body[m.end() :] if m else body, _FENCED)
 
     def _content_end(self) -> None:
-        if self._block is not None:
-            body = "".join(self._block[1:]) + self._held
-            self._held = ""
-            self._close_block(body, complete=False)
-        elif self._held:
-            self._words(self._held)
-            self._held = ""
-        if self._holding_start:
+        if self._opener:
+            self._block.append(self._take_held())
+            self._close_block(complete=False)
+        else:
+            self._words(self._take_held())
+        if self._start != _PASSING:
             whole = "".join(self._start_text)
             found = None if self._found else recover_calls(whole, self.tools_given, lenient=True)
             if found is not None:
-                self._holding_start = False
-                self._start_text = []
+                self._start, self._start_text = _PASSING, []
                 for name, arguments, text in found[0]:
-                    self._emit((name, arguments, text), whole)
+                    self._emit(ToolCall("", name, arguments, text), whole)
                 return
             self._stop_holding()
 
@@ -250,7 +231,7 @@ class Words(Family):
 
     name = "words"
     label = "tools in words (Hermes form, read leniently)"
-    markers = _MARKERS
+    markers = tuple(_BLOCKS)
     stream_class = WordsStream
 
     def stream(

@@ -1,0 +1,61 @@
+"""Finding markers in streamed text, and holding back what may be the start of one.
+
+Every reader that waits for a marker (a call's opening tag, a block's closer, the end of a
+thinking block) does the same two things with each chunk: find the first of its markers, and
+when there is none, hold back a trailing piece that the next chunk may complete into one.
+:class:`Markers` does both, once for all of them. The search is one pass over the text for
+all markers together (a compiled alternation), so a chunk holding many markers is still read
+once, and the piece held back is never longer than the longest marker.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+__all__ = ["Markers"]
+
+
+class Markers:
+    """A fixed set of marker texts to find in streamed text."""
+
+    def __init__(self, markers: Iterable[str]) -> None:
+        found = tuple(dict.fromkeys(m for m in markers if m))
+        if not found:
+            raise ValueError("no markers")
+        self.markers = found
+        # longest first: where two markers start at the same place, the longer one is meant
+        pattern = "|".join(re.escape(m) for m in sorted(found, key=len, reverse=True))
+        self._search = re.compile(pattern).search
+        # a proper start of a marker at the very end of the text; the leftmost is the longest
+        starts = sorted({m[:k] for m in found for k in range(1, len(m))}, key=len, reverse=True)
+        self._end = re.compile("(?:" + "|".join(map(re.escape, starts)) + r")\Z").search
+        self._longest_start = max(len(m) for m in found) - 1
+
+    def find(self, text: str, start: int = 0) -> tuple[int, str]:
+        """The first marker in ``text[start:]``: ``(position, marker)``, or ``(-1, "")``."""
+        m = self._search(text, start)
+        if m is None:
+            return -1, ""
+        return m.start(), m.group()
+
+    def scan(self, text: str, start: int = 0) -> tuple[int, str]:
+        """Read ``text[start:]`` up to the first marker: ``(position, marker)``.
+
+        With no marker in it, ``marker`` is ``""`` and ``position`` is where the piece to hold
+        back begins: ``text[start:position]`` is free of markers either way.
+        """
+        j, marker = self.find(text, start)
+        if marker:
+            return j, marker
+        return len(text) - self.held(text, start), ""
+
+    def held(self, text: str, start: int = 0) -> int:
+        """Length of the longest end of ``text[start:]`` that could begin a marker.
+
+        That end must be held back: the next chunk may complete the marker.
+        """
+        if self._longest_start == 0:
+            return 0  # one-character markers: nothing can be partial
+        m = self._end(text, max(start, len(text) - self._longest_start))
+        return 0 if m is None else m.end() - m.start()
