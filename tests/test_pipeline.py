@@ -61,7 +61,9 @@ DRIFTED = {
 
 
 def _request(**options: Any) -> Request:
-    return Request([{"role": "user", "content": "Weather in Paris for 3 days?"}], [WEATHER], **options)
+    return Request(
+        [{"role": "user", "content": "Weather in Paris for 3 days?"}], [WEATHER], **options
+    )
 
 
 def _run(backend: Any, request: Request) -> list[Any]:
@@ -355,8 +357,6 @@ def test_a_qwen_xml_python_literal_is_a_named_repair_that_strict_refuses() -> No
 
 def test_a_qwen_xml_integer_is_the_grammar_not_a_repair() -> None:
     schema = FLAGGED["function"]["parameters"]  # type: ignore[index]
-    done = prepare_arguments(
-        {"hour": "7", "loud": "false"}, schema, text_values=True, strict=True
-    )
+    done = prepare_arguments({"hour": "7", "loud": "false"}, schema, text_values=True, strict=True)
     assert done.arguments == {"hour": 7, "loud": False}
     assert done.repairs == ()

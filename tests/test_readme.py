@@ -129,6 +129,8 @@ def test_the_tool_loop_example_runs_on_the_real_model(
 
 
 def test_every_other_python_example_runs() -> None:
-    others = [b for b in blocks("python") if "OpenAI(base_url=" not in b and "run_loop_sync" not in b]
+    others = [
+        b for b in blocks("python") if "OpenAI(base_url=" not in b and "run_loop_sync" not in b
+    ]
     for code in others:
         _exec(code)

@@ -67,6 +67,8 @@ def streamed_calls(gateway: str, body: dict[str, Any]) -> list[tuple[str, str, s
     chunks = [json.loads(line[6:]) for line in lines[:-1]]
     calls: dict[int, dict[str, str]] = {}
     for c in chunks:
+        if not c["choices"]:  # the last chunk carries only toolwire's notices
+            continue
         for tc in c["choices"][0]["delta"].get("tool_calls", []):
             slot = calls.setdefault(tc["index"], {"id": "", "name": "", "arguments": ""})
             slot["id"] = tc.get("id", slot["id"])
@@ -112,6 +114,8 @@ def test_streamed_calls_carry_their_index(upstream: FakeOpenAIServer, gateway: s
     assert last == "data: [DONE]"
     calls: dict[int, dict[str, str]] = {}
     for c in chunks:
+        if not c["choices"]:  # the last chunk carries only toolwire's notices
+            continue
         for tc in c["choices"][0]["delta"].get("tool_calls", []):
             slot = calls.setdefault(tc["index"], {"id": "", "name": "", "arguments": ""})
             slot["id"] = tc.get("id", slot["id"])
@@ -121,7 +125,8 @@ def test_streamed_calls_carry_their_index(upstream: FakeOpenAIServer, gateway: s
         ("a", "get_weather", {"city": "Oslo"}),
         ("b", "get_weather", {"city": "Rome"}),
     ]
-    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+    assert chunks[-2]["choices"][0]["finish_reason"] == "tool_calls"
+    assert chunks[-1]["choices"] == [] and "notices" in chunks[-1]["toolwire"]
 
 
 @pytest.mark.parametrize(

@@ -43,7 +43,11 @@ TOOLS = [
         },
     }
 ]
-ASK = {"model": "gw", "messages": [{"role": "user", "content": "Weather in Paris?"}], "tools": TOOLS}
+ASK = {
+    "model": "gw",
+    "messages": [{"role": "user", "content": "Weather in Paris?"}],
+    "tools": TOOLS,
+}
 BARE = '{"name": "get_weather", "arguments": {"city": "Paris", "days": "3"}}'
 
 
@@ -123,7 +127,9 @@ def test_strict_asked_by_the_client_turns_recovery_and_repairs_off(
         finish_reason="tool_calls",
     )
     chunks = _stream(gateway, {**ASK, "toolwire": {"strict": True}})
-    sent = [tc for c in chunks if c["choices"] for tc in c["choices"][0]["delta"].get("tool_calls", [])]
+    sent = [
+        tc for c in chunks if c["choices"] for tc in c["choices"][0]["delta"].get("tool_calls", [])
+    ]
     assert json.loads(sent[0]["function"]["arguments"]) == {"city": "Paris", "days": "3"}
     (notice,) = chunks[-1]["toolwire"]["notices"]
     assert notice["code"] == "arguments-invalid" and "days" in notice["message"]
@@ -175,7 +181,9 @@ def test_a_malformed_extension_gets_a_400_that_names_the_field(
     assert r.json()["error"]["param"] == field
 
 
-def test_the_official_client_ignores_the_extension(upstream: FakeOpenAIServer, gateway: str) -> None:
+def test_the_official_client_ignores_the_extension(
+    upstream: FakeOpenAIServer, gateway: str
+) -> None:
     client = OpenAI(base_url=gateway + "/v1", api_key="unused")
     upstream.add_stream(text_deltas(BARE))
     reply = client.chat.completions.create(model="gw", messages=ASK["messages"], tools=TOOLS)  # type: ignore[arg-type]
@@ -185,7 +193,10 @@ def test_the_official_client_ignores_the_extension(upstream: FakeOpenAIServer, g
     names = [
         tc.function.name
         for chunk in client.chat.completions.create(
-            model="gw", messages=ASK["messages"], tools=TOOLS, stream=True  # type: ignore[arg-type]
+            model="gw",
+            messages=ASK["messages"],
+            tools=TOOLS,
+            stream=True,  # type: ignore[arg-type]
         )
         for choice in chunk.choices
         for tc in choice.delta.tool_calls or []

@@ -17,11 +17,11 @@ from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from .pipeline import Backend
 from .conversation import Conversation
 from .events import CallEnd, Event, Notice, TextDelta, ToolResult, ToolRun
 from .loop import run_loop_sync
 from .messages import ToolCall
+from .pipeline import Backend
 from .tools import Toolbox
 
 __all__ = ["CalculatorError", "calculate", "chat", "demo_toolbox"]

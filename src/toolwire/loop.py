@@ -20,12 +20,12 @@ from contextlib import aclosing
 from typing import Any
 
 from .arguments import prepare_arguments
-from .pipeline import Backend, Request, stream_sync
 from .conversation import Conversation, resolve_settings
 from .errors import ArgumentsError
 from .events import CallEnd, Event, Notice, TextDelta, ToolResult, ToolRun
 from .formats.words import HOW_TO_CALL, UNREADABLE
 from .messages import ToolCall, assistant_message, tool_message
+from .pipeline import Backend, Request, stream_sync
 from .tools import Tool, Toolbox, ToolDenied, ToolUnavailable
 
 __all__ = ["RETRY_DELAYS", "run_loop", "run_loop_sync"]

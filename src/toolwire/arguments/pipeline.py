@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -213,10 +214,8 @@ def _read_text_values(
                 item = _PY_LITERALS[text]
                 repairs.append("python-literals")
             else:
-                try:
+                with contextlib.suppress(ReadError):
                     item = read_json(text, strict=True).value
-                except ReadError:
-                    pass
         out[key] = item
     return out
 

@@ -94,9 +94,15 @@ class OllamaBackend(Transport):
         if request.tools:
             shown = dialect or self.dialect
             body["tools"] = [
-                {**t, "function": {**t["function"], "parameters": to_dialect(
-                    t["function"].get("parameters") or {"type": "object"}, shown
-                )}}
+                {
+                    **t,
+                    "function": {
+                        **t["function"],
+                        "parameters": to_dialect(
+                            t["function"].get("parameters") or {"type": "object"}, shown
+                        ),
+                    },
+                }
                 for t in normalize_tools(request.tools)
             ]
         if request.think is not None:

@@ -2,8 +2,9 @@
 
 One client for OpenAI, vLLM, llama-server, LM Studio, Ollama's ``/v1`` and the Gemini and
 Anthropic compatibility endpoints. A transport: it sends and reads; the reply pipeline
-decides the rest (tools in words, recovery, healing). Tools go in the request; streamed ``tool_calls`` deltas
-are assembled by index (id and name first, then argument fragments, several calls at once);
+decides the rest (tools in words, recovery, healing). Tools go in the request; streamed
+``tool_calls`` deltas are assembled by index (id and name first, then argument fragments,
+several calls at once);
 ``content`` may be null; ``reasoning`` / ``reasoning_content`` become reasoning and are never
 read for calls. Built on ``httpx`` with an injectable client, so tests (and callers with
 their own proxies, retries or transports) hand in the client they want.

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..arguments import prepare_arguments
-from ..pipeline import Backend, Request
 from ..errors import ArgumentsError, ToolwireError
 from ..events import CallEnd, TextDelta
 from ..formats.drift import recover_calls
+from ..pipeline import Backend, Request
 from .cases import Case, PromptSet, check_arguments
 
 __all__ = ["Outcome", "Report", "run_bench"]

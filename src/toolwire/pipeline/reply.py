@@ -57,7 +57,9 @@ def decide(transport: Transport, request: Request, lesson: Lesson) -> tuple[Plan
             else ""
         )
         if why:
-            return Plan("words"), [Notice("tools-in-words", f"{model} gets its tools in words: {why}")]
+            return Plan("words"), [
+                Notice("tools-in-words", f"{model} gets its tools in words: {why}")
+            ]
         if lesson.dialect is not None and lesson.dialect != transport.dialect:
             notice = Notice(
                 "schema-dialect",
@@ -79,7 +81,9 @@ def decide(transport: Transport, request: Request, lesson: Lesson) -> tuple[Plan
 def in_words(transport: Transport, request: Request) -> tuple[Request, Notice | None]:
     """The request with its tools in words: listed in the system prompt, none sent; earlier
     calls and results written out as text. A notice when not even the names fit."""
-    system, _ = tools_in_words(request.tools or (), transport.context_tokens, transport.count_tokens)
+    system, _ = tools_in_words(
+        request.tools or (), transport.context_tokens, transport.count_tokens
+    )
     notice = None
     if system is None:
         notice = Notice(
@@ -137,13 +141,14 @@ async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event,
     healed: set[str] = set()
     while True:
         plan, notices = decide(transport, request, memory.recall(*key))
-        for notice in notices:
-            yield notice
+        if not healed:  # after healing, its own notice has said why
+            for notice in notices:
+                yield notice
         sent = request
         if plan.mode == "words":
-            sent, notice = in_words(transport, request)
-            if notice is not None:
-                yield notice
+            sent, too_long = in_words(transport, request)
+            if too_long is not None:
+                yield too_long
                 plan = Plan("plain")
         prepared = transport.prepare(sent, plan)
         started = False

@@ -3,8 +3,9 @@
 ``POST /v1/chat/completions`` (streamed or not), ``GET /v1/models``, ``GET /health``. Behind
 it stands a backend — the local GGUF model in-process, or an upstream OpenAI-compatible
 server — and the reply pipeline in front of it: calls left in the text are recovered as
-``tool_calls``, refused tools are healed into words, refused schemas sent again plainly. The gateway never runs tools: the
-client does, and sends the results back as ``tool`` messages.
+``tool_calls``, refused tools are healed into words, refused schemas sent again plainly.
+The gateway never runs tools: the client does, and sends the results back as ``tool``
+messages.
 
 Replies follow OpenAI's shape: ``arguments`` is a JSON string, ``content`` is null when the
 reply is only calls, ``finish_reason`` is ``tool_calls``, streamed calls carry their own
@@ -34,11 +35,11 @@ from starlette.routing import Route
 
 from ..arguments import prepare_arguments
 from ..arguments.read import ReadError, read_json
-from ..pipeline import Backend, Request
 from ..errors import ArgumentsError, BackendError, ToolwireError
 from ..events import CallAbort, CallEnd, Done, Event, Notice, ReasoningDelta, TextDelta
 from ..formats.base import assemble
 from ..messages import ToolCall
+from ..pipeline import Backend, Request
 
 __all__ = ["MAX_BODY_BYTES", "arguments_json", "create_app"]
 
