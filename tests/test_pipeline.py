@@ -360,3 +360,67 @@ def test_a_qwen_xml_integer_is_the_grammar_not_a_repair() -> None:
     done = prepare_arguments({"hour": "7", "loud": "false"}, schema, text_values=True, strict=True)
     assert done.arguments == {"hour": 7, "loud": False}
     assert done.repairs == ()
+
+
+# --------------------------------------------------------------------- the whole round trip
+
+
+CALCULATOR_JSON = '{"name": "calculator", "arguments": {"expression": "17*23"}}'
+
+
+@pytest.mark.parametrize("remote", ["openai", "ollama"])
+def test_chat_runs_a_bare_json_call_alike_through_openai_and_ollama(
+    server: FakeOpenAIServer, remote: str
+) -> None:
+    import io
+
+    from toolwire.chat import chat
+
+    if remote == "openai":
+        server.add_stream(text_deltas(CALCULATOR_JSON, 6))
+        server.add_stream(text_deltas("17*23 is 391."))
+        backend: Any = OpenAIBackend("m", base_url=server.base_url, memory=ModelMemory())
+    else:
+        server.add_ollama([{"content": d["content"]} for d in text_deltas(CALCULATOR_JSON, 6)])
+        server.add_ollama([{"content": "17*23 is 391."}])
+        backend = OllamaBackend("m", base_url=server.ollama_url, memory=ModelMemory())
+    out = io.StringIO()
+    assert chat(backend, once="What is 17*23? Use the calculator.", out=out) == 0
+    shown = out.getvalue()
+    assert "→ calculator(" in shown and "← 391" in shown
+    assert shown.rstrip().endswith("17*23 is 391.")
+    assert CALCULATOR_JSON not in shown  # the call is not shown as the answer
+    # the result went back as the model's transport encodes it
+    followup = server.requests[1]["messages"]
+    assert followup[-1]["role"] == "tool" and followup[-1]["content"] == "391"
+
+
+def test_strict_refuses_a_qwen_xml_python_literal_in_the_loop_and_tells_the_model() -> None:
+    from toolwire import Conversation, Toolbox, ToolResult, run_loop_sync
+
+    box = Toolbox()
+    ran: list[dict[str, Any]] = []
+
+    @box.tool()
+    def set_alarm(hour: int, loud: bool) -> str:
+        """Set an alarm.
+
+        Args:
+            hour: The hour.
+            loud: Ring loudly.
+        """
+        ran.append({"hour": hour, "loud": loud})
+        return "set"
+
+    results = {}
+    for strict in (False, True):
+        llama = ScriptedLlama(XML_TEMPLATE, XML_CALL, "Done.")
+        backend = LlamaCppBackend("scripted", llama=llama, memory=ModelMemory())
+        conversation = Conversation(settings={"strict": strict})
+        conversation.add_user("wake me at 7, quietly")
+        events = list(run_loop_sync(backend, conversation, box))
+        (result,) = [e for e in events if isinstance(e, ToolResult)]
+        results[strict] = result
+    assert results[False].status == "ok" and ran == [{"hour": 7, "loud": False}]
+    assert results[True].status == "invalid" and "loud" in results[True].content
+    assert len(ran) == 1  # strict never ran it

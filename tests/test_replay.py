@@ -17,6 +17,7 @@ from toolwire.conversation import Conversation
 from toolwire.events import CallEnd, ToolRun
 from toolwire.loop import run_loop_sync
 from toolwire.messages import ToolCall, assistant_message, tool_message
+from toolwire.testing import ScriptedLlama
 from toolwire.tools import Toolbox
 
 FIXTURES = Path(__file__).parent / "fixtures" / "chat_templates"
@@ -76,34 +77,6 @@ def test_template_encodings(name: str, call_text: str) -> None:
     call_ids: Any = "alnum9" if "Mistral" in name else "keep"
     prompt = template.render(STORED, TOOLS, call_ids=call_ids)
     assert call_text in prompt and "rain, 7 C" in prompt and "And tomorrow?" in prompt
-
-
-class ScriptedLlama:
-    """Stands in for llama-cpp's ``Llama`` where a real model cannot be made to write a
-    given grammar: tokens are characters, and generation replays a scripted reply."""
-
-    def __init__(self, template: str, reply: str) -> None:
-        self.metadata = {"tokenizer.chat_template": template}
-        self.reply = reply
-
-    def n_ctx(self) -> int:
-        return 100_000
-
-    def token_bos(self) -> int:
-        return -1
-
-    def token_eos(self) -> int:
-        return 0
-
-    def tokenize(self, text: bytes, add_bos: bool = False, special: bool = False) -> list[int]:
-        return [ord(c) for c in text.decode()]
-
-    def detokenize(self, tokens: list[int], special: bool = False) -> bytes:
-        return "".join(chr(t) for t in tokens if t).encode()
-
-    def generate(self, tokens: Any, **_: Any) -> Any:
-        yield from (ord(c) for c in self.reply)
-        yield 0
 
 
 def test_the_conversations_format_wins_over_the_process_default(

@@ -10,15 +10,31 @@ from __future__ import annotations
 import functools
 import json
 import ssl
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from contextlib import aclosing
 from typing import Any
 
 import httpx
 
 from ..errors import BackendError
 from ..events import Event
+from ..pipeline import ModelMemory, Plan, Prepared, Request, Transport, default_memory
+from ..schemas import to_dialect
+from ..templates import normalize_tools
 
-__all__ = ["error_message", "new_client", "post_stream", "ssl_context"]
+__all__ = [
+    "MAX_STREAM_CHARS",
+    "HttpTransport",
+    "Records",
+    "error_message",
+    "new_client",
+    "post_stream",
+    "ssl_context",
+    "wire_tools",
+]
+
+#: The largest streamed reply accepted, in characters of JSON records.
+MAX_STREAM_CHARS = 32 * 1024 * 1024
 
 
 @functools.cache
@@ -84,3 +100,137 @@ async def post_stream(
     finally:
         if own:
             await http.aclose()
+
+
+def wire_tools(tools: Sequence[Mapping[str, Any]], dialect: str) -> list[dict[str, Any]]:
+    """Tools in OpenAI's wire shape (which Ollama shares), each schema in ``dialect``."""
+    return [
+        {
+            **t,
+            "function": {
+                **t["function"],
+                "parameters": to_dialect(
+                    t["function"].get("parameters") or {"type": "object"}, dialect
+                ),
+            },
+        }
+        for t in normalize_tools(tools)
+    ]
+
+
+class Records:
+    """The JSON objects of a streamed reply: server-sent ``data:`` lines, or JSON lines.
+
+    The reply is bounded (:data:`MAX_STREAM_CHARS`). After its last record (SSE's
+    ``[DONE]``, or one ``is_last`` says ends it) the body is read on to its end, bounded and
+    unparsed, so the connection goes back to the pool. ``ended`` tells whether that last
+    record came. A record that is not JSON, or an error the provider sends mid-stream, is a
+    :class:`BackendError` naming ``who`` sent it.
+    """
+
+    def __init__(
+        self,
+        response: httpx.Response,
+        *,
+        sse: bool,
+        who: str,
+        is_last: Callable[[dict[str, Any]], bool] = lambda record: False,
+    ) -> None:
+        self._response = response
+        self._sse = sse
+        self._who = who
+        self._is_last = is_last
+        self.ended = False
+
+    async def __aiter__(self) -> AsyncGenerator[dict[str, Any], None]:
+        size = 0
+        async for line in self._response.aiter_lines():
+            if self._sse:
+                if not line.startswith("data:"):
+                    continue  # comments, event names, keep-alives
+                data = line[5:].strip()
+            else:
+                data = line.strip()
+                if not data:
+                    continue
+            size += len(data)
+            if self.ended or (data == "[DONE]" and self._sse):
+                self.ended = True
+                if size > MAX_STREAM_CHARS:
+                    break
+                continue
+            if size > MAX_STREAM_CHARS:
+                raise BackendError(
+                    f"the streamed reply is longer than {MAX_STREAM_CHARS} characters"
+                )
+            try:
+                record = json.loads(data)
+            except (ValueError, RecursionError):
+                raise BackendError(
+                    f"{self._who} sent a line that is not JSON: {data[:200]}"
+                ) from None
+            if not isinstance(record, dict):
+                continue
+            if isinstance(record.get("error"), (dict, str)):
+                raise BackendError(
+                    f"{self._who} failed mid-stream: {error_message(data)}", body=data
+                )
+            self.ended = self._is_last(record)
+            yield record
+
+
+class HttpTransport(Transport):
+    """What the remote transports share: a JSON body POSTed to one URL, read as it streams.
+
+    Subclasses give :meth:`body` and :meth:`read`; everything here is I/O.
+    """
+
+    native_tools = True
+
+    def __init__(
+        self,
+        model: str,
+        url: str,
+        *,
+        endpoint: str,
+        client: httpx.AsyncClient | None,
+        timeout: float,
+        context_tokens: int,
+        words: bool,
+        memory: ModelMemory | None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.model = model
+        self.endpoint = endpoint
+        self.context_tokens = context_tokens
+        self.words = words
+        self.memory = memory if memory is not None else default_memory()
+        self._url = url
+        self._client = client
+        self._timeout = timeout
+        self._headers = dict(headers or {})
+
+    def body(self, request: Request, dialect: str | None = None) -> dict[str, Any]:
+        """The JSON body for ``request``, its tool schemas in ``dialect``."""
+        raise NotImplementedError
+
+    def read(self, response: httpx.Response) -> AsyncGenerator[Event, None]:
+        """The events of a streamed reply."""
+        raise NotImplementedError
+
+    def prepare(self, request: Request, plan: Plan) -> Prepared:
+        return Prepared(request, self.body(request, plan.dialect))
+
+    async def send(self, prepared: Prepared) -> AsyncGenerator[Event, None]:
+        async with aclosing(
+            post_stream(
+                self._client,
+                self._url,
+                prepared.payload,
+                self.read,
+                headers=self._headers,
+                timeout=self._timeout,
+            )
+        ) as events:
+            async for event in events:
+                yield event

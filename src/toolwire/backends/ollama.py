@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from contextlib import aclosing
 from typing import Any
 
 import httpx
@@ -19,11 +18,8 @@ import httpx
 from ..errors import BackendError
 from ..events import CallArgsDelta, CallEnd, CallStart, Done, Event, ReasoningDelta, TextDelta
 from ..messages import ToolCall
-from ..pipeline import ModelMemory, Plan, Prepared, Request, Transport, default_memory
-from ..schemas import to_dialect
-from ..templates import normalize_tools
-from .http import post_stream
-from .openai import MAX_STREAM_CHARS
+from ..pipeline import ModelMemory, Request
+from .http import HttpTransport, Records, wire_tools
 
 __all__ = ["OllamaBackend", "to_ollama"]
 
@@ -58,11 +54,10 @@ def to_ollama(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-class OllamaBackend(Transport):
+class OllamaBackend(HttpTransport):
     """A model behind Ollama's ``POST {base_url}/api/chat``."""
 
     name = "ollama"
-    native_tools = True
 
     def __init__(
         self,
@@ -75,14 +70,17 @@ class OllamaBackend(Transport):
         words: bool = False,
         memory: ModelMemory | None = None,
     ) -> None:
-        self.model = model
-        self.context_tokens = context_tokens
-        self.words = words
         self.base_url = base_url.rstrip("/")
-        self.endpoint = self.base_url
-        self._client = client
-        self._timeout = timeout
-        self.memory = memory if memory is not None else default_memory()
+        super().__init__(
+            model,
+            self.base_url + "/api/chat",
+            endpoint=self.base_url,
+            client=client,
+            timeout=timeout,
+            context_tokens=context_tokens,
+            words=words,
+            memory=memory,
+        )
 
     def body(self, request: Request, dialect: str | None = None) -> dict[str, Any]:
         """The JSON body of a streamed ``/api/chat`` request, schemas in ``dialect``."""
@@ -92,19 +90,7 @@ class OllamaBackend(Transport):
             "stream": True,
         }
         if request.tools:
-            shown = dialect or self.dialect
-            body["tools"] = [
-                {
-                    **t,
-                    "function": {
-                        **t["function"],
-                        "parameters": to_dialect(
-                            t["function"].get("parameters") or {"type": "object"}, shown
-                        ),
-                    },
-                }
-                for t in normalize_tools(request.tools)
-            ]
+            body["tools"] = wire_tools(request.tools, dialect or self.dialect)
         if request.think is not None:
             body["think"] = request.think
         options: dict[str, Any] = {}
@@ -117,50 +103,20 @@ class OllamaBackend(Transport):
         body.update(request.extra)
         return body
 
-    def prepare(self, request: Request, plan: Plan) -> Prepared:
-        return Prepared(request, self.body(request, plan.dialect))
-
-    async def send(self, prepared: Prepared) -> AsyncGenerator[Event, None]:
-        async with aclosing(
-            post_stream(
-                self._client,
-                self.base_url + "/api/chat",
-                prepared.payload,
-                _read_lines,
-                timeout=self._timeout,
-            )
-        ) as events:
-            async for event in events:
-                yield event
+    def read(self, response: httpx.Response) -> AsyncGenerator[Event, None]:
+        return _read_lines(response)
 
 
 async def _read_lines(response: httpx.Response) -> AsyncGenerator[Event, None]:
     calls: list[ToolCall] = []
-    size = 0
     finish = "stop"
     usage: dict[str, int] | None = None
-    done = False
-    async for line in response.aiter_lines():
-        if not line.strip():
-            continue
-        size += len(line)
-        if done:  # read on to the end of the body (bounded), so the connection can be reused
-            if size > MAX_STREAM_CHARS:
-                break
-            continue
-        if size > MAX_STREAM_CHARS:
-            raise BackendError(f"the streamed reply is longer than {MAX_STREAM_CHARS} characters")
-        try:
-            chunk = json.loads(line)
-        except (ValueError, RecursionError):
-            raise BackendError(f"Ollama sent a line that is not JSON: {line[:200]}") from None
-        if not isinstance(chunk, dict):
-            continue
-        if isinstance(chunk.get("error"), str):
-            raise BackendError(f"Ollama failed mid-stream: {chunk['error']}", body=line)
+    records = Records(response, sse=False, who="Ollama", is_last=lambda r: bool(r.get("done")))
+    async for chunk in records:
         message = chunk.get("message") or {}
         if not isinstance(message, dict):
-            raise BackendError(f"Ollama sent a message that is not an object: {line[:200]}")
+            shown = json.dumps(chunk)[:200]
+            raise BackendError(f"Ollama sent a message that is not an object: {shown}")
         if isinstance(message.get("thinking"), str) and message["thinking"]:
             yield ReasoningDelta(message["thinking"])
         if isinstance(message.get("content"), str) and message["content"]:
@@ -186,5 +142,4 @@ async def _read_lines(response: httpx.Response) -> AsyncGenerator[Event, None]:
                 "completion_tokens": chunk.get("eval_count"),
             }
             usage = {k: v for k, v in counts.items() if isinstance(v, int)} or None
-            done = True
     yield Done(finish, usage)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import AsyncGenerator, Mapping
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,10 +23,8 @@ import httpx
 from ..errors import BackendError, UsageError
 from ..events import CallArgsDelta, CallEnd, CallStart, Done, Event, ReasoningDelta, TextDelta
 from ..messages import ToolCall
-from ..pipeline import ModelMemory, Plan, Prepared, Request, Transport, default_memory
-from ..schemas import to_dialect
-from ..templates import normalize_tools
-from .http import error_message, post_stream
+from ..pipeline import ModelMemory, Request
+from .http import HttpTransport, Records, wire_tools
 
 __all__ = ["PROVIDERS", "OpenAIBackend"]
 
@@ -43,9 +40,6 @@ PROVIDERS: dict[str, str] = {
     "vllm": "http://127.0.0.1:8000/v1/",
 }
 
-#: The largest streamed reply accepted, in characters of SSE data.
-MAX_STREAM_CHARS = 32 * 1024 * 1024
-
 
 @dataclass
 class _PendingCall:
@@ -55,11 +49,10 @@ class _PendingCall:
     args: list[str] = field(default_factory=list)
 
 
-class OpenAIBackend(Transport):
+class OpenAIBackend(HttpTransport):
     """A model behind ``POST {base_url}chat/completions``."""
 
     name = "openai"
-    native_tools = True
 
     def __init__(
         self,
@@ -75,17 +68,22 @@ class OpenAIBackend(Transport):
         words: bool = False,
         memory: ModelMemory | None = None,
     ) -> None:
-        self.model = model
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
-        self.endpoint = self.base_url
-        self._api_key = api_key
-        self._client = client
-        self._timeout = timeout
-        self._headers = dict(headers or {})
+        sent = {"Accept": "text/event-stream", **(headers or {})}
+        if api_key:
+            sent["Authorization"] = f"Bearer {api_key}"
+        super().__init__(
+            model,
+            self.base_url + "chat/completions",
+            endpoint=self.base_url,
+            client=client,
+            timeout=timeout,
+            context_tokens=context_tokens,
+            words=words,
+            memory=memory,
+            headers=sent,
+        )
         self.dialect = dialect or _dialect_for(self.base_url)
-        self.context_tokens = context_tokens
-        self.words = words
-        self.memory = memory if memory is not None else default_memory()
 
     @classmethod
     def for_provider(
@@ -110,19 +108,7 @@ class OpenAIBackend(Transport):
             "stream": True,
         }
         if request.tools:
-            shown = dialect or self.dialect
-            body["tools"] = [
-                {
-                    **t,
-                    "function": {
-                        **t["function"],
-                        "parameters": to_dialect(
-                            t["function"].get("parameters") or {"type": "object"}, shown
-                        ),
-                    },
-                }
-                for t in normalize_tools(request.tools)
-            ]
+            body["tools"] = wire_tools(request.tools, dialect or self.dialect)
             if request.tool_choice is not None:
                 body["tool_choice"] = request.tool_choice
         if request.temperature is not None:
@@ -132,25 +118,8 @@ class OpenAIBackend(Transport):
         body.update(request.extra)
         return body
 
-    def prepare(self, request: Request, plan: Plan) -> Prepared:
-        return Prepared(request, self.body(request, plan.dialect))
-
-    async def send(self, prepared: Prepared) -> AsyncGenerator[Event, None]:
-        headers = {"Accept": "text/event-stream", **self._headers}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        async with aclosing(
-            post_stream(
-                self._client,
-                self.base_url + "chat/completions",
-                prepared.payload,
-                _read_stream,
-                headers=headers,
-                timeout=self._timeout,
-            )
-        ) as events:
-            async for event in events:
-                yield event
+    def read(self, response: httpx.Response) -> AsyncGenerator[Event, None]:
+        return _read_stream(response)
 
 
 _PROVIDER_DIALECT = {"gemini": "gemini", "anthropic": "anthropic"}
@@ -188,9 +157,7 @@ async def _read_stream(response: httpx.Response) -> AsyncGenerator[Event, None]:
     by_id: dict[str, Any] = {}
     announced = 0
     finish = ""
-    ended = False
     usage: dict[str, int] | None = None
-    size = 0
 
     def announce(pending: _PendingCall) -> list[CallStart | CallArgsDelta]:
         nonlocal announced
@@ -201,29 +168,8 @@ async def _read_stream(response: httpx.Response) -> AsyncGenerator[Event, None]:
             CallArgsDelta(pending.index, held) for held in pending.args
         ]
 
-    async for line in response.aiter_lines():
-        if not line.startswith("data:"):
-            continue  # comments, event names, keep-alives
-        data = line[5:].strip()
-        size += len(data)
-        if ended or data == "[DONE]":
-            # read on to the end of the body (bounded), so the connection can be reused
-            ended = True
-            if size > MAX_STREAM_CHARS:
-                break
-            continue
-        if size > MAX_STREAM_CHARS:
-            raise BackendError(f"the streamed reply is longer than {MAX_STREAM_CHARS} characters")
-        try:
-            chunk = json.loads(data)
-        except (ValueError, RecursionError):
-            raise BackendError(
-                f"the provider sent a chunk that is not JSON: {data[:200]}"
-            ) from None
-        if not isinstance(chunk, dict):
-            continue
-        if isinstance(chunk.get("error"), (dict, str)):
-            raise BackendError(f"the provider failed mid-stream: {error_message(data)}", body=data)
+    records = Records(response, sse=True, who="the provider")
+    async for chunk in records:
         if isinstance(chunk.get("usage"), dict):
             usage = {k: v for k, v in chunk["usage"].items() if isinstance(v, int)}
         for choice in chunk.get("choices") or ():
@@ -231,7 +177,8 @@ async def _read_stream(response: httpx.Response) -> AsyncGenerator[Event, None]:
                 continue  # one reply: the first choice
             delta = choice.get("delta") or choice.get("message") or {}
             if not isinstance(delta, dict):
-                raise BackendError(f"the provider sent a delta that is not an object: {data[:200]}")
+                shown = json.dumps(delta)[:200]
+                raise BackendError(f"the provider sent a delta that is not an object: {shown}")
             for key in ("reasoning_content", "reasoning"):
                 if isinstance(delta.get(key), str) and delta[key]:
                     yield ReasoningDelta(delta[key])
@@ -243,8 +190,9 @@ async def _read_stream(response: httpx.Response) -> AsyncGenerator[Event, None]:
                 pending = calls.setdefault(_slot(tc, calls, by_id), _PendingCall())
                 fn = tc.get("function") or {}
                 if not isinstance(fn, dict):
+                    shown = json.dumps(fn)[:200]
                     raise BackendError(
-                        f"the provider sent a function that is not an object: {data[:200]}"
+                        f"the provider sent a function that is not an object: {shown}"
                     )
                 if isinstance(tc.get("id"), str) and tc["id"] and not pending.id:
                     pending.id = tc["id"]
@@ -263,7 +211,7 @@ async def _read_stream(response: httpx.Response) -> AsyncGenerator[Event, None]:
                             yield CallArgsDelta(pending.index, piece)
             if choice.get("finish_reason"):
                 finish = str(choice["finish_reason"])
-    if not ended and not finish:
+    if not records.ended and not finish:
         raise BackendError("the stream ended before the reply was complete")
     for pending in calls.values():
         if pending.index < 0 and pending.name:
