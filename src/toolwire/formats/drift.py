@@ -179,8 +179,6 @@ class DriftGuard:
         # a native call (an engine's own tool_calls) shows at its start; a family's call
         # may still turn out unread (an unclosed tag), so there only its end counts
         self._release_on = (CallStart, CallEnd) if release_on_start else (CallEnd,)
-        #: How many calls were recovered (0 until :meth:`end`).
-        self.recovered = 0
 
     def push(self, events: Sequence[Event]) -> list[Event]:
         if not self._holding:
@@ -235,7 +233,6 @@ class DriftGuard:
                 CallArgsDelta(index, raw),
                 CallEnd(index, ToolCall(cid, name, arguments, raw)),
             ]
-        self.recovered = len(calls)
         return events
 
 
