@@ -155,8 +155,10 @@ class FakeOpenAIServer:
         done_reason: str = "stop",
         prompt_eval_count: int | None = None,
         eval_count: int | None = None,
+        complete: bool = True,
     ) -> None:
-        """Queue an Ollama ``/api/chat`` reply: one JSON line per partial ``message``."""
+        """Queue an Ollama ``/api/chat`` reply: one JSON line per partial ``message``; with
+        ``complete`` False the body ends before the last line (a cut stream)."""
         lines = [
             json.dumps({"message": {"role": "assistant", **m}, "done": False}) for m in messages
         ]
@@ -169,7 +171,9 @@ class FakeOpenAIServer:
             last["prompt_eval_count"] = prompt_eval_count
         if eval_count is not None:
             last["eval_count"] = eval_count
-        self._replies.append(_Reply(raw=[*lines, json.dumps(last)], ndjson=True))
+        self._replies.append(
+            _Reply(raw=[*lines, json.dumps(last)] if complete else lines, ndjson=True)
+        )
 
     def add_raw(self, lines: Sequence[str]) -> None:
         """Queue a reply of raw SSE ``data:`` payloads, sent as they are."""

@@ -41,6 +41,8 @@ __all__ = ["Normalised", "normalise"]
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _MAX_NUMBER_CHARS = 400
 _EXACT_FLOAT_INT = 2**53
+#: Numbers written with more digits than this (counting the exponent) stay text.
+_MAX_EXPONENT = 400
 #: Schema nodes visited per call, at most: union branches are tried within this budget.
 _WORK_BUDGET = 20_000
 
@@ -184,6 +186,8 @@ def _as_number(text: str, types: set[str]) -> Any:
         exact = Decimal(text)
     except InvalidOperation:
         return None
+    if abs(exact.adjusted()) > _MAX_EXPONENT:
+        return None  # "1e5000": more digits than a number is read with; the check refuses it
     if "integer" in types and exact == exact.to_integral_value():
         return int(exact)
     if "number" not in types:

@@ -32,9 +32,8 @@ from ..pipeline import (
     Prepared,
     Request,
     Transport,
-    decide,
     default_memory,
-    in_words,
+    plan_turn,
 )
 from ..templates import ChatTemplate
 
@@ -139,12 +138,10 @@ class LlamaCppBackend(Transport):
         """The rendered prompt for a request, as the model will read it.
 
         ``plan`` is the pipeline's decision; without one it is made here the same way, so
-        the prompt shown (``toolwire render``, tests) is the one the model gets.
+        the prompt a caller is shown is the one the model gets.
         """
         if plan is None:
-            plan, _ = decide(self, request, self.memory.recall(self.endpoint, self.model))
-            if plan.mode == "words":
-                request, _ = in_words(self, request)
+            plan, request, _ = plan_turn(self, request)
         family = plan.family if plan.mode == "grammar" else self.family_for(request)
         return self.template.render(
             request.messages,

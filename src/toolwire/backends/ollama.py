@@ -16,7 +16,16 @@ from typing import Any
 import httpx
 
 from ..errors import BackendError
-from ..events import CallArgsDelta, CallEnd, CallStart, Done, Event, ReasoningDelta, TextDelta
+from ..events import (
+    CallArgsDelta,
+    CallEnd,
+    CallStart,
+    Done,
+    Event,
+    Notice,
+    ReasoningDelta,
+    TextDelta,
+)
 from ..messages import ToolCall
 from ..pipeline import ModelMemory, Request
 from .http import HttpTransport, Records, wire_tools
@@ -123,7 +132,8 @@ async def _read_lines(response: httpx.Response) -> AsyncGenerator[Event, None]:
             yield TextDelta(message["content"])
         for call in message.get("tool_calls") or ():
             fn = call.get("function") if isinstance(call, dict) else None
-            if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
+                yield Notice("call-not-read", "Ollama sent a call without a name; it was dropped")
                 continue
             args = fn.get("arguments")
             text = args if isinstance(args, str) else json.dumps(args or {}, ensure_ascii=False)
@@ -142,4 +152,6 @@ async def _read_lines(response: httpx.Response) -> AsyncGenerator[Event, None]:
                 "completion_tokens": chunk.get("eval_count"),
             }
             usage = {k: v for k, v in counts.items() if isinstance(v, int)} or None
+    if not records.ended:
+        raise BackendError("the stream ended before the reply was complete")
     yield Done(finish, usage)

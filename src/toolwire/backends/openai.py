@@ -21,7 +21,16 @@ from typing import Any
 import httpx
 
 from ..errors import BackendError, UsageError
-from ..events import CallArgsDelta, CallEnd, CallStart, Done, Event, ReasoningDelta, TextDelta
+from ..events import (
+    CallArgsDelta,
+    CallEnd,
+    CallStart,
+    Done,
+    Event,
+    Notice,
+    ReasoningDelta,
+    TextDelta,
+)
 from ..messages import ToolCall
 from ..pipeline import ModelMemory, Request
 from .http import HttpTransport, Records, wire_tools
@@ -218,8 +227,9 @@ async def _read_stream(response: httpx.Response) -> AsyncGenerator[Event, None]:
             for event in announce(pending):
                 yield event
     for pending in sorted(calls.values(), key=lambda p: p.index):
-        if pending.index < 0:
-            continue  # arguments with no name: nothing to call
+        if pending.index < 0:  # arguments with no name: nothing to call
+            yield Notice("call-not-read", "the provider sent a call without a name; it was dropped")
+            continue
         text = "".join(pending.args)
         try:
             parsed = json.loads(text) if text.strip() else {}

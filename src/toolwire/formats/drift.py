@@ -12,6 +12,7 @@ Shapes recovered, the whole reply being:
 ``bare-json``       ``{"name": N, "arguments": {...}}`` (or ``"parameters"``), or a list of them
 ``fenced-json``     the same inside a ````json`` or plain ```` fence
 ``unclosed-tag``    ``<tool_call>`` and the JSON, the closing tag never written
+``tagged``          ``<tool_call>`` and the JSON, closed, from an engine that reads no tags
 ``json-lines``      several call objects one after another (a small model's parallel calls)
 
 When the engine cut the reply at its token limit, the complete calls before the cut are
@@ -30,7 +31,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..arguments.read import ReadError, read_json
-from ..events import CallAbort, CallArgsDelta, CallEnd, CallStart, Event, Notice, TextDelta
+from ..events import (
+    CallAbort,
+    CallArgsDelta,
+    CallEnd,
+    CallStart,
+    Event,
+    Notice,
+    ReasoningDelta,
+    TextDelta,
+)
 from ..messages import ToolCall
 from .base import IdMaker, ToolIndex, random_call_id
 from .callshape import CallShape
@@ -69,6 +79,8 @@ def recover_calls(
     for pattern, name in ((_FENCE, "fenced-json"), (_TAG, "unclosed-tag")):
         m = pattern.match(body)
         if m:
+            if name == "unclosed-tag" and body.endswith("</tool_call>"):
+                name = "tagged"  # closed, where the engine's grammar reads no tags
             body, shape = m.group("body").strip(), name
             break
     if not body.startswith(("{", "[")):
@@ -163,7 +175,6 @@ class DriftGuard:
         tools: Sequence[Mapping[str, Any]] | None,
         *,
         make_id: IdMaker | None = None,
-        first_index: int = 0,
         release_on_start: bool = False,
     ) -> None:
         self._tools = tools
@@ -175,7 +186,7 @@ class DriftGuard:
         self._head = ""
         self._holding = ToolIndex(tools).known
         self._saw_call = False
-        self._next = first_index
+        self._next = 0
         # a native call (an engine's own tool_calls) shows at its start; a family's call
         # may still turn out unread (an unclosed tag), so there only its end counts
         self._release_on = (CallStart, CallEnd) if release_on_start else (CallEnd,)
@@ -185,6 +196,9 @@ class DriftGuard:
             return list(events)
         out: list[Event] = []
         for position, event in enumerate(events):
+            if isinstance(event, ReasoningDelta):  # never read, never held
+                out.append(event)
+                continue
             if isinstance(event, self._release_on):  # a real call: nothing to recover
                 self._saw_call = True
             if isinstance(event, TextDelta):

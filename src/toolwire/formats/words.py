@@ -61,23 +61,37 @@ _SHAPE = CallShape(
 )
 #: In a code fence, JSON is a call only when it names a declared tool.
 _FENCED = replace(_SHAPE, declared_only=True)
+#: With ``strict``: exactly the form the model was asked for.
+_ASKED = CallShape(("arguments",))
 _QWEN_XML = QwenXml()
 
 # whether the reply may still be nothing but a call's JSON (held until it ends)
 _UNDECIDED, _HOLDING, _PASSING = range(3)
 
 
-def _almost_json(text: str) -> Any:
-    """The value of almost-JSON text, or None when it cannot be read."""
+def _almost_json(text: str, *, strict: bool = False) -> tuple[Any, tuple[str, ...]]:
+    """The value of almost-JSON text and the repairs it took; None when it cannot be read."""
     try:
-        return read_json(text).value
+        return read_json(text, strict=strict)
     except ReadError:
-        return None
+        return None, ()
+
+
+def _loose_keys(obj: Any) -> bool:
+    """Did the call object need the lenient shape (``parameters``, arguments as a string or
+    missing, keys besides name and arguments)?"""
+    return isinstance(obj, dict) and (
+        not isinstance(obj.get("arguments"), dict) or bool(set(obj) - {"name", "arguments"})
+    )
 
 
 class WordsStream(ReplyStream):
     # the tools as given, for recover_calls (ReplyStream keeps only an index)
     tools_given: Sequence[Mapping[str, Any]] | None = None
+
+    #: Strict: only the form the model was asked for is a call, read as strict JSON; any
+    #: other shape stays text. Otherwise every tolerance used is named in a notice.
+    strict = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -149,6 +163,10 @@ class WordsStream(ReplyStream):
             )
             return
         raw = opener + body + (_BLOCKS[opener] if complete else "")
+        if self.strict and opener != "<tool_call>":  # not the form asked for: text
+            self._stop_holding()
+            self._text(raw)
+            return
         if opener == "```":  # a fence that is not a call is text, whatever its length
             call = self._fenced(body) if readable else None
             if call is None:
@@ -175,28 +193,56 @@ class WordsStream(ReplyStream):
     # -- the shapes
 
     def _json_call(self, text: str, shape: CallShape) -> ToolCall | None:
-        found = shape.read(_almost_json(text.strip()), self.tools)
+        if self.strict:
+            shape = _ASKED
+        obj, repairs = _almost_json(text.strip(), strict=self.strict)
+        found = shape.read(obj, self.tools)
         if isinstance(found, str):
             return None
         name, args = found
+        if repairs:
+            self._notice(
+                "recovered-repairs",
+                f"the call to {name} was read with repairs: {', '.join(repairs)}",
+            )
+        if _loose_keys(obj):
+            self._notice(
+                "recovered-call-keys",
+                f"the call to {name} gave its arguments under another key or as text",
+            )
         return ToolCall("", name, args, json.dumps(args, ensure_ascii=False))
 
     def _tagged(self, body: str) -> ToolCall | None:
         inner = body.strip()
         if inner.startswith("<function="):
+            if self.strict:
+                return None
             return self._function(inner[len("<function=") :].removesuffix("</function>"))
         return self._json_call(inner, _SHAPE)
 
     def _function(self, body: str) -> ToolCall | None:
+        call = self._function_call(body)
+        if call is not None:
+            self._notice(
+                "recovered-function-tag", f"read a call to {call.name} written as <function=…>"
+            )
+        return call
+
+    def _function_call(self, body: str) -> ToolCall | None:
         name, sep, rest = body.partition(">")
         name = name.strip()
         if not sep or not name or any(c.isspace() for c in name):
             return None
         rest = rest.strip()
         if rest.startswith("{"):
-            args = _almost_json(rest)
+            args, repairs = _almost_json(rest)
             if not isinstance(args, dict):
                 return None
+            if repairs:
+                self._notice(
+                    "recovered-repairs",
+                    f"the call to {name} was read with repairs: {', '.join(repairs)}",
+                )
             return ToolCall("", name, args, json.dumps(args, ensure_ascii=False))
         xml = f"<tool_call>\n<function={name}>\n{rest}\n</function>\n</tool_call>"
         parsed = _QWEN_XML.parse(xml)
@@ -207,7 +253,10 @@ class WordsStream(ReplyStream):
         info = m.group(1).lower() if m else ""
         if info not in ("", "json", "tool_call"):
             return None
-        return self._json_call(body[m.end() :] if m else body, _FENCED)
+        call = self._json_call(body[m.end() :] if m else body, _FENCED)
+        if call is not None:
+            self._notice("recovered-fenced-json", f"read a call to {call.name} from a code fence")
+        return call
 
     def _content_end(self) -> None:
         if self._opener:
@@ -217,9 +266,13 @@ class WordsStream(ReplyStream):
             self._words(self._take_held())
         if self._start != _PASSING:
             whole = "".join(self._start_text)
-            found = None if self._found else recover_calls(whole, self.tools_given, lenient=True)
+            found = None
+            if not self._found and not self.strict:
+                found = recover_calls(whole, self.tools_given, lenient=True)
             if found is not None:
                 self._start, self._start_text = _PASSING, []
+                shape = found[1]
+                self._notice(f"recovered-{shape}", f"read a call the model wrote as {shape}")
                 for name, arguments, text in found[0]:
                     self._emit(ToolCall("", name, arguments, text), whole)
                 return
@@ -235,9 +288,15 @@ class Words(Family):
     stream_class = WordsStream
 
     def stream(
-        self, tools: Sequence[Mapping[str, Any]] | None = None, **kwargs: Any
+        self,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        strict: bool = False,
+        **kwargs: Any,
     ) -> ReplyStream:
+        """A reader for one reply; ``strict`` reads only the form the model was asked for."""
         s = super().stream(tools, **kwargs)
         assert isinstance(s, WordsStream)
         s.tools_given = tools
+        s.strict = strict
         return s

@@ -20,15 +20,27 @@ same calls through every one of them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendError
-from ..events import CallEnd, Done, Event, Notice, TextDelta
+from ..events import (
+    CallAbort,
+    CallArgsDelta,
+    CallEnd,
+    CallStart,
+    Done,
+    Event,
+    Notice,
+    ReasoningDelta,
+    TextDelta,
+)
 from ..formats.base import ReplyStream
 from ..formats.drift import DriftGuard
+from ..formats.reasoning import ReasoningSplitter
+from ..formats.registry import FORMAT_SETTINGS, get_family
 from ..formats.words import Words
 from ..prompted import tools_in_words, transcript_in_words
 from ..schemas import classify_refusal
@@ -38,12 +50,18 @@ from .request import Plan, Request
 if TYPE_CHECKING:
     from .transport import Transport
 
-__all__ = ["decide", "in_words", "read", "reply"]
+__all__ = ["decide", "in_words", "plan_turn", "read", "reply"]
 
 
 def decide(transport: Transport, request: Request, lesson: Lesson) -> tuple[Plan, list[Notice]]:
-    """How this turn reaches the model, and the notices that say so."""
-    if not request.tools:
+    """How this turn reaches the model, and the notices that say so.
+
+    ``tool_choice`` ``none`` offers no tools. A ``tool_format`` naming a family is read from
+    the text of every transport's reply: a native engine may leave its model's calls there.
+    """
+    if request.tool_format is not None and request.tool_format not in FORMAT_SETTINGS:
+        get_family(request.tool_format)  # an unknown name is a FormatError, for every transport
+    if not request.tools or request.tool_choice == "none":
         return Plan("plain"), []
     model = transport.model
     if transport.native_tools:
@@ -60,13 +78,20 @@ def decide(transport: Transport, request: Request, lesson: Lesson) -> tuple[Plan
             return Plan("words"), [
                 Notice("tools-in-words", f"{model} gets its tools in words: {why}")
             ]
+        family = None
+        if request.tool_format not in (None, *FORMAT_SETTINGS):
+            family = get_family(str(request.tool_format))
+        notices = []
+        dialect = transport.dialect
         if lesson.dialect is not None and lesson.dialect != transport.dialect:
-            notice = Notice(
-                "schema-dialect",
-                f"{model} refused a schema before; its tools go in the {lesson.dialect} dialect",
+            dialect = lesson.dialect
+            notices.append(
+                Notice(
+                    "schema-dialect",
+                    f"{model} refused a schema before; its tools go in the {dialect} dialect",
+                )
             )
-            return Plan("native", dialect=lesson.dialect), [notice]
-        return Plan("native", dialect=transport.dialect), []
+        return Plan("native", family=family, dialect=dialect), notices
     family = transport.family_for(request)
     if family is None:
         why = (
@@ -76,6 +101,47 @@ def decide(transport: Transport, request: Request, lesson: Lesson) -> tuple[Plan
         )
         return Plan("words"), [Notice("tools-in-words", f"{model} gets its tools in words: {why}")]
     return Plan("grammar", family=family), []
+
+
+def plan_turn(transport: Transport, request: Request) -> tuple[Plan, Request, list[Notice]]:
+    """The plan, the request as it will be sent (tools in words, or a named tool alone),
+    and every notice that says why — the one place a turn is decided."""
+    request = _chosen(request)
+    plan, notices = decide(
+        transport, request, transport.memory.recall(transport.endpoint, transport.model)
+    )
+    sent = request
+    if plan.mode == "words":
+        sent, too_long = in_words(transport, request)
+        if too_long is not None:
+            notices.append(too_long)
+            plan = Plan("plain")
+    if plan.mode == "plain" and sent.tools:  # tool_choice none: no tools are offered
+        sent = replace(sent, tools=None, tool_choice=None)
+    if plan.mode in ("grammar", "words") and request.tool_choice == "required":
+        notices.append(
+            Notice(
+                "tool-choice-not-enforced",
+                f"{transport.model} is asked to call a tool, but only the prompt can ask it",
+            )
+        )
+    return plan, sent, notices
+
+
+def _chosen(request: Request) -> Request:
+    """A ``tool_choice`` that names a function offers that tool alone (and requires it)."""
+    choice = request.tool_choice
+    if not isinstance(choice, Mapping) or not request.tools:
+        return request
+    function = choice.get("function")
+    name = function.get("name") if isinstance(function, Mapping) else None
+    named = [t for t in request.tools if _name(t) == name]
+    return replace(request, tools=named or request.tools)
+
+
+def _name(tool: Mapping[str, Any]) -> Any:
+    fn = tool.get("function", tool)
+    return fn.get("name") if isinstance(fn, Mapping) else None
 
 
 def in_words(transport: Transport, request: Request) -> tuple[Request, Notice | None]:
@@ -100,69 +166,99 @@ def in_words(transport: Transport, request: Request) -> tuple[Request, Notice | 
     return worded, notice
 
 
+class _Renumber:
+    """One numbering for the calls of a reply, whichever reader found them (an engine's own
+    calls and calls read from its text may both be there)."""
+
+    def __init__(self) -> None:
+        self._map: dict[tuple[str, int], int] = {}
+
+    def __call__(self, events: Sequence[Event], source: str) -> list[Event]:
+        out: list[Event] = []
+        for event in events:
+            if isinstance(event, (CallStart, CallArgsDelta, CallEnd, CallAbort)):
+                key = (source, event.index)
+                if key not in self._map:
+                    self._map[key] = len(self._map)
+                event = replace(event, index=self._map[key])
+            out.append(event)
+        return out
+
+
 async def read(
     raw: AsyncIterator[Event], plan: Plan, request: Request, *, reasoning_open: bool = False
 ) -> AsyncGenerator[Event, None]:
-    """A transport's raw events read as the plan says: text through the grammar or the
-    reader for words, drift recovery unless strict, and the turn's end."""
+    """A transport's raw events read as the plan says: text through the grammar (or the
+    reader for words), thinking apart, drift recovery unless strict, and the turn's end."""
     tools = request.tools
     parser: ReplyStream | None = None
+    splitter: ReasoningSplitter | None = None
     if plan.mode == "words" and tools:
-        parser = Words().stream(tools, reasoning_open=reasoning_open)
-    elif plan.mode == "grammar" and plan.family is not None:
+        parser = Words().stream(tools, reasoning_open=reasoning_open, strict=request.strict)
+    elif plan.family is not None:
         parser = plan.family.stream(tools, reasoning_open=reasoning_open)
+    elif plan.mode == "native":
+        # an engine that leaves a thinking block in the text: it is still thinking
+        splitter = ReasoningSplitter(opened=reasoning_open)
     guard: DriftGuard | None = None
     if tools and not request.strict and plan.mode in ("native", "grammar"):
         # an engine's own call shows at its start; a grammar's may still come to nothing
         guard = DriftGuard(tools, release_on_start=plan.mode == "native")
+    number = _Renumber()
     calls = 0
     async for event in raw:
         if isinstance(event, Done):
-            out = parser.finish() if parser is not None else []
+            out = number(parser.finish(), "text") if parser is not None else []
+            out += _split(splitter.finish()) if splitter is not None else []
             if guard is not None:
                 out = guard.push(out) + guard.end(cut=event.finish_reason == "length")
-        elif parser is not None and isinstance(event, TextDelta):
-            out = parser.feed(event.text)
-            out = guard.push(out) if guard is not None else out
         else:
-            out = guard.push([event]) if guard is not None else [event]
+            if isinstance(event, TextDelta) and parser is not None:
+                out = number(parser.feed(event.text), "text")
+            elif isinstance(event, TextDelta) and splitter is not None:
+                out = _split(splitter.feed(event.text))
+            else:
+                out = number([event], "engine")
+            out = guard.push(out) if guard is not None else out
         for item in out:
             calls += isinstance(item, CallEnd)
             yield item
         if isinstance(event, Done):
-            yield Done("tool_calls" if calls else event.finish_reason, event.usage)
+            finish = event.finish_reason
+            if calls:
+                finish = "tool_calls"
+            elif finish == "tool_calls":  # the engine said calls, and none was one
+                finish = "stop"
+            yield Done(finish, event.usage)
             return
+
+
+def _split(pieces: list[tuple[bool, str]]) -> list[Event]:
+    return [ReasoningDelta(text) if thinking else TextDelta(text) for thinking, text in pieces]
 
 
 async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event, None]:
     """One turn through ``transport``: decided, sent, read, and healed when refused."""
     memory = transport.memory
     key = (transport.endpoint, transport.model)
+    request = _chosen(request)  # read as offered: a named tool alone
     healed: set[str] = set()
     while True:
-        plan, notices = decide(transport, request, memory.recall(*key))
+        plan, sent, notices = plan_turn(transport, request)
         if not healed:  # after healing, its own notice has said why
             for notice in notices:
                 yield notice
-        sent = request
-        if plan.mode == "words":
-            sent, too_long = in_words(transport, request)
-            if too_long is not None:
-                yield too_long
-                plan = Plan("plain")
         prepared = transport.prepare(sent, plan)
-        started = False
+        heard = _Heard(transport.send(prepared))
         try:
-            events = read(
-                transport.send(prepared), plan, request, reasoning_open=prepared.reasoning_open
-            )
+            events = read(heard, plan, request, reasoning_open=prepared.reasoning_open)
             async with aclosing(events) as stream:
                 async for event in stream:
-                    started = True
                     yield event
             return
         except BackendError as exc:
-            kind = classify_refusal(exc) if plan.mode == "native" and not started else None
+            # healed only before the model said a word: nothing it wrote may be lost
+            kind = classify_refusal(exc) if plan.mode == "native" and not heard.any else None
             if kind == "schema" and plan.dialect != "strict" and kind not in healed:
                 healed.add(kind)
                 memory.learn(*key, dialect="strict")
@@ -180,3 +276,24 @@ async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event,
                 )
                 continue
             raise
+
+
+class _Heard:
+    """A transport's raw events, noting whether any came: a refusal is healed only before
+    the model said anything, even what the pipeline still holds back."""
+
+    def __init__(self, events: AsyncGenerator[Event, None]) -> None:
+        self._events = events
+        self.any = False
+
+    def __aiter__(self) -> _Heard:
+        return self
+
+    async def __anext__(self) -> Event:
+        event = await self._events.__anext__()
+        if not isinstance(event, Done):
+            self.any = True
+        return event
+
+    async def aclose(self) -> None:
+        await self._events.aclose()

@@ -35,7 +35,7 @@ from starlette.routing import Route
 
 from ..arguments import prepare_arguments
 from ..arguments.read import ReadError, read_json
-from ..errors import ArgumentsError, BackendError, ToolwireError
+from ..errors import ArgumentsError, BackendError, ToolwireError, UsageError
 from ..events import CallAbort, CallEnd, Done, Event, Notice, ReasoningDelta, TextDelta
 from ..formats.base import assemble
 from ..messages import ToolCall
@@ -45,6 +45,8 @@ __all__ = ["MAX_BODY_BYTES", "arguments_json", "create_app"]
 
 #: Request bodies larger than this are refused with 413.
 MAX_BODY_BYTES = 8 * 1024 * 1024
+#: Request bodies nested deeper than this are refused with 400.
+MAX_DEPTH = 64
 
 
 class _BadRequest(Exception):
@@ -89,6 +91,8 @@ def _parse(body: bytes) -> tuple[Request, bool, bool]:
         raise _BadRequest(f"the request body is not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise _BadRequest("the request body must be a JSON object")
+    if _deeper_than(data, MAX_DEPTH):
+        raise _BadRequest(f"the request body is nested deeper than {MAX_DEPTH} levels")
     messages = data.get("messages")
     if not isinstance(messages, list) or not messages:
         raise _BadRequest("'messages' must be a non-empty list", "messages")
@@ -99,7 +103,10 @@ def _parse(body: bytes) -> tuple[Request, bool, bool]:
         calls = m.get("tool_calls") if m["role"] == "assistant" else None
         if calls is not None:
             if not isinstance(calls, list) or not all(
-                isinstance(c, dict) and isinstance(c.get("function"), dict) for c in calls
+                isinstance(c, dict)
+                and isinstance(c.get("function"), dict)
+                and _a_name(c["function"].get("name"))
+                for c in calls
             ):
                 raise _BadRequest(
                     f"messages[{i}].tool_calls must be a list of {{id, type, function}}",
@@ -124,6 +131,14 @@ def _parse(body: bytes) -> tuple[Request, bool, bool]:
         or not all(isinstance(t, dict) and isinstance(t.get("function"), dict) for t in tools)
     ):
         raise _BadRequest("'tools' must be a list of {type: function, function: {...}}", "tools")
+    for i, tool in enumerate(tools or ()):
+        fn = tool["function"]
+        if tool.get("type", "function") != "function":
+            raise _BadRequest(f"tools[{i}].type must be 'function'", "tools")
+        if not _a_name(fn.get("name")):
+            raise _BadRequest(f"tools[{i}].function.name must be a non-empty string", "tools")
+        if fn.get("parameters") is not None and not isinstance(fn["parameters"], dict):
+            raise _BadRequest(f"tools[{i}].function.parameters must be an object", "tools")
     choice = data.get("tool_choice")
     if choice is not None and choice not in ("auto", "none", "required"):
         function = choice.get("function") if isinstance(choice, dict) else None
@@ -159,6 +174,24 @@ def _parse(body: bytes) -> tuple[Request, bool, bool]:
         strict=_options(data),
     )
     return request, bool(data.get("stream")), data.get("parallel_tool_calls", True) is not False
+
+
+def _a_name(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Is the decoded JSON nested deeper than ``limit`` (schemas are copied recursively)?"""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return False
 
 
 def _finite(value: Any) -> bool:
@@ -255,6 +288,14 @@ def _call_json(
     return wire, notice
 
 
+def _dropped(call: ToolCall) -> dict[str, str]:
+    """The notice for a call not sent because the client asked for one call at most."""
+    return {
+        "code": "calls-dropped",
+        "message": f"parallel_tool_calls is false: {call.name} ({call.id}) was not sent",
+    }
+
+
 def _notice(event: Event) -> dict[str, str] | None:
     """What the client is told of a pipeline event, if anything."""
     if isinstance(event, Notice):
@@ -322,6 +363,8 @@ def create_app(
         try:
             reply = await _complete(backend, engine_request, rid, model_name, parallel)
             return Response(_dumps(reply), media_type="application/json")
+        except UsageError as exc:  # a request the model behind cannot take
+            return _error(400, str(exc), "invalid_request_error")
         except (BackendError, ToolwireError) as exc:
             return _error(502, f"the model behind the gateway failed: {exc}", "upstream_error")
 
@@ -358,14 +401,7 @@ async def _complete(
             message["tool_calls"].append(wire)
             if notice is not None:
                 notices.append({"code": notice.code, "message": notice.message})
-    if len(result.calls) > len(calls):
-        notices.append(
-            {
-                "code": "calls-dropped",
-                "message": f"the model made {len(result.calls)} calls; parallel_tool_calls is "
-                "false, so only the first is sent",
-            }
-        )
+    notices += [_dropped(c) for c in result.calls[len(calls) :]]
     finish = "tool_calls" if calls else done.finish_reason
     reply: dict[str, Any] = {
         "id": rid,
@@ -416,13 +452,7 @@ async def _sse(
                     yield chunk({"tool_calls": [wire]})
                     sent += 1
                 else:
-                    notices.append(
-                        {
-                            "code": "calls-dropped",
-                            "message": f"parallel_tool_calls is false: {event.call.name} "
-                            f"({event.call.id}) was not sent",
-                        }
-                    )
+                    notices.append(_dropped(event.call))
             elif isinstance(event, TextDelta):
                 yield chunk({"content": event.text})
             elif isinstance(event, ReasoningDelta):
