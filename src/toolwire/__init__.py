@@ -20,6 +20,7 @@ from .errors import (
     TemplateError,
     TemplateSecurityError,
     ToolwireError,
+    UsageError,
 )
 from .events import (
     CallAbort,
@@ -84,6 +85,7 @@ __all__ = [
     "ToolUnavailable",
     "Toolbox",
     "ToolwireError",
+    "UsageError",
     "__version__",
     "assemble",
     "detect_format",
