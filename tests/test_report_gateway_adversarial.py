@@ -1,5 +1,5 @@
 """Regressions from an adversarial review of the bench report, the gateway's argument
-healing and request checks, and drift recovery's JSON lines.
+repair and request checks, and drift recovery's JSON lines.
 
 Each test failed on the code as reviewed; each names the input, what went wrong, and what
 should happen instead.
@@ -25,6 +25,7 @@ from toolwire.formats.drift import DriftGuard, recover_calls
 from toolwire.messages import ToolCall
 from toolwire.server import create_app
 
+from .test_bench import Replies
 from .test_bench_report import entry as run_entry
 from .test_bench_report import svgs
 
@@ -33,7 +34,7 @@ from .test_bench_report import svgs
 
 def entry(**changes: Any) -> dict[str, Any]:
     """A run as the bench writes it, with the rates after recovery too (both are drawn)."""
-    return run_entry(**{"healed_rates": {**run_entry()["rates"], "call_rate": 1.0}, **changes})
+    return run_entry(**{"recovered_rates": {**run_entry()["rates"], "call_rate": 1.0}, **changes})
 
 
 def labbook(tmp_path: Path, *entries: dict[str, Any]) -> Path:
@@ -116,19 +117,6 @@ def test_report_with_a_negative_last_fails_cleanly(tmp_path: Path, last: int) ->
 # --------------------------------------------------------------------------- bench rates
 
 
-class _Replies:
-    """A backend that answers every request with the same events."""
-
-    name = "fixed"
-
-    def __init__(self, events: list[Any]) -> None:
-        self.events = events
-
-    async def stream(self, request: Any) -> Any:
-        for event in self.events:
-            yield event
-
-
 def test_an_args_failure_mentioning_schema_is_not_counted_as_schema_invalid() -> None:
     """A call to the right tool with arguments that fit its schema but are not the expected
     ones (query "SELECT * FROM information_schema.tables") failed "args: query=...schema...",
@@ -150,11 +138,11 @@ def test_an_args_failure_mentioning_schema_is_not_counted_as_schema_invalid() ->
     case = Case("sql", "List the users.", "run_sql", {"query": {"contains": "users"}})
     prompts = PromptSet("mini", 1, tools, [case])
     text = json.dumps({"query": "SELECT * FROM information_schema.tables"})
-    backend = _Replies(
+    backend = Replies(
         [CallEnd(0, ToolCall("c1", "run_sql", json.loads(text), text)), Done("tool_calls")]
     )
     report = asyncio.run(run_bench(backend, prompts))
-    for rates in (report.rates(), report.rates(healed=True)):
+    for rates in (report.rates(), report.rates(recovered=True)):
         assert rates["arguments_correct"] == 0.0
         assert rates["schema_valid"] == 1.0
 

@@ -139,7 +139,7 @@ def test_streamed_calls_carry_their_index(upstream: FakeOpenAIServer, gateway: s
         ("", "{}"),
     ],
 )
-def test_arguments_are_healed_alike_streamed_or_not(
+def test_arguments_are_repaired_alike_streamed_or_not(
     upstream: FakeOpenAIServer, gateway: str, sent: str, given: str
 ) -> None:
     for _ in range(2):
