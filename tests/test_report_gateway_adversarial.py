@@ -150,17 +150,6 @@ def test_an_args_failure_mentioning_schema_is_not_counted_as_schema_invalid() ->
 # --------------------------------------------------------------------------- gateway
 
 
-class _Backend:
-    name = "fixed"
-
-    def __init__(self, events: list[Any]) -> None:
-        self.events = events
-
-    async def stream(self, request: Any) -> Any:
-        for event in self.events:
-            yield event
-
-
 TOOLS = [
     {
         "type": "function",
@@ -174,7 +163,7 @@ USER = [{"role": "user", "content": "hi"}]
 
 
 def _client(events: list[Any]) -> TestClient:
-    return TestClient(create_app(_Backend(events)), raise_server_exceptions=False)
+    return TestClient(create_app(Replies(events)), raise_server_exceptions=False)
 
 
 def _surrogate_call() -> list[Any]:
