@@ -65,6 +65,8 @@ NORMALISE = [
     ('{"count": 3.0}', {"count": 3}, "integer-from-float"),
     ('{"flag": "true"}', {"flag": True}, "boolean-from-string"),
     ('{"flag": "false"}', {"flag": False}, "boolean-from-string"),
+    ('{"flag": "True"}', {"flag": True}, "python-literals"),
+    ('{"flag": "False"}', {"flag": False}, "python-literals"),
     ('{"tags": "[\\"a\\", \\"b\\"]"}', {"tags": ["a", "b"]}, "json-from-string"),
     ('{"where": "{\\"x\\": 1, \\"y\\": 2}"}', {"where": {"x": 1, "y": 2}}, "json-from-string"),
     ('{"tags": "solo"}', {"tags": ["solo"]}, "list-from-single"),
@@ -102,7 +104,6 @@ def test_strict_refuses_each_normalisation(raw: str, expected: Any, repair: str)
     [
         ('{"flag": "yes"}', "flag"),
         ('{"flag": "1"}', "flag"),
-        ('{"flag": "True"}', "flag"),
         ('{"count": "3 items"}', "count"),
         ('{"count": "about 3"}', "count"),
         ('{"count": 3.5}', "count"),
