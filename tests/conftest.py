@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,3 +50,15 @@ def llama_backend(qwen_gguf: Path) -> object:
     from toolwire.backends.llamacpp import LlamaCppBackend
 
     return LlamaCppBackend(qwen_gguf, n_ctx=2048, n_threads=2)
+
+
+@pytest.fixture
+def fresh_llama_backend(llama_backend: Any) -> Any:
+    """The default model with an empty KV cache, for tests that pin what it writes.
+
+    llama-cpp-python evaluates only the part of a prompt that differs from the previous one,
+    and that changes the numbers slightly: a reply at temperature 0 then depends on what ran
+    before it. Emptying the cache first makes it depend on the request alone.
+    """
+    llama_backend.llama.reset()
+    return llama_backend

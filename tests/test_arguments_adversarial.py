@@ -293,11 +293,13 @@ def test_json_text_does_not_lift_the_depth_limit() -> None:
     }
     inner = "[" * 99 + "]" * 99
     raw = '{"n": ' + "[" * 50 + json.dumps(inner) + "]" * 50 + "}"
-    try:
-        done = prepare_arguments(raw, schema)
-    except ArgumentsError:
-        return
-    assert _depth(done.arguments) <= MAX_ARGUMENT_DEPTH
+    assert MAX_ARGUMENT_DEPTH < 50 + 99
+    # the text is not read as the list it spells (that would pass the depth limit), so the
+    # innermost value stays text where a list is wanted: the call does not fit its schema
+    with pytest.raises(ArgumentsError) as info:
+        prepare_arguments(raw, schema)
+    assert info.value.kind == "invalid"
+    assert "expected a list, got the text" in info.value.explanation
 
 
 @pytest.mark.parametrize(

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from toolwire.bench import load_prompts
+from toolwire.bench import PromptSet, Report, load_prompts, run_bench
 from toolwire.bench.cases import Case, check_arguments
 from toolwire.cli import main
+from toolwire.events import CallEnd, Done, Event, TextDelta
+from toolwire.messages import ToolCall
 from toolwire.testing import FakeOpenAIServer, text_deltas, tool_call_deltas
 
 
@@ -128,7 +131,7 @@ def test_a_run_against_the_fake_server(tmp_path: Path, capsys: pytest.CaptureFix
         "request_errors": 0,
         "recovered": 0,
     }
-    assert report["healed_rates"] == rates  # nothing here that recovery could read
+    assert report["recovered_rates"] == rates  # nothing here that recovery could read
     assert "missed" in report["failures"] and "false-call" in report["failures"]
     entry = json.loads(book.read_text().splitlines()[0])
     assert entry["prompts"] == "mini v2" and entry["notes"] == "fake"
@@ -176,10 +179,90 @@ def test_each_reply_is_judged_as_sent_and_with_recovery(
     assert report["rates"]["call_rate"] == pytest.approx(1 / 3)
     assert report["rates"]["arguments_correct"] == 1.0
     assert report["counts"]["visible_calls"] == 2 and report["counts"]["recovered"] == 2
-    healed = report["healed_rates"]
-    assert healed["call_rate"] == 1.0 and healed["right_tool"] == 1.0
+    recovered = report["recovered_rates"]
+    assert recovered["call_rate"] == 1.0 and recovered["right_tool"] == 1.0
     # Berlin's call names a field the tool does not take and lacks the one it needs
-    assert healed["schema_valid"] == pytest.approx(2 / 3)
-    assert healed["arguments_correct"] == pytest.approx(2 / 3)
-    assert healed["false_calls"] == 0.0
+    assert recovered["schema_valid"] == pytest.approx(2 / 3)
+    assert recovered["arguments_correct"] == pytest.approx(2 / 3)
+    assert recovered["false_calls"] == 0.0
     assert report["failures"]["good"][0].startswith("a call left as visible text")
+
+
+class Replies:
+    """A backend that answers every request with the same events."""
+
+    name = "fixed"
+
+    def __init__(self, events: list[Any]) -> None:
+        self.events = events
+
+    async def stream(self, request: Any) -> Any:
+        for event in self.events:
+            yield event
+
+
+_DAYS = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+            "required": ["city"],
+        },
+    },
+}
+
+
+def judge_one(events: list[Event]) -> Report:
+    """The bench over one case that expects ``days`` = 3, answered with ``events``."""
+    case = Case("days", "Oslo for 3 days?", "get_weather", {"days": {"equals": 3}})
+    prompts = PromptSet("mini", 1, [_DAYS], [case])
+    return asyncio.run(run_bench(Replies(events), prompts))
+
+
+def test_arguments_are_judged_as_a_caller_receives_them() -> None:
+    """A native call sends "3" for an integer: a caller gets 3 (typed by the schema)."""
+    text = '{"city": "Oslo", "days": "3"}'
+    call = ToolCall("c1", "get_weather", {"city": "Oslo", "days": "3"}, text)
+    report = judge_one([CallEnd(0, call), Done("tool_calls")])
+    assert report.outcomes[0].failures == []
+    for rates in (report.rates(), report.rates(recovered=True)):
+        assert rates["schema_valid"] == 1.0 and rates["arguments_correct"] == 1.0
+
+
+def test_values_written_as_text_are_typed_by_the_schema() -> None:
+    """An XML family writes every value as text, and says so with ``text_values``."""
+    call = ToolCall("c1", "get_weather", {"city": "Oslo", "days": "3"}, text_values=True)
+    report = judge_one([CallEnd(0, call), Done("tool_calls")])
+    assert report.outcomes[0].failures == []
+    assert report.rates()["arguments_correct"] == 1.0
+
+
+def test_a_recovered_call_is_typed_by_the_schema_too() -> None:
+    reply = '{"name": "get_weather", "arguments": {"city": "Oslo", "days": "3"}}'
+    report = judge_one([TextDelta(reply), Done("stop")])
+    (outcome,) = report.outcomes
+    assert outcome.failures == [
+        "a call left as visible text: the engine's parser missed the model's format",
+        "no call",
+    ]
+    assert outcome.recovered_failures == []
+    assert [(c.name, c.text) for c in outcome.recovered_calls] == [
+        ("get_weather", '{"city": "Oslo", "days": "3"}')
+    ]
+    assert report.rates()["call_rate"] == 0.0
+    recovered = report.rates(recovered=True)
+    assert recovered["schema_valid"] == 1.0 and recovered["arguments_correct"] == 1.0
+
+
+def test_arguments_that_cannot_be_typed_fail_the_schema_and_are_still_checked() -> None:
+    text = '{"city": "Oslo", "days": "three"}'
+    call = ToolCall("c1", "get_weather", {"city": "Oslo", "days": "three"}, text)
+    report = judge_one([CallEnd(0, call), Done("tool_calls")])
+    schema, args = report.outcomes[0].failures
+    assert schema.startswith("schema: ") and "days" in schema
+    assert args == 'args: days="three"'
+    rates = report.rates()
+    assert rates["right_tool"] == 1.0
+    assert rates["schema_valid"] == 0.0 and rates["arguments_correct"] == 0.0

@@ -100,7 +100,7 @@ def test_two_bench_runs_then_their_report(
     assert "#1 m" in page and "#2 m" in page
     assert "all good" in page and "a weak engine" in page
     for report in reports:  # every rate of every run is on the page, as a percentage
-        for value in [*report["rates"].values(), *report["healed_rates"].values()]:
+        for value in [*report["rates"].values(), *report["recovered_rates"].values()]:
             assert ("—" if value is None else f"{value:.1%}") in page
     assert "With toolwire's recovery" in page
     assert reports[1]["counts"]["visible_calls"] == 1
@@ -123,14 +123,38 @@ def test_two_bench_runs_then_their_report(
     assert "default-src 'none'" in page
 
 
-def test_older_runs_without_healed_rates_are_drawn_too(tmp_path: Path) -> None:
+def test_older_runs_without_recovered_rates_are_drawn_too(tmp_path: Path) -> None:
     book = tmp_path / "lab.jsonl"
-    healed = {**entry()["rates"], "call_rate": 0.987}
-    book.write_text(json.dumps(entry()) + "\n" + json.dumps(entry(healed_rates=healed)) + "\n")
+    recovered = {**entry()["rates"], "call_rate": 0.987}
+    lines = [entry(), entry(recovered_rates=recovered)]
+    book.write_text("".join(json.dumps(line) + "\n" for line in lines))
     files = write_report(book, tmp_path / "r.html")
-    assert [r.healed_rates is None for r in files.shown] == [True, False]
+    assert [r.recovered_rates is None for r in files.shown] == [True, False]
     page = files.html.read_text(encoding="utf-8")
-    assert page.count("98.7%") == 1  # the healed table lists only the run that has them
+    assert page.count("98.7%") == 1  # the recovery table lists only the run that has them
+
+
+def test_a_line_written_with_the_old_name_healed_rates_still_draws(tmp_path: Path) -> None:
+    """Labbooks written before the rename carry ``healed_rates``: read as the recovered rates."""
+    book = tmp_path / "lab.jsonl"
+    old = {**entry()["rates"], "call_rate": 0.987}
+    book.write_text(json.dumps(entry(healed_rates=old)) + "\n")
+    files = write_report(book, tmp_path / "r.html")
+    assert files.labbook.skipped == []
+    (run,) = files.shown
+    assert run.recovered_rates == old
+    page = files.html.read_text(encoding="utf-8")
+    assert "With toolwire's recovery" in page and page.count("98.7%") == 1
+    assert (tmp_path / "r-rates.png").stat().st_size > 1000
+
+
+def test_a_bad_old_healed_rates_line_is_skipped_under_its_own_name(tmp_path: Path) -> None:
+    book = tmp_path / "lab.jsonl"
+    bad = {**entry()["rates"], "call_rate": 2.0}
+    book.write_text(json.dumps(entry(healed_rates=bad)) + "\n" + json.dumps(entry()) + "\n")
+    files = write_report(book, tmp_path / "r.html")
+    ((line, reason),) = files.labbook.skipped
+    assert line == 1 and reason.startswith("healed_rates.call_rate must be a number from 0 to 1")
 
 
 def test_the_labbook_is_escaped_and_labels_are_not_formulas(tmp_path: Path) -> None:

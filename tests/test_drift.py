@@ -13,7 +13,7 @@ from toolwire.backends import OpenAIBackend, Request, stream_sync
 from toolwire.backends.llamacpp import LlamaCppBackend
 from toolwire.chat import demo_toolbox
 from toolwire.conversation import Conversation
-from toolwire.events import CallEnd, Done, Notice, TextDelta, ToolRun
+from toolwire.events import CallEnd, Done, Notice, TextDelta, ToolResult, ToolRun
 from toolwire.formats.base import assemble
 from toolwire.formats.drift import DriftGuard, recover_calls
 from toolwire.loop import run_loop_sync
@@ -198,21 +198,43 @@ def test_strict_turns_recovery_off(server: FakeOpenAIServer) -> None:
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == BARE
 
 
-def test_the_default_model_through_the_loop(llama_backend: LlamaCppBackend) -> None:
+def test_the_default_model_through_the_loop(
+    fresh_llama_backend: LlamaCppBackend,
+) -> None:
+    """At temperature 0 the default model writes each turn's calls as bare JSON, without the
+    <tool_call> tags of its template: one call, then three as JSON lines. Both are read,
+    named as recoveries, and run; the last turn, past the bound, offers no tools."""
     conversation = Conversation(settings={"max_tool_iters": 2})
     conversation.add_user("What is 17*23? Use the calculator.")
     box = demo_toolbox()
-    events = list(
-        run_loop_sync(
-            llama_backend, conversation, box, request_options={"max_tokens": 64, "temperature": 0.0}
-        )
-    )
-    # whatever the model did, no reply to a turn that offered tools left the user a
-    # whole-reply call to a declared tool (the third turn, past the bound, offers none)
+    options = {"max_tokens": 64, "temperature": 0.0}
+    events = list(run_loop_sync(fresh_llama_backend, conversation, box, request_options=options))
+    assert [e.code for e in events if isinstance(e, Notice)] == [
+        "recovered-bare-json",
+        "recovered-json-lines",
+    ]
+    assert [(e.call.name, e.call.arguments) for e in events if isinstance(e, ToolRun)] == [
+        ("calculator", {"expression": "17*23"}),
+        ("calculator", {"expression": "391"}),
+        ("current_time", {"timezone": "UTC"}),
+        ("word_count", {"text": "Hello, world!"}),
+    ]
+    results = [e for e in events if isinstance(e, ToolResult)]
+    assert [r.status for r in results] == ["ok"] * 4
+    assert [results[0].content, results[1].content, results[3].content] == ["391", "391", "2"]
+    assert [e.finish_reason for e in events if isinstance(e, Done)] == [
+        "tool_calls",
+        "tool_calls",
+        "stop",
+    ]
     replies = [m for m in conversation.messages if m["role"] == "assistant"]
-    for message in replies[:2]:
-        if isinstance(message.get("content"), str):
-            assert recover_calls(message["content"], box.schemas()) is None
-    runs = [e for e in events if isinstance(e, ToolRun)]
-    for run in runs:
-        assert run.call.name in box
+    assert [m["content"] for m in replies[:2]] == [None, None]  # no call left as text
+    # the turn past the bound is offered no tools; the model still writes its calls, as text
+    assert replies[2]["content"] == "\n".join(
+        json.dumps({"name": name, "arguments": arguments})
+        for name, arguments in [
+            ("calculator", {"expression": "391"}),
+            ("current_time", {"timezone": "UTC"}),
+            ("word_count", {"text": "Hello, world!"}),
+        ]
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import threading
 import time
@@ -13,7 +14,7 @@ import pytest
 from toolwire.backends import OpenAIBackend
 from toolwire.conversation import Conversation, prune, resolve_settings
 from toolwire.events import CallEnd, TextDelta, ToolResult, ToolRun
-from toolwire.loop import run_loop_sync
+from toolwire.loop import RETRY_DELAYS, run_loop, run_loop_sync
 from toolwire.testing import FakeOpenAIServer, text_deltas, tool_call_deltas
 from toolwire.tools import Tool, Toolbox, ToolUnavailable
 
@@ -65,6 +66,7 @@ def make_toolbox(rec: Recorder) -> Toolbox:
     @box.tool(read_only=True)
     def flaky(mode: Literal["boom", "later"]) -> str:
         """Fails on purpose."""
+        rec.note("flaky", mode=mode)
         if mode == "later":
             raise ToolUnavailable("rate limited")
         raise ValueError("bad luck")
@@ -203,8 +205,12 @@ def test_tool_failures_are_data(server: FakeOpenAIServer) -> None:
     server.add_stream(text_deltas("Sorry."))
     conv = Conversation()
     conv.add_user("Try.")
-    events = list(run_loop_sync(backend(server), conv, make_toolbox(Recorder())))
+    rec = Recorder()
+    box = make_toolbox(rec)
+    events = list(run_loop_sync(backend(server), conv, box, retry_delays=(0.0, 0.0)))
     results = {e.call_id: e for e in events if isinstance(e, ToolResult)}
+    assert rec.calls.count(("flaky", {"mode": "boom"})) == 1  # an error is not tried again
+    assert rec.calls.count(("flaky", {"mode": "later"})) == 3  # one try, then one per delay
     assert results["c1"].status == "error" and "ValueError: bad luck" in results["c1"].content
     assert results["c2"].status == "unavailable" and "may be tried again" in results["c2"].content
     assert results["c3"].status == "unknown-tool" and "get_weather" in results["c3"].content
@@ -283,12 +289,15 @@ def test_pruning_drops_whole_turns() -> None:
         assert ids == {m["tool_call_id"] for m in out if m["role"] == "tool"}
 
 
-def test_unavailable_is_tried_again_with_the_same_operation_id(server: FakeOpenAIServer) -> None:
+def _book_when_free(
+    server: FakeOpenAIServer, busy: int, retry_delays: tuple[float, ...]
+) -> tuple[ToolResult, list[str]]:
+    """Run one call of a booking tool that is unavailable for its first ``busy`` tries."""
     seen: list[str] = []
 
     def book(room: str, operation_id: str) -> str:
         seen.append(operation_id)
-        if len(seen) < 3:
+        if len(seen) <= busy:
             raise ToolUnavailable("the booking service is busy")
         return f"booked {room}"
 
@@ -297,10 +306,30 @@ def test_unavailable_is_tried_again_with_the_same_operation_id(server: FakeOpenA
     server.add_stream(text_deltas("Booked."))
     conv = Conversation()
     conv.add_user("Book room A.")
-    events = list(run_loop_sync(backend(server), conv, box))
+    events = list(run_loop_sync(backend(server), conv, box, retry_delays=retry_delays))
     (result,) = [e for e in events if isinstance(e, ToolResult)]
+    return result, seen
+
+
+def test_unavailable_is_tried_again_with_the_same_operation_id(server: FakeOpenAIServer) -> None:
+    result, seen = _book_when_free(server, busy=2, retry_delays=(0.0, 0.0))
     assert result.status == "ok" and result.content == "booked A"
     assert len(seen) == 3 and len(set(seen)) == 1  # one operation, tried three times
+
+
+def test_the_retry_delays_set_the_number_of_tries(server: FakeOpenAIServer) -> None:
+    result, seen = _book_when_free(server, busy=4, retry_delays=(0.0,) * 4)
+    assert result.status == "ok" and len(seen) == 5
+
+
+def test_no_retry_delays_means_one_try(server: FakeOpenAIServer) -> None:
+    result, seen = _book_when_free(server, busy=1, retry_delays=())
+    assert result.status == "unavailable" and "may be tried again" in result.content
+    assert len(seen) == 1
+
+
+def test_by_default_the_loop_waits_the_published_retry_delays() -> None:
+    assert inspect.signature(run_loop).parameters["retry_delays"].default is RETRY_DELAYS
 
 
 def test_a_providers_key_goes_to_its_own_host() -> None:

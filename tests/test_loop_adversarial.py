@@ -1,7 +1,7 @@
 """Odd but legal wire shapes, broken streams and awkward tools, against the backends and the loop.
 
-The tests marked as regressions state the expected behaviour; the others pin down behaviour
-that already holds.
+The tests marked as regressions each check a bug that was found and fixed; the others pin
+down behaviour that always held.
 """
 
 from __future__ import annotations
@@ -120,8 +120,8 @@ def test_an_error_mid_stream_is_a_backend_error() -> None:
 
 
 def test_regression_deltas_without_index_that_repeat_the_id_keep_their_arguments() -> None:
-    # Expected: with no ``index``, the deltas of one call are joined by their repeated id;
-    # today each delta carrying the id opens a new nameless slot and the arguments are lost.
+    # With no ``index``, the deltas of one call are joined by their repeated id (not each
+    # opened as a new nameless call, losing the arguments).
     body = sse(
         chunk({"tool_calls": [{"id": "a", "function": {"name": "get_weather", "arguments": ""}}]}),
         chunk({"tool_calls": [{"id": "a", "function": {"arguments": '{"city":'}}]}),
@@ -134,8 +134,8 @@ def test_regression_deltas_without_index_that_repeat_the_id_keep_their_arguments
 
 
 def test_regression_a_name_split_across_deltas_is_joined() -> None:
-    # Expected: the call is named ``get_weather``; today it is named ``get_`` (the rest of
-    # the name is dropped once the call has been announced).
+    # The call is named ``get_weather``: the rest of the name is kept after the call has
+    # been announced as ``get_``.
     body = sse(
         chunk({"tool_calls": [{"index": 0, "id": "a", "function": {"name": "get_"}}]}),
         chunk({"tool_calls": [{"index": 0, "function": {"name": "weather", "arguments": "{}"}}]}),
@@ -146,8 +146,8 @@ def test_regression_a_name_split_across_deltas_is_joined() -> None:
 
 
 def test_regression_only_the_first_choice_is_the_reply() -> None:
-    # Expected: with several choices (n > 1) the reply is choice 0; today the text of every
-    # choice is concatenated into one reply ("AB").
+    # With several choices (n > 1) the reply is choice 0, not every choice's text run
+    # together ("AB").
     body = sse(
         chunk({"content": "A"}, index=0),
         chunk({"content": "B"}, index=1),
@@ -159,15 +159,20 @@ def test_regression_only_the_first_choice_is_the_reply() -> None:
 
 
 def test_regression_a_null_index_beside_numbered_calls_is_not_a_type_error() -> None:
-    # Expected: a BackendError (or the calls read); today ``sorted`` of int and None slots
-    # raises TypeError out of the backend.
+    # A null index is the first slot, as a missing one is (sorting int and None slots once
+    # raised TypeError out of the backend): both calls are read, each by its own id.
     body = sse(
         chunk({"tool_calls": [{"index": None, "id": "a", "function": {"name": "get_weather"}}]}),
         chunk({"tool_calls": [{"index": 1, "id": "b", "function": {"name": "get_weather"}}]}),
         "[DONE]",
     )
-    with contextlib.suppress(BackendError):
-        events_of(sse_backend(body))
+    events = events_of(sse_backend(body))
+    ends = [e.call for e in events if isinstance(e, CallEnd)]
+    assert [(c.id, c.name, c.arguments) for c in ends] == [
+        ("a", "get_weather", {}),
+        ("b", "get_weather", {}),
+    ]
+    assert events[-1] == Done("tool_calls", None)
 
 
 @pytest.mark.parametrize(
@@ -180,7 +185,7 @@ def test_regression_a_null_index_beside_numbered_calls_is_not_a_type_error() -> 
     ids=["delta-not-an-object", "function-not-an-object", "deeply-nested-chunk"],
 )
 def test_regression_a_malformed_openai_chunk_is_a_backend_error(payload: str) -> None:
-    # Expected: BackendError; today AttributeError / RecursionError escape the backend.
+    # A BackendError, not the AttributeError / RecursionError that once escaped the backend.
     with pytest.raises(BackendError):
         events_of(sse_backend(sse(payload, "[DONE]")))
 
@@ -191,7 +196,7 @@ def test_regression_a_malformed_openai_chunk_is_a_backend_error(payload: str) ->
     ids=["message-not-an-object", "deeply-nested-line"],
 )
 def test_regression_a_malformed_ollama_line_is_a_backend_error(line: str) -> None:
-    # Expected: BackendError; today AttributeError / RecursionError escape the backend.
+    # A BackendError, not the AttributeError / RecursionError that once escaped the backend.
     body = (line + "\n" + json.dumps({"done": True}) + "\n").encode()
     with pytest.raises(BackendError):
         events_of(sse_backend(body, ollama=True))
@@ -200,9 +205,9 @@ def test_regression_a_malformed_ollama_line_is_a_backend_error(line: str) -> Non
 def test_regression_a_stream_cut_before_its_end_runs_no_truncated_call(
     server: FakeOpenAIServer,
 ) -> None:
-    # The stream stops mid-arguments: no finish_reason, no [DONE]. Expected: the cut call is
-    # not run (a BackendError, or the call reported as incomplete); today the argument reader
-    # repairs '{"city": "Os' and the tool runs with city="Os".
+    # The stream stops mid-arguments: no finish_reason, no [DONE]. The reply is refused as
+    # incomplete and the cut call is not run (the argument reader would have repaired
+    # '{"city": "Os' and run the tool with city="Os").
     ran: list[str] = []
     box = Toolbox()
 
@@ -217,9 +222,10 @@ def test_regression_a_stream_cut_before_its_end_runs_no_truncated_call(
     server.add_stream(text_deltas("ok"))
     conv = Conversation()
     conv.add_user("Weather in Oslo?")
-    with contextlib.suppress(BackendError):
+    with pytest.raises(BackendError, match="the stream ended before the reply was complete"):
         list(run_loop_sync(OpenAIBackend("m", base_url=server.base_url), conv, box))
     assert ran == []
+    assert len(server.requests) == 1  # nothing was sent after the cut reply
 
 
 # ---------------------------------------------------------------- regressions: the loop
@@ -241,8 +247,8 @@ def test_regression_operation_ids_differ_across_turns_when_the_provider_sends_no
     server: FakeOpenAIServer,
 ) -> None:
     # Two different payments in two turns; the provider sends no call ids, so both calls are
-    # named call_0. Expected: two distinct operation ids (idempotency keys); today both get
-    # the same one, so a service deduplicating on it would drop the second payment.
+    # named call_0. Each gets its own operation id (idempotency key): were they the same, a
+    # service deduplicating on it would drop the second payment.
     for amount in (5, 7):
         call = {
             "index": 0,
@@ -261,8 +267,8 @@ def test_regression_operation_ids_differ_across_turns_when_the_provider_sends_no
 def test_regression_strict_mode_still_drops_a_session_argument_from_the_model(
     server: FakeOpenAIServer,
 ) -> None:
-    # Expected: the model's workspace is dropped and the session's is used (as without
-    # strict); today strict mode rejects the call as "not a field this tool takes".
+    # The model's workspace is dropped and the session's is used, as without strict (strict
+    # mode does not reject the call as "not a field this tool takes").
     args = json.dumps({"amount": 1, "workspace": "someone-else"})
     server.add_stream(tool_call_deltas([("c1", "pay", args)]), finish_reason="tool_calls")
     server.add_stream(text_deltas("Paid."))
@@ -274,8 +280,8 @@ def test_regression_strict_mode_still_drops_a_session_argument_from_the_model(
 
 
 def test_regression_a_session_parameter_never_reaches_the_schema_of_an_explicit_tool() -> None:
-    # Expected: ``workspace`` is neither a property nor required in what the model sees;
-    # today Tool.from_schema shows the schema as given.
+    # ``workspace`` is neither a property nor required in what the model sees, though the
+    # schema given to Tool.from_schema lists it.
     schema = {
         "type": "object",
         "properties": {"text": {"type": "string"}, "workspace": {"type": "string"}},
@@ -298,8 +304,8 @@ class _NoText:
 def test_regression_a_result_that_cannot_become_text_is_a_result(
     server: FakeOpenAIServer, value: Any
 ) -> None:
-    # Expected: the loop answers the call with a result (an error the model can read);
-    # today ValueError / RuntimeError from turning the value into text escapes the loop.
+    # The loop answers the call with a result the model can read, though turning the value
+    # into text raises ValueError / RuntimeError.
     box = Toolbox()
 
     @box.tool(read_only=True)
@@ -318,8 +324,8 @@ def test_regression_a_result_that_cannot_become_text_is_a_result(
 
 
 def test_regression_an_async_callable_object_is_awaited(server: FakeOpenAIServer) -> None:
-    # Expected: the coroutine is awaited and the result is "2"; today the callable object
-    # is run in a thread and the result is the text of an un-awaited coroutine.
+    # The coroutine is awaited and the result is "2", not the text of an un-awaited
+    # coroutine from running the callable object in a thread.
     class AddOne:
         async def __call__(self, x: int) -> int:
             return x + 1
@@ -336,15 +342,15 @@ def test_regression_an_async_callable_object_is_awaited(server: FakeOpenAIServer
 
 
 def test_regression_no_tool_timeout_can_be_chosen() -> None:
-    # ``tool_timeout=None`` is a valid value ("no limit"); expected: an explicit or stored
-    # None is used; today None counts as "not given" and the 60 s default wins.
+    # ``tool_timeout=None`` is a valid value ("no limit"): an explicit or stored None is
+    # used, not taken as "not given" (which let the 60 s default win).
     assert resolve_settings({"tool_timeout": None})["tool_timeout"] is None
     assert resolve_settings(None, {"tool_timeout": None})["tool_timeout"] is None
 
 
 def test_regression_the_calculator_refuses_infinite_and_nan_results() -> None:
-    # Expected: "too large"; today a float literal past the float range is returned as inf
-    # (and inf - inf as nan), since constants skip the magnitude check.
+    # A float literal past the float range is refused as too large, not returned as inf
+    # (nor inf - inf as nan): constants get the magnitude check too.
     for expression in ("1e999", "-1e999", "1e999-1e999"):
         with pytest.raises(CalculatorError):
             calculate(expression)
@@ -353,8 +359,8 @@ def test_regression_the_calculator_refuses_infinite_and_nan_results() -> None:
 def test_regression_chat_prints_a_refused_call_as_well_as_its_result(
     server: FakeOpenAIServer,
 ) -> None:
-    # Expected: every call the model made is printed ("→ nope({})") before its result;
-    # today a call refused before running (unknown tool, bad arguments) prints only "←".
+    # Every call the model made is printed ("→ nope({})") before its result, a call refused
+    # before running (unknown tool, bad arguments) too, not only its "←" result.
     server.add_stream(tool_call_deltas([("c1", "nope", "{}")]), finish_reason="tool_calls")
     server.add_stream(text_deltas("Sorry."))
     out = io.StringIO()
@@ -415,10 +421,10 @@ def test_closing_the_loop_mid_stream_closes_the_providers_connection(first: Any)
     consumer closes the loop's events at the first event it gets: the provider must see
     the client hang up, and no tool runs.
 
-    Regression (native-call): a streamed native ``tool_calls`` delta must reach the
-    consumer as it arrives (CallStart before the reply ends); today the OpenAI backend's
-    DriftGuard holds every event of a reply with no text until a CallEnd, which only comes
-    when the stream ends, so the consumer gets nothing while the stream stays open.
+    Regression (native-call): a streamed native ``tool_calls`` delta reaches the consumer
+    as it arrives (CallStart before the reply ends); the drift guard once held every event
+    of a reply with no text until a CallEnd, which only comes when the stream ends, so the
+    consumer got nothing while the stream stayed open.
     """
     closed = threading.Event()
     listener = socket.socket()

@@ -12,7 +12,7 @@ from toolwire.backends import Request
 from toolwire.backends.llamacpp import LlamaCppBackend
 from toolwire.chat import demo_toolbox
 from toolwire.conversation import Conversation
-from toolwire.events import Done, ToolResult
+from toolwire.events import CallEnd, Done, TextDelta, ToolResult, ToolRun
 from toolwire.formats.base import assemble
 from toolwire.formats.words import HOW_TO_CALL, UNREADABLE, Words
 from toolwire.loop import run_loop_sync
@@ -167,7 +167,8 @@ def test_smollm2_gets_its_tools_in_words(smollm2: LlamaCppBackend) -> None:
             smollm2, conversation, box, request_options={"max_tokens": 48, "temperature": 0.0}
         )
     )
-    assert isinstance(events[-1], Done)  # the whole loop ran, whatever the model chose
-    for event in events:
-        if isinstance(event, ToolResult) and event.name == UNREADABLE:
-            assert event.content == HOW_TO_CALL
+    # at temperature 0 this 135M model answers in prose, without a call (and wrongly)
+    assert [e for e in events if isinstance(e, (CallEnd, ToolRun, ToolResult))] == []
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "17*23 = 341."
+    assert isinstance(events[-1], Done) and events[-1].finish_reason == "stop"
+    assert conversation.messages[-1] == {"role": "assistant", "content": "17*23 = 341."}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -289,20 +288,19 @@ def test_serve_needs_a_token_beyond_loopback(capsys: pytest.CaptureFixture[str])
     assert "--api-key" in capsys.readouterr().err
 
 
-def test_the_local_model_behind_the_gateway(
-    llama_backend: LlamaCppBackend, qwen_gguf: Path
-) -> None:
-    with ServedApp(create_app(llama_backend)) as served:
+def test_the_local_model_behind_the_gateway(fresh_llama_backend: LlamaCppBackend) -> None:
+    with ServedApp(create_app(fresh_llama_backend)) as served:
         r = httpx.post(
             served.url + "/v1/chat/completions",
             json={**ASK, "max_tokens": 48, "temperature": 0},
             timeout=120,
         )
     assert r.status_code == 200
-    message = r.json()["choices"][0]["message"]
-    # the pipeline: either a proper call, or text that is not a call left in words
-    if message.get("tool_calls"):
-        assert message["content"] is None
-        json.loads(message["tool_calls"][0]["function"]["arguments"])
-    else:
-        assert isinstance(message["content"], str)
+    (choice,) = r.json()["choices"]
+    # at temperature 0 the model calls the tool (and picks 7 days on its own)
+    assert choice["finish_reason"] == "tool_calls"
+    message = choice["message"]
+    assert message["content"] is None
+    (call,) = message["tool_calls"]
+    assert call["function"]["name"] == "get_weather"
+    assert json.loads(call["function"]["arguments"]) == {"city": "Paris", "days": 7}

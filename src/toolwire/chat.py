@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .conversation import Conversation
+from .errors import UsageError
 from .events import CallEnd, Event, Notice, TextDelta, ToolResult, ToolRun
 from .loop import run_loop_sync
 from .messages import ToolCall
@@ -42,8 +43,8 @@ _BINARY: dict[type, Callable[[Any, Any], Any]] = {
 _UNARY: dict[type, Callable[[Any], Any]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 
 
-class CalculatorError(ValueError):
-    """An expression the calculator will not evaluate, with the reason."""
+class CalculatorError(UsageError):
+    """An expression the calculator will not evaluate, with the reason (still a ``ValueError``)."""
 
 
 def calculate(expression: str) -> int | float:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import UsageError
 from .formats.registry import FORMAT_SETTINGS, family_names
 
 __all__ = ["DEFAULTS", "Conversation", "prune", "resolve_settings"]
@@ -51,7 +52,11 @@ def resolve_settings(
     model_default: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Each setting from the first place that gives a valid value (see the module)."""
+    """Each setting from the first place that gives a valid value (see the module).
+
+    An invalid explicit or stored value raises :class:`~toolwire.errors.UsageError` (a
+    ``ValueError``): the caller asked for it, so ignoring it would hide the mistake.
+    """
     env = os.environ if environ is None else environ
     out: dict[str, Any] = {}
     for name, default in DEFAULTS.items():
@@ -74,7 +79,7 @@ def resolve_settings(
                     f"{_ENV[name]}={value!r} is not a valid {name}; ignored", stacklevel=2
                 )
             else:
-                raise ValueError(f"{value!r} is not a valid {name} ({where} setting)")
+                raise UsageError(f"{value!r} is not a valid {name} ({where} setting)")
         out[name] = chosen
     return out
 

@@ -3,6 +3,10 @@
 Every error toolwire raises on purpose derives from :class:`ToolwireError`, so a caller can
 catch one type at the edge. Parsers and readers raise only the errors documented here; anything
 else escaping them is a bug.
+
+A :class:`UsageError` is a call to toolwire that cannot work as made (a bad setting, message,
+tool or option). It is also a ``ValueError``, so code written to catch ``ValueError`` before
+the tree existed keeps working.
 """
 
 from __future__ import annotations
@@ -27,9 +31,10 @@ class ToolwireError(Exception):
 
 
 class UsageError(ToolwireError, ValueError):
-    """A call to toolwire that cannot work: a bad setting, option, message or tool.
+    """A call to toolwire that cannot work: a bad setting, message, tool or option.
 
-    Also a ``ValueError``, so callers that catch that keep working.
+    Nothing was sent or run; fixing the call is the only remedy, which is why it is kept apart
+    from errors of the model, the provider or the input it produced.
     """
 
 
@@ -53,7 +58,7 @@ class LabbookError(ToolwireError):
     """A bench labbook could not be read or drawn: missing, too large, or with no runs in it."""
 
 
-class FormatError(ToolwireError):
+class FormatError(UsageError):
     """An unknown tool-call format name, or a format used where it cannot work."""
 
 

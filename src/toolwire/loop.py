@@ -15,7 +15,7 @@ import asyncio
 import hashlib
 import inspect
 import json
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
 
@@ -32,6 +32,10 @@ __all__ = ["RETRY_DELAYS", "run_loop", "run_loop_sync"]
 
 _MAX_RESULT_CHARS = 64 * 1024
 
+#: Waits before running a call again after the tool said it is unavailable (nothing was done,
+#: so running it again is safe, with the same arguments and operation id).
+RETRY_DELAYS = (0.2, 1.0)
+
 
 async def run_loop(
     backend: Backend,
@@ -41,9 +45,13 @@ async def run_loop(
     settings: Mapping[str, Any] | None = None,
     model_default: Mapping[str, Any] | None = None,
     request_options: Mapping[str, Any] | None = None,
+    retry_delays: Sequence[float] = RETRY_DELAYS,
 ) -> AsyncIterator[Event]:
     """Run the conversation's next reply; yields every event, including tool runs and
-    results. The conversation gains the assistant turns and tool messages as they happen."""
+    results. The conversation gains the assistant turns and tool messages as they happen.
+
+    ``retry_delays`` are the waits, in seconds, before each new try of a call whose tool said
+    it is unavailable: one try more than there are delays."""
     s = resolve_settings(settings, conversation.settings, model_default=model_default)
     options = dict(request_options or {})
     for turn in range(s["max_tool_iters"] + 1):
@@ -78,7 +86,7 @@ async def run_loop(
         for typed, _, failure in prepared:
             if failure is None:
                 yield ToolRun(typed)
-        results = await _run_all(prepared, s)
+        results = await _run_all(prepared, s, tuple(retry_delays))
         for call, result in zip(calls, results, strict=True):
             yield result
             conversation.messages.append(tool_message(call.id, call.name, result.content))
@@ -152,7 +160,9 @@ def _prepare(
 
 
 async def _run_all(
-    prepared: list[tuple[ToolCall, Tool | None, ToolResult | None]], s: Mapping[str, Any]
+    prepared: list[tuple[ToolCall, Tool | None, ToolResult | None]],
+    s: Mapping[str, Any],
+    retry_delays: tuple[float, ...],
 ) -> list[ToolResult]:
     """Run the calls in order; consecutive read-only calls run together."""
     results: list[ToolResult | None] = [None] * len(prepared)
@@ -172,7 +182,7 @@ async def _run_all(
                 group.append(j)
                 j += 1
         outcomes = await asyncio.gather(
-            *(_run_one(prepared[k][0], prepared[k][1], s) for k in group)  # type: ignore[arg-type]
+            *(_run_one(prepared[k][0], prepared[k][1], s, retry_delays) for k in group)  # type: ignore[arg-type]
         )
         for k, outcome in zip(group, outcomes, strict=True):
             results[k] = outcome
@@ -180,13 +190,10 @@ async def _run_all(
     return [r for r in results if r is not None]
 
 
-#: Waits before running a call again after the tool said it is unavailable (nothing was done,
-#: so running it again is safe, with the same arguments and operation id).
-RETRY_DELAYS = (0.2, 1.0)
-
-
-async def _run_one(call: ToolCall, tool: Tool, s: Mapping[str, Any]) -> ToolResult:
-    for delay in RETRY_DELAYS:
+async def _run_one(
+    call: ToolCall, tool: Tool, s: Mapping[str, Any], retry_delays: tuple[float, ...]
+) -> ToolResult:
+    for delay in retry_delays:
         result = await _run_once(call, tool, s)
         if result.status != "unavailable":
             return result

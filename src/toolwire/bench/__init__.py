@@ -3,9 +3,10 @@
 from .cases import Case, PromptSet, check_arguments, load_prompts
 from .labbook import Labbook, Run, parse_labbook
 from .report import write_report
-from .run import Outcome, Report, run_bench, summary
+from .run import Call, Outcome, Report, run_bench, summary
 
 __all__ = [
+    "Call",
     "Case",
     "Labbook",
     "Outcome",

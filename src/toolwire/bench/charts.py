@@ -73,12 +73,12 @@ def _panels(
         values = [value(r, key) for r in runs]
         widths = [v if v is not None else 0.0 for v, _ in values]
         ax.barh(positions, widths, color=colours, height=0.7)
-        healed: list[float | None] = [None] * len(runs)
-        if key in RATES and any(r.healed_rates for r in runs):
-            healed = [r.rates_of(healed=True).get(key) for r in runs]
+        recovered: list[float | None] = [None] * len(runs)
+        if key in RATES and any(r.recovered_rates for r in runs):
+            recovered = [r.rates_of(recovered=True).get(key) for r in runs]
             ax.barh(
                 positions,
-                [h if h is not None else 0.0 for h in healed],
+                [h if h is not None else 0.0 for h in recovered],
                 height=0.7,
                 fill=False,
                 edgecolor="#333",
@@ -86,7 +86,7 @@ def _panels(
                 linewidth=0.8,
             )
         top = 1.0 if share else max([*widths, 1e-9])
-        for pos, (v, text), h in zip(positions, values, healed, strict=True):
+        for pos, (v, text), h in zip(positions, values, recovered, strict=True):
             if h is not None and h != v:
                 text += f" → {h:.0%}"
             end = max(v or 0.0, h or 0.0)

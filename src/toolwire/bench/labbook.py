@@ -84,11 +84,11 @@ class Run:
     duration: float | None = None
     failures: dict[str, list[str]] = field(default_factory=dict)
     #: The rates once toolwire's drift recovery has read each reply (older runs lack them).
-    healed_rates: dict[str, float | None] | None = None
+    recovered_rates: dict[str, float | None] | None = None
 
-    def rates_of(self, *, healed: bool = False) -> dict[str, float | None]:
+    def rates_of(self, *, recovered: bool = False) -> dict[str, float | None]:
         """The rates as sent, or after recovery (empty for older runs that lack them)."""
-        return (self.healed_rates or {}) if healed else self.rates
+        return (self.recovered_rates or {}) if recovered else self.rates
 
     @property
     def replies(self) -> int | None:
@@ -175,7 +175,9 @@ def _run(entry: Any, number: int, line: int) -> Run:
         raise _NotARun("no 'rates' object: not a bench run")
     counts = entry.get("counts")
     counts = counts if isinstance(counts, Mapping) else {}
-    healed = entry.get("healed_rates")
+    # runs written before the glossary settled on "recovery" call them healed_rates
+    key = "recovered_rates" if "recovered_rates" in entry else "healed_rates"
+    recovered = entry.get(key)
     temperature = entry.get("temperature")
     thinking = entry.get("thinking")
     repeat = entry.get("repeat")
@@ -189,9 +191,9 @@ def _run(entry: Any, number: int, line: int) -> Run:
         repeat=_count(repeat, "repeat"),
         duration=_number(entry.get("duration"), "duration"),
         failures=_failures(entry.get("failures")),
-        healed_rates=(
-            {k: _number(healed.get(k), f"healed_rates.{k}", high=1.0) for k in RATES}
-            if isinstance(healed, Mapping)
+        recovered_rates=(
+            {k: _number(recovered.get(k), f"{key}.{k}", high=1.0) for k in RATES}
+            if isinstance(recovered, Mapping)
             else None
         ),
         **{k: _text(entry.get(k)) for k in _TEXTS},

@@ -67,19 +67,19 @@ def _percent(value: float | None) -> str:
     return "—" if value is None else f"{value:.1%}"
 
 
-def _best(runs: Sequence[Run], key: str, *, healed: bool = False) -> float | None:
-    values = [v for r in runs if (v := r.rates_of(healed=healed).get(key)) is not None]
+def _best(runs: Sequence[Run], key: str, *, recovered: bool = False) -> float | None:
+    values = [v for r in runs if (v := r.rates_of(recovered=recovered).get(key)) is not None]
     if len(values) < 2:
         return None
     return min(values) if key == "false_calls" else max(values)
 
 
-def _rates_table(runs: Sequence[Run], *, healed: bool = False) -> str:
+def _rates_table(runs: Sequence[Run], *, recovered: bool = False) -> str:
     head = "".join(f"<th>{_e(t)}</th>" for t in RATES.values())
-    best = {k: _best(runs, k, healed=healed) for k in RATES}
+    best = {k: _best(runs, k, recovered=recovered) for k in RATES}
     rows = []
     for r in runs:
-        rates = r.rates_of(healed=healed)
+        rates = r.rates_of(recovered=recovered)
         cells = []
         for k in RATES:
             v = rates.get(k)
@@ -190,11 +190,12 @@ def render_html(
         skipped = f"<h2>Lines not read</h2><ul>{items}</ul>" + (
             f"<p>and {more} more.</p>" if more > 0 else ""
         )
-    healed = ""
-    if any(r.healed_rates for r in runs):
-        healed = (
+    recovered = ""
+    if any(r.recovered_rates for r in runs):
+        with_recovery = [r for r in runs if r.recovered_rates]
+        recovered = (
             "<p>With toolwire's recovery of calls the engine left in the text (the same "
-            f"replies):</p>{_rates_table([r for r in runs if r.healed_rates], healed=True)}"
+            f"replies):</p>{_rates_table(with_recovery, recovered=True)}"
         )
     meaning = "".join(f"<li><b>{_e(RATES[k])}</b>: {_e(v)}</li>" for k, v in _MEANING.items())
     return (
@@ -205,7 +206,7 @@ def render_html(
         f"<title>toolwire bench: {_e(source)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>How reliably each model and engine calls tools</h1><p>{intro}.</p>"
         f"<h2>Rates</h2><p>As the engine sent each reply:</p>{_rates_table(runs)}"
-        f"{healed}{figures[0] if figures else ''}"
+        f"{recovered}{figures[0] if figures else ''}"
         f"<p>Each rate is over the cases it means something for:</p><ul>{meaning}</ul>"
         f"<h2>What went wrong</h2>{_counts_table(runs)}{''.join(figures[1:])}"
         f"<h2>Conditions</h2>{_conditions_table(runs)}"

@@ -9,8 +9,11 @@ missed the model's format), several calls in one reply, and request errors.
 
 Each reply is judged twice. First as the engine sent it: the request is made strict, so
 toolwire's drift recovery stays out of the way and the rates are the model's and engine's
-own. Then with that recovery applied to the same reply (``healed_rates``): what a caller
+own. Then with that recovery applied to the same reply (``recovered_rates``): what a caller
 going through toolwire gets. The gap between the two is what the engine's parser misses.
+
+Arguments are judged as a caller receives them: typed by the tool's schema in
+:func:`~toolwire.arguments.prepare_arguments` (not strict), whichever way the call came.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..arguments import prepare_arguments
 from ..errors import ArgumentsError, ToolwireError
@@ -30,24 +33,35 @@ from ..formats.drift import recover_calls
 from ..pipeline import Backend, Request
 from .cases import Case, PromptSet, check_arguments
 
-__all__ = ["Outcome", "Report", "run_bench"]
+__all__ = ["Call", "Outcome", "Report", "run_bench"]
 
 _MARKUP = re.compile(
     r"<tool_call>|</?function[=>]|\[TOOL_CALLS\]|<\|python_tag\|>|<\|channel\|>|\[TOOL_REQUEST\]"
 )
 
 
+class Call(NamedTuple):
+    """One call as the bench keeps it: the name, the arguments as the grammar gave them (not
+    yet typed), the argument text the model wrote, and whether the grammar writes every value
+    as text (see :attr:`toolwire.ToolCall.text_values`)."""
+
+    name: str
+    arguments: dict[str, Any]
+    text: str
+    text_values: bool = False
+
+
 @dataclass
 class Outcome:
     case: Case
-    calls: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
     text: str = ""
     error: str = ""
     failures: list[str] = field(default_factory=list)
     visible_call: bool = False
     #: The calls once toolwire's drift recovery has read the text, and their failures.
-    healed_calls: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)
-    healed_failures: list[str] = field(default_factory=list)
+    recovered_calls: list[Call] = field(default_factory=list)
+    recovered_failures: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -56,14 +70,14 @@ class Report:
     outcomes: list[Outcome]
     duration: float = 0.0
 
-    def rates(self, *, healed: bool = False) -> dict[str, float | None]:
-        """The six rates, as the engine sent each reply or (``healed``) after recovery."""
+    def rates(self, *, recovered: bool = False) -> dict[str, float | None]:
+        """The six rates, as the engine sent each reply or (``recovered``) after recovery."""
 
-        def calls(o: Outcome) -> list[tuple[str, dict[str, Any], str]]:
-            return o.healed_calls if healed else o.calls
+        def calls(o: Outcome) -> list[Call]:
+            return o.recovered_calls if recovered else o.calls
 
         def failures(o: Outcome) -> list[str]:
-            return o.healed_failures if healed else o.failures
+            return o.recovered_failures if recovered else o.failures
 
         ok = [o for o in self.outcomes if not o.error]
         want = [o for o in ok if o.case.call]
@@ -71,7 +85,7 @@ class Report:
         called = [o for o in want if calls(o)]
         any_call = [o for o in ok if calls(o)]
         parsed = [o for o in any_call if all(_parsed(c) for c in calls(o))]
-        right = [o for o in called if calls(o)[0][0] == o.case.call]
+        right = [o for o in called if calls(o)[0].name == o.case.call]
         valid = [o for o in right if not any(f.startswith("schema:") for f in failures(o))]
         correct = [o for o in valid if not any(f.startswith("args:") for f in failures(o))]
 
@@ -93,7 +107,7 @@ class Report:
             "visible_calls": sum(o.visible_call for o in self.outcomes),
             "multiple_calls": sum(len(o.calls) > 1 for o in self.outcomes),
             "request_errors": sum(bool(o.error) for o in self.outcomes),
-            "recovered": sum(bool(o.healed_calls) and not o.calls for o in self.outcomes),
+            "recovered": sum(bool(o.recovered_calls) and not o.calls for o in self.outcomes),
         }
 
     def failures(self) -> dict[str, list[str]]:
@@ -110,19 +124,18 @@ class Report:
         return {
             "prompts": self.prompts,
             "rates": self.rates(),
-            "healed_rates": self.rates(healed=True),
+            "recovered_rates": self.rates(recovered=True),
             "counts": self.counts(),
             "failures": self.failures(),
             "duration": round(self.duration, 2),
         }
 
 
-def _parsed(call: tuple[str, dict[str, Any], str]) -> bool:
-    _, arguments, text = call
-    if arguments or not text.strip():
+def _parsed(call: Call) -> bool:
+    if call.arguments or not call.text.strip():
         return True
     try:
-        return isinstance(json.loads(text), dict)
+        return isinstance(json.loads(call.text), dict)
     except ValueError:
         return False
 
@@ -143,7 +156,7 @@ async def _one(
                 text.append(event.text)
             elif isinstance(event, CallEnd):
                 c = event.call
-                outcome.calls.append((c.name, c.arguments, c.arguments_text))
+                outcome.calls.append(Call(c.name, c.arguments, c.arguments_text, c.text_values))
 
     try:
         await asyncio.wait_for(collect(), timeout)
@@ -162,35 +175,46 @@ async def _one(
         outcome.failures.insert(
             0, "a call left as visible text: the engine's parser missed the model's format"
         )
-    outcome.healed_calls = outcome.calls
-    outcome.healed_failures = [f for f in outcome.failures if not f.startswith("a call left")]
+    outcome.recovered_calls = outcome.calls
+    outcome.recovered_failures = [f for f in outcome.failures if not f.startswith("a call left")]
     if not outcome.calls:
         found = recover_calls(outcome.text, prompts.tools)
         if found:
-            outcome.healed_calls = found[0]
-            outcome.healed_failures = _judge(case, found[0], prompts)
+            outcome.recovered_calls = [Call(*call) for call in found[0]]
+            outcome.recovered_failures = _judge(case, outcome.recovered_calls, prompts)
     return outcome
 
 
-def _judge(
-    case: Case, calls: list[tuple[str, dict[str, Any], str]], prompts: PromptSet
-) -> list[str]:
+def _judge(case: Case, calls: list[Call], prompts: PromptSet) -> list[str]:
+    """What is wrong with a reply's first call for this case (empty when it is right).
+
+    The arguments are judged as a caller receives them: typed by the tool's schema, not
+    strictly. When they cannot be typed, that is a ``schema:`` failure, and the values as
+    the model sent them are still checked, so the report says what they were.
+    """
     if not case.call:
-        return [f"called {calls[0][0]} with no call expected"] if calls else []
+        return [f"called {calls[0].name} with no call expected"] if calls else []
     if not calls:
         return ["no call"]
-    name, arguments, text = calls[0]
-    if name != case.call:
-        return [f"called {name}, not {case.call}"]
+    call = calls[0]
+    if call.name != case.call:
+        return [f"called {call.name}, not {case.call}"]
     schema = next(
-        t["function"].get("parameters", {}) for t in prompts.tools if t["function"]["name"] == name
+        t["function"].get("parameters", {})
+        for t in prompts.tools
+        if t["function"]["name"] == call.name
     )
+    raw = call.text if call.text.strip() else call.arguments
+    failures: list[str] = []
     try:
-        done = prepare_arguments(text if text.strip() else arguments, schema, name=name)
+        arguments = prepare_arguments(
+            raw, schema, strict=False, name=call.name, text_values=call.text_values
+        ).arguments
     except ArgumentsError as exc:
-        return ["schema: " + (exc.problems[0] if exc.problems else exc.kind)]
-    problems = check_arguments(case, done.arguments)
-    return ["args: " + ", ".join(problems)] if problems else []
+        failures.append("schema: " + (exc.problems[0] if exc.problems else exc.kind))
+        arguments = call.arguments
+    problems = check_arguments(case, arguments)
+    return failures + (["args: " + ", ".join(problems)] if problems else [])
 
 
 async def run_bench(
@@ -227,11 +251,11 @@ def summary(report: Report) -> str:
     lines = [
         f"prompt set {report.prompts}, {report.counts()['runs']} runs, {report.duration:.1f} s"
     ]
-    healed = report.rates(healed=True)
+    recovered = report.rates(recovered=True)
     lines.append(f"  {'':<18} {'as sent':>8} {'recovered':>10}")
     for key, value in report.rates().items():
         shown = "n/a" if value is None else f"{value:.1%}"
-        fixed = "n/a" if healed[key] is None else f"{healed[key]:.1%}"
+        fixed = "n/a" if recovered[key] is None else f"{recovered[key]:.1%}"
         lines.append(f"  {key.replace('_', ' '):<18} {shown:>8} {fixed:>10}")
     counts = report.counts()
     lines.append(

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..arguments.schema import declared, resolve
+from ..errors import UsageError
 
 __all__ = ["DIALECTS", "to_dialect"]
 
@@ -46,7 +47,10 @@ _STRICT_KEYS = {"type", "description", "enum", "items", "properties", "required"
 
 
 def to_dialect(schema: Mapping[str, Any], dialect: str) -> dict[str, Any]:
-    """``schema`` (a tool's parameters) in ``dialect``; the input is never changed."""
+    """``schema`` (a tool's parameters) in ``dialect``; the input is never changed.
+
+    An unknown ``dialect`` raises :class:`~toolwire.errors.UsageError` (a ``ValueError``).
+    """
     if dialect == "permissive":
         return copy.deepcopy(dict(schema))
     if dialect == "gemini":
@@ -55,7 +59,7 @@ def to_dialect(schema: Mapping[str, Any], dialect: str) -> dict[str, Any]:
         return _strict(schema, schema, 0)
     if dialect == "anthropic":
         return _anthropic(schema)
-    raise ValueError(f"unknown schema dialect {dialect!r}; known: {', '.join(DIALECTS)}")
+    raise UsageError(f"unknown schema dialect {dialect!r}; known: {', '.join(DIALECTS)}")
 
 
 def _infer_type(node: Mapping[str, Any]) -> str:

@@ -105,11 +105,12 @@ class ChatTemplate:
         """Render ``messages`` (OpenAI-style dicts) and ``tools`` into a prompt.
 
         Messages pass through :func:`shape_messages` and tools through
-        :func:`normalize_tools` first (``ValueError`` for a malformed one). ``tools`` reaches
-        the template as ``None`` when there are none, because templates test both
-        ``tools is not none`` and plain ``tools``. ``enable_thinking`` is passed only when
-        set, since templates test ``enable_thinking is defined``. ``extra`` keywords become
-        template variables (``bos_token=""`` overrides the default, for instance).
+        :func:`normalize_tools` first (:class:`~toolwire.errors.UsageError`, a ``ValueError``,
+        for a malformed one). ``tools`` reaches the template as ``None`` when there are none,
+        because templates test both ``tools is not none`` and plain ``tools``.
+        ``enable_thinking`` is passed only when set, since templates test ``enable_thinking is
+        defined``. ``extra`` keywords become template variables (``bos_token=""`` overrides the
+        default, for instance).
 
         Raises :class:`TemplateError` (the template failed or raised its own error),
         :class:`TemplateSecurityError` (it tried something the sandbox forbids; nothing ran),

@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
+from toolwire.errors import UsageError
 from toolwire.messages import ToolCall
 
 __all__ = ["Arguments", "CallIds", "alnum9", "normalize_tools", "shape_messages"]
@@ -94,17 +95,18 @@ def shape_messages(
       ``name`` gets the name of the call it answers (Kimi's and Gemma's templates print it).
     * ``call_ids="alnum9"`` maps every call id and ``tool_call_id`` through :func:`alnum9`.
 
-    Raises ``ValueError`` for a message that is not a mapping or a call without a name.
+    Raises :class:`~toolwire.errors.UsageError` (a ``ValueError``) for a message that is not a
+    mapping, a call without a name, or an unknown ``call_ids``.
     """
     if call_ids not in ("keep", "alnum9"):
-        raise ValueError(f"call_ids must be 'keep' or 'alnum9', not {call_ids!r}")
+        raise UsageError(f"call_ids must be 'keep' or 'alnum9', not {call_ids!r}")
     shaped: list[dict[str, Any]] = []
     names: dict[str, str] = {}
     unanswered: deque[str] = deque()
     n_calls = 0
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping):
-            raise ValueError(f"message {index} is a {type(message).__name__}, not a mapping")
+            raise UsageError(f"message {index} is a {type(message).__name__}, not a mapping")
         out = {key: copy.deepcopy(value) for key, value in message.items() if key != "tool_calls"}
         if out.get("content") is None:
             out["content"] = ""
@@ -139,13 +141,13 @@ def _shape_call(call: Any, where: str, number: int, call_ids: CallIds) -> dict[s
     if isinstance(call, ToolCall):
         call = call.to_openai()
     if not isinstance(call, Mapping):
-        raise ValueError(f"{where}: a tool call is a {type(call).__name__}, not a mapping")
+        raise UsageError(f"{where}: a tool call is a {type(call).__name__}, not a mapping")
     function = call.get("function", call)
     if not isinstance(function, Mapping):
-        raise ValueError(f"{where}: tool call 'function' is not a mapping")
+        raise UsageError(f"{where}: tool call 'function' is not a mapping")
     name = function.get("name")
     if not isinstance(name, str) or not name:
-        raise ValueError(f"{where}: a tool call has no name")
+        raise UsageError(f"{where}: a tool call has no name")
     call_id = call.get("id")
     if not isinstance(call_id, str) or not call_id:
         call_id = f"call_{number}"
@@ -181,27 +183,27 @@ def normalize_tools(tools: Sequence[Mapping[str, Any]] | None) -> list[dict[str,
     ``{"type": "function", "name", …}`` of the Responses API. A schema without
     ``parameters`` gets an empty object schema, because templates print it unconditionally.
 
-    Raises ``ValueError`` for a tool that is not a mapping, is not a function tool, or has no
-    name: a tool the model cannot call by name is a caller's bug, better seen at once than
-    rendered into a prompt.
+    Raises :class:`~toolwire.errors.UsageError` (a ``ValueError``) for a tool that is not a
+    mapping, is not a function tool, or has no name: a tool the model cannot call by name is a
+    caller's bug, better seen at once than rendered into a prompt.
     """
     normalized: list[dict[str, Any]] = []
     for index, tool in enumerate(tools or ()):
         if not isinstance(tool, Mapping):
-            raise ValueError(f"tool {index} is a {type(tool).__name__}, not a mapping")
+            raise UsageError(f"tool {index} is a {type(tool).__name__}, not a mapping")
         kind = tool.get("type", "function")
         if kind != "function":
-            raise ValueError(f"tool {index} has type {kind!r}; only function tools render")
+            raise UsageError(f"tool {index} has type {kind!r}; only function tools render")
         if "function" in tool:
             schema = tool["function"]
             if not isinstance(schema, Mapping):
-                raise ValueError(f"tool {index}: 'function' is not a mapping")
+                raise UsageError(f"tool {index}: 'function' is not a mapping")
             schema = dict(schema)
         else:
             schema = {key: value for key, value in tool.items() if key != "type"}
         name = schema.get("name")
         if not isinstance(name, str) or not name:
-            raise ValueError(f"tool {index} has no name")
+            raise UsageError(f"tool {index} has no name")
         schema = copy.deepcopy(schema)
         if schema.get("parameters") is None:
             schema["parameters"] = copy.deepcopy(_EMPTY_PARAMETERS)
