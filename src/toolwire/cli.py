@@ -20,7 +20,7 @@ from typing import Any
 
 from . import __version__
 from .arguments import prepare_arguments
-from .errors import ArgumentsError, ToolwireError
+from .errors import ArgumentsError, ToolwireError, UsageError
 from .formats.base import ParseResult, assemble
 from .formats.detect import detect_format
 from .formats.registry import FORMAT_SETTINGS, family_names, get_family
@@ -32,10 +32,6 @@ from .templates.shaping import CallIds
 __all__ = ["main"]
 
 
-class _UsageError(ToolwireError):
-    pass
-
-
 #: ``parse --format words``: the reader for tools in words, for a model with no tool format.
 _WORDS = Words.name
 
@@ -44,11 +40,11 @@ def _read_json(path: str, what: str) -> Any:
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise _UsageError(f"cannot read {what} file {path}: {exc.strerror}") from None
+        raise UsageError(f"cannot read {what} file {path}: {exc.strerror}") from None
     try:
         return json.loads(text)
     except ValueError as exc:
-        raise _UsageError(f"{what} file {path} is not JSON: {exc}") from None
+        raise UsageError(f"{what} file {path} is not JSON: {exc}") from None
 
 
 def _messages(path: str) -> list[dict[str, Any]]:
@@ -56,7 +52,7 @@ def _messages(path: str) -> list[dict[str, Any]]:
     if isinstance(data, dict) and "messages" in data:
         data = data["messages"]
     if not isinstance(data, list) or not all(isinstance(m, dict) for m in data):
-        raise _UsageError(f"messages file {path} must hold a list of message objects")
+        raise UsageError(f"messages file {path} must hold a list of message objects")
     return data
 
 
@@ -67,7 +63,7 @@ def _tools(path: str | None) -> list[dict[str, Any]] | None:
     if isinstance(data, dict) and "tools" in data:
         data = data["tools"]
     if not isinstance(data, list) or not all(isinstance(t, dict) for t in data):
-        raise _UsageError(f"tools file {path} must hold a list of tool objects")
+        raise UsageError(f"tools file {path} must hold a list of tool objects")
     return data
 
 
@@ -191,7 +187,7 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         family = Words() if args.format == _WORDS else get_family(args.format)
         if args.chunk:
             if args.chunk < 1:
-                raise _UsageError("--chunk takes a positive number of characters")
+                raise UsageError("--chunk takes a positive number of characters")
             stream = family.stream(tools, reasoning_open=args.reasoning_open)
             events = []
             for start in range(0, len(text), args.chunk):
@@ -207,7 +203,7 @@ def _cmd_parse(args: argparse.Namespace) -> int:
 def _cmd_args(args: argparse.Namespace) -> int:
     data = _read_json(args.schema, "schema")
     if not isinstance(data, dict):
-        raise _UsageError(f"schema file {args.schema} must hold a JSON object")
+        raise UsageError(f"schema file {args.schema} must hold a JSON object")
     tool = data.get("function", data) if data.get("type") == "function" else data
     if "parameters" in tool and isinstance(tool["parameters"], dict):
         schema, name = tool["parameters"], tool.get("name")
@@ -236,11 +232,11 @@ def _backend(args: argparse.Namespace) -> Any:
 
     if args.ollama is not None:
         if not args.model:
-            raise _UsageError("--ollama needs --model NAME")
+            raise UsageError("--ollama needs --model NAME")
         return OllamaBackend(args.model, base_url=args.ollama)
     if args.base_url:
         if not args.model:
-            raise _UsageError("--base-url needs --model NAME")
+            raise UsageError("--base-url needs --model NAME")
         key = args.api_key or os.environ.get("OPENAI_API_KEY")
         return OpenAIBackend(args.model, base_url=args.base_url, api_key=key)
     from .backends.llamacpp import LlamaCppBackend
@@ -279,7 +275,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         from .backends import OpenAIBackend
 
         if not (args.base_url and args.model):
-            raise _UsageError("--words needs --base-url and --model")
+            raise UsageError("--words needs --base-url and --model")
         backend: Any = OpenAIBackend(
             args.model, base_url=args.base_url, api_key=args.api_key, words=True
         )
@@ -288,7 +284,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         from .backends import OpenAIBackend
 
         if not args.model:
-            raise _UsageError("--base-url needs --model NAME")
+            raise UsageError("--base-url needs --model NAME")
         backend = OpenAIBackend(
             args.model,
             base_url=args.base_url,
@@ -366,7 +362,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from .server import create_app
 
     if args.host not in _LOOPBACK and not args.api_key:
-        raise _UsageError(
+        raise UsageError(
             f"listening on {args.host} needs --api-key TOKEN (clients send it as "
             "a bearer token); on loopback it is optional"
         )
@@ -374,7 +370,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         from .backends import OpenAIBackend
 
         if not args.upstream_model:
-            raise _UsageError("--upstream needs --upstream-model NAME")
+            raise UsageError("--upstream needs --upstream-model NAME")
         from .backends.http import new_client
 
         backend: Any = OpenAIBackend(

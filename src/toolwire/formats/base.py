@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..errors import LimitError
+from ..errors import LimitError, UsageError
 from ..events import (
     CallAbort,
     CallArgsDelta,
@@ -200,7 +200,7 @@ class ReplyStream:
 
     def feed(self, chunk: str) -> list[Event]:
         if self._finished:
-            raise RuntimeError("feed() after finish()")
+            raise UsageError("feed() after finish(): a reply stream reads one reply")
         self._size += len(chunk)
         if self._size > self._max_chars:
             raise LimitError(f"the reply is longer than {self._max_chars} characters")
