@@ -424,3 +424,29 @@ def test_strict_refuses_a_qwen_xml_python_literal_in_the_loop_and_tells_the_mode
     assert results[False].status == "ok" and ran == [{"hour": 7, "loud": False}]
     assert results[True].status == "invalid" and "loud" in results[True].content
     assert len(ran) == 1  # strict never ran it
+
+
+def test_a_call_written_in_the_last_turn_without_tools_is_named_not_shown_silently(
+    server: FakeOpenAIServer,
+) -> None:
+    from toolwire import Conversation, Toolbox, run_loop_sync
+
+    box = Toolbox()
+
+    @box.tool(read_only=True)
+    def calculator(expression: str) -> str:
+        """Arithmetic.
+
+        Args:
+            expression: The sum.
+        """
+        return "391"
+
+    server.add_stream(text_deltas(CALCULATOR_JSON, 6))
+    conversation = Conversation(settings={"max_tool_iters": 0})
+    conversation.add_user("What is 17*23?")
+    backend = OpenAIBackend("m", base_url=server.base_url, memory=ModelMemory())
+    events = list(run_loop_sync(backend, conversation, box))
+    assert "tools" not in server.requests[0]  # the last turn offers none
+    assert _text(events) == CALCULATOR_JSON  # the answer, as the model wrote it
+    assert _codes(events) == ["calls-after-bound"]
