@@ -15,17 +15,9 @@ from typing import Any
 
 import httpx
 
+from .. import events as ev
 from ..errors import BackendError
-from ..events import (
-    CallArgsDelta,
-    CallEnd,
-    CallStart,
-    Done,
-    Event,
-    Notice,
-    ReasoningDelta,
-    TextDelta,
-)
+from ..events import Event
 from ..messages import ToolCall
 from ..pipeline import ModelMemory, Request
 from .http import HttpTransport, Records, wire_tools
@@ -127,13 +119,15 @@ async def _read_lines(response: httpx.Response) -> AsyncGenerator[Event, None]:
             shown = json.dumps(chunk)[:200]
             raise BackendError(f"Ollama sent a message that is not an object: {shown}")
         if isinstance(message.get("thinking"), str) and message["thinking"]:
-            yield ReasoningDelta(message["thinking"])
+            yield ev.ReasoningDelta(message["thinking"])
         if isinstance(message.get("content"), str) and message["content"]:
-            yield TextDelta(message["content"])
+            yield ev.TextDelta(message["content"])
         for call in message.get("tool_calls") or ():
             fn = call.get("function") if isinstance(call, dict) else None
             if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
-                yield Notice("call-not-read", "Ollama sent a call without a name; it was dropped")
+                yield ev.Notice(
+                    "call-not-read", "Ollama sent a call without a name; it was dropped"
+                )
                 continue
             args = fn.get("arguments")
             text = args if isinstance(args, str) else json.dumps(args or {}, ensure_ascii=False)
@@ -142,9 +136,9 @@ async def _read_lines(response: httpx.Response) -> AsyncGenerator[Event, None]:
             cid = str(call.get("id") or "call_" + secrets.token_hex(8))
             call_obj = ToolCall(cid, fn["name"], arguments, text)
             calls.append(call_obj)
-            yield CallStart(index, cid, fn["name"])
-            yield CallArgsDelta(index, text)
-            yield CallEnd(index, call_obj)
+            yield ev.CallStart(index, cid, fn["name"])
+            yield ev.CallArgsDelta(index, text)
+            yield ev.CallEnd(index, call_obj)
         if chunk.get("done"):
             finish = str(chunk.get("done_reason") or "stop")
             counts = {
@@ -154,4 +148,4 @@ async def _read_lines(response: httpx.Response) -> AsyncGenerator[Event, None]:
             usage = {k: v for k, v in counts.items() if isinstance(v, int)} or None
     if not records.ended:
         raise BackendError("the stream ended before the reply was complete")
-    yield Done(finish, usage)
+    yield ev.Done(finish, usage)

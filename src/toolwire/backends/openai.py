@@ -20,17 +20,9 @@ from typing import Any
 
 import httpx
 
+from .. import events as ev
 from ..errors import BackendError, UsageError
-from ..events import (
-    CallArgsDelta,
-    CallEnd,
-    CallStart,
-    Done,
-    Event,
-    Notice,
-    ReasoningDelta,
-    TextDelta,
-)
+from ..events import Event
 from ..messages import ToolCall
 from ..pipeline import ModelMemory, Request
 from .http import HttpTransport, Records, wire_tools
@@ -168,13 +160,13 @@ async def _read_stream(response: httpx.Response) -> AsyncGenerator[Event, None]:
     finish = ""
     usage: dict[str, int] | None = None
 
-    def announce(pending: _PendingCall) -> list[CallStart | CallArgsDelta]:
+    def announce(pending: _PendingCall) -> list[ev.CallStart | ev.CallArgsDelta]:
         nonlocal announced
         pending.index = announced
         announced += 1
         pending.id = pending.id or _fresh_id()
-        return [CallStart(pending.index, pending.id, pending.name)] + [
-            CallArgsDelta(pending.index, held) for held in pending.args
+        return [ev.CallStart(pending.index, pending.id, pending.name)] + [
+            ev.CallArgsDelta(pending.index, held) for held in pending.args
         ]
 
     records = Records(response, sse=True, who="the provider")
@@ -190,9 +182,9 @@ async def _read_stream(response: httpx.Response) -> AsyncGenerator[Event, None]:
                 raise BackendError(f"the provider sent a delta that is not an object: {shown}")
             for key in ("reasoning_content", "reasoning"):
                 if isinstance(delta.get(key), str) and delta[key]:
-                    yield ReasoningDelta(delta[key])
+                    yield ev.ReasoningDelta(delta[key])
             if isinstance(delta.get("content"), str) and delta["content"]:
-                yield TextDelta(delta["content"])
+                yield ev.TextDelta(delta["content"])
             for tc in delta.get("tool_calls") or ():
                 if not isinstance(tc, dict):
                     continue
@@ -217,7 +209,7 @@ async def _read_stream(response: httpx.Response) -> AsyncGenerator[Event, None]:
                     if piece:
                         pending.args.append(piece)
                         if pending.index >= 0:
-                            yield CallArgsDelta(pending.index, piece)
+                            yield ev.CallArgsDelta(pending.index, piece)
             if choice.get("finish_reason"):
                 finish = str(choice["finish_reason"])
     if not records.ended and not finish:
@@ -228,7 +220,9 @@ async def _read_stream(response: httpx.Response) -> AsyncGenerator[Event, None]:
                 yield event
     for pending in sorted(calls.values(), key=lambda p: p.index):
         if pending.index < 0:  # arguments with no name: nothing to call
-            yield Notice("call-not-read", "the provider sent a call without a name; it was dropped")
+            yield ev.Notice(
+                "call-not-read", "the provider sent a call without a name; it was dropped"
+            )
             continue
         text = "".join(pending.args)
         try:
@@ -236,5 +230,5 @@ async def _read_stream(response: httpx.Response) -> AsyncGenerator[Event, None]:
         except (ValueError, RecursionError):
             parsed = None
         arguments = parsed if isinstance(parsed, dict) else {}
-        yield CallEnd(pending.index, ToolCall(pending.id, pending.name, arguments, text))
-    yield Done(finish or "stop", usage)
+        yield ev.CallEnd(pending.index, ToolCall(pending.id, pending.name, arguments, text))
+    yield ev.Done(finish or "stop", usage)

@@ -30,17 +30,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .. import events as ev
 from ..arguments.read import ReadError, read_json
-from ..events import (
-    CallAbort,
-    CallArgsDelta,
-    CallEnd,
-    CallStart,
-    Event,
-    Notice,
-    ReasoningDelta,
-    TextDelta,
-)
+from ..events import Event
 from ..messages import ToolCall
 from .base import IdMaker, ToolIndex, random_call_id
 from .callshape import CallShape
@@ -189,19 +181,19 @@ class DriftGuard:
         self._next = 0
         # a native call (an engine's own tool_calls) shows at its start; a family's call
         # may still turn out unread (an unclosed tag), so there only its end counts
-        self._release_on = (CallStart, CallEnd) if release_on_start else (CallEnd,)
+        self._release_on = (ev.CallStart, ev.CallEnd) if release_on_start else (ev.CallEnd,)
 
     def push(self, events: Sequence[Event]) -> list[Event]:
         if not self._holding:
             return list(events)
         out: list[Event] = []
         for position, event in enumerate(events):
-            if isinstance(event, ReasoningDelta):  # never read, never held
+            if isinstance(event, ev.ReasoningDelta):  # never read, never held
                 out.append(event)
                 continue
             if isinstance(event, self._release_on):  # a real call: nothing to recover
                 self._saw_call = True
-            if isinstance(event, TextDelta):
+            if isinstance(event, ev.TextDelta):
                 self._texts.append(event.text)
                 if len(self._head) < _HEAD:
                     self._head = (self._head + event.text).lstrip()[:_HEAD]
@@ -230,22 +222,22 @@ class DriftGuard:
         calls, shape = found
         # what the family made of the drifted text (text, or a call it started and gave up)
         # gives way to the calls recovered from it
-        dropped = (TextDelta, CallStart, CallArgsDelta, CallAbort)
+        dropped = (ev.TextDelta, ev.CallStart, ev.CallArgsDelta, ev.CallAbort)
         events: list[Event] = [
             e
             for e in held
             if not isinstance(e, dropped)
-            and not (isinstance(e, Notice) and e.code == "call-not-read")
+            and not (isinstance(e, ev.Notice) and e.code == "call-not-read")
         ]
-        events.append(Notice(f"recovered-{shape}", f"read a call the model wrote as {shape}"))
+        events.append(ev.Notice(f"recovered-{shape}", f"read a call the model wrote as {shape}"))
         for name, arguments, raw in calls:
             index = self._next
             self._next += 1
             cid = self._make_id(index)
             events += [
-                CallStart(index, cid, name),
-                CallArgsDelta(index, raw),
-                CallEnd(index, ToolCall(cid, name, arguments, raw)),
+                ev.CallStart(index, cid, name),
+                ev.CallArgsDelta(index, raw),
+                ev.CallEnd(index, ToolCall(cid, name, arguments, raw)),
             ]
         return events
 

@@ -25,18 +25,9 @@ from contextlib import aclosing
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from .. import events as ev
 from ..errors import BackendError
-from ..events import (
-    CallAbort,
-    CallArgsDelta,
-    CallEnd,
-    CallStart,
-    Done,
-    Event,
-    Notice,
-    ReasoningDelta,
-    TextDelta,
-)
+from ..events import Event
 from ..formats.base import ReplyStream
 from ..formats.drift import DriftGuard
 from ..formats.reasoning import ReasoningSplitter
@@ -53,7 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["decide", "in_words", "plan_turn", "read", "reply"]
 
 
-def decide(transport: Transport, request: Request, lesson: Lesson) -> tuple[Plan, list[Notice]]:
+def decide(transport: Transport, request: Request, lesson: Lesson) -> tuple[Plan, list[ev.Notice]]:
     """How this turn reaches the model, and the notices that say so.
 
     ``tool_choice`` ``none`` offers no tools. A ``tool_format`` naming a family is read from
@@ -76,7 +67,7 @@ def decide(transport: Transport, request: Request, lesson: Lesson) -> tuple[Plan
         )
         if why:
             return Plan("words"), [
-                Notice("tools-in-words", f"{model} gets its tools in words: {why}")
+                ev.Notice("tools-in-words", f"{model} gets its tools in words: {why}")
             ]
         family = None
         if request.tool_format not in (None, *FORMAT_SETTINGS):
@@ -86,7 +77,7 @@ def decide(transport: Transport, request: Request, lesson: Lesson) -> tuple[Plan
         if lesson.dialect is not None and lesson.dialect != transport.dialect:
             dialect = lesson.dialect
             notices.append(
-                Notice(
+                ev.Notice(
                     "schema-dialect",
                     f"{model} refused a schema before; its tools go in the {dialect} dialect",
                 )
@@ -99,11 +90,13 @@ def decide(transport: Transport, request: Request, lesson: Lesson) -> tuple[Plan
             if request.tool_format == "none"
             else "its template has no tool format"
         )
-        return Plan("words"), [Notice("tools-in-words", f"{model} gets its tools in words: {why}")]
+        return Plan("words"), [
+            ev.Notice("tools-in-words", f"{model} gets its tools in words: {why}")
+        ]
     return Plan("grammar", family=family), []
 
 
-def plan_turn(transport: Transport, request: Request) -> tuple[Plan, Request, list[Notice]]:
+def plan_turn(transport: Transport, request: Request) -> tuple[Plan, Request, list[ev.Notice]]:
     """The plan, the request as it will be sent (tools in words, or a named tool alone),
     and every notice that says why — the one place a turn is decided."""
     request = _chosen(request)
@@ -120,7 +113,7 @@ def plan_turn(transport: Transport, request: Request) -> tuple[Plan, Request, li
         sent = replace(sent, tools=None, tool_choice=None)
     if plan.mode in ("grammar", "words") and request.tool_choice == "required":
         notices.append(
-            Notice(
+            ev.Notice(
                 "tool-choice-not-enforced",
                 f"{transport.model} is asked to call a tool, but only the prompt can ask it",
             )
@@ -144,7 +137,7 @@ def _name(tool: Mapping[str, Any]) -> Any:
     return fn.get("name") if isinstance(fn, Mapping) else None
 
 
-def in_words(transport: Transport, request: Request) -> tuple[Request, Notice | None]:
+def in_words(transport: Transport, request: Request) -> tuple[Request, ev.Notice | None]:
     """The request with its tools in words: listed in the system prompt, none sent; earlier
     calls and results written out as text. A notice when not even the names fit."""
     system, _ = tools_in_words(
@@ -152,7 +145,7 @@ def in_words(transport: Transport, request: Request) -> tuple[Request, Notice | 
     )
     notice = None
     if system is None:
-        notice = Notice(
+        notice = ev.Notice(
             "no-tools",
             f"the model's window ({transport.context_tokens} tokens) cannot hold even the "
             "shortest tool list; it answers without tools",
@@ -176,7 +169,7 @@ class _Renumber:
     def __call__(self, events: Sequence[Event], source: str) -> list[Event]:
         out: list[Event] = []
         for event in events:
-            if isinstance(event, (CallStart, CallArgsDelta, CallEnd, CallAbort)):
+            if isinstance(event, (ev.CallStart, ev.CallArgsDelta, ev.CallEnd, ev.CallAbort)):
                 key = (source, event.index)
                 if key not in self._map:
                     self._map[key] = len(self._map)
@@ -207,34 +200,36 @@ async def read(
     number = _Renumber()
     calls = 0
     async for event in raw:
-        if isinstance(event, Done):
+        if isinstance(event, ev.Done):
             out = number(parser.finish(), "text") if parser is not None else []
             out += _split(splitter.finish()) if splitter is not None else []
             if guard is not None:
                 out = guard.push(out) + guard.end(cut=event.finish_reason == "length")
         else:
-            if isinstance(event, TextDelta) and parser is not None:
+            if isinstance(event, ev.TextDelta) and parser is not None:
                 out = number(parser.feed(event.text), "text")
-            elif isinstance(event, TextDelta) and splitter is not None:
+            elif isinstance(event, ev.TextDelta) and splitter is not None:
                 out = _split(splitter.feed(event.text))
             else:
                 out = number([event], "engine")
             out = guard.push(out) if guard is not None else out
         for item in out:
-            calls += isinstance(item, CallEnd)
+            calls += isinstance(item, ev.CallEnd)
             yield item
-        if isinstance(event, Done):
+        if isinstance(event, ev.Done):
             finish = event.finish_reason
             if calls:
                 finish = "tool_calls"
             elif finish == "tool_calls":  # the engine said calls, and none was one
                 finish = "stop"
-            yield Done(finish, event.usage)
+            yield ev.Done(finish, event.usage)
             return
 
 
 def _split(pieces: list[tuple[bool, str]]) -> list[Event]:
-    return [ReasoningDelta(text) if thinking else TextDelta(text) for thinking, text in pieces]
+    return [
+        ev.ReasoningDelta(text) if thinking else ev.TextDelta(text) for thinking, text in pieces
+    ]
 
 
 async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event, None]:
@@ -262,7 +257,7 @@ async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event,
             if kind == "schema" and plan.dialect != "strict" and kind not in healed:
                 healed.add(kind)
                 memory.learn(*key, dialect="strict")
-                yield Notice(
+                yield ev.Notice(
                     "healed-schema",
                     f"{transport.model} refused a tool schema; sent again with plain schemas",
                 )
@@ -270,7 +265,7 @@ async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event,
             if kind == "tools" and kind not in healed:
                 healed.add(kind)
                 memory.learn(*key, words=True)
-                yield Notice(
+                yield ev.Notice(
                     "healed-tools",
                     f"{transport.model} takes no tools; they are given in words instead",
                 )
@@ -291,7 +286,7 @@ class _Heard:
 
     async def __anext__(self) -> Event:
         event = await self._events.__anext__()
-        if not isinstance(event, Done):
+        if not isinstance(event, ev.Done):
             self.any = True
         return event
 
