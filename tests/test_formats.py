@@ -53,7 +53,6 @@ def test_registry() -> None:
     for name in family_names():
         fam = get_family(name)
         assert fam.name == name and fam.label and fam.markers
-    assert get_family("llama3").start_only and not get_family("hermes").start_only
     assert get_family("mistral").call_ids == "alnum9"
     with pytest.raises(FormatError, match="unknown tool format"):
         get_family("harmony")

@@ -113,7 +113,7 @@ def prepare_arguments(
         done = normalise(value, schema, validator)
         if strict:
             # strict: the value as sent must fit; a field normalising would drop is an error
-            unknown = [d for d in done.dropped if d not in _nulls(value, done)]
+            unknown = [d for d in done.dropped if d not in _nulls(value)]
             lines = cap_problems(
                 [
                     *check(value, schema, validator),
@@ -160,7 +160,7 @@ def _nesting(value: Any) -> int:
     return deepest
 
 
-def _nulls(value: dict[str, Any], done: Any) -> set[str]:
+def _nulls(value: dict[str, Any]) -> set[str]:
     """Top-level fields dropped for being null: strict leaves them to the check."""
     return {k for k, v in value.items() if v is None}
 

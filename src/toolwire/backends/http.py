@@ -210,7 +210,7 @@ class HttpTransport(Transport):
         self._timeout = timeout
         self._headers = dict(headers or {})
 
-    def body(self, request: Request, dialect: str | None = None) -> dict[str, Any]:
+    def body(self, request: Request, dialect: str) -> dict[str, Any]:
         """The JSON body for ``request``, its tool schemas in ``dialect``."""
         raise NotImplementedError
 

@@ -83,7 +83,7 @@ class OllamaBackend(HttpTransport):
             memory=memory,
         )
 
-    def body(self, request: Request, dialect: str | None = None) -> dict[str, Any]:
+    def body(self, request: Request, dialect: str) -> dict[str, Any]:
         """The JSON body of a streamed ``/api/chat`` request, schemas in ``dialect``."""
         body: dict[str, Any] = {
             "model": self.model,
@@ -91,7 +91,7 @@ class OllamaBackend(HttpTransport):
             "stream": True,
         }
         if request.tools:
-            body["tools"] = wire_tools(request.tools, dialect or self.dialect)
+            body["tools"] = wire_tools(request.tools, dialect)
         if request.think is not None:
             body["think"] = request.think
         options: dict[str, Any] = {}

@@ -100,16 +100,16 @@ class OpenAIBackend(HttpTransport):
         options.setdefault("dialect", _PROVIDER_DIALECT.get(provider))
         return cls(model, base_url=base_url, api_key=api_key, **options)
 
-    def body(self, request: Request, dialect: str | None = None) -> dict[str, Any]:
+    def body(self, request: Request, dialect: str) -> dict[str, Any]:
         """The JSON body of a streamed chat-completions request, its tool schemas in
-        ``dialect`` (the backend's own by default)."""
+        ``dialect`` (the pipeline's choice: see :class:`~toolwire.pipeline.Plan`)."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [dict(m) for m in request.messages],
             "stream": True,
         }
         if request.tools:
-            body["tools"] = wire_tools(request.tools, dialect or self.dialect)
+            body["tools"] = wire_tools(request.tools, dialect)
             if request.tool_choice is not None:
                 body["tool_choice"] = request.tool_choice
         if request.temperature is not None:

@@ -274,8 +274,6 @@ class Family:
     label: ClassVar[str]
     #: The texts that open a call.
     markers: ClassVar[tuple[str, ...]]
-    #: True when a call can only open at the start of the reply (the whole reply is calls).
-    start_only: ClassVar[bool] = False
     #: How call ids must look in a prompt for this family's templates ("keep" or "alnum9").
     call_ids: ClassVar[CallIds] = "keep"
     #: The stream class implementing the grammar.

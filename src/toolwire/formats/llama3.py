@@ -138,5 +138,4 @@ class Llama3(Family):
     name = "llama3"
     label = 'Llama 3 JSON reply {"name", "parameters"} (Llama 3.1–3.3)'
     markers = (_TAG, "{")
-    start_only = True
     stream_class = Llama3Stream
