@@ -165,7 +165,12 @@ def test_parse_words_types_the_arguments_and_names_the_repairs(
 ) -> None:
     args = ["--format", "words", "--tools", "-", *chunk]
     data = _parse_json(args, WORDS_REPLY, tmp_path, capsys, monkeypatch)
-    assert data["content"] == "Sure.\n\nDone." and data["notices"] == []
+    assert data["content"] == "Sure.\n\nDone."
+    # every tolerance the reader for words used is named
+    assert data["notices"] == [
+        "the call to get_weather was read with repairs: bare-keys, trailing-comma",
+        "the call to get_weather gave its arguments under another key or as text",
+    ]
     ((call),) = data["calls"]
     assert call["name"] == "get_weather"
     assert call["arguments"] == {"city": "Paris", "days": 3}
