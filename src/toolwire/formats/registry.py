@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..errors import FormatError
 from .base import Family
+from .deepseek import DeepSeekR1, DeepSeekV31
 from .hermes import Hermes
 from .llama3 import Llama3
 from .mistral import Mistral
@@ -11,7 +12,10 @@ from .qwen_xml import QwenXml
 
 __all__ = ["FORMAT_SETTINGS", "family_names", "get_family"]
 
-_FAMILIES: dict[str, Family] = {f.name: f for f in (QwenXml(), Hermes(), Llama3(), Mistral())}
+_FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (QwenXml(), Hermes(), Llama3(), Mistral(), DeepSeekR1(), DeepSeekV31())
+}
 
 #: Values the ``tool_format`` setting takes besides a family name.
 FORMAT_SETTINGS = ("auto", "none")

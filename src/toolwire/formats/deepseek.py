@@ -1,0 +1,232 @@
+"""DeepSeek R1 (and its distills) and DeepSeek V3.1: calls in a ``<｜tool▁calls▁begin｜>`` block.
+
+R1 writes each call as ``<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME`` then a fenced JSON
+object::
+
+    <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME
+    ```json
+    {...}
+    ```<｜tool▁call▁end｜>
+    <｜tool▁call▁begin｜>…<｜tool▁call▁end｜><｜tool▁calls▁end｜>
+
+V3.1 drops the type and the fence: ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>``.
+
+The two share their markers, so each reads only its own shape: R1's ``function<｜tool▁sep｜>``
+is not a V3.1 name followed by JSON, and a V3.1 name is not R1's ``function`` type. Whitespace
+is allowed between the pieces; anything else breaks the block, which then stays reply text.
+The arguments are the JSON object as written, untyped; the calls end when the block closes.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+from ..messages import ToolCall
+from .base import Family, loads_json
+from .jsonscan import ObjectScanner
+from .markerstream import DONE, OPEN, Body, MarkerStream, expect_any
+
+__all__ = ["DeepSeekR1", "DeepSeekV31", "NameReader"]
+
+CALLS_BEGIN = "<｜tool▁calls▁begin｜>"
+CALLS_END = "<｜tool▁calls▁end｜>"
+CALL_BEGIN = "<｜tool▁call▁begin｜>"
+CALL_END = "<｜tool▁call▁end｜>"
+SEP = "<｜tool▁sep｜>"
+_R1_TYPE = "function" + SEP
+_FENCE_OPEN = "```json"
+_FENCE_CLOSE = "```"
+_WS = " \t\r\n"
+MAX_NAME = 256
+
+_NAME_CHARS = re.compile(r"[^\s<>\"'`{}]*")
+
+
+class NameReader:
+    """Reads a tool's name as it streams, up to one terminating character.
+
+    ``feed`` returns ``(name, index)``: the name and the index of its terminator (left for
+    the caller) once it is seen; ``(None, len(s))`` while the name may go on; and
+    ``(None, i)`` with ``problem`` set when a character that no name holds comes first.
+    """
+
+    def __init__(self, terminator: str) -> None:
+        self.terminator = terminator
+        self.parts: list[str] = []
+        self.size = 0
+        self.problem = ""
+
+    def feed(self, s: str, i: int) -> tuple[str | None, int]:
+        m = _NAME_CHARS.match(s, i)
+        j = m.end() if m else i
+        self.parts.append(s[i:j])
+        self.size += j - i
+        if self.size > MAX_NAME:
+            self.problem = f"a tool name longer than {MAX_NAME} characters"
+            return None, i
+        if j == len(s):
+            return None, j
+        if s[j] != self.terminator:
+            self.problem = f"{s[j]!r} in the tool's name"
+            return None, j
+        name = "".join(self.parts)
+        if not name:
+            self.problem = "an empty tool name"
+            return None, j
+        return name, j
+
+
+_CALL, _TYPE, _NAME, _SEP, _FENCE, _ARGS, _FENCE_END, _CALL_END, _NEXT = range(9)
+
+
+class _BlockBody(Body):
+    """One ``<｜tool▁calls▁begin｜>`` block, in R1's shape or V3.1's."""
+
+    #: R1's shape (type, name line, fenced JSON) when True; V3.1's (name, separator, JSON) else.
+    fenced: ClassVar[bool]
+
+    def __init__(self, stream: MarkerStream) -> None:
+        super().__init__(stream)
+        self.state = _CALL
+        self._name = NameReader("\n" if self.fenced else "<")
+        self._scanner = ObjectScanner()
+        self.index = -1
+        self.id = ""
+        self.call_name = ""
+
+    def feed(self, s: str, i: int) -> int:
+        n = len(s)
+        while i < n:
+            state = self.state
+            if state == _NAME:
+                name, i = self._name.feed(s, i)
+                if self._name.problem:
+                    return self.fail(i, self._name.problem)
+                if name is None:
+                    return i
+                self.call_name = name
+                if self.fenced:
+                    i += 1  # the newline that ends the name
+                    self._announce()
+                    self.state = _FENCE
+                else:
+                    self.state = _SEP
+                continue
+            if state == _ARGS:
+                j = self._scanner.feed(s, i)
+                if self._scanner.failed:
+                    return self.fail(j, "the arguments are not a JSON object")
+                self.stream._args(self.index, s[i:j])
+                i = j
+                if not self._scanner.done:
+                    return i
+                problem = self._finish_call()
+                if problem:
+                    return self.fail(i, problem)
+                self.state = _FENCE_END if self.fenced else _CALL_END
+                continue
+            if s[i] in _WS and state not in (_TYPE, _SEP):
+                i += 1
+                continue
+            if state == _CALL:
+                j = self.expect(s, i, CALL_BEGIN, f"no {CALL_BEGIN} after {CALLS_BEGIN}")
+                if j < 0:
+                    return i
+                self.state = _TYPE if self.fenced else _NAME
+                i = j
+            elif state == _TYPE:
+                j = self.expect(s, i, _R1_TYPE, f"no function{SEP} after {CALL_BEGIN}")
+                if j < 0:
+                    return i
+                self.state = _NAME
+                i = j
+            elif state == _SEP:
+                j = self.expect(s, i, SEP, f"no {SEP} after the tool's name")
+                if j < 0:
+                    return i
+                self._announce()
+                self.state = _ARGS
+                i = j
+            elif state == _FENCE:
+                j = self.expect(s, i, _FENCE_OPEN, "no ```json fence after the tool's name")
+                if j < 0:
+                    return i
+                self.state = _ARGS
+                i = j
+            elif state == _FENCE_END:
+                j = self.expect(s, i, _FENCE_CLOSE, "no closing ``` after the arguments")
+                if j < 0:
+                    return i
+                self.state = _CALL_END
+                i = j
+            elif state == _CALL_END:
+                j = self.expect(s, i, CALL_END, f"text after the arguments before {CALL_END}")
+                if j < 0:
+                    return i
+                self.state = _NEXT
+                i = j
+            else:  # _NEXT
+                status, j, literal = expect_any(s, i, (CALL_BEGIN, CALLS_END))
+                if status == OPEN:
+                    return i
+                if status != DONE:
+                    return self.fail(i, f"expected {CALL_BEGIN} or {CALLS_END}")
+                if literal == CALLS_END:
+                    self.status = DONE
+                    return j
+                self._next_call()
+                i = j
+        return i
+
+    def _announce(self) -> None:
+        self.index, self.id = self.stream._new_call(self.call_name)
+        self.started.append((self.index, self.id))
+
+    def _finish_call(self) -> str:
+        text = self._scanner.text().strip()
+        try:
+            args = loads_json(text)
+        except (ValueError, RecursionError) as exc:
+            return f"the arguments are not valid JSON ({exc})"
+        if not isinstance(args, dict):
+            return "the arguments are not a JSON object"
+        self.calls.append((self.index, ToolCall(self.id, self.call_name, args, text)))
+        return ""
+
+    def _next_call(self) -> None:
+        self.state = _TYPE if self.fenced else _NAME
+        self._name = NameReader(self._name.terminator)
+        self._scanner = ObjectScanner()
+
+
+class _R1Body(_BlockBody):
+    fenced = True
+
+
+class _V31Body(_BlockBody):
+    fenced = False
+
+
+class DeepSeekR1Stream(MarkerStream):
+    marker = CALLS_BEGIN
+    body_class = _R1Body
+
+
+class DeepSeekV31Stream(MarkerStream):
+    marker = CALLS_BEGIN
+    body_class = _V31Body
+
+
+class DeepSeekR1(Family):
+    name = "deepseek-r1"
+    label = "DeepSeek R1 function<｜tool▁sep｜>NAME + fenced JSON (DeepSeek R1 and its distills)"
+    markers = (CALLS_BEGIN,)
+    stream_class = DeepSeekR1Stream
+
+
+class DeepSeekV31(Family):
+    name = "deepseek-v3.1"
+    label = "DeepSeek V3.1 NAME<｜tool▁sep｜>JSON (DeepSeek V3.1)"
+    markers = (CALLS_BEGIN,)
+    stream_class = DeepSeekV31Stream
