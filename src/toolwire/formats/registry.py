@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..errors import FormatError
 from .base import Family
 from .deepseek import DeepSeekR1, DeepSeekV31
+from .deepseek_dsml import DeepSeekDsml
 from .hermes import Hermes
 from .llama3 import Llama3
 from .mistral import Mistral
@@ -14,7 +15,7 @@ __all__ = ["FORMAT_SETTINGS", "family_names", "get_family"]
 
 _FAMILIES: dict[str, Family] = {
     f.name: f
-    for f in (QwenXml(), Hermes(), Llama3(), Mistral(), DeepSeekR1(), DeepSeekV31())
+    for f in (QwenXml(), Hermes(), Llama3(), Mistral(), DeepSeekR1(), DeepSeekV31(), DeepSeekDsml())
 }
 
 #: Values the ``tool_format`` setting takes besides a family name.

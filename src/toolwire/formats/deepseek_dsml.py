@@ -1,0 +1,203 @@
+"""DeepSeek V3.2 and V4 "DSML": calls as ``<｜DSML｜invoke>`` blocks with typed parameters.
+
+In full (V3.2 writes ``function_calls``, V4 ``tool_calls``; the closer matches the opener)::
+
+    <｜DSML｜function_calls>
+    <｜DSML｜invoke name="NAME">
+    <｜DSML｜parameter name="P" string="true">text</｜DSML｜parameter>
+    <｜DSML｜parameter name="Q" string="false">JSON</｜DSML｜parameter>
+    </｜DSML｜invoke>
+    </｜DSML｜function_calls>
+
+A ``string="true"`` value is the text between the tags, exactly; a ``string="false"`` value is
+JSON, decoded here because the grammar says so (strictly: a value that is not JSON breaks the
+call). The call's arguments are that mapping and its argument text is the mapping's JSON,
+streamed as it grows; typing by the tool's schema still happens once, in the argument
+pipeline. ``<｜DSML｜`` is the marker: any DSML text that is not a complete block stays text.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..messages import ToolCall
+from .base import Family, loads_json
+from .deepseek import NameReader
+from .markerstream import DONE, OPEN, Body, MarkerStream, expect_any
+from .scan import Markers
+
+__all__ = ["DeepSeekDsml"]
+
+_DSML = "<｜DSML｜"
+_BLOCKS = {"function_calls>": "</｜DSML｜function_calls>", "tool_calls>": "</｜DSML｜tool_calls>"}
+_INVOKE = "<｜DSML｜invoke name=\""
+_END_INVOKE = "</｜DSML｜invoke>"
+_PARAMETER = "<｜DSML｜parameter name=\""
+_STRING = "\" string=\""
+_KINDS = ("true\">", "false\">")
+_END_PARAMETER = "</｜DSML｜parameter>"
+_VALUE_END = Markers((_END_PARAMETER,))
+_NAME_END = "\">"
+_WS = " \t\r\n"
+
+_BLOCK, _NEXT, _NAME, _NAME_CLOSE, _BETWEEN, _PNAME, _KIND, _VALUE = range(8)
+
+
+class _DsmlBody(Body):
+    def __init__(self, stream: MarkerStream) -> None:
+        super().__init__(stream)
+        self.state = _BLOCK
+        self.closer = ""
+        self.names = NameReader('"')
+        self.name = ""
+        self.index = -1
+        self.id = ""
+        self.param = ""
+        self.is_text = True
+        self.value: list[str] = []
+        self._opened = False  # the current value's entry is open in the argument text
+        self.args: dict[str, Any] = {}
+        self.args_text: list[str] = []
+
+    def _delta(self, text: str) -> None:
+        self.args_text.append(text)
+        self.stream._args(self.index, text)
+
+    def feed(self, s: str, i: int) -> int:
+        n = len(s)
+        while i < n:
+            state = self.state
+            if state == _VALUE:
+                i = self._value(s, i)
+                if self.status != OPEN or self.state == _VALUE:
+                    return i
+                continue
+            if state in (_NAME, _PNAME):
+                name, i = self.names.feed(s, i)
+                if self.names.problem:
+                    return self.fail(i, self.names.problem)
+                if name is None:
+                    return i
+                self.names = NameReader('"')
+                if state == _NAME:
+                    self.name = name
+                    self.state = _NAME_CLOSE
+                else:
+                    if name in self.args:
+                        return self.fail(i, f"the parameter {name!r} is given twice")
+                    self.param = name
+                    self.state = _KIND
+                continue
+            if state == _BLOCK:
+                status, j, literal = expect_any(s, i, tuple(_BLOCKS))
+                if status == OPEN:
+                    return i
+                if status != DONE:
+                    return self.fail(i, f"no function_calls> or tool_calls> after {_DSML}")
+                self.closer = _BLOCKS[literal]
+                self.state = _NEXT
+                i = j
+            elif state == _NAME_CLOSE:
+                j = self.expect(s, i, _NAME_END, "text after the tool's name")
+                if j < 0:
+                    return i
+                self._open_call()
+                i = j
+            elif state == _KIND:
+                status, j, literal = expect_any(s, i, (_STRING + _KINDS[0], _STRING + _KINDS[1]))
+                if status == OPEN:
+                    return i
+                if status != DONE:
+                    return self.fail(i, 'a parameter without string="true" or "false"')
+                self.is_text = literal.endswith(_KINDS[0])
+                self.value = []
+                self.state = _VALUE
+                i = j
+            elif s[i] in _WS:
+                i += 1
+            elif state == _NEXT:
+                status, j, literal = expect_any(s, i, (_INVOKE, self.closer))
+                if status == OPEN:
+                    return i
+                if status != DONE:
+                    return self.fail(i, f"expected {_INVOKE}…\"> or {self.closer}")
+                if literal == self.closer:
+                    if not self.calls:
+                        return self.fail(i, "a block without an invoke")
+                    self.status = DONE
+                    return j
+                self.state = _NAME
+                i = j
+            else:  # _BETWEEN
+                status, j, literal = expect_any(s, i, (_PARAMETER, _END_INVOKE))
+                if status == OPEN:
+                    return i
+                if status != DONE:
+                    return self.fail(i, f"expected {_PARAMETER}…\" or {_END_INVOKE}")
+                if literal == _END_INVOKE:
+                    self._close_call()
+                    self.state = _NEXT
+                else:
+                    self.state = _PNAME
+                i = j
+        return i
+
+    def _open_call(self) -> None:
+        self.index, self.id = self.stream._new_call(self.name)
+        self.started.append((self.index, self.id))
+        self.args = {}
+        self.args_text = []
+        self.state = _BETWEEN
+
+    def _value(self, s: str, i: int) -> int:
+        j, end = _VALUE_END.scan(s, i)
+        if j > i:
+            piece = s[i:j]
+            self.value.append(piece)
+            if self.is_text:
+                self._delta_value_start()
+                self._delta(json.dumps(piece, ensure_ascii=False)[1:-1])
+        if not end:
+            return j
+        text = "".join(self.value)
+        if self.is_text:
+            self._delta_value_start()
+            self._delta('"')
+            self.args[self.param] = text
+        else:
+            try:
+                self.args[self.param] = loads_json(text)
+            except (ValueError, RecursionError) as exc:
+                return self.fail(j, f'a string="false" value is not JSON ({exc})')
+            self._delta_value_start()
+            self._delta(text.strip())
+        self._opened = False
+        self.state = _BETWEEN
+        return j + len(end)
+
+    def _delta_value_start(self) -> None:
+        """Open the value's entry in the streamed argument text, once."""
+        if self._opened:
+            return
+        self._opened = True
+        opener = "{" if not self.args_text else ", "
+        quote = '"' if self.is_text else ""
+        self._delta(opener + json.dumps(self.param, ensure_ascii=False) + ": " + quote)
+
+    def _close_call(self) -> None:
+        self._delta("}" if self.args_text else "{}")
+        call = ToolCall(self.id, self.name, dict(self.args), "".join(self.args_text))
+        self.calls.append((self.index, call))
+
+
+class DeepSeekDsmlStream(MarkerStream):
+    marker = _DSML
+    body_class = _DsmlBody
+
+
+class DeepSeekDsml(Family):
+    name = "deepseek-dsml"
+    label = "DeepSeek DSML <｜DSML｜invoke>/<｜DSML｜parameter> (DeepSeek V3.2, V4)"
+    markers = (_DSML,)
+    stream_class = DeepSeekDsmlStream
