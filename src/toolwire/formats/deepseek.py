@@ -9,7 +9,8 @@ object::
     ```<｜tool▁call▁end｜>
     <｜tool▁call▁begin｜>…<｜tool▁call▁end｜><｜tool▁calls▁end｜>
 
-V3.1 drops the type and the fence: ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>``.
+V3.1 drops the type and the fence:
+``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>``.
 
 The two share their markers, so each reads only its own shape: R1's ``function<｜tool▁sep｜>``
 is not a V3.1 name followed by JSON, and a V3.1 name is not R1's ``function`` type. Whitespace

@@ -31,14 +31,14 @@ __all__ = ["DeepSeekDsml"]
 
 _DSML = "<｜DSML｜"
 _BLOCKS = {"function_calls>": "</｜DSML｜function_calls>", "tool_calls>": "</｜DSML｜tool_calls>"}
-_INVOKE = "<｜DSML｜invoke name=\""
+_INVOKE = '<｜DSML｜invoke name="'
 _END_INVOKE = "</｜DSML｜invoke>"
-_PARAMETER = "<｜DSML｜parameter name=\""
-_STRING = "\" string=\""
-_KINDS = ("true\">", "false\">")
+_PARAMETER = '<｜DSML｜parameter name="'
+_STRING = '" string="'
+_KINDS = ('true">', 'false">')
 _END_PARAMETER = "</｜DSML｜parameter>"
 _VALUE_END = Markers((_END_PARAMETER,))
-_NAME_END = "\">"
+_NAME_END = '">'
 _WS = " \t\r\n"
 
 _BLOCK, _NEXT, _NAME, _NAME_CLOSE, _BETWEEN, _PNAME, _KIND, _VALUE = range(8)
@@ -121,7 +121,7 @@ class _DsmlBody(Body):
                 if status == OPEN:
                     return i
                 if status != DONE:
-                    return self.fail(i, f"expected {_INVOKE}…\"> or {self.closer}")
+                    return self.fail(i, f'expected {_INVOKE}…"> or {self.closer}')
                 if literal == self.closer:
                     if not self.calls:
                         return self.fail(i, "a block without an invoke")
@@ -134,7 +134,7 @@ class _DsmlBody(Body):
                 if status == OPEN:
                     return i
                 if status != DONE:
-                    return self.fail(i, f"expected {_PARAMETER}…\" or {_END_INVOKE}")
+                    return self.fail(i, f'expected {_PARAMETER}…" or {_END_INVOKE}')
                 if literal == _END_INVOKE:
                     self._close_call()
                     self.state = _NEXT

@@ -214,7 +214,15 @@ def assistant_text(
     b = probe.render([*before, *turn], tools, add_generation_prompt=False, call_ids=call_ids)
     p = _back_off(b, _lcp(a, b))
     ends = [*probe.end_tokens, _SENTINEL_EOS, *COMMON_END_TOKENS]
-    return _cut_turn(b[p:], ends), opens_reasoning(b[:p])
+    text = _cut_turn(b[p:], ends)
+    # A generation prompt that closes an empty thinking block (``<think></think>``) where the
+    # past turn writes only ``</think>``: the model writes what follows the prompt's closer.
+    prompt_end = a.rstrip()
+    for closer in CLOSERS:
+        if prompt_end.endswith(closer) and text.startswith(closer):
+            text = text[len(closer) :]
+            break
+    return text, opens_reasoning(b[:p])
 
 
 def _probe(template: ChatTemplate) -> Detection:
