@@ -65,10 +65,35 @@ def _call(family: str, i: int) -> str:
         return json.dumps({"name": "write_file", "parameters": args})
     if family == "words":
         return _words_call(i, args)
+    if family in ("deepseek-r1", "deepseek-v3.1", "deepseek-dsml"):
+        return _deepseek_call(family, args)
     if i % 2:
         return "[TOOL_CALLS]write_file[ARGS]" + json.dumps(args)
     items = [{"name": "write_file", "arguments": args, "id": "a1b2c3d4e"}]
     return "[TOOL_CALLS]" + json.dumps(items)
+
+
+def _deepseek_call(family: str, args: dict[str, object]) -> str:
+    if family == "deepseek-dsml":
+        params = "".join(
+            f'<｜DSML｜parameter name="{k}" string="{kind}">{text}</｜DSML｜parameter>\n'
+            for k, v in args.items()
+            for kind, text in [("true", v) if isinstance(v, str) else ("false", json.dumps(v))]
+        )
+        return (
+            '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="write_file">\n'
+            + params
+            + "</｜DSML｜invoke>\n</｜DSML｜tool_calls>"
+        )
+    if family == "deepseek-r1":
+        call = "function<｜tool▁sep｜>write_file\n```json\n" + json.dumps(args) + "\n```"
+    else:
+        call = "write_file<｜tool▁sep｜>" + json.dumps(args)
+    return (
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>"
+        + call
+        + "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
+    )
 
 
 def _words_call(i: int, args: dict[str, object]) -> str:
@@ -187,7 +212,16 @@ def main() -> None:
     p.add_argument("--family", action="append")
     args = p.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
-    for family in args.family or ["qwen-xml", "hermes", "llama3", "mistral", "words"]:
+    for family in args.family or [
+        "qwen-xml",
+        "hermes",
+        "llama3",
+        "mistral",
+        "deepseek-r1",
+        "deepseek-v3.1",
+        "deepseek-dsml",
+        "words",
+    ]:
         bench(family, sizes)
 
 
