@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from ..errors import FormatError
 from .base import Family
+from .glm import Glm
 from .hermes import Hermes
+from .kimi import KimiK2
 from .llama3 import Llama3
+from .minimax import MiniMax
 from .mistral import Mistral
 from .qwen_xml import QwenXml
 
 __all__ = ["FORMAT_SETTINGS", "family_names", "get_family"]
 
-_FAMILIES: dict[str, Family] = {f.name: f for f in (QwenXml(), Hermes(), Llama3(), Mistral())}
+_FAMILIES: dict[str, Family] = {
+    f.name: f for f in (QwenXml(), Hermes(), Llama3(), Mistral(), Glm(), KimiK2(), MiniMax())
+}
 
 #: Values the ``tool_format`` setting takes besides a family name.
 FORMAT_SETTINGS = ("auto", "none")
