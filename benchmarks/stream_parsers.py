@@ -63,12 +63,38 @@ def _call(family: str, i: int) -> str:
         )
     if family == "llama3":
         return json.dumps({"name": "write_file", "parameters": args})
+    if family == "glm":
+        return (
+            "<tool_call>write_file\n"
+            + "".join(
+                f"<arg_key>{k}</arg_key>\n<arg_value>{_as_text(v)}</arg_value>\n"
+                for k, v in args.items()
+            )
+            + "</tool_call>"
+        )
+    if family == "kimi-k2":
+        return (
+            "<|tool_calls_section_begin|><|tool_call_begin|>functions.write_file:0"
+            "<|tool_call_argument_begin|>" + json.dumps(args) + "<|tool_call_end|>"
+            "<|tool_calls_section_end|>"
+        )
+    if family == "minimax":
+        return (
+            '<minimax:tool_call>\n<invoke name="write_file">\n'
+            + "".join(f'<parameter name="{k}">{_as_text(v)}</parameter>\n' for k, v in args.items())
+            + "</invoke>\n</minimax:tool_call>"
+        )
     if family == "words":
         return _words_call(i, args)
     if i % 2:
         return "[TOOL_CALLS]write_file[ARGS]" + json.dumps(args)
     items = [{"name": "write_file", "arguments": args, "id": "a1b2c3d4e"}]
     return "[TOOL_CALLS]" + json.dumps(items)
+
+
+def _as_text(value: object) -> str:
+    """A value as the XML-like templates write it: strings verbatim, others as JSON."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _words_call(i: int, args: dict[str, object]) -> str:
@@ -187,7 +213,16 @@ def main() -> None:
     p.add_argument("--family", action="append")
     args = p.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
-    for family in args.family or ["qwen-xml", "hermes", "llama3", "mistral", "words"]:
+    for family in args.family or [
+        "qwen-xml",
+        "hermes",
+        "llama3",
+        "mistral",
+        "glm",
+        "kimi-k2",
+        "minimax",
+        "words",
+    ]:
         bench(family, sizes)
 
 
