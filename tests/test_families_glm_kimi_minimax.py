@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toolwire import LimitError, detect_format, get_family, load_template
 from toolwire.formats.detect import assistant_text
@@ -311,3 +313,54 @@ def test_template_round_trip(name: str) -> None:
         assert marker not in result.content
     # streamed one character at a time, the same
     check_stream(family.name, text, list(text), tools=ALARM_TOOLS, reasoning_open=opened)
+
+
+_PIECES = [
+    "<tool_call>",
+    "</tool_call>",
+    "<arg_key>",
+    "</arg_key>",
+    "<arg_value>",
+    "</arg_value>",
+    "<|tool_calls_section_begin|>",
+    "<|tool_calls_section_end|>",
+    "<|tool_call_begin|>",
+    "<|tool_call_argument_begin|>",
+    "<|tool_call_end|>",
+    "functions.get_weather:0",
+    "<minimax:tool_call>",
+    "</minimax:tool_call>",
+    '<invoke name="',
+    "</invoke>",
+    '<parameter name="',
+    "</parameter>",
+    '">',
+    "<think>",
+    "</think>",
+    '{"city": "Paris"}',
+    "{",
+    "}",
+    '"',
+    "\n",
+    " ",
+    "get_weather",
+    "x",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    family=st.sampled_from(MINE),
+    pieces=st.lists(st.sampled_from(_PIECES) | st.text(max_size=4), max_size=40),
+    data=st.data(),
+)
+def test_any_text_reads_the_same_however_it_is_cut(
+    family: str, pieces: list[str], data: st.DataObject
+) -> None:
+    reply = "".join(pieces)
+    result = parse(family, reply)
+    if not result.calls and "<think>" not in reply:
+        assert result.content == reply  # nothing is lost when nothing is a call
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(reply)), max_size=8)))
+    chunks = [reply[a:b] for a, b in zip([0, *cuts], [*cuts, len(reply)], strict=True)]
+    check_stream(family, reply, chunks)
