@@ -63,6 +63,27 @@ def _call(family: str, i: int) -> str:
         )
     if family == "llama3":
         return json.dumps({"name": "write_file", "parameters": args})
+    if family == "glm":
+        return (
+            "<tool_call>write_file\n"
+            + "".join(
+                f"<arg_key>{k}</arg_key>\n<arg_value>{_as_text(v)}</arg_value>\n"
+                for k, v in args.items()
+            )
+            + "</tool_call>"
+        )
+    if family == "kimi-k2":
+        return (
+            "<|tool_calls_section_begin|><|tool_call_begin|>functions.write_file:0"
+            "<|tool_call_argument_begin|>" + json.dumps(args) + "<|tool_call_end|>"
+            "<|tool_calls_section_end|>"
+        )
+    if family == "minimax":
+        return (
+            '<minimax:tool_call>\n<invoke name="write_file">\n'
+            + "".join(f'<parameter name="{k}">{_as_text(v)}</parameter>\n' for k, v in args.items())
+            + "</invoke>\n</minimax:tool_call>"
+        )
     if family == "words":
         return _words_call(i, args)
     if family in ("deepseek-r1", "deepseek-v3.1", "deepseek-dsml"):
@@ -94,6 +115,9 @@ def _deepseek_call(family: str, args: dict[str, object]) -> str:
         + call
         + "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
     )
+def _as_text(value: object) -> str:
+    """A value as the XML-like templates write it: strings verbatim, others as JSON."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _words_call(i: int, args: dict[str, object]) -> str:
@@ -220,6 +244,9 @@ def main() -> None:
         "deepseek-r1",
         "deepseek-v3.1",
         "deepseek-dsml",
+        "glm",
+        "kimi-k2",
+        "minimax",
         "words",
     ]:
         bench(family, sizes)

@@ -6,8 +6,11 @@ from ..errors import FormatError
 from .base import Family
 from .deepseek import DeepSeekR1, DeepSeekV31
 from .deepseek_dsml import DeepSeekDsml
+from .glm import Glm
 from .hermes import Hermes
+from .kimi import KimiK2
 from .llama3 import Llama3
+from .minimax import MiniMax
 from .mistral import Mistral
 from .qwen_xml import QwenXml
 
@@ -15,7 +18,18 @@ __all__ = ["FORMAT_SETTINGS", "family_names", "get_family"]
 
 _FAMILIES: dict[str, Family] = {
     f.name: f
-    for f in (QwenXml(), Hermes(), Llama3(), Mistral(), DeepSeekR1(), DeepSeekV31(), DeepSeekDsml())
+    for f in (
+        QwenXml(),
+        Hermes(),
+        Llama3(),
+        Mistral(),
+        DeepSeekR1(),
+        DeepSeekV31(),
+        DeepSeekDsml(),
+        Glm(),
+        KimiK2(),
+        MiniMax(),
+    )
 }
 
 #: Values the ``tool_format`` setting takes besides a family name.

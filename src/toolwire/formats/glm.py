@@ -1,0 +1,114 @@
+"""GLM: ``<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value>…</tool_call>``.
+
+Written by GLM 4.5/4.6/4.7 (a newline after the name and between the tags) and poolside
+Laguna (the same tags, with or without the newlines). Each value is the text between its
+tags, verbatim: the templates write strings as they are and other values as their JSON, so
+the call is marked ``text_values`` and the argument pipeline types each value by the tool's
+schema. The name follows the opening tag at once; a JSON object there is Hermes's call,
+``<function=`` is Qwen's, and neither is ever read as this family's.
+"""
+
+from __future__ import annotations
+
+from .base import Family
+from .markerstream import DONE, OPEN, Body, MarkerStream, expect_any
+from .scan import Markers
+from .textargs import NameReader, TextArgs
+
+__all__ = ["Glm"]
+
+_OPEN_TAG = "<tool_call>"
+_CLOSE_TAG = "</tool_call>"
+_KEY = "<arg_key>"
+_END_KEY = "</arg_key>"
+_VALUE = "<arg_value>"
+_END_VALUE = "</arg_value>"
+_VALUE_END = Markers((_END_VALUE,))
+_WS = " \t\r\n"
+
+_NAME, _BETWEEN, _KEY_NAME, _KEY_END, _BEFORE_VALUE, _IN_VALUE = range(6)
+
+
+class _GlmBody(Body):
+    def __init__(self, stream: MarkerStream) -> None:
+        super().__init__(stream)
+        self.state = _NAME
+        self.names = NameReader(_WS + "<", "tool name")
+        self.keys = NameReader("<", "argument name")
+        self.call: TextArgs | None = None
+
+    def feed(self, s: str, i: int) -> int:
+        n = len(s)
+        while i < n:
+            state = self.state
+            if state == _IN_VALUE:
+                assert self.call is not None
+                j, end = _VALUE_END.scan(s, i)
+                self.call.value(s[i:j])
+                if not end:
+                    return j
+                self.call.close()
+                self.state = _BETWEEN
+                i = j + len(end)
+                continue
+            if state == _NAME:
+                name, i = self.names.read(self, s, i)
+                if name is None:
+                    return i
+                self.call = TextArgs(self.stream, name)
+                self.started.append((self.call.index, self.call.id))
+                self.state = _BETWEEN
+                continue
+            if state == _KEY_NAME:
+                key, i = self.keys.read(self, s, i)
+                if key is None:
+                    return i
+                assert self.call is not None
+                if not self.call.open(key):
+                    return self.fail(i, f"the argument {key!r} is given twice")
+                self.state = _KEY_END
+                continue
+            if state == _KEY_END:
+                j = self.expect(s, i, _END_KEY, "an argument name not closed by </arg_key>")
+                if j < 0:
+                    return i
+                self.state = _BEFORE_VALUE
+                i = j
+                continue
+            if s[i] in _WS:
+                i += 1
+                continue
+            if state == _BEFORE_VALUE:
+                j = self.expect(s, i, _VALUE, "no <arg_value> after </arg_key>")
+                if j < 0:
+                    return i
+                self.state = _IN_VALUE
+                i = j
+                continue
+            # _BETWEEN
+            status, j, literal = expect_any(s, i, (_KEY, _CLOSE_TAG))
+            if status == OPEN:
+                return i
+            if status != DONE:
+                return self.fail(i, "expected <arg_key> or </tool_call>")
+            if literal == _KEY:
+                self.state = _KEY_NAME
+                i = j
+                continue
+            assert self.call is not None
+            self.calls.append((self.call.index, self.call.finish()))
+            self.status = DONE
+            return j
+        return i
+
+
+class GlmStream(MarkerStream):
+    marker = _OPEN_TAG
+    body_class = _GlmBody
+
+
+class Glm(Family):
+    name = "glm"
+    label = "GLM <tool_call>NAME<arg_key>…<arg_value>… (GLM 4.5/4.6/4.7, poolside Laguna)"
+    markers = (_OPEN_TAG,)
+    stream_class = GlmStream

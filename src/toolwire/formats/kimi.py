@@ -1,0 +1,144 @@
+"""Kimi K2: a section of calls, each named by an id and given as one JSON object.
+
+In full: ``<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0``
+``<|tool_call_argument_begin|>{…}<|tool_call_end|>…<|tool_calls_section_end|>``.
+
+The id the model writes, ``functions.NAME:N``, names the tool and is kept as the call's id
+(the templates write it back the same way in later turns). The arguments are a JSON object,
+passed on as written while it streams. A section with no call in it is not a call.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..messages import ToolCall
+from .base import Family, loads_json
+from .jsonscan import ObjectScanner
+from .markerstream import DONE, OPEN, Body, MarkerStream, expect_any
+from .textargs import MAX_NAME
+
+__all__ = ["KimiK2"]
+
+_SECTION = "<|tool_calls_section_begin|>"
+_END_SECTION = "<|tool_calls_section_end|>"
+_CALL = "<|tool_call_begin|>"
+_ARGS = "<|tool_call_argument_begin|>"
+_END_CALL = "<|tool_call_end|>"
+_WS = " \t\r\n"
+#: ``functions.NAME:N``, the id the model writes for each call.
+_ID = re.compile(r"functions\.([^\s<>{}\[\]\"'=:]+):(\d+)\Z")
+
+_BLOCK, _ID_TEXT, _BEFORE_ARGS, _OBJECT, _AFTER = range(5)
+
+
+class _KimiBody(Body):
+    def __init__(self, stream: MarkerStream) -> None:
+        super().__init__(stream)
+        self.state = _BLOCK
+        self.id_parts: list[str] = []
+        self.id = ""
+        self.name = ""
+        self.index = -1
+        self.scanner = ObjectScanner()
+
+    def feed(self, s: str, i: int) -> int:
+        n = len(s)
+        while i < n:
+            state = self.state
+            if state == _ID_TEXT:
+                i = self._id(s, i)
+                if self.state == _ID_TEXT:
+                    return i
+                continue
+            if state == _OBJECT:
+                j = self.scanner.feed(s, i)
+                if self.scanner.failed:
+                    return self.fail(j, "the arguments are not a JSON object")
+                self.stream._args(self.index, s[i:j])
+                i = j
+                if not self.scanner.done:
+                    return i
+                if not self._finish_call():
+                    return i
+                self.state = _AFTER
+                continue
+            if s[i] in _WS:
+                i += 1
+                continue
+            if state == _BLOCK:
+                status, j, literal = expect_any(s, i, (_CALL, _END_SECTION))
+                if status == OPEN:
+                    return i
+                if status != DONE:
+                    return self.fail(i, "expected <|tool_call_begin|> or the section's end")
+                if literal == _CALL:
+                    self.state = _ID_TEXT
+                    i = j
+                    continue
+                if not self.calls:
+                    return self.fail(i, "no call in the section")
+                self.status = DONE
+                return j
+            if state == _BEFORE_ARGS:
+                j = self.expect(s, i, _ARGS, "no <|tool_call_argument_begin|> after the call id")
+                if j < 0:
+                    return i
+                self.state = _OBJECT
+                self.scanner = ObjectScanner()
+                i = j
+                continue
+            # _AFTER
+            j = self.expect(s, i, _END_CALL, "text after the arguments before <|tool_call_end|>")
+            if j < 0:
+                return i
+            self.state = _BLOCK
+            i = j
+        return i
+
+    def _id(self, s: str, i: int) -> int:
+        """Read the call id up to the next ``<``; announce the call once it is whole."""
+        j = s.find("<", i)
+        stop = len(s) if j < 0 else j
+        self.id_parts.append(s[i:stop])
+        if sum(map(len, self.id_parts)) > MAX_NAME + 32:
+            return self.fail(i, "a malformed call id")
+        if j < 0:
+            return stop
+        call_id = "".join(self.id_parts)
+        self.id_parts = []
+        m = _ID.match(call_id)
+        if m is None:
+            return self.fail(j, f"the call id {call_id[:40]!r} is not functions.NAME:N")
+        if any(call_id == cid for _index, cid in self.started):
+            return self.fail(j, f"the call id {call_id!r} is used twice")
+        self.name = m.group(1)
+        self.index, self.id = self.stream._new_call(self.name, call_id)
+        self.started.append((self.index, self.id))
+        self.state = _BEFORE_ARGS
+        return j
+
+    def _finish_call(self) -> bool:
+        text = self.scanner.text()
+        try:
+            args = loads_json(text)
+        except (ValueError, RecursionError) as exc:
+            self.fail(0, f"the arguments are not valid JSON ({exc})")
+            return False
+        if not isinstance(args, dict):
+            self.fail(0, "the arguments are not a JSON object")
+            return False
+        self.calls.append((self.index, ToolCall(self.id, self.name, args, text.strip())))
+        return True
+
+
+class KimiK2Stream(MarkerStream):
+    marker = _SECTION
+    body_class = _KimiBody
+
+
+class KimiK2(Family):
+    name = "kimi-k2"
+    label = "Kimi K2 <|tool_calls_section_begin|> functions.NAME:N + JSON (Kimi K2)"
+    markers = (_SECTION,)
+    stream_class = KimiK2Stream

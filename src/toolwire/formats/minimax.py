@@ -1,0 +1,119 @@
+"""MiniMax M2: ``<minimax:tool_call>`` around ``<invoke name="NAME">`` blocks.
+
+In full: ``<minimax:tool_call>\\n<invoke name="NAME">\\n<parameter name="K">V</parameter>\\n``
+``</invoke>\\n</minimax:tool_call>``, one block holding every call of the turn. A value is
+the text between its tags, verbatim: the template writes strings as they are and other values
+as their JSON, so the call is marked ``text_values`` and the argument pipeline types each
+value by the tool's schema. A block with no ``<invoke>`` in it is not a call.
+"""
+
+from __future__ import annotations
+
+from .base import Family
+from .markerstream import DONE, OPEN, Body, MarkerStream, expect_any
+from .scan import Markers
+from .textargs import NameReader, TextArgs
+
+__all__ = ["MiniMax"]
+
+_OPEN_TAG = "<minimax:tool_call>"
+_CLOSE_TAG = "</minimax:tool_call>"
+_INVOKE = '<invoke name="'
+_END_INVOKE = "</invoke>"
+_PARAMETER = '<parameter name="'
+_END_PARAMETER = "</parameter>"
+_NAME_END = '">'
+_VALUE_END = Markers((_END_PARAMETER,))
+_WS = " \t\r\n"
+
+_BLOCK, _NAME, _NAME_CLOSE, _IN_INVOKE, _PNAME, _PNAME_CLOSE, _IN_VALUE = range(7)
+
+
+class _MiniMaxBody(Body):
+    def __init__(self, stream: MarkerStream) -> None:
+        super().__init__(stream)
+        self.state = _BLOCK
+        self.names = NameReader('"', "tool name")
+        self.keys = NameReader('"', "parameter name")
+        self.call: TextArgs | None = None
+
+    def feed(self, s: str, i: int) -> int:
+        n = len(s)
+        while i < n:
+            state = self.state
+            if state == _IN_VALUE:
+                assert self.call is not None
+                j, end = _VALUE_END.scan(s, i)
+                self.call.value(s[i:j])
+                if not end:
+                    return j
+                self.call.close()
+                self.state = _IN_INVOKE
+                i = j + len(end)
+                continue
+            if state in (_NAME, _PNAME):
+                reader = self.names if state == _NAME else self.keys
+                name, i = reader.read(self, s, i)
+                if name is None:
+                    return i
+                if state == _NAME:
+                    self.call = TextArgs(self.stream, name)
+                    self.started.append((self.call.index, self.call.id))
+                    self.state = _NAME_CLOSE
+                else:
+                    assert self.call is not None
+                    if not self.call.open(name):
+                        return self.fail(i, f"the parameter {name!r} is given twice")
+                    self.state = _PNAME_CLOSE
+                continue
+            if state in (_NAME_CLOSE, _PNAME_CLOSE):
+                j = self.expect(s, i, _NAME_END, 'a name not closed by ">')
+                if j < 0:
+                    return i
+                self.state = _IN_INVOKE if state == _NAME_CLOSE else _IN_VALUE
+                i = j
+                continue
+            if s[i] in _WS:
+                i += 1
+                continue
+            if state == _BLOCK:
+                status, j, literal = expect_any(s, i, (_INVOKE, _CLOSE_TAG))
+                if status == OPEN:
+                    return i
+                if status != DONE:
+                    return self.fail(i, "expected <invoke name=…> or </minimax:tool_call>")
+                if literal == _INVOKE:
+                    self.state = _NAME
+                    i = j
+                    continue
+                if not self.calls:
+                    return self.fail(i, "no <invoke> in the block")
+                self.status = DONE
+                return j
+            # _IN_INVOKE
+            status, j, literal = expect_any(s, i, (_PARAMETER, _END_INVOKE))
+            if status == OPEN:
+                return i
+            if status != DONE:
+                return self.fail(i, "expected <parameter name=…> or </invoke>")
+            if literal == _PARAMETER:
+                self.state = _PNAME
+            else:
+                assert self.call is not None
+                self.calls.append((self.call.index, self.call.finish()))
+                self.call = None
+                self.state = _BLOCK
+            i = j
+        return i
+
+
+class MiniMaxStream(MarkerStream):
+    marker = _OPEN_TAG
+    body_class = _MiniMaxBody
+
+
+class MiniMax(Family):
+    name = "minimax"
+    label = "MiniMax <minimax:tool_call><invoke name=…><parameter name=…> (MiniMax M2)"
+    markers = (_OPEN_TAG,)
+    stream_class = MiniMaxStream

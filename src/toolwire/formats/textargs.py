@@ -1,0 +1,102 @@
+"""Arguments written one value at a time as text, passed on as the JSON of that mapping.
+
+The XML-like families (GLM's ``<arg_key>``/``<arg_value>``, MiniMax's ``<parameter>``) write
+each argument's value as the text between two tags: strings verbatim, other values as the
+JSON they spell. The reader keeps that text (the call is marked ``text_values``, so the
+argument pipeline types each value by the tool's schema) and streams the argument text as
+the JSON of the mapping of strings while it grows.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ..messages import ToolCall
+from .base import ReplyStream
+from .markerstream import Body
+
+__all__ = ["NameReader", "TextArgs"]
+
+#: The longest tool or parameter name read.
+MAX_NAME = 256
+
+
+class NameReader:
+    """A name read up to the first of its ``stops``, across chunks.
+
+    A name holding whitespace or markup (``<>{}[]"'=``) is no name: the body fails. The
+    stop itself is not consumed.
+    """
+
+    def __init__(self, stops: str, what: str) -> None:
+        self._stop = re.compile("[" + re.escape(stops) + "]")
+        self._what = what
+        self._parts: list[str] = []
+        self._size = 0
+
+    def read(self, body: Body, s: str, i: int) -> tuple[str | None, int]:
+        """``(name, where it stopped)``; ``None`` while more is needed or when the body failed."""
+        m = self._stop.search(s, i)
+        stop = len(s) if m is None else m.start()
+        piece = s[i:stop]
+        self._size += len(piece)
+        if _BAD_NAME.search(piece) or self._size > MAX_NAME:
+            body.fail(i, f"a malformed {self._what}")
+            return None, i
+        self._parts.append(piece)
+        if m is None:
+            return None, stop
+        name = "".join(self._parts)
+        self._parts = []
+        self._size = 0
+        if not name:
+            body.fail(stop, f"an empty {self._what}")
+            return None, stop
+        return name, stop
+
+
+_BAD_NAME = re.compile(r"[\s<>{}\[\]\"'=]")
+
+
+class TextArgs:
+    """The arguments of one call in progress: announced, streamed, then finished."""
+
+    def __init__(self, stream: ReplyStream, name: str) -> None:
+        self.stream = stream
+        self.name = name
+        self.index, self.id = stream._new_call(name)
+        self.args: dict[str, str] = {}
+        self._text: list[str] = []
+        self._key = ""
+        self._value: list[str] = []
+
+    def _delta(self, text: str) -> None:
+        self._text.append(text)
+        self.stream._args(self.index, text)
+
+    def open(self, key: str) -> bool:
+        """Begin the value of ``key``; False when the call already gave it."""
+        if key in self.args or key == self._key:
+            return False
+        self._key = key
+        self._value = []
+        opener = "{" if not self._text else ", "
+        self._delta(opener + json.dumps(key, ensure_ascii=False) + ': "')
+        return True
+
+    def value(self, piece: str) -> None:
+        if piece:
+            self._value.append(piece)
+            self._delta(json.dumps(piece, ensure_ascii=False)[1:-1])
+
+    def close(self) -> None:
+        """The current value is complete."""
+        self.args[self._key] = "".join(self._value)
+        self._key = ""
+        self._value = []
+        self._delta('"')
+
+    def finish(self) -> ToolCall:
+        self._delta("}" if self._text else "{}")
+        return ToolCall(self.id, self.name, dict(self.args), "".join(self._text), text_values=True)
