@@ -49,7 +49,7 @@ VALID_CASES = [(f, *case) for f, cases in VALID.items() for case in cases]
 
 
 def test_registry() -> None:
-    assert family_names() == ["qwen-xml", "hermes", "llama3", "mistral"]
+    assert family_names()[:4] == ["qwen-xml", "hermes", "llama3", "mistral"]
     for name in family_names():
         fam = get_family(name)
         assert fam.name == name and fam.label and fam.markers

@@ -81,6 +81,8 @@ COMMON_END_TOKENS = (
     "<|return|>",
     "<|call|>",
     "<sep>",
+    "<|END_OF_TURN_TOKEN|>",
+    "<SPECIAL_12>",
 )
 _SENTINEL_EOS = "<|toolwire-eos|>"
 _SENTINEL_BOS = "<|toolwire-bos|>"

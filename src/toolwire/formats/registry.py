@@ -5,13 +5,28 @@ from __future__ import annotations
 from ..errors import FormatError
 from .base import Family
 from .hermes import Hermes
+from .jsonlist import Apertus, Apriel, CommandR7B, Firefunction, Granite, NemotronV2
 from .llama3 import Llama3
 from .mistral import Mistral
 from .qwen_xml import QwenXml
 
 __all__ = ["FORMAT_SETTINGS", "family_names", "get_family"]
 
-_FAMILIES: dict[str, Family] = {f.name: f for f in (QwenXml(), Hermes(), Llama3(), Mistral())}
+_FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        QwenXml(),
+        Hermes(),
+        Llama3(),
+        Mistral(),
+        Granite(),
+        NemotronV2(),
+        Apriel(),
+        Apertus(),
+        Firefunction(),
+        CommandR7B(),
+    )
+}
 
 #: Values the ``tool_format`` setting takes besides a family name.
 FORMAT_SETTINGS = ("auto", "none")
