@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toolwire import CallStart, LimitError, family_names, get_family, load_template
 from toolwire.formats.detect import assistant_text, detect_format
@@ -282,3 +284,53 @@ def test_granite_3_3_template_renders_no_calls() -> None:
     assert found.format == "none" and "get_weather" not in found.call_text
     assert "<|tool_call|> followed by a JSON list" in tpl.render([USER], TOOLS)
     _check_round_trip("granite", granite(*[(c.name, c.arguments) for c in CALLS]))
+
+
+# ------------------------------------------------------------------ any text, however cut
+
+_PIECES = [
+    *(w(WEATHER) for w in WRITERS.values()),
+    "<|tool_call|>",
+    "<TOOLCALL>",
+    "</TOOLCALL>",
+    "<tool_calls>",
+    "</tool_calls>",
+    "<tool_call>",
+    "<|tools_prefix|>",
+    "<|tools_suffix|>",
+    "functools[",
+    "<|START_ACTION|>",
+    "<|END_ACTION|>",
+    '{"name": "get_weather", ',
+    '"arguments": {}',
+    '"tool_name": "x", "parameters": {}',
+    '{"get_weather": {}}',
+    "[",
+    "]",
+    "{",
+    "}",
+    '"',
+    "\\",
+    ",",
+    " ",
+    "\n",
+    "x",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    family=st.sampled_from(MINE),
+    pieces=st.lists(st.sampled_from(_PIECES) | st.text(max_size=3), max_size=30),
+    data=st.data(),
+)
+def test_any_text_reads_the_same_however_it_is_cut(
+    family: str, pieces: list[str], data: st.DataObject
+) -> None:
+    reply = "".join(pieces)
+    result = parse(family, reply)
+    if not result.calls and "<think>" not in reply and "[THINK]" not in reply:
+        assert result.content == reply
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(reply)), max_size=8)))
+    chunks = [reply[a:b] for a, b in zip([0, *cuts], [*cuts, len(reply)], strict=True)]
+    check_stream(family, reply, chunks)
