@@ -50,8 +50,30 @@ def _content(i: int) -> str:
     return _LINE * (3 + (i * 7) % 20)
 
 
+#: The families that write a JSON list of calls: the text around the list.
+_LISTS = {
+    "granite": ("<|tool_call|>", ""),
+    "nemotron-v2": ("<TOOLCALL>", "</TOOLCALL>"),
+    "apriel": ("<tool_calls>", "</tool_calls>"),
+    "apertus": ("<|tools_prefix|>", "<|tools_suffix|>"),
+    "firefunction": (" functools", ""),
+    "command-r7b": ("<|START_ACTION|>", "<|END_ACTION|>"),
+}
+
+
+def _list_item(family: str, args: dict[str, object]) -> dict[str, object]:
+    if family == "apertus":
+        return {"write_file": args}
+    if family == "command-r7b":
+        return {"tool_call_id": "0", "tool_name": "write_file", "parameters": args}
+    return {"name": "write_file", "arguments": args}
+
+
 def _call(family: str, i: int) -> str:
     args = {"path": f"src/file_{i}.py", "content": _content(i), "mode": 420}
+    if family in _LISTS:
+        opening, closing = _LISTS[family]
+        return opening + json.dumps([_list_item(family, args)]) + closing
     if family == "hermes":
         body = json.dumps({"name": "write_file", "arguments": args})
         return "<tool_call>\n" + body + "\n</tool_call>"
@@ -247,6 +269,7 @@ def main() -> None:
         "glm",
         "kimi-k2",
         "minimax",
+        *_LISTS,
         "words",
     ]:
         bench(family, sizes)

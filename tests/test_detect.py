@@ -42,19 +42,19 @@ EXPECTED = {
     "moonshotai-Kimi-K2.jinja": "kimi-k2",
     "MiniMax-M2.jinja": "minimax",
     # Templates that ignore tools or write calls in a grammar toolwire does not speak yet.
-    "Apertus-8B-Instruct.jinja": "none",
-    "Apriel-1.6-15b-Thinker-fixed.jinja": "none",
+    "Apertus-8B-Instruct.jinja": "apertus",
+    "Apriel-1.6-15b-Thinker-fixed.jinja": "apriel",
     "ByteDance-Seed-OSS.jinja": "none",
-    "Cohere2MoE.jinja": "none",
+    "Cohere2MoE.jinja": "command-r7b",
     "CohereForAI-c4ai-command-r-plus-tool_use.jinja": "none",
-    "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja": "none",
+    "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja": "command-r7b",
     "GigaChat3-10B-A1.8B.jinja": "none",
     "HuggingFaceTB-SmolLM3-3B.jinja": "none",
     "Kimi-K3.jinja": "none",
     "LFM2-8B-A1B.jinja": "none",
     "LFM2.5-8B-A1B.jinja": "none",
     "MiniMax-M3.jinja": "none",
-    "NVIDIA-Nemotron-Nano-v2.jinja": "none",
+    "NVIDIA-Nemotron-Nano-v2.jinja": "nemotron-v2",
     "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja": "none",
     "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja": "deepseek-r1",
     "deepseek-ai-DeepSeek-V3.1.jinja": "deepseek-v3.1",
@@ -73,7 +73,7 @@ EXPECTED = {
     "muse-glimmer.jinja": "none",
     "openai-gpt-oss-120b.jinja": "none",
     "openbmb-MiniCPM5-1B.jinja": "none",
-    "unsloth-Apriel-1.5.jinja": "none",
+    "unsloth-Apriel-1.5.jinja": "apriel",
 }
 WITH_FAMILY = sorted(k for k, v in EXPECTED.items() if v != "none")
 

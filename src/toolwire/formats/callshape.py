@@ -39,6 +39,9 @@ class CallShape:
     args_as_text: bool = False
     #: The name must be one of the declared tools.
     declared_only: bool = False
+    #: The call is ``{NAME: {arguments}}``: one key, the tool's name, holding the arguments
+    #: (Apertus); the other fields do not apply.
+    name_is_key: bool = False
 
     @property
     def args_key(self) -> str:
@@ -57,6 +60,8 @@ class CallShape:
         """``(name, arguments)`` when ``obj`` is a call in this shape, else why it is not."""
         if not isinstance(obj, dict):
             return "the call is not a JSON object"
+        if self.name_is_key:
+            return self._read_keyed(obj, tools)
         key = next((k for k in self.args_keys if k in obj), None)
         if not self.other_keys:
             known = {self.name_key, key, *self.constants, *self.strings}
@@ -80,5 +85,16 @@ class CallShape:
         for k in self.strings:
             if k in obj and not isinstance(obj[k], str):
                 return f'"{k}" must be a string'
+        problem = self.name_problem(name, tools)
+        return problem or (name, args)
+
+    def _read_keyed(
+        self, obj: dict[Any, Any], tools: ToolIndex
+    ) -> tuple[str, dict[str, Any]] | str:
+        if len(obj) != 1:
+            return "the call must be one tool's name holding its arguments"
+        ((name, args),) = obj.items()
+        if not isinstance(args, dict):
+            return f'"{name}" must hold an object'
         problem = self.name_problem(name, tools)
         return problem or (name, args)

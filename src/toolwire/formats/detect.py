@@ -83,6 +83,8 @@ COMMON_END_TOKENS = (
     "<sep>",
     "</assistant>",  # poolside Laguna
     "[e~[",  # MiniMax M2
+    "<|END_OF_TURN_TOKEN|>",
+    "<SPECIAL_12>",
 )
 _SENTINEL_EOS = "<|toolwire-eos|>"
 _SENTINEL_BOS = "<|toolwire-bos|>"

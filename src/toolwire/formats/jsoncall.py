@@ -25,7 +25,11 @@ class JsonCall:
         self.shape = shape
         self.args_key = shape.args_key
         self.scanner = ObjectScanner(
-            stream_key=self.args_key, on_name=self._on_name, on_stream=self._on_args
+            name_key=shape.name_key,
+            stream_key=None if shape.name_is_key else self.args_key,
+            on_name=self._on_name,
+            on_stream=self._on_args,
+            key_is_name=shape.name_is_key,
         )
         self.index = -1
         self.id = ""
@@ -68,7 +72,8 @@ class JsonCall:
         if self.rejected:
             return None, self.rejected
         if self.scanner.stream_key_count > 1:
-            return None, f'the call gives "{self.args_key}" more than once'
+            key = self.name if self.shape.name_is_key else self.args_key
+            return None, f'the call gives "{key}" more than once'
         try:
             obj = loads_json(self.scanner.text())
         except (ValueError, RecursionError) as exc:

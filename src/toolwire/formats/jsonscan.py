@@ -42,8 +42,11 @@ class ObjectScanner:
         on_name: Callable[[str], None] | None = None,
         on_stream: Callable[[str], None] | None = None,
         max_depth: int = MAX_JSON_DEPTH,
+        key_is_name: bool = False,
     ) -> None:
         self._name_key = name_key
+        #: The object's first key is the name (``{"NAME": {...}}``): its value is streamed.
+        self._key_is_name = key_is_name
         self._stream_key = stream_key
         self._on_name = on_name
         self._on_stream = on_stream
@@ -169,7 +172,7 @@ class ObjectScanner:
                 if c == '"':
                     self._state = _VAL
                     self._in_string = True
-                    if self._value_key == self._name_key:
+                    if self._value_key == self._name_key and not self._key_is_name:
                         self._capture = []
                         cap_from = i + 1
                 elif c in "{[":
@@ -205,6 +208,11 @@ class ObjectScanner:
         if self._state == _KEY:
             self._key = value
             self._state = _COLON
+            if self._key_is_name and isinstance(value, str):
+                if self._stream_key is None:
+                    self._stream_key = value
+                if self._on_name is not None:
+                    self._on_name(value)
         elif self._on_name is not None and isinstance(value, str):
             self._on_name(value)
 

@@ -8,6 +8,7 @@ from .deepseek import DeepSeekR1, DeepSeekV31
 from .deepseek_dsml import DeepSeekDsml
 from .glm import Glm
 from .hermes import Hermes
+from .jsonlist import Apertus, Apriel, CommandR7B, Firefunction, Granite, NemotronV2
 from .kimi import KimiK2
 from .llama3 import Llama3
 from .minimax import MiniMax
@@ -29,6 +30,12 @@ _FAMILIES: dict[str, Family] = {
         Glm(),
         KimiK2(),
         MiniMax(),
+        Granite(),
+        NemotronV2(),
+        Apriel(),
+        Apertus(),
+        Firefunction(),
+        CommandR7B(),
     )
 }
 
