@@ -12,7 +12,7 @@ import json
 import ssl
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -182,33 +182,45 @@ class Records:
 class HttpTransport(Transport):
     """What the remote transports share: a JSON body POSTed to one URL, read as it streams.
 
-    Subclasses give :meth:`body` and :meth:`read`; everything here is I/O.
+    Subclasses give :meth:`body` and :meth:`read`, and their defaults as class attributes;
+    everything here is I/O.
     """
 
     native_tools = True
+    #: Where the server is by default, the path of its chat endpoint, how long a reply
+    #: may take (seconds), and the model's window when none is given.
+    default_base_url: ClassVar[str]
+    path: ClassVar[str]
+    default_timeout: ClassVar[float]
+    default_context_tokens: ClassVar[int]
 
     def __init__(
         self,
         model: str,
-        url: str,
         *,
-        endpoint: str,
-        client: httpx.AsyncClient | None,
-        timeout: float,
-        context_tokens: int,
-        words: bool,
-        memory: ModelMemory | None,
+        base_url: str | None = None,
+        client: httpx.AsyncClient | None = None,
+        timeout: float | None = None,
+        context_tokens: int | None = None,
+        words: bool = False,
+        memory: ModelMemory | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
         self.model = model
-        self.endpoint = endpoint
-        self.context_tokens = context_tokens
+        self.base_url = self.normal_base(base_url or self.default_base_url)
+        self.endpoint = self.base_url
+        self.context_tokens = context_tokens or self.default_context_tokens
         self.words = words
         self.memory = memory if memory is not None else default_memory()
-        self._url = url
+        self._url = self.base_url.rstrip("/") + "/" + self.path
         self._client = client
-        self._timeout = timeout
+        self._timeout = timeout if timeout is not None else self.default_timeout
         self._headers = dict(headers or {})
+
+    @staticmethod
+    def normal_base(base_url: str) -> str:
+        """The base URL as this transport keeps it (and keys what a model taught by)."""
+        return base_url
 
     def body(self, request: Request, dialect: str) -> dict[str, Any]:
         """The JSON body for ``request``, its tool schemas in ``dialect``."""

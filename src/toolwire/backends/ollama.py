@@ -19,7 +19,7 @@ from .. import events as ev
 from ..errors import BackendError
 from ..events import Event
 from ..messages import ToolCall
-from ..pipeline import ModelMemory, Request
+from ..pipeline import Request
 from .http import HttpTransport, Records, wire_tools
 
 __all__ = ["OllamaBackend", "to_ollama"]
@@ -59,29 +59,14 @@ class OllamaBackend(HttpTransport):
     """A model behind Ollama's ``POST {base_url}/api/chat``."""
 
     name = "ollama"
+    default_base_url = "http://127.0.0.1:11434"
+    path = "api/chat"
+    default_timeout = 300.0
+    default_context_tokens = 8192
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str = "http://127.0.0.1:11434",
-        client: httpx.AsyncClient | None = None,
-        timeout: float = 300.0,
-        context_tokens: int = 8192,
-        words: bool = False,
-        memory: ModelMemory | None = None,
-    ) -> None:
-        self.base_url = base_url.rstrip("/")
-        super().__init__(
-            model,
-            self.base_url + "/api/chat",
-            endpoint=self.base_url,
-            client=client,
-            timeout=timeout,
-            context_tokens=context_tokens,
-            words=words,
-            memory=memory,
-        )
+    @staticmethod
+    def normal_base(base_url: str) -> str:
+        return base_url.rstrip("/")
 
     def body(self, request: Request, dialect: str) -> dict[str, Any]:
         """The JSON body of a streamed ``/api/chat`` request, schemas in ``dialect``."""

@@ -24,7 +24,7 @@ from .. import events as ev
 from ..errors import BackendError, UsageError
 from ..events import Event
 from ..messages import ToolCall
-from ..pipeline import ModelMemory, Request
+from ..pipeline import Request
 from .http import HttpTransport, Records, wire_tools
 
 __all__ = ["PROVIDERS", "OpenAIBackend"]
@@ -54,37 +54,31 @@ class OpenAIBackend(HttpTransport):
     """A model behind ``POST {base_url}chat/completions``."""
 
     name = "openai"
+    default_base_url = PROVIDERS["openai"]
+    path = "chat/completions"
+    default_timeout = 120.0
+    default_context_tokens = 32_768
 
     def __init__(
         self,
         model: str,
         *,
-        base_url: str = PROVIDERS["openai"],
         api_key: str | None = None,
-        client: httpx.AsyncClient | None = None,
-        timeout: float = 120.0,
         headers: Mapping[str, str] | None = None,
         dialect: str | None = None,
-        context_tokens: int = 32_768,
-        words: bool = False,
-        memory: ModelMemory | None = None,
+        **options: Any,
     ) -> None:
-        self.base_url = base_url if base_url.endswith("/") else base_url + "/"
+        """``options``: ``base_url``, ``client``, ``timeout``, ``context_tokens``, ``words``,
+        ``memory`` (see :class:`~toolwire.backends.http.HttpTransport`)."""
         sent = {"Accept": "text/event-stream", **(headers or {})}
         if api_key:
             sent["Authorization"] = f"Bearer {api_key}"
-        super().__init__(
-            model,
-            self.base_url + "chat/completions",
-            endpoint=self.base_url,
-            client=client,
-            timeout=timeout,
-            context_tokens=context_tokens,
-            words=words,
-            memory=memory,
-            headers=sent,
-        )
+        super().__init__(model, headers=sent, **options)
         self.dialect = dialect or _dialect_for(self.base_url)
+
+    @staticmethod
+    def normal_base(base_url: str) -> str:
+        return base_url if base_url.endswith("/") else base_url + "/"
 
     @classmethod
     def for_provider(
