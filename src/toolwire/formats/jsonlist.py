@@ -24,11 +24,10 @@ from typing import ClassVar
 from .base import Family
 from .callshape import CallShape
 from .jsoncall import JsonCall
-from .markerstream import DONE, OPEN, Body, MarkerStream
+from .markerstream import DONE, OPEN, WS, Body, MarkerStream
 
 __all__ = ["Apertus", "Apriel", "CommandR7B", "Firefunction", "Granite", "NemotronV2"]
 
-_WS = " \t\r\n"
 _OPEN, _ITEM_WAIT, _ITEM, _NEXT, _END = range(5)
 
 
@@ -55,19 +54,10 @@ class _ListBody(Body):
         self.item: JsonCall | None = None
 
     def _item(self, s: str, i: int) -> int:
-        item = self.item
-        assert item is not None
-        k = item.scanner.feed(s, i)
-        item.note_started(self.started)
-        if item.scanner.failed:
-            return self.fail(k, "a list item is not a JSON object")
-        if not item.scanner.done:
+        assert self.item is not None
+        k, ended = self.feed_json_call(self.item, s, i, "a list item is not a JSON object")
+        if not ended:
             return k
-        call, problem = item.finish()
-        item.note_started(self.started)
-        if call is None:
-            return self.fail(k, problem)
-        self.calls.append((item.index, call))
         self.item = None
         self.state = _NEXT
         return k
@@ -81,7 +71,7 @@ class _ListBody(Body):
                     return i
                 continue
             c = s[i]
-            if c in _WS:
+            if c in WS:
                 i += 1
                 continue
             if self.state == _OPEN:

@@ -18,7 +18,7 @@ import json
 
 from ..messages import ToolCall
 from .base import Family
-from .markerstream import DONE, OPEN, Body, MarkerStream, expect_any
+from .markerstream import DONE, OPEN, WS, Body, MarkerStream
 from .scan import Markers
 
 __all__ = ["QwenXml"]
@@ -31,7 +31,6 @@ _END_FUNCTION = "</function>"
 _CLOSE_TAG = "</tool_call>"
 #: A value ends at its closing tag, less one newline before it.
 _VALUE_END = Markers(("\r\n" + _END_PARAMETER, "\n" + _END_PARAMETER, _END_PARAMETER))
-_WS = " \t\r\n"
 _MAX_NAME = 256
 
 _PRE, _NAME, _BETWEEN, _PNAME, _VALUE_START, _VALUE, _POST = range(7)
@@ -102,13 +101,12 @@ class _XmlBody(Body):
                     return i
                 if state == _NAME:
                     self.name = name
-                    self.index, self.id = self.stream._new_call(name)
-                    self.started.append((self.index, self.id))
+                    self.index, self.id = self.announce(name)
                     self.state = _BETWEEN
                 else:
                     self._open_param(name)
                 continue
-            if s[i] in _WS:
+            if s[i] in WS:
                 i += 1
                 continue
             if state == _PRE:
@@ -118,11 +116,11 @@ class _XmlBody(Body):
                 self.state = _NAME
                 i = j
             elif state == _BETWEEN:
-                status, j, literal = expect_any(s, i, (_PARAMETER, _END_FUNCTION))
-                if status == OPEN:
+                j, literal = self.expect_one(
+                    s, i, (_PARAMETER, _END_FUNCTION), "expected <parameter=…> or </function>"
+                )
+                if j < 0:
                     return i
-                if status != DONE:
-                    return self.fail(i, "expected <parameter=…> or </function>")
                 self.state = _PNAME if literal == _PARAMETER else _POST
                 i = j
             else:  # _POST

@@ -15,6 +15,7 @@ import re
 from ..messages import ToolCall
 from .base import ReplyStream
 from .markerstream import Body
+from .scan import Markers
 
 __all__ = ["NameReader", "TextArgs"]
 
@@ -71,6 +72,13 @@ class TextArgs:
         self._key = ""
         self._value: list[str] = []
 
+    @classmethod
+    def start(cls, body: Body, name: str) -> TextArgs:
+        """Announce the call ``name`` for ``body``, which aborts it should the body fail."""
+        call = cls(body.stream, name)
+        body.started.append((call.index, call.id))
+        return call
+
     def _delta(self, text: str) -> None:
         self._text.append(text)
         self.stream._args(self.index, text)
@@ -79,11 +87,15 @@ class TextArgs:
         """Begin the value of ``key``; False when the call already gave it."""
         if key in self.args or key == self._key:
             return False
+        self.begin(key)
+        return True
+
+    def begin(self, key: str) -> None:
+        """Begin the value of ``key``, even one given before (the last one then counts)."""
         self._key = key
         self._value = []
         opener = "{" if not self._text else ", "
         self._delta(opener + json.dumps(key, ensure_ascii=False) + ': "')
-        return True
 
     def value(self, piece: str) -> None:
         if piece:
@@ -96,6 +108,16 @@ class TextArgs:
         self._key = ""
         self._value = []
         self._delta('"')
+
+    def read(self, s: str, i: int, ends: Markers) -> tuple[int, bool]:
+        """Stream the value from ``s[i]`` up to the first of ``ends``: ``(where it stopped,
+        whether the value is complete)``; a complete value is closed, past its end marker."""
+        j, end = ends.scan(s, i)
+        self.value(s[i:j])
+        if not end:
+            return j, False
+        self.close()
+        return j + len(end), True
 
     def finish(self) -> ToolCall:
         self._delta("}" if self._text else "{}")
