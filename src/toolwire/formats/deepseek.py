@@ -88,7 +88,6 @@ class _BlockBody(Body):
 
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
-        self.state = _CALL
         self._name = NameReader("\n" if self.fenced else "<")
         self._scanner = ObjectScanner()
         self.index = -1

@@ -46,7 +46,6 @@ _BLOCK, _NEXT, _NAME, _NAME_CLOSE, _BETWEEN, _PNAME, _KIND, _VALUE = range(8)
 class _DsmlBody(Body):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
-        self.state = _BLOCK
         self.closer = ""
         self.names = NameReader('"')
         self.name = ""

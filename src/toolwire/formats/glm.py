@@ -31,7 +31,6 @@ _NAME, _BETWEEN, _KEY_NAME, _KEY_END, _BEFORE_VALUE, _IN_VALUE = range(6)
 class _GlmBody(Body):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
-        self.state = _NAME
         self.names = NameReader(WS + "<", "tool name")
         self.keys = NameReader("<", "argument name")
         self.call: TextArgs | None = None

@@ -24,7 +24,6 @@ _PRE, _OBJECT, _POST = range(3)
 class _HermesBody(Body):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
-        self.state = _PRE
         self.call = JsonCall(stream, _SHAPE)
 
     def feed(self, s: str, i: int) -> int:

@@ -34,7 +34,6 @@ _BLOCK, _ID_TEXT, _BEFORE_ARGS, _OBJECT, _AFTER = range(5)
 class _KimiBody(Body):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
-        self.state = _BLOCK
         self.id_parts: list[str] = []
         self.id = ""
         self.name = ""

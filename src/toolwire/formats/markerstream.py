@@ -55,6 +55,8 @@ class Body:
 
     def __init__(self, stream: MarkerStream) -> None:
         self.stream = stream
+        #: Where the body is in its grammar: each body numbers its states from 0, the first.
+        self.state = 0
         self.status = OPEN
         self.reason = ""
         self.started: list[tuple[int, str]] = []  # (index, id) of calls announced

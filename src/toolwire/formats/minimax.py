@@ -31,7 +31,6 @@ _BLOCK, _NAME, _NAME_CLOSE, _IN_INVOKE, _PNAME, _PNAME_CLOSE, _IN_VALUE = range(
 class _MiniMaxBody(Body):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
-        self.state = _BLOCK
         self.names = NameReader('"', "tool name")
         self.keys = NameReader('"', "parameter name")
         self.call: TextArgs | None = None

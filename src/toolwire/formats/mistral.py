@@ -40,7 +40,6 @@ _ITEM = CallShape(strings=frozenset({"id"}))
 class _MistralBody(Body):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
-        self.state = _PRE
         self.parts: list[str] = []
         self.name = ""
         self.call_id = ""

@@ -14,12 +14,10 @@ family's call.
 
 from __future__ import annotations
 
-import json
-
-from ..messages import ToolCall
 from .base import Family
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream
 from .scan import Markers
+from .textargs import TextArgs
 
 __all__ = ["QwenXml"]
 
@@ -39,19 +37,8 @@ _PRE, _NAME, _BETWEEN, _PNAME, _VALUE_START, _VALUE, _POST = range(7)
 class _XmlBody(Body):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
-        self.state = _PRE
         self.name_parts: list[str] = []
-        self.name = ""
-        self.index = -1
-        self.id = ""
-        self.param = ""
-        self.value_parts: list[str] = []
-        self.args: dict[str, str] = {}
-        self.args_text: list[str] = []
-
-    def _delta(self, text: str) -> None:
-        self.args_text.append(text)
-        self.stream._args(self.index, text)
+        self.call: TextArgs | None = None
 
     def _read_name(self, s: str, i: int) -> tuple[str | None, int]:
         """Read up to ``>``: the name when it closes, else None (more needed, or failed)."""
@@ -79,9 +66,11 @@ class _XmlBody(Body):
         while i < n:
             state = self.state
             if state == _VALUE:
-                i = self._value(s, i)
-                if self.state == _VALUE:
+                assert self.call is not None
+                i, complete = self.call.read(s, i, _VALUE_END)
+                if not complete:
                     return i
+                self.state = _BETWEEN
                 continue
             if state == _VALUE_START:  # one newline (\n or \r\n) after the tag is not the value's
                 if s[i] == "\r":
@@ -100,11 +89,12 @@ class _XmlBody(Body):
                 if name is None:
                     return i
                 if state == _NAME:
-                    self.name = name
-                    self.index, self.id = self.announce(name)
+                    self.call = TextArgs.start(self, name)
                     self.state = _BETWEEN
                 else:
-                    self._open_param(name)
+                    assert self.call is not None
+                    self.call.begin(name)  # a repeated parameter: the last value counts
+                    self.state = _VALUE_START
                 continue
             if s[i] in WS:
                 i += 1
@@ -127,38 +117,11 @@ class _XmlBody(Body):
                 j = self.expect(s, i, _CLOSE_TAG, "text after </function> before </tool_call>")
                 if j < 0:
                     return i
-                self._close_call()
+                assert self.call is not None
+                self.calls.append((self.call.index, self.call.finish()))
+                self.status = DONE
                 return j
         return i
-
-    def _open_param(self, name: str) -> None:
-        self.param = name
-        self.value_parts = []
-        opener = "{" if not self.args_text else ", "
-        self._delta(opener + json.dumps(name, ensure_ascii=False) + ': "')
-        self.state = _VALUE_START
-
-    def _value(self, s: str, i: int) -> int:
-        j, end = _VALUE_END.scan(s, i)
-        if j > i:
-            piece = s[i:j]
-            self.value_parts.append(piece)
-            self._delta(json.dumps(piece, ensure_ascii=False)[1:-1])
-        if not end:
-            return j
-        self.args[self.param] = "".join(self.value_parts)
-        self.value_parts = []
-        self._delta('"')
-        self.state = _BETWEEN
-        return j + len(end)
-
-    def _close_call(self) -> None:
-        self._delta("}" if self.args_text else "{}")
-        call = ToolCall(
-            self.id, self.name, dict(self.args), "".join(self.args_text), text_values=True
-        )
-        self.calls.append((self.index, call))
-        self.status = DONE
 
 
 class QwenXmlStream(MarkerStream):
