@@ -11,9 +11,9 @@ schema. The name follows the opening tag at once; a JSON object there is Hermes'
 from __future__ import annotations
 
 from .base import Family
-from .markerstream import DONE, WS, Body, MarkerStream
+from .markerstream import DONE, WS, MarkerStream
 from .scan import Markers
-from .textargs import NameReader, TextArgs
+from .textargs import NameReader, TextArgs, TextBody
 
 __all__ = ["Glm"]
 
@@ -28,23 +28,20 @@ _VALUE_END = Markers((_END_VALUE,))
 _NAME, _BETWEEN, _KEY_NAME, _KEY_END, _BEFORE_VALUE, _IN_VALUE = range(6)
 
 
-class _GlmBody(Body):
+class _GlmBody(TextBody):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
         self.names = NameReader(WS + "<", "tool name")
         self.keys = NameReader("<", "argument name")
-        self.call: TextArgs | None = None
 
     def feed(self, s: str, i: int) -> int:
         n = len(s)
         while i < n:
             state = self.state
             if state == _IN_VALUE:
-                assert self.call is not None
-                i, complete = self.call.read(s, i, _VALUE_END)
+                i, complete = self.read_value(s, i, _VALUE_END, _BETWEEN)
                 if not complete:
                     return i
-                self.state = _BETWEEN
                 continue
             if state == _NAME:
                 name, i = self.names.read(self, s, i)
@@ -89,8 +86,7 @@ class _GlmBody(Body):
                 self.state = _KEY_NAME
                 i = j
                 continue
-            assert self.call is not None
-            self.calls.append((self.call.index, self.call.finish()))
+            self.end_call()
             self.status = DONE
             return j
         return i

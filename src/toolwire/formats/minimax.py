@@ -10,9 +10,9 @@ value by the tool's schema. A block with no ``<invoke>`` in it is not a call.
 from __future__ import annotations
 
 from .base import Family
-from .markerstream import WS, Body, MarkerStream
+from .markerstream import WS, MarkerStream
 from .scan import Markers
-from .textargs import NameReader, TextArgs
+from .textargs import NameReader, TextArgs, TextBody
 
 __all__ = ["MiniMax"]
 
@@ -28,23 +28,20 @@ _VALUE_END = Markers((_END_PARAMETER,))
 _BLOCK, _NAME, _NAME_CLOSE, _IN_INVOKE, _PNAME, _PNAME_CLOSE, _IN_VALUE = range(7)
 
 
-class _MiniMaxBody(Body):
+class _MiniMaxBody(TextBody):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
         self.names = NameReader('"', "tool name")
         self.keys = NameReader('"', "parameter name")
-        self.call: TextArgs | None = None
 
     def feed(self, s: str, i: int) -> int:
         n = len(s)
         while i < n:
             state = self.state
             if state == _IN_VALUE:
-                assert self.call is not None
-                i, complete = self.call.read(s, i, _VALUE_END)
+                i, complete = self.read_value(s, i, _VALUE_END, _IN_INVOKE)
                 if not complete:
                     return i
-                self.state = _IN_INVOKE
                 continue
             if state in (_NAME, _PNAME):
                 reader = self.names if state == _NAME else self.keys
@@ -90,9 +87,7 @@ class _MiniMaxBody(Body):
             if literal == _PARAMETER:
                 self.state = _PNAME
             else:
-                assert self.call is not None
-                self.calls.append((self.call.index, self.call.finish()))
-                self.call = None
+                self.end_call()
                 self.state = _BLOCK
             i = j
         return i

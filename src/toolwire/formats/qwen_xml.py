@@ -15,9 +15,9 @@ family's call.
 from __future__ import annotations
 
 from .base import Family
-from .markerstream import DONE, OPEN, WS, Body, MarkerStream
+from .markerstream import DONE, OPEN, WS, MarkerStream
 from .scan import Markers
-from .textargs import TextArgs
+from .textargs import TextArgs, TextBody
 
 __all__ = ["QwenXml"]
 
@@ -34,11 +34,10 @@ _MAX_NAME = 256
 _PRE, _NAME, _BETWEEN, _PNAME, _VALUE_START, _VALUE, _POST = range(7)
 
 
-class _XmlBody(Body):
+class _XmlBody(TextBody):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
         self.name_parts: list[str] = []
-        self.call: TextArgs | None = None
 
     def _read_name(self, s: str, i: int) -> tuple[str | None, int]:
         """Read up to ``>``: the name when it closes, else None (more needed, or failed)."""
@@ -66,11 +65,9 @@ class _XmlBody(Body):
         while i < n:
             state = self.state
             if state == _VALUE:
-                assert self.call is not None
-                i, complete = self.call.read(s, i, _VALUE_END)
+                i, complete = self.read_value(s, i, _VALUE_END, _BETWEEN)
                 if not complete:
                     return i
-                self.state = _BETWEEN
                 continue
             if state == _VALUE_START:  # one newline (\n or \r\n) after the tag is not the value's
                 if s[i] == "\r":
@@ -117,8 +114,7 @@ class _XmlBody(Body):
                 j = self.expect(s, i, _CLOSE_TAG, "text after </function> before </tool_call>")
                 if j < 0:
                     return i
-                assert self.call is not None
-                self.calls.append((self.call.index, self.call.finish()))
+                self.end_call()
                 self.status = DONE
                 return j
         return i

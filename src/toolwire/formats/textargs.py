@@ -14,10 +14,10 @@ import re
 
 from ..messages import ToolCall
 from .base import ReplyStream
-from .markerstream import Body
+from .markerstream import Body, MarkerStream
 from .scan import Markers
 
-__all__ = ["NameReader", "TextArgs"]
+__all__ = ["NameReader", "TextArgs", "TextBody"]
 
 #: The longest tool or parameter name read.
 MAX_NAME = 256
@@ -122,3 +122,26 @@ class TextArgs:
     def finish(self) -> ToolCall:
         self._delta("}" if self._text else "{}")
         return ToolCall(self.id, self.name, dict(self.args), "".join(self._text), text_values=True)
+
+
+class TextBody(Body):
+    """A body reading one call at a time whose arguments are text values (:class:`TextArgs`)."""
+
+    def __init__(self, stream: MarkerStream) -> None:
+        super().__init__(stream)
+        self.call: TextArgs | None = None
+
+    def read_value(self, s: str, i: int, ends: Markers, then: int) -> tuple[int, bool]:
+        """Read the current value up to the first of ``ends``; once it is complete the body
+        goes on in state ``then``. ``(where it stopped, whether the value is complete)``."""
+        assert self.call is not None
+        i, complete = self.call.read(s, i, ends)
+        if complete:
+            self.state = then
+        return i, complete
+
+    def end_call(self) -> None:
+        """The current call is complete: it joins ``calls``."""
+        assert self.call is not None
+        self.calls.append((self.call.index, self.call.finish()))
+        self.call = None
