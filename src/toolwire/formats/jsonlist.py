@@ -24,7 +24,7 @@ from typing import ClassVar
 from .base import Family
 from .callshape import CallShape
 from .jsoncall import JsonCall
-from .markerstream import DONE, OPEN, WS, Body, MarkerStream
+from .markerstream import DONE, WS, Body, MarkerStream
 
 __all__ = ["Apertus", "Apriel", "CommandR7B", "Firefunction", "Granite", "NemotronV2"]
 
@@ -53,23 +53,17 @@ class _ListBody(Body):
         self.state = _ITEM_WAIT if self.grammar.marker.endswith("[") else _OPEN
         self.item: JsonCall | None = None
 
-    def _item(self, s: str, i: int) -> int:
-        assert self.item is not None
-        k, ended = self.feed_json_call(self.item, s, i, "a list item is not a JSON object")
-        if not ended:
-            return k
-        self.item = None
-        self.state = _NEXT
-        return k
-
     def feed(self, s: str, i: int) -> int:
         n = len(s)
         while i < n:
             if self.state == _ITEM:
-                i = self._item(s, i)
-                if self.status != OPEN or self.state == _ITEM:
-                    return i
-                continue
+                assert self.item is not None
+                i, ended = self.feed_json_call(self.item, s, i, "a list item is not a JSON object")
+                if ended:
+                    self.item = None
+                    self.state = _NEXT
+                    continue
+                return i
             c = s[i]
             if c in WS:
                 i += 1

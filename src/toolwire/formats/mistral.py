@@ -93,17 +93,6 @@ class _MistralBody(Body):
         self.status = DONE
         return k
 
-    # -- [TOOL_CALLS][{...}, ...]
-
-    def _list(self, s: str, i: int) -> int:
-        assert self.item is not None
-        k, ended = self.feed_json_call(self.item, s, i, "a list item is not a JSON object")
-        if not ended:
-            return k
-        self.item = None
-        self.state = _LIST_NEXT
-        return k
-
     def feed(self, s: str, i: int) -> int:
         n = len(s)
         while i < n and self.status == OPEN:
@@ -111,8 +100,11 @@ class _MistralBody(Body):
             if state == _OBJECT:
                 i = self._object(s, i)
                 continue
-            if state == _LIST and self.item is not None:
-                i = self._list(s, i)
+            if state == _LIST and self.item is not None:  # [TOOL_CALLS][{...}, ...]
+                i, ended = self.feed_json_call(self.item, s, i, "a list item is not a JSON object")
+                if ended:
+                    self.item = None
+                    self.state = _LIST_NEXT
                 continue
             if state in (_NAME, _ID):
                 word, i = self._word(s, i, _NAME_CHARS if state == _NAME else _ID_CHARS)
