@@ -24,9 +24,9 @@ import re
 from typing import ClassVar
 
 from ..messages import ToolCall
-from .base import Family, loads_json
+from .base import Family
 from .jsonscan import ObjectScanner
-from .markerstream import DONE, OPEN, Body, MarkerStream, expect_any
+from .markerstream import DONE, OPEN, WS, Body, MarkerStream
 
 __all__ = ["DeepSeekR1", "DeepSeekV31", "NameReader"]
 
@@ -38,7 +38,6 @@ SEP = "<｜tool▁sep｜>"
 _R1_TYPE = "function" + SEP
 _FENCE_OPEN = "```json"
 _FENCE_CLOSE = "```"
-_WS = " \t\r\n"
 MAX_NAME = 256
 
 _NAME_CHARS = re.compile(r"[^\s<>\"'`{}]*")
@@ -89,7 +88,6 @@ class _BlockBody(Body):
 
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
-        self.state = _CALL
         self._name = NameReader("\n" if self.fenced else "<")
         self._scanner = ObjectScanner()
         self.index = -1
@@ -115,19 +113,17 @@ class _BlockBody(Body):
                     self.state = _SEP
                 continue
             if state == _ARGS:
-                j = self._scanner.feed(s, i)
-                if self._scanner.failed:
-                    return self.fail(j, "the arguments are not a JSON object")
-                self.stream._args(self.index, s[i:j])
-                i = j
-                if not self._scanner.done:
+                i = self.feed_args(self._scanner, self.index, s, i)
+                if self.status != OPEN or not self._scanner.done:
                     return i
-                problem = self._finish_call()
-                if problem:
-                    return self.fail(i, problem)
+                text = self._scanner.text().strip()
+                args = self.json_args(text, i)
+                if args is None:
+                    return i
+                self.calls.append((self.index, ToolCall(self.id, self.call_name, args, text)))
                 self.state = _FENCE_END if self.fenced else _CALL_END
                 continue
-            if s[i] in _WS and state not in (_TYPE, _SEP):
+            if s[i] in WS and state not in (_TYPE, _SEP):
                 i += 1
                 continue
             if state == _CALL:
@@ -168,11 +164,11 @@ class _BlockBody(Body):
                 self.state = _NEXT
                 i = j
             else:  # _NEXT
-                status, j, literal = expect_any(s, i, (CALL_BEGIN, CALLS_END))
-                if status == OPEN:
+                j, literal = self.expect_one(
+                    s, i, (CALL_BEGIN, CALLS_END), f"expected {CALL_BEGIN} or {CALLS_END}"
+                )
+                if j < 0:
                     return i
-                if status != DONE:
-                    return self.fail(i, f"expected {CALL_BEGIN} or {CALLS_END}")
                 if literal == CALLS_END:
                     self.status = DONE
                     return j
@@ -181,19 +177,7 @@ class _BlockBody(Body):
         return i
 
     def _announce(self) -> None:
-        self.index, self.id = self.stream._new_call(self.call_name)
-        self.started.append((self.index, self.id))
-
-    def _finish_call(self) -> str:
-        text = self._scanner.text().strip()
-        try:
-            args = loads_json(text)
-        except (ValueError, RecursionError) as exc:
-            return f"the arguments are not valid JSON ({exc})"
-        if not isinstance(args, dict):
-            return "the arguments are not a JSON object"
-        self.calls.append((self.index, ToolCall(self.id, self.call_name, args, text)))
-        return ""
+        self.index, self.id = self.announce(self.call_name)
 
     def _next_call(self) -> None:
         self.state = _TYPE if self.fenced else _NAME

@@ -24,7 +24,7 @@ from typing import Any
 from ..messages import ToolCall
 from .base import Family, loads_json
 from .deepseek import NameReader
-from .markerstream import DONE, OPEN, Body, MarkerStream, expect_any
+from .markerstream import OPEN, WS, Body, MarkerStream
 from .scan import Markers
 
 __all__ = ["DeepSeekDsml"]
@@ -39,7 +39,6 @@ _KINDS = ('true">', 'false">')
 _END_PARAMETER = "</｜DSML｜parameter>"
 _VALUE_END = Markers((_END_PARAMETER,))
 _NAME_END = '">'
-_WS = " \t\r\n"
 
 _BLOCK, _NEXT, _NAME, _NAME_CLOSE, _BETWEEN, _PNAME, _KIND, _VALUE = range(8)
 
@@ -47,7 +46,6 @@ _BLOCK, _NEXT, _NAME, _NAME_CLOSE, _BETWEEN, _PNAME, _KIND, _VALUE = range(8)
 class _DsmlBody(Body):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
-        self.state = _BLOCK
         self.closer = ""
         self.names = NameReader('"')
         self.name = ""
@@ -90,11 +88,11 @@ class _DsmlBody(Body):
                     self.state = _KIND
                 continue
             if state == _BLOCK:
-                status, j, literal = expect_any(s, i, tuple(_BLOCKS))
-                if status == OPEN:
+                j, literal = self.expect_one(
+                    s, i, tuple(_BLOCKS), f"no function_calls> or tool_calls> after {_DSML}"
+                )
+                if j < 0:
                     return i
-                if status != DONE:
-                    return self.fail(i, f"no function_calls> or tool_calls> after {_DSML}")
                 self.closer = _BLOCKS[literal]
                 self.state = _NEXT
                 i = j
@@ -105,36 +103,36 @@ class _DsmlBody(Body):
                 self._open_call()
                 i = j
             elif state == _KIND:
-                status, j, literal = expect_any(s, i, (_STRING + _KINDS[0], _STRING + _KINDS[1]))
-                if status == OPEN:
+                j, literal = self.expect_one(
+                    s,
+                    i,
+                    (_STRING + _KINDS[0], _STRING + _KINDS[1]),
+                    'a parameter without string="true" or "false"',
+                )
+                if j < 0:
                     return i
-                if status != DONE:
-                    return self.fail(i, 'a parameter without string="true" or "false"')
                 self.is_text = literal.endswith(_KINDS[0])
                 self.value = []
                 self.state = _VALUE
                 i = j
-            elif s[i] in _WS:
+            elif s[i] in WS:
                 i += 1
             elif state == _NEXT:
-                status, j, literal = expect_any(s, i, (_INVOKE, self.closer))
-                if status == OPEN:
+                j, literal = self.expect_one(
+                    s, i, (_INVOKE, self.closer), f'expected {_INVOKE}…"> or {self.closer}'
+                )
+                if j < 0:
                     return i
-                if status != DONE:
-                    return self.fail(i, f'expected {_INVOKE}…"> or {self.closer}')
                 if literal == self.closer:
-                    if not self.calls:
-                        return self.fail(i, "a block without an invoke")
-                    self.status = DONE
-                    return j
+                    return self.end_block(i, j, "a block without an invoke")
                 self.state = _NAME
                 i = j
             else:  # _BETWEEN
-                status, j, literal = expect_any(s, i, (_PARAMETER, _END_INVOKE))
-                if status == OPEN:
+                j, literal = self.expect_one(
+                    s, i, (_PARAMETER, _END_INVOKE), f'expected {_PARAMETER}…" or {_END_INVOKE}'
+                )
+                if j < 0:
                     return i
-                if status != DONE:
-                    return self.fail(i, f'expected {_PARAMETER}…" or {_END_INVOKE}')
                 if literal == _END_INVOKE:
                     self._close_call()
                     self.state = _NEXT
@@ -144,8 +142,7 @@ class _DsmlBody(Body):
         return i
 
     def _open_call(self) -> None:
-        self.index, self.id = self.stream._new_call(self.name)
-        self.started.append((self.index, self.id))
+        self.index, self.id = self.announce(self.name)
         self.args = {}
         self.args_text = []
         self.state = _BETWEEN

@@ -11,9 +11,9 @@ schema. The name follows the opening tag at once; a JSON object there is Hermes'
 from __future__ import annotations
 
 from .base import Family
-from .markerstream import DONE, OPEN, Body, MarkerStream, expect_any
+from .markerstream import DONE, WS, MarkerStream
 from .scan import Markers
-from .textargs import NameReader, TextArgs
+from .textargs import NameReader, TextArgs, TextBody
 
 __all__ = ["Glm"]
 
@@ -24,39 +24,30 @@ _END_KEY = "</arg_key>"
 _VALUE = "<arg_value>"
 _END_VALUE = "</arg_value>"
 _VALUE_END = Markers((_END_VALUE,))
-_WS = " \t\r\n"
 
 _NAME, _BETWEEN, _KEY_NAME, _KEY_END, _BEFORE_VALUE, _IN_VALUE = range(6)
 
 
-class _GlmBody(Body):
+class _GlmBody(TextBody):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
-        self.state = _NAME
-        self.names = NameReader(_WS + "<", "tool name")
+        self.names = NameReader(WS + "<", "tool name")
         self.keys = NameReader("<", "argument name")
-        self.call: TextArgs | None = None
 
     def feed(self, s: str, i: int) -> int:
         n = len(s)
         while i < n:
             state = self.state
             if state == _IN_VALUE:
-                assert self.call is not None
-                j, end = _VALUE_END.scan(s, i)
-                self.call.value(s[i:j])
-                if not end:
-                    return j
-                self.call.close()
-                self.state = _BETWEEN
-                i = j + len(end)
+                i, complete = self.read_value(s, i, _VALUE_END, _BETWEEN)
+                if not complete:
+                    return i
                 continue
             if state == _NAME:
                 name, i = self.names.read(self, s, i)
                 if name is None:
                     return i
-                self.call = TextArgs(self.stream, name)
-                self.started.append((self.call.index, self.call.id))
+                self.call = TextArgs.start(self, name)
                 self.state = _BETWEEN
                 continue
             if state == _KEY_NAME:
@@ -75,7 +66,7 @@ class _GlmBody(Body):
                 self.state = _BEFORE_VALUE
                 i = j
                 continue
-            if s[i] in _WS:
+            if s[i] in WS:
                 i += 1
                 continue
             if state == _BEFORE_VALUE:
@@ -86,17 +77,16 @@ class _GlmBody(Body):
                 i = j
                 continue
             # _BETWEEN
-            status, j, literal = expect_any(s, i, (_KEY, _CLOSE_TAG))
-            if status == OPEN:
+            j, literal = self.expect_one(
+                s, i, (_KEY, _CLOSE_TAG), "expected <arg_key> or </tool_call>"
+            )
+            if j < 0:
                 return i
-            if status != DONE:
-                return self.fail(i, "expected <arg_key> or </tool_call>")
             if literal == _KEY:
                 self.state = _KEY_NAME
                 i = j
                 continue
-            assert self.call is not None
-            self.calls.append((self.call.index, self.call.finish()))
+            self.end_call()
             self.status = DONE
             return j
         return i

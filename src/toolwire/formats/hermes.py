@@ -10,13 +10,12 @@ from __future__ import annotations
 from .base import Family
 from .callshape import CallShape
 from .jsoncall import JsonCall
-from .markerstream import DONE, Body, MarkerStream
+from .markerstream import DONE, WS, Body, MarkerStream
 
 __all__ = ["Hermes"]
 
 _OPEN_TAG = "<tool_call>"
 _CLOSE_TAG = "</tool_call>"
-_WS = " \t\r\n"
 #: Exactly ``name`` and ``arguments``.
 _SHAPE = CallShape()
 _PRE, _OBJECT, _POST = range(3)
@@ -25,27 +24,18 @@ _PRE, _OBJECT, _POST = range(3)
 class _HermesBody(Body):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
-        self.state = _PRE
         self.call = JsonCall(stream, _SHAPE)
 
     def feed(self, s: str, i: int) -> int:
         n = len(s)
         while i < n:
             if self.state == _OBJECT:
-                i = self.call.scanner.feed(s, i)
-                self.call.note_started(self.started)
-                if self.call.scanner.failed:
-                    return self.fail(i, "the call is not a JSON object")
-                if not self.call.scanner.done:
+                i, ended = self.feed_json_call(self.call, s, i, "the call is not a JSON object")
+                if not ended:
                     return i
-                call, problem = self.call.finish()
-                self.call.note_started(self.started)
-                if call is None:
-                    return self.fail(i, problem)
-                self.calls.append((self.call.index, call))
                 self.state = _POST
                 continue
-            if s[i] in _WS:
+            if s[i] in WS:
                 i += 1
                 continue
             if self.state == _PRE:

@@ -24,11 +24,10 @@ from typing import ClassVar
 from .base import Family
 from .callshape import CallShape
 from .jsoncall import JsonCall
-from .markerstream import DONE, OPEN, Body, MarkerStream
+from .markerstream import DONE, WS, Body, MarkerStream
 
 __all__ = ["Apertus", "Apriel", "CommandR7B", "Firefunction", "Granite", "NemotronV2"]
 
-_WS = " \t\r\n"
 _OPEN, _ITEM_WAIT, _ITEM, _NEXT, _END = range(5)
 
 
@@ -54,34 +53,19 @@ class _ListBody(Body):
         self.state = _ITEM_WAIT if self.grammar.marker.endswith("[") else _OPEN
         self.item: JsonCall | None = None
 
-    def _item(self, s: str, i: int) -> int:
-        item = self.item
-        assert item is not None
-        k = item.scanner.feed(s, i)
-        item.note_started(self.started)
-        if item.scanner.failed:
-            return self.fail(k, "a list item is not a JSON object")
-        if not item.scanner.done:
-            return k
-        call, problem = item.finish()
-        item.note_started(self.started)
-        if call is None:
-            return self.fail(k, problem)
-        self.calls.append((item.index, call))
-        self.item = None
-        self.state = _NEXT
-        return k
-
     def feed(self, s: str, i: int) -> int:
         n = len(s)
         while i < n:
             if self.state == _ITEM:
-                i = self._item(s, i)
-                if self.status != OPEN or self.state == _ITEM:
-                    return i
-                continue
+                assert self.item is not None
+                i, ended = self.feed_json_call(self.item, s, i, "a list item is not a JSON object")
+                if ended:
+                    self.item = None
+                    self.state = _NEXT
+                    continue
+                return i
             c = s[i]
-            if c in _WS:
+            if c in WS:
                 i += 1
                 continue
             if self.state == _OPEN:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 
 from ..messages import ToolCall
-from .base import Family, loads_json
+from .base import Family
 from .jsonscan import ObjectScanner
-from .markerstream import DONE, OPEN, Body, MarkerStream, expect_any
+from .markerstream import OPEN, WS, Body, MarkerStream
 from .textargs import MAX_NAME
 
 __all__ = ["KimiK2"]
@@ -25,7 +25,6 @@ _END_SECTION = "<|tool_calls_section_end|>"
 _CALL = "<|tool_call_begin|>"
 _ARGS = "<|tool_call_argument_begin|>"
 _END_CALL = "<|tool_call_end|>"
-_WS = " \t\r\n"
 #: ``functions.NAME:N``, the id the model writes for each call.
 _ID = re.compile(r"functions\.([^\s<>{}\[\]\"'=:]+):(\d+)\Z")
 
@@ -35,7 +34,6 @@ _BLOCK, _ID_TEXT, _BEFORE_ARGS, _OBJECT, _AFTER = range(5)
 class _KimiBody(Body):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
-        self.state = _BLOCK
         self.id_parts: list[str] = []
         self.id = ""
         self.name = ""
@@ -52,34 +50,27 @@ class _KimiBody(Body):
                     return i
                 continue
             if state == _OBJECT:
-                j = self.scanner.feed(s, i)
-                if self.scanner.failed:
-                    return self.fail(j, "the arguments are not a JSON object")
-                self.stream._args(self.index, s[i:j])
-                i = j
-                if not self.scanner.done:
+                i = self.feed_args(self.scanner, self.index, s, i)
+                if self.status != OPEN or not self.scanner.done:
                     return i
                 if not self._finish_call():
                     return i
                 self.state = _AFTER
                 continue
-            if s[i] in _WS:
+            if s[i] in WS:
                 i += 1
                 continue
             if state == _BLOCK:
-                status, j, literal = expect_any(s, i, (_CALL, _END_SECTION))
-                if status == OPEN:
+                j, literal = self.expect_one(
+                    s, i, (_CALL, _END_SECTION), "expected <|tool_call_begin|> or the section's end"
+                )
+                if j < 0:
                     return i
-                if status != DONE:
-                    return self.fail(i, "expected <|tool_call_begin|> or the section's end")
                 if literal == _CALL:
                     self.state = _ID_TEXT
                     i = j
                     continue
-                if not self.calls:
-                    return self.fail(i, "no call in the section")
-                self.status = DONE
-                return j
+                return self.end_block(i, j, "no call in the section")
             if state == _BEFORE_ARGS:
                 j = self.expect(s, i, _ARGS, "no <|tool_call_argument_begin|> after the call id")
                 if j < 0:
@@ -113,20 +104,14 @@ class _KimiBody(Body):
         if any(call_id == cid for _index, cid in self.started):
             return self.fail(j, f"the call id {call_id!r} is used twice")
         self.name = m.group(1)
-        self.index, self.id = self.stream._new_call(self.name, call_id)
-        self.started.append((self.index, self.id))
+        self.index, self.id = self.announce(self.name, call_id)
         self.state = _BEFORE_ARGS
         return j
 
     def _finish_call(self) -> bool:
         text = self.scanner.text()
-        try:
-            args = loads_json(text)
-        except (ValueError, RecursionError) as exc:
-            self.fail(0, f"the arguments are not valid JSON ({exc})")
-            return False
-        if not isinstance(args, dict):
-            self.fail(0, "the arguments are not a JSON object")
+        args = self.json_args(text, 0)
+        if args is None:
             return False
         self.calls.append((self.index, ToolCall(self.id, self.name, args, text.strip())))
         return True

@@ -9,13 +9,18 @@ failed call gives back its text exactly up to the character that broke it.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ..messages import ToolCall
-from .base import ReplyStream
+from .base import ReplyStream, loads_json
+from .jsoncall import JsonCall
+from .jsonscan import ObjectScanner
 from .scan import Markers
 
-__all__ = ["Body", "MarkerStream", "expect_any", "expect_literal"]
+__all__ = ["WS", "Body", "MarkerStream", "expect_any", "expect_literal"]
+
+#: The whitespace a body skips between the pieces of a call.
+WS = " \t\r\n"
 
 OPEN, DONE, FAILED = "open", "done", "failed"
 
@@ -50,6 +55,8 @@ class Body:
 
     def __init__(self, stream: MarkerStream) -> None:
         self.stream = stream
+        #: Where the body is in its grammar: each body numbers its states from 0, the first.
+        self.state = 0
         self.status = OPEN
         self.reason = ""
         self.started: list[tuple[int, str]] = []  # (index, id) of calls announced
@@ -66,6 +73,68 @@ class Body:
         if status == FAILED:
             self.fail(i, problem)
         return j if status == DONE else -1
+
+    def expect_one(
+        self, s: str, i: int, literals: tuple[str, ...], problem: str
+    ) -> tuple[int, str]:
+        """``(end, literal)`` for whichever of ``literals`` is at ``s[i]``; ``(-1, "")`` while
+        the text so far may still become one (wait) or none can match (the body fails)."""
+        status, j, literal = expect_any(s, i, literals)
+        if status == FAILED:
+            self.fail(i, problem)
+        return (j, literal) if status == DONE else (-1, "")
+
+    def announce(self, name: str, call_id: str | None = None) -> tuple[int, str]:
+        """Start a call on the stream and note it, so a failed body can abort it."""
+        index, cid = self.stream._new_call(name, call_id)
+        self.started.append((index, cid))
+        return index, cid
+
+    def end_block(self, i: int, j: int, empty: str) -> int:
+        """The block closed at ``s[i:j]``: done, unless it held no call (fail with ``empty``)."""
+        if not self.calls:
+            return self.fail(i, empty)
+        self.status = DONE
+        return j
+
+    def feed_json_call(self, call: JsonCall, s: str, i: int, not_object: str) -> tuple[int, bool]:
+        """Feed a call written as one JSON object; ``(where it stopped, whether it ended)``.
+
+        A finished call joins ``calls``; a broken one fails the body (``not_object`` when the
+        text is no JSON object at all)."""
+        k = call.scanner.feed(s, i)
+        call.note_started(self.started)
+        if call.scanner.failed:
+            return self.fail(k, not_object), False
+        if not call.scanner.done:
+            return k, False
+        result, problem = call.finish()
+        call.note_started(self.started)
+        if result is None:
+            return self.fail(k, problem), False
+        self.calls.append((call.index, result))
+        return k, True
+
+    def feed_args(self, scanner: ObjectScanner, index: int, s: str, i: int) -> int:
+        """Feed a JSON object of arguments, passing its text on to call ``index`` as it comes.
+        Check ``status`` and ``scanner.done`` after."""
+        j = scanner.feed(s, i)
+        if scanner.failed:
+            return self.fail(j, "the arguments are not a JSON object")
+        self.stream._args(index, s[i:j])
+        return j
+
+    def json_args(self, text: str, i: int) -> dict[str, Any] | None:
+        """The arguments object in ``text``; None when it is not one (the body fails)."""
+        try:
+            args = loads_json(text)
+        except (ValueError, RecursionError) as exc:
+            self.fail(i, f"the arguments are not valid JSON ({exc})")
+            return None
+        if not isinstance(args, dict):
+            self.fail(i, "the arguments are not a JSON object")
+            return None
+        return args
 
     def fail(self, i: int, reason: str) -> int:
         self.status = FAILED

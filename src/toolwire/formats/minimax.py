@@ -10,9 +10,9 @@ value by the tool's schema. A block with no ``<invoke>`` in it is not a call.
 from __future__ import annotations
 
 from .base import Family
-from .markerstream import DONE, OPEN, Body, MarkerStream, expect_any
+from .markerstream import WS, MarkerStream
 from .scan import Markers
-from .textargs import NameReader, TextArgs
+from .textargs import NameReader, TextArgs, TextBody
 
 __all__ = ["MiniMax"]
 
@@ -24,32 +24,24 @@ _PARAMETER = '<parameter name="'
 _END_PARAMETER = "</parameter>"
 _NAME_END = '">'
 _VALUE_END = Markers((_END_PARAMETER,))
-_WS = " \t\r\n"
 
 _BLOCK, _NAME, _NAME_CLOSE, _IN_INVOKE, _PNAME, _PNAME_CLOSE, _IN_VALUE = range(7)
 
 
-class _MiniMaxBody(Body):
+class _MiniMaxBody(TextBody):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
-        self.state = _BLOCK
         self.names = NameReader('"', "tool name")
         self.keys = NameReader('"', "parameter name")
-        self.call: TextArgs | None = None
 
     def feed(self, s: str, i: int) -> int:
         n = len(s)
         while i < n:
             state = self.state
             if state == _IN_VALUE:
-                assert self.call is not None
-                j, end = _VALUE_END.scan(s, i)
-                self.call.value(s[i:j])
-                if not end:
-                    return j
-                self.call.close()
-                self.state = _IN_INVOKE
-                i = j + len(end)
+                i, complete = self.read_value(s, i, _VALUE_END, _IN_INVOKE)
+                if not complete:
+                    return i
                 continue
             if state in (_NAME, _PNAME):
                 reader = self.names if state == _NAME else self.keys
@@ -57,8 +49,7 @@ class _MiniMaxBody(Body):
                 if name is None:
                     return i
                 if state == _NAME:
-                    self.call = TextArgs(self.stream, name)
-                    self.started.append((self.call.index, self.call.id))
+                    self.call = TextArgs.start(self, name)
                     self.state = _NAME_CLOSE
                 else:
                     assert self.call is not None
@@ -73,35 +64,30 @@ class _MiniMaxBody(Body):
                 self.state = _IN_INVOKE if state == _NAME_CLOSE else _IN_VALUE
                 i = j
                 continue
-            if s[i] in _WS:
+            if s[i] in WS:
                 i += 1
                 continue
             if state == _BLOCK:
-                status, j, literal = expect_any(s, i, (_INVOKE, _CLOSE_TAG))
-                if status == OPEN:
+                j, literal = self.expect_one(
+                    s, i, (_INVOKE, _CLOSE_TAG), "expected <invoke name=…> or </minimax:tool_call>"
+                )
+                if j < 0:
                     return i
-                if status != DONE:
-                    return self.fail(i, "expected <invoke name=…> or </minimax:tool_call>")
                 if literal == _INVOKE:
                     self.state = _NAME
                     i = j
                     continue
-                if not self.calls:
-                    return self.fail(i, "no <invoke> in the block")
-                self.status = DONE
-                return j
+                return self.end_block(i, j, "no <invoke> in the block")
             # _IN_INVOKE
-            status, j, literal = expect_any(s, i, (_PARAMETER, _END_INVOKE))
-            if status == OPEN:
+            j, literal = self.expect_one(
+                s, i, (_PARAMETER, _END_INVOKE), "expected <parameter name=…> or </invoke>"
+            )
+            if j < 0:
                 return i
-            if status != DONE:
-                return self.fail(i, "expected <parameter name=…> or </invoke>")
             if literal == _PARAMETER:
                 self.state = _PNAME
             else:
-                assert self.call is not None
-                self.calls.append((self.call.index, self.call.finish()))
-                self.call = None
+                self.end_call()
                 self.state = _BLOCK
             i = j
         return i

@@ -15,18 +15,17 @@ from __future__ import annotations
 import re
 
 from ..messages import ToolCall
-from .base import Family, loads_json
+from .base import Family
 from .callshape import CallShape
 from .jsoncall import JsonCall
 from .jsonscan import ObjectScanner
-from .markerstream import DONE, OPEN, Body, MarkerStream, expect_any
+from .markerstream import DONE, OPEN, WS, Body, MarkerStream, expect_any
 
 __all__ = ["Mistral"]
 
 _MARKER = "[TOOL_CALLS]"
 _ARGS = "[ARGS]"
 _CALL_ID = "[CALL_ID]"
-_WS = " \t\r\n"
 _NAME_CHARS = re.compile(r"[A-Za-z0-9_.\-]*")
 _ID_CHARS = re.compile(r"[A-Za-z0-9_\-]*")
 _MAX_NAME = 256
@@ -41,7 +40,6 @@ _ITEM = CallShape(strings=frozenset({"id"}))
 class _MistralBody(Body):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
-        self.state = _PRE
         self.parts: list[str] = []
         self.name = ""
         self.call_id = ""
@@ -78,47 +76,21 @@ class _MistralBody(Body):
         if literal == _CALL_ID:
             self.state = _ID
             return j, False
-        self.index, cid = self.stream._new_call(self.name, self.call_id or None)
-        self.call_id = cid
-        self.started.append((self.index, cid))
+        self.index, self.call_id = self.announce(self.name, self.call_id or None)
         self.state = _OBJ_WAIT
         return j, False
 
     def _object(self, s: str, i: int) -> int:
         assert self.scanner is not None
-        k = self.scanner.feed(s, i)
-        if self.scanner.failed:
-            return self.fail(k, "the arguments are not a JSON object")
-        self.stream._args(self.index, s[i:k])
-        if not self.scanner.done:
+        k = self.feed_args(self.scanner, self.index, s, i)
+        if self.status != OPEN or not self.scanner.done:
             return k
         text = self.scanner.text()
-        try:
-            args = loads_json(text)
-        except (ValueError, RecursionError) as exc:
-            return self.fail(k, f"the arguments are not valid JSON ({exc})")
+        args = self.json_args(text, k)
+        if args is None:
+            return k
         self.calls.append((self.index, ToolCall(self.call_id, self.name, args, text)))
         self.status = DONE
-        return k
-
-    # -- [TOOL_CALLS][{...}, ...]
-
-    def _list(self, s: str, i: int) -> int:
-        item = self.item
-        assert item is not None
-        k = item.scanner.feed(s, i)
-        item.note_started(self.started)
-        if item.scanner.failed:
-            return self.fail(k, "a list item is not a JSON object")
-        if not item.scanner.done:
-            return k
-        call, problem = item.finish()
-        item.note_started(self.started)
-        if call is None:
-            return self.fail(k, problem)
-        self.calls.append((item.index, call))
-        self.item = None
-        self.state = _LIST_NEXT
         return k
 
     def feed(self, s: str, i: int) -> int:
@@ -128,8 +100,11 @@ class _MistralBody(Body):
             if state == _OBJECT:
                 i = self._object(s, i)
                 continue
-            if state == _LIST and self.item is not None:
-                i = self._list(s, i)
+            if state == _LIST and self.item is not None:  # [TOOL_CALLS][{...}, ...]
+                i, ended = self.feed_json_call(self.item, s, i, "a list item is not a JSON object")
+                if ended:
+                    self.item = None
+                    self.state = _LIST_NEXT
                 continue
             if state in (_NAME, _ID):
                 word, i = self._word(s, i, _NAME_CHARS if state == _NAME else _ID_CHARS)
@@ -148,7 +123,7 @@ class _MistralBody(Body):
                 continue
             c = s[i]
             if state == _PRE:
-                if c in _WS:
+                if c in WS:
                     i += 1
                 elif c == "[":
                     self.state = _LIST
@@ -156,7 +131,7 @@ class _MistralBody(Body):
                 else:
                     self.state = _NAME
                 continue
-            if c in _WS:
+            if c in WS:
                 i += 1
                 continue
             if state == _OBJ_WAIT:

@@ -14,12 +14,10 @@ family's call.
 
 from __future__ import annotations
 
-import json
-
-from ..messages import ToolCall
 from .base import Family
-from .markerstream import DONE, OPEN, Body, MarkerStream, expect_any
+from .markerstream import DONE, OPEN, WS, MarkerStream
 from .scan import Markers
+from .textargs import TextArgs, TextBody
 
 __all__ = ["QwenXml"]
 
@@ -31,28 +29,15 @@ _END_FUNCTION = "</function>"
 _CLOSE_TAG = "</tool_call>"
 #: A value ends at its closing tag, less one newline before it.
 _VALUE_END = Markers(("\r\n" + _END_PARAMETER, "\n" + _END_PARAMETER, _END_PARAMETER))
-_WS = " \t\r\n"
 _MAX_NAME = 256
 
 _PRE, _NAME, _BETWEEN, _PNAME, _VALUE_START, _VALUE, _POST = range(7)
 
 
-class _XmlBody(Body):
+class _XmlBody(TextBody):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
-        self.state = _PRE
         self.name_parts: list[str] = []
-        self.name = ""
-        self.index = -1
-        self.id = ""
-        self.param = ""
-        self.value_parts: list[str] = []
-        self.args: dict[str, str] = {}
-        self.args_text: list[str] = []
-
-    def _delta(self, text: str) -> None:
-        self.args_text.append(text)
-        self.stream._args(self.index, text)
 
     def _read_name(self, s: str, i: int) -> tuple[str | None, int]:
         """Read up to ``>``: the name when it closes, else None (more needed, or failed)."""
@@ -80,8 +65,8 @@ class _XmlBody(Body):
         while i < n:
             state = self.state
             if state == _VALUE:
-                i = self._value(s, i)
-                if self.state == _VALUE:
+                i, complete = self.read_value(s, i, _VALUE_END, _BETWEEN)
+                if not complete:
                     return i
                 continue
             if state == _VALUE_START:  # one newline (\n or \r\n) after the tag is not the value's
@@ -101,14 +86,14 @@ class _XmlBody(Body):
                 if name is None:
                     return i
                 if state == _NAME:
-                    self.name = name
-                    self.index, self.id = self.stream._new_call(name)
-                    self.started.append((self.index, self.id))
+                    self.call = TextArgs.start(self, name)
                     self.state = _BETWEEN
                 else:
-                    self._open_param(name)
+                    assert self.call is not None
+                    self.call.begin(name)  # a repeated parameter: the last value counts
+                    self.state = _VALUE_START
                 continue
-            if s[i] in _WS:
+            if s[i] in WS:
                 i += 1
                 continue
             if state == _PRE:
@@ -118,49 +103,21 @@ class _XmlBody(Body):
                 self.state = _NAME
                 i = j
             elif state == _BETWEEN:
-                status, j, literal = expect_any(s, i, (_PARAMETER, _END_FUNCTION))
-                if status == OPEN:
+                j, literal = self.expect_one(
+                    s, i, (_PARAMETER, _END_FUNCTION), "expected <parameter=…> or </function>"
+                )
+                if j < 0:
                     return i
-                if status != DONE:
-                    return self.fail(i, "expected <parameter=…> or </function>")
                 self.state = _PNAME if literal == _PARAMETER else _POST
                 i = j
             else:  # _POST
                 j = self.expect(s, i, _CLOSE_TAG, "text after </function> before </tool_call>")
                 if j < 0:
                     return i
-                self._close_call()
+                self.end_call()
+                self.status = DONE
                 return j
         return i
-
-    def _open_param(self, name: str) -> None:
-        self.param = name
-        self.value_parts = []
-        opener = "{" if not self.args_text else ", "
-        self._delta(opener + json.dumps(name, ensure_ascii=False) + ': "')
-        self.state = _VALUE_START
-
-    def _value(self, s: str, i: int) -> int:
-        j, end = _VALUE_END.scan(s, i)
-        if j > i:
-            piece = s[i:j]
-            self.value_parts.append(piece)
-            self._delta(json.dumps(piece, ensure_ascii=False)[1:-1])
-        if not end:
-            return j
-        self.args[self.param] = "".join(self.value_parts)
-        self.value_parts = []
-        self._delta('"')
-        self.state = _BETWEEN
-        return j + len(end)
-
-    def _close_call(self) -> None:
-        self._delta("}" if self.args_text else "{}")
-        call = ToolCall(
-            self.id, self.name, dict(self.args), "".join(self.args_text), text_values=True
-        )
-        self.calls.append((self.index, call))
-        self.status = DONE
 
 
 class QwenXmlStream(MarkerStream):

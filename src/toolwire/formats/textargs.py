@@ -14,9 +14,10 @@ import re
 
 from ..messages import ToolCall
 from .base import ReplyStream
-from .markerstream import Body
+from .markerstream import Body, MarkerStream
+from .scan import Markers
 
-__all__ = ["NameReader", "TextArgs"]
+__all__ = ["NameReader", "TextArgs", "TextBody"]
 
 #: The longest tool or parameter name read.
 MAX_NAME = 256
@@ -71,6 +72,13 @@ class TextArgs:
         self._key = ""
         self._value: list[str] = []
 
+    @classmethod
+    def start(cls, body: Body, name: str) -> TextArgs:
+        """Announce the call ``name`` for ``body``, which aborts it should the body fail."""
+        call = cls(body.stream, name)
+        body.started.append((call.index, call.id))
+        return call
+
     def _delta(self, text: str) -> None:
         self._text.append(text)
         self.stream._args(self.index, text)
@@ -79,11 +87,15 @@ class TextArgs:
         """Begin the value of ``key``; False when the call already gave it."""
         if key in self.args or key == self._key:
             return False
+        self.begin(key)
+        return True
+
+    def begin(self, key: str) -> None:
+        """Begin the value of ``key``, even one given before (the last one then counts)."""
         self._key = key
         self._value = []
         opener = "{" if not self._text else ", "
         self._delta(opener + json.dumps(key, ensure_ascii=False) + ': "')
-        return True
 
     def value(self, piece: str) -> None:
         if piece:
@@ -97,6 +109,39 @@ class TextArgs:
         self._value = []
         self._delta('"')
 
+    def read(self, s: str, i: int, ends: Markers) -> tuple[int, bool]:
+        """Stream the value from ``s[i]`` up to the first of ``ends``: ``(where it stopped,
+        whether the value is complete)``; a complete value is closed, past its end marker."""
+        j, end = ends.scan(s, i)
+        self.value(s[i:j])
+        if not end:
+            return j, False
+        self.close()
+        return j + len(end), True
+
     def finish(self) -> ToolCall:
         self._delta("}" if self._text else "{}")
         return ToolCall(self.id, self.name, dict(self.args), "".join(self._text), text_values=True)
+
+
+class TextBody(Body):
+    """A body reading one call at a time whose arguments are text values (:class:`TextArgs`)."""
+
+    def __init__(self, stream: MarkerStream) -> None:
+        super().__init__(stream)
+        self.call: TextArgs | None = None
+
+    def read_value(self, s: str, i: int, ends: Markers, then: int) -> tuple[int, bool]:
+        """Read the current value up to the first of ``ends``; once it is complete the body
+        goes on in state ``then``. ``(where it stopped, whether the value is complete)``."""
+        assert self.call is not None
+        i, complete = self.call.read(s, i, ends)
+        if complete:
+            self.state = then
+        return i, complete
+
+    def end_call(self) -> None:
+        """The current call is complete: it joins ``calls``."""
+        assert self.call is not None
+        self.calls.append((self.call.index, self.call.finish()))
+        self.call = None
