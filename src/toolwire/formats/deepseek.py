@@ -94,87 +94,85 @@ class _BlockBody(Body):
         self.id = ""
         self.call_name = ""
 
-    def feed(self, s: str, i: int) -> int:
-        n = len(s)
-        while i < n:
-            state = self.state
-            if state == _NAME:
-                name, i = self._name.feed(s, i)
-                if self._name.problem:
-                    return self.fail(i, self._name.problem)
-                if name is None:
-                    return i
-                self.call_name = name
-                if self.fenced:
-                    i += 1  # the newline that ends the name
-                    self._announce()
-                    self.state = _FENCE
-                else:
-                    self.state = _SEP
-                continue
-            if state == _ARGS:
-                i = self.feed_args(self._scanner, self.index, s, i)
-                if self.status != OPEN or not self._scanner.done:
-                    return i
-                text = self._scanner.text().strip()
-                args = self.json_args(text, i)
-                if args is None:
-                    return i
-                self.calls.append((self.index, ToolCall(self.id, self.call_name, args, text)))
-                self.state = _FENCE_END if self.fenced else _CALL_END
-                continue
-            if s[i] in WS and state not in (_TYPE, _SEP):
-                i += 1
-                continue
-            if state == _CALL:
-                j = self.expect(s, i, CALL_BEGIN, f"no {CALL_BEGIN} after {CALLS_BEGIN}")
-                if j < 0:
-                    return i
-                self.state = _TYPE if self.fenced else _NAME
-                i = j
-            elif state == _TYPE:
-                j = self.expect(s, i, _R1_TYPE, f"no function{SEP} after {CALL_BEGIN}")
-                if j < 0:
-                    return i
-                self.state = _NAME
-                i = j
-            elif state == _SEP:
-                j = self.expect(s, i, SEP, f"no {SEP} after the tool's name")
-                if j < 0:
-                    return i
+    def step(self, s: str, i: int) -> tuple[int, bool]:
+        state = self.state
+        if state == _NAME:
+            name, i = self._name.feed(s, i)
+            if self._name.problem:
+                return self.fail(i, self._name.problem), False
+            if name is None:
+                return i, False
+            self.call_name = name
+            if self.fenced:
+                i += 1  # the newline that ends the name
                 self._announce()
-                self.state = _ARGS
-                i = j
-            elif state == _FENCE:
-                j = self.expect(s, i, _FENCE_OPEN, "no ```json fence after the tool's name")
-                if j < 0:
-                    return i
-                self.state = _ARGS
-                i = j
-            elif state == _FENCE_END:
-                j = self.expect(s, i, _FENCE_CLOSE, "no closing ``` after the arguments")
-                if j < 0:
-                    return i
-                self.state = _CALL_END
-                i = j
-            elif state == _CALL_END:
-                j = self.expect(s, i, CALL_END, f"text after the arguments before {CALL_END}")
-                if j < 0:
-                    return i
-                self.state = _NEXT
-                i = j
-            else:  # _NEXT
-                j, literal = self.expect_one(
-                    s, i, (CALL_BEGIN, CALLS_END), f"expected {CALL_BEGIN} or {CALLS_END}"
-                )
-                if j < 0:
-                    return i
-                if literal == CALLS_END:
-                    self.status = DONE
-                    return j
-                self._next_call()
-                i = j
-        return i
+                self.state = _FENCE
+            else:
+                self.state = _SEP
+            return i, True
+        if state == _ARGS:
+            i = self.feed_args(self._scanner, self.index, s, i)
+            if self.status != OPEN or not self._scanner.done:
+                return i, False
+            text = self._scanner.text().strip()
+            args = self.json_args(text, i)
+            if args is None:
+                return i, False
+            self.calls.append((self.index, ToolCall(self.id, self.call_name, args, text)))
+            self.state = _FENCE_END if self.fenced else _CALL_END
+            return i, True
+        if s[i] in WS and state not in (_TYPE, _SEP):
+            i += 1
+            return i, True
+        if state == _CALL:
+            j = self.expect(s, i, CALL_BEGIN, f"no {CALL_BEGIN} after {CALLS_BEGIN}")
+            if j < 0:
+                return i, False
+            self.state = _TYPE if self.fenced else _NAME
+            i = j
+        elif state == _TYPE:
+            j = self.expect(s, i, _R1_TYPE, f"no function{SEP} after {CALL_BEGIN}")
+            if j < 0:
+                return i, False
+            self.state = _NAME
+            i = j
+        elif state == _SEP:
+            j = self.expect(s, i, SEP, f"no {SEP} after the tool's name")
+            if j < 0:
+                return i, False
+            self._announce()
+            self.state = _ARGS
+            i = j
+        elif state == _FENCE:
+            j = self.expect(s, i, _FENCE_OPEN, "no ```json fence after the tool's name")
+            if j < 0:
+                return i, False
+            self.state = _ARGS
+            i = j
+        elif state == _FENCE_END:
+            j = self.expect(s, i, _FENCE_CLOSE, "no closing ``` after the arguments")
+            if j < 0:
+                return i, False
+            self.state = _CALL_END
+            i = j
+        elif state == _CALL_END:
+            j = self.expect(s, i, CALL_END, f"text after the arguments before {CALL_END}")
+            if j < 0:
+                return i, False
+            self.state = _NEXT
+            i = j
+        else:  # _NEXT
+            j, literal = self.expect_one(
+                s, i, (CALL_BEGIN, CALLS_END), f"expected {CALL_BEGIN} or {CALLS_END}"
+            )
+            if j < 0:
+                return i, False
+            if literal == CALLS_END:
+                self.status = DONE
+                return j, False
+            self._next_call()
+            i = j
+        return i, True
 
     def _announce(self) -> None:
         self.index, self.id = self.announce(self.call_name)

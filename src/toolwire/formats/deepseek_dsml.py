@@ -62,84 +62,82 @@ class _DsmlBody(Body):
         self.args_text.append(text)
         self.stream._args(self.index, text)
 
-    def feed(self, s: str, i: int) -> int:
-        n = len(s)
-        while i < n:
-            state = self.state
-            if state == _VALUE:
-                i = self._value(s, i)
-                if self.status != OPEN or self.state == _VALUE:
-                    return i
-                continue
-            if state in (_NAME, _PNAME):
-                name, i = self.names.feed(s, i)
-                if self.names.problem:
-                    return self.fail(i, self.names.problem)
-                if name is None:
-                    return i
-                self.names = NameReader('"')
-                if state == _NAME:
-                    self.name = name
-                    self.state = _NAME_CLOSE
-                else:
-                    if name in self.args:
-                        return self.fail(i, f"the parameter {name!r} is given twice")
-                    self.param = name
-                    self.state = _KIND
-                continue
-            if state == _BLOCK:
-                j, literal = self.expect_one(
-                    s, i, tuple(_BLOCKS), f"no function_calls> or tool_calls> after {_DSML}"
-                )
-                if j < 0:
-                    return i
-                self.closer = _BLOCKS[literal]
+    def step(self, s: str, i: int) -> tuple[int, bool]:
+        state = self.state
+        if state == _VALUE:
+            i = self._value(s, i)
+            if self.status != OPEN or self.state == _VALUE:
+                return i, False
+            return i, True
+        if state in (_NAME, _PNAME):
+            name, i = self.names.feed(s, i)
+            if self.names.problem:
+                return self.fail(i, self.names.problem), False
+            if name is None:
+                return i, False
+            self.names = NameReader('"')
+            if state == _NAME:
+                self.name = name
+                self.state = _NAME_CLOSE
+            else:
+                if name in self.args:
+                    return self.fail(i, f"the parameter {name!r} is given twice"), False
+                self.param = name
+                self.state = _KIND
+            return i, True
+        if state == _BLOCK:
+            j, literal = self.expect_one(
+                s, i, tuple(_BLOCKS), f"no function_calls> or tool_calls> after {_DSML}"
+            )
+            if j < 0:
+                return i, False
+            self.closer = _BLOCKS[literal]
+            self.state = _NEXT
+            i = j
+        elif state == _NAME_CLOSE:
+            j = self.expect(s, i, _NAME_END, "text after the tool's name")
+            if j < 0:
+                return i, False
+            self._open_call()
+            i = j
+        elif state == _KIND:
+            j, literal = self.expect_one(
+                s,
+                i,
+                (_STRING + _KINDS[0], _STRING + _KINDS[1]),
+                'a parameter without string="true" or "false"',
+            )
+            if j < 0:
+                return i, False
+            self.is_text = literal.endswith(_KINDS[0])
+            self.value = []
+            self.state = _VALUE
+            i = j
+        elif s[i] in WS:
+            i += 1
+        elif state == _NEXT:
+            j, literal = self.expect_one(
+                s, i, (_INVOKE, self.closer), f'expected {_INVOKE}…"> or {self.closer}'
+            )
+            if j < 0:
+                return i, False
+            if literal == self.closer:
+                return self.end_block(i, j, "a block without an invoke"), False
+            self.state = _NAME
+            i = j
+        else:  # _BETWEEN
+            j, literal = self.expect_one(
+                s, i, (_PARAMETER, _END_INVOKE), f'expected {_PARAMETER}…" or {_END_INVOKE}'
+            )
+            if j < 0:
+                return i, False
+            if literal == _END_INVOKE:
+                self._close_call()
                 self.state = _NEXT
-                i = j
-            elif state == _NAME_CLOSE:
-                j = self.expect(s, i, _NAME_END, "text after the tool's name")
-                if j < 0:
-                    return i
-                self._open_call()
-                i = j
-            elif state == _KIND:
-                j, literal = self.expect_one(
-                    s,
-                    i,
-                    (_STRING + _KINDS[0], _STRING + _KINDS[1]),
-                    'a parameter without string="true" or "false"',
-                )
-                if j < 0:
-                    return i
-                self.is_text = literal.endswith(_KINDS[0])
-                self.value = []
-                self.state = _VALUE
-                i = j
-            elif s[i] in WS:
-                i += 1
-            elif state == _NEXT:
-                j, literal = self.expect_one(
-                    s, i, (_INVOKE, self.closer), f'expected {_INVOKE}…"> or {self.closer}'
-                )
-                if j < 0:
-                    return i
-                if literal == self.closer:
-                    return self.end_block(i, j, "a block without an invoke")
-                self.state = _NAME
-                i = j
-            else:  # _BETWEEN
-                j, literal = self.expect_one(
-                    s, i, (_PARAMETER, _END_INVOKE), f'expected {_PARAMETER}…" or {_END_INVOKE}'
-                )
-                if j < 0:
-                    return i
-                if literal == _END_INVOKE:
-                    self._close_call()
-                    self.state = _NEXT
-                else:
-                    self.state = _PNAME
-                i = j
-        return i
+            else:
+                self.state = _PNAME
+            i = j
+        return i, True
 
     def _open_call(self) -> None:
         self.index, self.id = self.announce(self.name)

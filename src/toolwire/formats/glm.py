@@ -34,62 +34,57 @@ class _GlmBody(TextBody):
         self.names = NameReader(WS + "<", "tool name")
         self.keys = NameReader("<", "argument name")
 
-    def feed(self, s: str, i: int) -> int:
-        n = len(s)
-        while i < n:
-            state = self.state
-            if state == _IN_VALUE:
-                i, complete = self.read_value(s, i, _VALUE_END, _BETWEEN)
-                if not complete:
-                    return i
-                continue
-            if state == _NAME:
-                name, i = self.names.read(self, s, i)
-                if name is None:
-                    return i
-                self.call = TextArgs.start(self, name)
-                self.state = _BETWEEN
-                continue
-            if state == _KEY_NAME:
-                key, i = self.keys.read(self, s, i)
-                if key is None:
-                    return i
-                assert self.call is not None
-                if not self.call.open(key):
-                    return self.fail(i, f"the argument {key!r} is given twice")
-                self.state = _KEY_END
-                continue
-            if state == _KEY_END:
-                j = self.expect(s, i, _END_KEY, "an argument name not closed by </arg_key>")
-                if j < 0:
-                    return i
-                self.state = _BEFORE_VALUE
-                i = j
-                continue
-            if s[i] in WS:
-                i += 1
-                continue
-            if state == _BEFORE_VALUE:
-                j = self.expect(s, i, _VALUE, "no <arg_value> after </arg_key>")
-                if j < 0:
-                    return i
-                self.state = _IN_VALUE
-                i = j
-                continue
-            # _BETWEEN
-            j, literal = self.expect_one(
-                s, i, (_KEY, _CLOSE_TAG), "expected <arg_key> or </tool_call>"
-            )
+    def step(self, s: str, i: int) -> tuple[int, bool]:
+        state = self.state
+        if state == _IN_VALUE:
+            i, complete = self.read_value(s, i, _VALUE_END, _BETWEEN)
+            if not complete:
+                return i, False
+            return i, True
+        if state == _NAME:
+            name, i = self.names.read(self, s, i)
+            if name is None:
+                return i, False
+            self.call = TextArgs.start(self, name)
+            self.state = _BETWEEN
+            return i, True
+        if state == _KEY_NAME:
+            key, i = self.keys.read(self, s, i)
+            if key is None:
+                return i, False
+            assert self.call is not None
+            if not self.call.open(key):
+                return self.fail(i, f"the argument {key!r} is given twice"), False
+            self.state = _KEY_END
+            return i, True
+        if state == _KEY_END:
+            j = self.expect(s, i, _END_KEY, "an argument name not closed by </arg_key>")
             if j < 0:
-                return i
-            if literal == _KEY:
-                self.state = _KEY_NAME
-                i = j
-                continue
-            self.end_call()
-            self.status = DONE
-            return j
-        return i
+                return i, False
+            self.state = _BEFORE_VALUE
+            i = j
+            return i, True
+        if s[i] in WS:
+            i += 1
+            return i, True
+        if state == _BEFORE_VALUE:
+            j = self.expect(s, i, _VALUE, "no <arg_value> after </arg_key>")
+            if j < 0:
+                return i, False
+            self.state = _IN_VALUE
+            i = j
+            return i, True
+        # _BETWEEN
+        j, literal = self.expect_one(s, i, (_KEY, _CLOSE_TAG), "expected <arg_key> or </tool_call>")
+        if j < 0:
+            return i, False
+        if literal == _KEY:
+            self.state = _KEY_NAME
+            i = j
+            return i, True
+        self.end_call()
+        self.status = DONE
+        return j, False
 
 
 class GlmStream(MarkerStream):

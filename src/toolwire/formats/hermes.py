@@ -26,29 +26,26 @@ class _HermesBody(Body):
         super().__init__(stream)
         self.call = JsonCall(stream, _SHAPE)
 
-    def feed(self, s: str, i: int) -> int:
-        n = len(s)
-        while i < n:
-            if self.state == _OBJECT:
-                i, ended = self.feed_json_call(self.call, s, i, "the call is not a JSON object")
-                if not ended:
-                    return i
-                self.state = _POST
-                continue
-            if s[i] in WS:
-                i += 1
-                continue
-            if self.state == _PRE:
-                if s[i] != "{":
-                    return self.fail(i, "no JSON object after <tool_call>")
-                self.state = _OBJECT
-                continue
-            j = self.expect(s, i, _CLOSE_TAG, "text after the call before </tool_call>")
-            if j < 0:
-                return i
-            self.status = DONE
-            return j
-        return i
+    def step(self, s: str, i: int) -> tuple[int, bool]:
+        if self.state == _OBJECT:
+            i, ended = self.feed_json_call(self.call, s, i, "the call is not a JSON object")
+            if not ended:
+                return i, False
+            self.state = _POST
+            return i, True
+        if s[i] in WS:
+            i += 1
+            return i, True
+        if self.state == _PRE:
+            if s[i] != "{":
+                return self.fail(i, "no JSON object after <tool_call>"), False
+            self.state = _OBJECT
+            return i, True
+        j = self.expect(s, i, _CLOSE_TAG, "text after the call before </tool_call>")
+        if j < 0:
+            return i, False
+        self.status = DONE
+        return j, False
 
 
 class HermesStream(MarkerStream):

@@ -53,51 +53,49 @@ class _ListBody(Body):
         self.state = _ITEM_WAIT if self.grammar.marker.endswith("[") else _OPEN
         self.item: JsonCall | None = None
 
-    def feed(self, s: str, i: int) -> int:
-        n = len(s)
-        while i < n:
-            if self.state == _ITEM:
-                assert self.item is not None
-                i, ended = self.feed_json_call(self.item, s, i, "a list item is not a JSON object")
-                if ended:
-                    self.item = None
-                    self.state = _NEXT
-                    continue
-                return i
-            c = s[i]
-            if c in WS:
-                i += 1
-                continue
-            if self.state == _OPEN:
-                if c != "[":
-                    return self.fail(i, f"no JSON list after {self.grammar.marker}")
-                self.state = _ITEM_WAIT
-            elif self.state == _ITEM_WAIT:
-                if c != "{":
-                    what = "is empty" if c == "]" and not self.calls else "does not hold objects"
-                    return self.fail(i, f"the call list {what}")
-                self.item = JsonCall(self.stream, self.grammar.item)
-                self.state = _ITEM
-                continue
-            elif self.state == _NEXT:
-                if c == ",":
-                    self.state = _ITEM_WAIT
-                elif c != "]":
-                    return self.fail(i, "expected , or ] in the call list")
-                elif not self.grammar.end:
-                    self.status = DONE
-                    return i + 1
-                else:
-                    self.state = _END
-            else:  # _END
-                end = self.grammar.end
-                j = self.expect(s, i, end, f"text after the call list before {end}")
-                if j < 0:
-                    return i
-                self.status = DONE
-                return j
+    def step(self, s: str, i: int) -> tuple[int, bool]:
+        if self.state == _ITEM:
+            assert self.item is not None
+            i, ended = self.feed_json_call(self.item, s, i, "a list item is not a JSON object")
+            if ended:
+                self.item = None
+                self.state = _NEXT
+                return i, True
+            return i, False
+        c = s[i]
+        if c in WS:
             i += 1
-        return i
+            return i, True
+        if self.state == _OPEN:
+            if c != "[":
+                return self.fail(i, f"no JSON list after {self.grammar.marker}"), False
+            self.state = _ITEM_WAIT
+        elif self.state == _ITEM_WAIT:
+            if c != "{":
+                what = "is empty" if c == "]" and not self.calls else "does not hold objects"
+                return self.fail(i, f"the call list {what}"), False
+            self.item = JsonCall(self.stream, self.grammar.item)
+            self.state = _ITEM
+            return i, True
+        elif self.state == _NEXT:
+            if c == ",":
+                self.state = _ITEM_WAIT
+            elif c != "]":
+                return self.fail(i, "expected , or ] in the call list"), False
+            elif not self.grammar.end:
+                self.status = DONE
+                return i + 1, False
+            else:
+                self.state = _END
+        else:  # _END
+            end = self.grammar.end
+            j = self.expect(s, i, end, f"text after the call list before {end}")
+            if j < 0:
+                return i, False
+            self.status = DONE
+            return j, False
+        i += 1
+        return i, True
 
 
 class JsonListStream(MarkerStream):

@@ -40,52 +40,50 @@ class _KimiBody(Body):
         self.index = -1
         self.scanner = ObjectScanner()
 
-    def feed(self, s: str, i: int) -> int:
-        n = len(s)
-        while i < n:
-            state = self.state
-            if state == _ID_TEXT:
-                i = self._id(s, i)
-                if self.state == _ID_TEXT:
-                    return i
-                continue
-            if state == _OBJECT:
-                i = self.feed_args(self.scanner, self.index, s, i)
-                if self.status != OPEN or not self.scanner.done:
-                    return i
-                if not self._finish_call():
-                    return i
-                self.state = _AFTER
-                continue
-            if s[i] in WS:
-                i += 1
-                continue
-            if state == _BLOCK:
-                j, literal = self.expect_one(
-                    s, i, (_CALL, _END_SECTION), "expected <|tool_call_begin|> or the section's end"
-                )
-                if j < 0:
-                    return i
-                if literal == _CALL:
-                    self.state = _ID_TEXT
-                    i = j
-                    continue
-                return self.end_block(i, j, "no call in the section")
-            if state == _BEFORE_ARGS:
-                j = self.expect(s, i, _ARGS, "no <|tool_call_argument_begin|> after the call id")
-                if j < 0:
-                    return i
-                self.state = _OBJECT
-                self.scanner = ObjectScanner()
-                i = j
-                continue
-            # _AFTER
-            j = self.expect(s, i, _END_CALL, "text after the arguments before <|tool_call_end|>")
+    def step(self, s: str, i: int) -> tuple[int, bool]:
+        state = self.state
+        if state == _ID_TEXT:
+            i = self._id(s, i)
+            if self.state == _ID_TEXT:
+                return i, False
+            return i, True
+        if state == _OBJECT:
+            i = self.feed_args(self.scanner, self.index, s, i)
+            if self.status != OPEN or not self.scanner.done:
+                return i, False
+            if not self._finish_call():
+                return i, False
+            self.state = _AFTER
+            return i, True
+        if s[i] in WS:
+            i += 1
+            return i, True
+        if state == _BLOCK:
+            j, literal = self.expect_one(
+                s, i, (_CALL, _END_SECTION), "expected <|tool_call_begin|> or the section's end"
+            )
             if j < 0:
-                return i
-            self.state = _BLOCK
+                return i, False
+            if literal == _CALL:
+                self.state = _ID_TEXT
+                i = j
+                return i, True
+            return self.end_block(i, j, "no call in the section"), False
+        if state == _BEFORE_ARGS:
+            j = self.expect(s, i, _ARGS, "no <|tool_call_argument_begin|> after the call id")
+            if j < 0:
+                return i, False
+            self.state = _OBJECT
+            self.scanner = ObjectScanner()
             i = j
-        return i
+            return i, True
+        # _AFTER
+        j = self.expect(s, i, _END_CALL, "text after the arguments before <|tool_call_end|>")
+        if j < 0:
+            return i, False
+        self.state = _BLOCK
+        i = j
+        return i, True
 
     def _id(self, s: str, i: int) -> int:
         """Read the call id up to the next ``<``; announce the call once it is whole."""

@@ -63,7 +63,20 @@ class Body:
         self.calls: list[tuple[int, ToolCall]] = []
 
     def feed(self, s: str, i: int) -> int:
-        """Consume from ``s[i]``; return where it stopped (see the module docstring)."""
+        """Consume from ``s[i]``; return where it stopped (see the module docstring).
+
+        Each body reads one step at a time (:meth:`step`) until the text runs out or a
+        step says to stop (the call is done, failed, or waits for more).
+        """
+        n = len(s)
+        going = True
+        while i < n and going:
+            i, going = self.step(s, i)
+        return i
+
+    def step(self, s: str, i: int) -> tuple[int, bool]:
+        """One step of the grammar from ``s[i]`` (``i < len(s)``): where it got to, and
+        whether to go on."""
         raise NotImplementedError
 
     def expect(self, s: str, i: int, literal: str, problem: str) -> int:

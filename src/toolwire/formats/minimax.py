@@ -34,63 +34,61 @@ class _MiniMaxBody(TextBody):
         self.names = NameReader('"', "tool name")
         self.keys = NameReader('"', "parameter name")
 
-    def feed(self, s: str, i: int) -> int:
-        n = len(s)
-        while i < n:
-            state = self.state
-            if state == _IN_VALUE:
-                i, complete = self.read_value(s, i, _VALUE_END, _IN_INVOKE)
-                if not complete:
-                    return i
-                continue
-            if state in (_NAME, _PNAME):
-                reader = self.names if state == _NAME else self.keys
-                name, i = reader.read(self, s, i)
-                if name is None:
-                    return i
-                if state == _NAME:
-                    self.call = TextArgs.start(self, name)
-                    self.state = _NAME_CLOSE
-                else:
-                    assert self.call is not None
-                    if not self.call.open(name):
-                        return self.fail(i, f"the parameter {name!r} is given twice")
-                    self.state = _PNAME_CLOSE
-                continue
-            if state in (_NAME_CLOSE, _PNAME_CLOSE):
-                j = self.expect(s, i, _NAME_END, 'a name not closed by ">')
-                if j < 0:
-                    return i
-                self.state = _IN_INVOKE if state == _NAME_CLOSE else _IN_VALUE
-                i = j
-                continue
-            if s[i] in WS:
-                i += 1
-                continue
-            if state == _BLOCK:
-                j, literal = self.expect_one(
-                    s, i, (_INVOKE, _CLOSE_TAG), "expected <invoke name=…> or </minimax:tool_call>"
-                )
-                if j < 0:
-                    return i
-                if literal == _INVOKE:
-                    self.state = _NAME
-                    i = j
-                    continue
-                return self.end_block(i, j, "no <invoke> in the block")
-            # _IN_INVOKE
+    def step(self, s: str, i: int) -> tuple[int, bool]:
+        state = self.state
+        if state == _IN_VALUE:
+            i, complete = self.read_value(s, i, _VALUE_END, _IN_INVOKE)
+            if not complete:
+                return i, False
+            return i, True
+        if state in (_NAME, _PNAME):
+            reader = self.names if state == _NAME else self.keys
+            name, i = reader.read(self, s, i)
+            if name is None:
+                return i, False
+            if state == _NAME:
+                self.call = TextArgs.start(self, name)
+                self.state = _NAME_CLOSE
+            else:
+                assert self.call is not None
+                if not self.call.open(name):
+                    return self.fail(i, f"the parameter {name!r} is given twice"), False
+                self.state = _PNAME_CLOSE
+            return i, True
+        if state in (_NAME_CLOSE, _PNAME_CLOSE):
+            j = self.expect(s, i, _NAME_END, 'a name not closed by ">')
+            if j < 0:
+                return i, False
+            self.state = _IN_INVOKE if state == _NAME_CLOSE else _IN_VALUE
+            i = j
+            return i, True
+        if s[i] in WS:
+            i += 1
+            return i, True
+        if state == _BLOCK:
             j, literal = self.expect_one(
-                s, i, (_PARAMETER, _END_INVOKE), "expected <parameter name=…> or </invoke>"
+                s, i, (_INVOKE, _CLOSE_TAG), "expected <invoke name=…> or </minimax:tool_call>"
             )
             if j < 0:
-                return i
-            if literal == _PARAMETER:
-                self.state = _PNAME
-            else:
-                self.end_call()
-                self.state = _BLOCK
-            i = j
-        return i
+                return i, False
+            if literal == _INVOKE:
+                self.state = _NAME
+                i = j
+                return i, True
+            return self.end_block(i, j, "no <invoke> in the block"), False
+        # _IN_INVOKE
+        j, literal = self.expect_one(
+            s, i, (_PARAMETER, _END_INVOKE), "expected <parameter name=…> or </invoke>"
+        )
+        if j < 0:
+            return i, False
+        if literal == _PARAMETER:
+            self.state = _PNAME
+        else:
+            self.end_call()
+            self.state = _BLOCK
+        i = j
+        return i, True
 
 
 class MiniMaxStream(MarkerStream):

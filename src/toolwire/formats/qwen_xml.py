@@ -60,64 +60,63 @@ class _XmlBody(TextBody):
             return None, j
         return name, j + 1
 
-    def feed(self, s: str, i: int) -> int:
+    def step(self, s: str, i: int) -> tuple[int, bool]:
         n = len(s)
-        while i < n:
-            state = self.state
-            if state == _VALUE:
-                i, complete = self.read_value(s, i, _VALUE_END, _BETWEEN)
-                if not complete:
-                    return i
-                continue
-            if state == _VALUE_START:  # one newline (\n or \r\n) after the tag is not the value's
-                if s[i] == "\r":
-                    if i + 1 >= n:
-                        return i  # wait: is it \r\n?
-                    if s[i + 1] == "\n":
-                        i += 1
-                if s[i] == "\n":
+        state = self.state
+        if state == _VALUE:
+            i, complete = self.read_value(s, i, _VALUE_END, _BETWEEN)
+            if not complete:
+                return i, False
+            return i, True
+        if state == _VALUE_START:  # one newline (\n or \r\n) after the tag is not the value's
+            if s[i] == "\r":
+                if i + 1 >= n:
+                    return i, False  # wait: is it \r\n?
+                if s[i + 1] == "\n":
                     i += 1
-                self.state = _VALUE
-                continue
-            if state in (_NAME, _PNAME):
-                name, i = self._read_name(s, i)
-                if self.status != OPEN:
-                    return i
-                if name is None:
-                    return i
-                if state == _NAME:
-                    self.call = TextArgs.start(self, name)
-                    self.state = _BETWEEN
-                else:
-                    assert self.call is not None
-                    self.call.begin(name)  # a repeated parameter: the last value counts
-                    self.state = _VALUE_START
-                continue
-            if s[i] in WS:
+            if s[i] == "\n":
                 i += 1
-                continue
-            if state == _PRE:
-                j = self.expect(s, i, _FUNCTION, "no <function=…> after <tool_call>")
-                if j < 0:
-                    return i
-                self.state = _NAME
-                i = j
-            elif state == _BETWEEN:
-                j, literal = self.expect_one(
-                    s, i, (_PARAMETER, _END_FUNCTION), "expected <parameter=…> or </function>"
-                )
-                if j < 0:
-                    return i
-                self.state = _PNAME if literal == _PARAMETER else _POST
-                i = j
-            else:  # _POST
-                j = self.expect(s, i, _CLOSE_TAG, "text after </function> before </tool_call>")
-                if j < 0:
-                    return i
-                self.end_call()
-                self.status = DONE
-                return j
-        return i
+            self.state = _VALUE
+            return i, True
+        if state in (_NAME, _PNAME):
+            name, i = self._read_name(s, i)
+            if self.status != OPEN:
+                return i, False
+            if name is None:
+                return i, False
+            if state == _NAME:
+                self.call = TextArgs.start(self, name)
+                self.state = _BETWEEN
+            else:
+                assert self.call is not None
+                self.call.begin(name)  # a repeated parameter: the last value counts
+                self.state = _VALUE_START
+            return i, True
+        if s[i] in WS:
+            i += 1
+            return i, True
+        if state == _PRE:
+            j = self.expect(s, i, _FUNCTION, "no <function=…> after <tool_call>")
+            if j < 0:
+                return i, False
+            self.state = _NAME
+            i = j
+        elif state == _BETWEEN:
+            j, literal = self.expect_one(
+                s, i, (_PARAMETER, _END_FUNCTION), "expected <parameter=…> or </function>"
+            )
+            if j < 0:
+                return i, False
+            self.state = _PNAME if literal == _PARAMETER else _POST
+            i = j
+        else:  # _POST
+            j = self.expect(s, i, _CLOSE_TAG, "text after </function> before </tool_call>")
+            if j < 0:
+                return i, False
+            self.end_call()
+            self.status = DONE
+            return j, False
+        return i, True
 
 
 class QwenXmlStream(MarkerStream):
