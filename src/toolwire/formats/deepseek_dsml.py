@@ -116,15 +116,7 @@ class _DsmlBody(Body):
         elif s[i] in WS:
             i += 1
         elif state == _NEXT:
-            j, literal = self.expect_one(
-                s, i, (_INVOKE, self.closer), f'expected {_INVOKE}…"> or {self.closer}'
-            )
-            if j < 0:
-                return i, False
-            if literal == self.closer:
-                return self.end_block(i, j, "a block without an invoke"), False
-            self.state = _NAME
-            i = j
+            return self.next_call(s, i, _INVOKE, self.closer, _NAME, "a block without an invoke")
         else:  # _BETWEEN
             j, literal = self.expect_one(
                 s, i, (_PARAMETER, _END_INVOKE), f'expected {_PARAMETER}…" or {_END_INVOKE}'

@@ -59,16 +59,7 @@ class _KimiBody(Body):
             i += 1
             return i, True
         if state == _BLOCK:
-            j, literal = self.expect_one(
-                s, i, (_CALL, _END_SECTION), "expected <|tool_call_begin|> or the section's end"
-            )
-            if j < 0:
-                return i, False
-            if literal == _CALL:
-                self.state = _ID_TEXT
-                i = j
-                return i, True
-            return self.end_block(i, j, "no call in the section"), False
+            return self.next_call(s, i, _CALL, _END_SECTION, _ID_TEXT, "no call in the section")
         if state == _BEFORE_ARGS:
             j = self.expect(s, i, _ARGS, "no <|tool_call_argument_begin|> after the call id")
             if j < 0:

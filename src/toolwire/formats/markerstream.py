@@ -103,6 +103,19 @@ class Body:
         self.started.append((index, cid))
         return index, cid
 
+    def next_call(
+        self, s: str, i: int, opener: str, closer: str, call_state: int, empty: str
+    ) -> tuple[int, bool]:
+        """Between calls in a block: ``opener`` starts the next call (in ``call_state``),
+        ``closer`` ends the block (a failure with ``empty`` when it held no call)."""
+        j, literal = self.expect_one(s, i, (opener, closer), f"expected {opener} or {closer}")
+        if j < 0:
+            return i, False
+        if literal == closer:
+            return self.end_block(i, j, empty), False
+        self.state = call_state
+        return j, True
+
     def end_block(self, i: int, j: int, empty: str) -> int:
         """The block closed at ``s[i:j]``: done, unless it held no call (fail with ``empty``)."""
         if not self.calls:

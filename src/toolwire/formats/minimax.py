@@ -66,16 +66,7 @@ class _MiniMaxBody(TextBody):
             i += 1
             return i, True
         if state == _BLOCK:
-            j, literal = self.expect_one(
-                s, i, (_INVOKE, _CLOSE_TAG), "expected <invoke name=…> or </minimax:tool_call>"
-            )
-            if j < 0:
-                return i, False
-            if literal == _INVOKE:
-                self.state = _NAME
-                i = j
-                return i, True
-            return self.end_block(i, j, "no <invoke> in the block"), False
+            return self.next_call(s, i, _INVOKE, _CLOSE_TAG, _NAME, "no <invoke> in the block")
         # _IN_INVOKE
         j, literal = self.expect_one(
             s, i, (_PARAMETER, _END_INVOKE), "expected <parameter name=…> or </invoke>"
