@@ -450,3 +450,16 @@ def test_a_call_written_in_the_last_turn_without_tools_is_named_not_shown_silent
     assert "tools" not in server.requests[0]  # the last turn offers none
     assert _text(events) == CALCULATOR_JSON  # the answer, as the model wrote it
     assert _codes(events) == ["calls-after-bound"]
+
+
+@pytest.mark.parametrize("transport", sorted(TRANSPORTS))
+def test_a_reply_that_opens_with_a_call_and_goes_on_is_text_and_says_so(
+    server: FakeOpenAIServer, transport: str
+) -> None:
+    # what the default model writes after a tool result: its call again, then the result
+    reply = '{"name": "get_weather", "arguments": {"city": "Paris"}}\n{"forecast": "sunny"}'
+    events = _run(TRANSPORTS[transport](server, reply, ModelMemory()), _request())
+    assert _calls(events) == [] and _text(events) == reply
+    assert _codes(events) == ["call-not-read"]
+    (notice,) = [e for e in events if isinstance(e, Notice)]
+    assert "get_weather" in notice.message

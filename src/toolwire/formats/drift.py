@@ -218,6 +218,15 @@ class DriftGuard:
             None if self._saw_call else recover_calls("".join(self._texts), self._tools, cut=cut)
         )
         if found is None:
+            opening = None if self._saw_call else _opening_call("".join(self._texts), self._tools)
+            if opening is not None:  # raw call markup is never shown silently
+                held.append(
+                    ev.Notice(
+                        "call-not-read",
+                        f"the reply opens with a call to {opening} but goes on after it; "
+                        "it stays text and nothing was run",
+                    )
+                )
             return held
         calls, shape = found
         # what the family made of the drifted text (text, or a call it started and gave up)
@@ -240,6 +249,20 @@ class DriftGuard:
                 ev.CallEnd(index, ToolCall(cid, name, arguments, raw)),
             ]
         return events
+
+
+def _opening_call(text: str, tools: Sequence[Mapping[str, Any]] | None) -> str | None:
+    """The declared tool a reply's first JSON object calls, when the reply goes on after it
+    (so it was not recovered); else None. One decode of the opening: linear."""
+    body = text.strip()
+    if not body.startswith("{") or len(body) > _MAX_CHARS:
+        return None
+    try:
+        obj, _ = json.JSONDecoder().raw_decode(body)
+    except (ValueError, RecursionError):
+        return None
+    found = _SHAPE.read(obj, ToolIndex(tools))
+    return found[0] if isinstance(found, tuple) else None
 
 
 _OPENINGS = ("{", "[", "```json", "```JSON", "```\n", "<tool_call>")
