@@ -106,6 +106,8 @@ def _call(family: str, i: int) -> str:
             + "".join(f'<parameter name="{k}">{_as_text(v)}</parameter>\n' for k, v in args.items())
             + "</invoke>\n</minimax:tool_call>"
         )
+    if family in ("seed-oss", "minicpm5", "minimax-m3"):
+        return _xml_more_call(family, args)
     if family == "words":
         return _words_call(i, args)
     if family in ("deepseek-r1", "deepseek-v3.1", "deepseek-dsml"):
@@ -137,6 +139,26 @@ def _deepseek_call(family: str, args: dict[str, object]) -> str:
         + call
         + "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
     )
+
+
+def _xml_more_call(family: str, args: dict[str, object]) -> str:
+    """Seed-OSS, MiniCPM5 and MiniMax M3 (every tag after MiniMax's namespace token)."""
+    if family == "seed-oss":
+        params = "".join(f"<parameter={k}>{_as_text(v)}</parameter>\n" for k, v in args.items())
+        return f"<seed:tool_call>\n<function=write_file>\n{params}</function>\n</seed:tool_call>"
+    if family == "minicpm5":
+        params = "".join(
+            f'<param name="{k}"><![CDATA[{v}]]></param>'
+            if isinstance(v, str) and "\n" in v
+            else f'<param name="{k}">{_as_text(v)}</param>'
+            for k, v in args.items()
+        )
+        return f'<function name="write_file">{params}</function>'
+    ns = "]<]minimax[>["
+    params = "".join(f"{ns}<{k}>{_as_text(v)}{ns}</{k}>" for k, v in args.items())
+    return f'{ns}<tool_call>\n{ns}<invoke name="write_file">{params}{ns}</invoke>\n{ns}</tool_call>'
+
+
 def _as_text(value: object) -> str:
     """A value as the XML-like templates write it: strings verbatim, others as JSON."""
     return value if isinstance(value, str) else json.dumps(value)
@@ -269,6 +291,9 @@ def main() -> None:
         "glm",
         "kimi-k2",
         "minimax",
+        "seed-oss",
+        "minicpm5",
+        "minimax-m3",
         *_LISTS,
         "words",
     ]:

@@ -85,6 +85,7 @@ COMMON_END_TOKENS = (
     "[e~[",  # MiniMax M2
     "<|END_OF_TURN_TOKEN|>",
     "<SPECIAL_12>",
+    "<seed:eos>",  # ByteDance Seed-OSS
 )
 _SENTINEL_EOS = "<|toolwire-eos|>"
 _SENTINEL_BOS = "<|toolwire-bos|>"

@@ -14,6 +14,8 @@ family's call.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from .base import Family
 from .markerstream import DONE, OPEN, WS, MarkerStream
 from .scan import Markers
@@ -35,6 +37,13 @@ _PRE, _NAME, _BETWEEN, _PNAME, _VALUE_START, _VALUE, _POST = range(7)
 
 
 class _XmlBody(TextBody):
+    # The tags around the call and where a value ends: another family (Seed-OSS) writes the
+    # same body inside its own tags, its values without the newlines Qwen puts around them.
+    open_tag: ClassVar[str] = _OPEN_TAG
+    close_tag: ClassVar[str] = _CLOSE_TAG
+    value_end: ClassVar[Markers] = _VALUE_END
+    trims_newlines: ClassVar[bool] = True
+
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
         self.name_parts: list[str] = []
@@ -64,7 +73,7 @@ class _XmlBody(TextBody):
         n = len(s)
         state = self.state
         if state == _VALUE:
-            i, complete = self.read_value(s, i, _VALUE_END, _BETWEEN)
+            i, complete = self.read_value(s, i, self.value_end, _BETWEEN)
             if not complete:
                 return i, False
             return i, True
@@ -90,13 +99,13 @@ class _XmlBody(TextBody):
             else:
                 assert self.call is not None
                 self.call.begin(name)  # a repeated parameter: the last value counts
-                self.state = _VALUE_START
+                self.state = _VALUE_START if self.trims_newlines else _VALUE
             return i, True
         if s[i] in WS:
             i += 1
             return i, True
         if state == _PRE:
-            j = self.expect(s, i, _FUNCTION, "no <function=…> after <tool_call>")
+            j = self.expect(s, i, _FUNCTION, f"no <function=…> after {self.open_tag}")
             if j < 0:
                 return i, False
             self.state = _NAME
@@ -110,7 +119,7 @@ class _XmlBody(TextBody):
             self.state = _PNAME if literal == _PARAMETER else _POST
             i = j
         else:  # _POST
-            j = self.expect(s, i, _CLOSE_TAG, "text after </function> before </tool_call>")
+            j = self.expect(s, i, self.close_tag, f"text after </function> before {self.close_tag}")
             if j < 0:
                 return i, False
             self.end_call()

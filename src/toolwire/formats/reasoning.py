@@ -13,7 +13,11 @@ from .scan import Markers
 
 __all__ = ["CLOSERS", "OPENERS", "ReasoningSplitter", "opens_reasoning"]
 
-OPENERS: dict[str, str] = {"<think>": "</think>", "[THINK]": "[/THINK]"}
+OPENERS: dict[str, str] = {
+    "<think>": "</think>",
+    "[THINK]": "[/THINK]",
+    "<seed:think>": "</seed:think>",
+}
 CLOSERS: tuple[str, ...] = tuple(OPENERS.values())
 
 #: The closers to look for: either one, when the prompt opened the block; else its own.

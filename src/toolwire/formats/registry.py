@@ -11,9 +11,12 @@ from .hermes import Hermes
 from .jsonlist import Apertus, Apriel, CommandR7B, Firefunction, Granite, NemotronV2
 from .kimi import KimiK2
 from .llama3 import Llama3
+from .minicpm import MiniCpm5
 from .minimax import MiniMax
+from .minimax_m3 import MiniMaxM3
 from .mistral import Mistral
 from .qwen_xml import QwenXml
+from .seed_oss import SeedOss
 
 __all__ = ["FORMAT_SETTINGS", "family_names", "get_family"]
 
@@ -36,6 +39,9 @@ _FAMILIES: dict[str, Family] = {
         Apertus(),
         Firefunction(),
         CommandR7B(),
+        SeedOss(),
+        MiniCpm5(),
+        MiniMaxM3(),
     )
 }
 
