@@ -57,9 +57,12 @@ class _Element:
         self.tag = tag
         self.text: list[str] = []
         self.children: list[tuple[str, Any]] = []
+        #: Whether the text holds more than whitespace (then no element may follow).
+        self.has_text = False
 
-    def has_text(self) -> bool:
-        return any(piece.strip() for piece in self.text)
+    def add_text(self, piece: str) -> None:
+        self.text.append(piece)
+        self.has_text = self.has_text or bool(piece.strip())
 
     def value(self) -> Any:
         """The JSON value the element spells; a ``str`` message when it spells none."""
@@ -152,7 +155,7 @@ class _M3Body(TextBody):
                 self.fail(0, f"text beside the elements in <{top.tag}>")
             return
         if len(self.open) > 1:
-            top.text.append(piece)
+            top.add_text(piece)
             return
         assert self.call is not None
         if self.streaming or piece.strip():  # the parameter's value is text: pass it on
@@ -170,7 +173,7 @@ class _M3Body(TextBody):
                 return
             self.lead = []
             self.streaming = False
-        elif self.streaming or self.open[-1].has_text():
+        elif self.streaming or self.open[-1].has_text:
             self.fail(i, f"an element inside the text of <{self.open[-1].tag}>")
             return
         elif len(self.open) >= MAX_JSON_DEPTH:
