@@ -14,9 +14,14 @@ booleans as ``true``/``false``) or, for an object or a list, nested elements: an
 one element per key (``NS<k>…NS</k>``), a list one ``NS<item>…NS</item>`` per item, to any
 depth. A text value is passed on verbatim (the call is marked ``text_values``, and the
 argument pipeline types it by the tool's schema); a nested value is passed on as the JSON
-it spells, each leaf the JSON scalar it is written as (``1.5``, ``true``) or else a string.
-An element whose children are all ``<item>`` is a list. Without the schema a string that
-the model wrote as nested elements cannot be told from an object; it is read as the object.
+it spells, each leaf the JSON scalar it is written as (``1.5``, ``true``) or else a string,
+the rule the argument pipeline applies to a text value of a parameter that is not text.
+Where the template writes two values alike, the reading picks one: an element whose
+children are all ``<item>`` is a list (an object whose one key is ``item`` looks the same),
+a leaf ``42`` is the number (a string ``"42"`` looks the same), an empty element is the
+empty string (an empty list or object is written as nothing), and a string written as
+nested elements is the object it looks like (llama.cpp tells these apart by the schema;
+a format reads without one).
 
 Thinking is ``<mm:think>…</mm:think>`` at the start of the reply; a turn without thinking
 starts with a bare ``</mm:think>``, which is no text.
@@ -65,7 +70,7 @@ class _Element:
         self.has_text = self.has_text or bool(piece.strip())
 
     def value(self) -> Any:
-        """The JSON value the element spells; a ``str`` message when it spells none."""
+        """The JSON value the element spells; a :class:`_Problem` when it spells none."""
         if not self.children:
             leaf = "".join(self.text)
             if _SCALAR.fullmatch(leaf):
