@@ -171,17 +171,18 @@ def run_case(case: Mapping[str, Any], tools: Mapping[str, Any]) -> Outcome:
             return Outcome(family, False, f"arguments {args!r}, expected {expected['arguments']!r}")
         if "id" in expected and call.id != expected["id"]:
             return Outcome(family, False, f"id {call.id!r}, expected {expected['id']!r}")
-    content_ok = got.content.strip() == want["content"].strip()
-    reasoning_ok = got.reasoning.strip() == want["reasoning"].strip()
+    # ``None``: the source test does not assert it (vLLM drops text after or between calls).
+    content_ok = want["content"] is None or got.content.strip() == want["content"].strip()
+    reasoning_ok = want["reasoning"] is None or got.reasoning.strip() == want["reasoning"].strip()
     if not (content_ok and reasoning_ok):
         raw = case.get("reasoning_format") == "none" and not want["reasoning"]
-        if raw and _raw_split(want["content"], got):
+        if raw and want["content"] is not None and _raw_split(want["content"], got):
             return Outcome(family, True)
         return Outcome(
             family,
             False,
             f"content {got.content.strip()!r} reasoning {got.reasoning.strip()!r}, expected "
-            f"{want['content'].strip()!r} / {want['reasoning'].strip()!r}",
+            f"{want['content']!r} / {want['reasoning']!r}",
         )
     return Outcome(family, True)
 

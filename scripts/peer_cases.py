@@ -19,6 +19,7 @@ import json
 import re
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -494,8 +495,14 @@ def _prompt_opens_thinking(
     return next((o for o in THINK_OPENERS if tail.endswith(o)), "")
 
 
-def extract(source: Path) -> tuple[list[dict[str, Any]], Counter[str], dict[str, Any]]:
-    """Every finished-reply case in ``source``, the skipped ones counted by reason, the tools."""
+def extract(
+    source: Path, probe: Callable[[str, bool, list[dict[str, Any]]], str | None] | None = None
+) -> tuple[list[dict[str, Any]], Counter[str], dict[str, Any]]:
+    """Every finished-reply case in ``source``, the skipped ones counted by reason, the tools.
+
+    ``probe`` says which thinking opener a template's generation prompt ends with (default:
+    render the template from the corpus); tests pass a cheap one.
+    """
     interp = Interp(tokenize(source.read_text()))
     interp.run()
     by_name: dict[str, Any] = {}
@@ -514,7 +521,7 @@ def extract(source: Path) -> tuple[list[dict[str, Any]], Counter[str], dict[str,
         fmt = o["reasoning_format"].removeprefix("COMMON_REASONING_FORMAT_").lower()
         case_tools = o.get("tools", [])
         keys = [_tool_key(by_name, t) for t in case_tools]
-        opener = _prompt_opens_thinking(template, o["enable_thinking"], case_tools)
+        opener = (probe or _prompt_opens_thinking)(template, o["enable_thinking"], case_tools)
         opened_from = "template"
         if opener is None:  # not in the corpus: thinking read or closed, never opened by the reply
             opened_from = "case"
