@@ -163,6 +163,8 @@ def run_case(case: Mapping[str, Any], tools: Mapping[str, Any]) -> Outcome:
             family, False, f"calls {names}, expected {[c['name'] for c in want['calls']]}"
         )
     for call, expected in zip(got.calls, want["calls"], strict=True):
+        if expected["arguments"] is None:  # not asserted: the source keeps broken JSON as is
+            continue
         try:
             args = _arguments(call, schemas.get(call.name))
         except ToolwireError as exc:

@@ -67,6 +67,13 @@ MODEL_ID = "the id the model wrote in the call is replaced by a fresh one"
 NO_OPENER = "tolerance: a call missing its opening <tool_call> is not read"
 APRIEL_THINKING = "the prompt's reasoning opener and [BEGIN FINAL RESPONSE] are not read"
 TEXT_AROUND_JSON = "text around a bare JSON call: toolwire reads a whole-reply call only"
+ARGUMENTS_KEY = 'a call with "arguments" instead of "parameters" is not read'
+THINK_UNCLOSED_CALL = "tolerance: a call inside a <think> that never closes is read as reasoning"
+NO_SECTION = "tolerance: a call without its section markers or end is not read"
+UNCLOSED = "tolerance: a call whose closing tag never came is not read"
+KIMI_SPACES = "whitespace between Kimi's section and call markers is not read"
+BROKEN_CALL = "a call with broken JSON stays text; the peer returns it as a call"
+EXTRA_ATTRIBUTES = "extra attributes on <invoke>/<parameter> tags are not read"
 
 KNOWN_FAILURES: dict[str, str] = {
     "Qwen3.5-4B:2282": OPEN_THINK,
@@ -127,9 +134,9 @@ KNOWN_FAILURES: dict[str, str] = {
     "Kimi-K3:4523": NOT_REGISTERED,
     "Kimi-K3:4536": NOT_REGISTERED,
     "Kimi-K3:4554": NOT_REGISTERED,
-    "Kimi-K2-Thinking:4687": "tolerance: a call inside an unclosed <think> is read as reasoning",
-    "Kimi-K2-Thinking:4706": "tolerance: a call in an unclosed <think>, no section opener",
-    "Kimi-K2-Thinking:4723": "tolerance: a call without its section markers or end is not read",
+    "Kimi-K2-Thinking:4687": THINK_UNCLOSED_CALL,
+    "Kimi-K2-Thinking:4706": THINK_UNCLOSED_CALL,
+    "Kimi-K2-Thinking:4723": NO_SECTION,
     "LFM2-8B-A1B:1984": NOT_REGISTERED,
     "LFM2-8B-A1B:1987": NOT_REGISTERED,
     "LFM2-8B-A1B:1993": NOT_REGISTERED,
@@ -245,8 +252,20 @@ KNOWN_FAILURES: dict[str, str] = {
 
 KNOWN_FAILURES_VLLM: dict[str, str] = {
     "llama3_json:simple": TEXT_AROUND_JSON,
-    "llama3_json:arguments_key": 'a call with "arguments" instead of "parameters" is not read',
+    "llama3_json:arguments_key": ARGUMENTS_KEY,
     "llama3_json:multiple_json_surrounding_text": TEXT_AROUND_JSON,
+    "hermes:non_streaming_tool_call_until_eos": UNCLOSED,
+    "kimi_k2:tool_call_with_content_before": KIMI_SPACES,
+    "kimi_k2:multi_tool_call_with_content_before": KIMI_SPACES,
+    "kimi_k2:mixed_spacing_tool_calls": KIMI_SPACES,
+    "kimi_k2:invalid_json": BROKEN_CALL,
+    "kimi_k2:invalid_funcall": KIMI_SPACES,
+    "minimax_m2:streaming_with_extra_attributes_in_tags": EXTRA_ATTRIBUTES,
+    "minimax_m2:non_streaming_with_extra_attributes": EXTRA_ATTRIBUTES,
+    "seed_oss:no_tools": NOT_REGISTERED,
+    "seed_oss:tool_call_0_thinking_budget": NOT_REGISTERED,
+    "seed_oss:tool_call_512_thinkg_budget": NOT_REGISTERED,
+    "seed_oss:tool_call_unlimited_thinking_budget": NOT_REGISTERED,
 }
 
 
