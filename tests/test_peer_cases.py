@@ -73,6 +73,8 @@ NO_SECTION = "tolerance: a call without its section markers or end is not read"
 UNCLOSED = "tolerance: a call whose closing tag never came is not read"
 KIMI_SPACES = "whitespace between Kimi's section and call markers is not read"
 BROKEN_CALL = "a call with broken JSON stays text; the peer returns it as a call"
+EOS_TOKEN = "the end-of-sentence token after the calls stays in the family's content"
+MISTRAL_NO_ARGS = "[TOOL_CALLS]name{...} without [ARGS] (the peer's tokenizer drops the token)"
 EXTRA_ATTRIBUTES = "extra attributes on <invoke>/<parameter> tags are not read"
 
 KNOWN_FAILURES: dict[str, str] = {
@@ -266,6 +268,32 @@ KNOWN_FAILURES_VLLM: dict[str, str] = {
     "seed_oss:tool_call_0_thinking_budget": NOT_REGISTERED,
     "seed_oss:tool_call_512_thinkg_budget": NOT_REGISTERED,
     "seed_oss:tool_call_unlimited_thinking_budget": NOT_REGISTERED,
+    "pythonic:no_tool_call": NOT_REGISTERED,
+    "pythonic:simple": NOT_REGISTERED,
+    "pythonic:more_types": NOT_REGISTERED,
+    "pythonic:parameterless": NOT_REGISTERED,
+    "pythonic:empty_dict": NOT_REGISTERED,
+    "pythonic:empty_list": NOT_REGISTERED,
+    "pythonic:escaped_string": NOT_REGISTERED,
+    "pythonic:parallel_calls": NOT_REGISTERED,
+    "pythonic:streaming_tool_call_with_large_steps": NOT_REGISTERED,
+    "llama4_pythonic:no_tool_call": NOT_REGISTERED,
+    "llama4_pythonic:simple": NOT_REGISTERED,
+    "llama4_pythonic:more_types": NOT_REGISTERED,
+    "llama4_pythonic:parameterless": NOT_REGISTERED,
+    "llama4_pythonic:empty_dict": NOT_REGISTERED,
+    "llama4_pythonic:empty_list": NOT_REGISTERED,
+    "llama4_pythonic:escaped_string": NOT_REGISTERED,
+    "llama4_pythonic:parallel_calls": NOT_REGISTERED,
+    "llama4_pythonic:python_tag": NOT_REGISTERED,
+    "llama4_pythonic:parallel_calls_python_start": NOT_REGISTERED,
+    "llama4_pythonic:parallel_calls_python_start_spaced": NOT_REGISTERED,
+    "llama4_pythonic:streaming_tool_call_with_large_steps": NOT_REGISTERED,
+    "deepseek_v32:with_end_of_sentence_token": EOS_TOKEN,
+    "mistral:v11_single_tool_add": MISTRAL_NO_ARGS,
+    "mistral:v11_single_tool_weather": MISTRAL_NO_ARGS,
+    "mistral:streaming_multiple_tools": BROKEN_CALL,
+    "qwen3coder:fallback_no_tags": NO_OPENER,
 }
 
 
