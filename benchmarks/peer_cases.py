@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolwire import get_family
+from toolwire import family_names, get_family
 from toolwire.arguments import prepare_arguments
 from toolwire.errors import FormatError, ToolwireError
 from toolwire.formats.base import ParseResult
@@ -209,6 +209,10 @@ def _print(title: str, outcomes: Mapping[str, Outcome], failures: bool) -> None:
     ok = sum(p for _, p, _ in rows)
     n = sum(t for _, _, t in rows)
     print(f"\n{title}: {ok}/{n} passed ({ok / max(n, 1):.1%})")
+    known = {*family_names(), "none"}
+    ok_k = sum(p for f, p, _ in rows if f in known)
+    n_k = sum(t for f, _, t in rows if f in known)
+    print(f"  families registered here: {ok_k}/{n_k} passed ({ok_k / max(n_k, 1):.1%})")
     for family, p, t in rows:
         print(f"  {family:<18} {p:>4} / {t:<4}")
     if failures:
