@@ -108,6 +108,8 @@ def _call(family: str, i: int) -> str:
         )
     if family == "words":
         return _words_call(i, args)
+    if family in ("lfm2", "pythonic", "gemma4"):
+        return _literal_call(family, args)
     if family in ("deepseek-r1", "deepseek-v3.1", "deepseek-dsml"):
         return _deepseek_call(family, args)
     if i % 2:
@@ -137,6 +139,22 @@ def _deepseek_call(family: str, args: dict[str, object]) -> str:
         + call
         + "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
     )
+
+
+def _literal_call(family: str, args: dict[str, object]) -> str:
+    """A call written with literal arguments: Python's (LFM2, the bare list) or Gemma 4's."""
+    if family == "gemma4":
+        inner = ",".join(
+            f'{k}:<|"|>{v}<|"|>' if isinstance(v, str) else f"{k}:{json.dumps(v)}"
+            for k, v in args.items()
+        )
+        return "<|tool_call>call:write_file{" + inner + "}<tool_call|>"
+    call = "write_file(" + ", ".join(f"{k}={v!r}" for k, v in args.items()) + ")"
+    if family == "lfm2":
+        return "<|tool_call_start|>[" + call + "]<|tool_call_end|>"
+    return "[" + call + "]"
+
+
 def _as_text(value: object) -> str:
     """A value as the XML-like templates write it: strings verbatim, others as JSON."""
     return value if isinstance(value, str) else json.dumps(value)
@@ -167,11 +185,15 @@ def make_reply(family: str, size: int) -> tuple[str, int]:
     while total < size:
         if family == "llama3":
             piece = ("; " if parts else "") + _call(family, i)
+        elif family == "pythonic":  # the whole reply is one list of calls
+            piece = (", " if parts else "[") + _call(family, i)[1:-1]
         else:
             piece = f"Now file {i}, as asked.\n" + _call(family, i) + "\n"
         parts.append(piece)
         total += len(piece)
         i += 1
+    if family == "pythonic":
+        parts.append("]")
     return "".join(parts), i
 
 
@@ -270,6 +292,9 @@ def main() -> None:
         "kimi-k2",
         "minimax",
         *_LISTS,
+        "lfm2",
+        "gemma4",
+        "pythonic",
         "words",
     ]:
         bench(family, sizes)

@@ -85,6 +85,8 @@ COMMON_END_TOKENS = (
     "[e~[",  # MiniMax M2
     "<|END_OF_TURN_TOKEN|>",
     "<SPECIAL_12>",
+    "<|tool_response>",  # Gemma 4: a turn that calls tools stops here for the results
+    "<turn|>",  # Gemma 4
 )
 _SENTINEL_EOS = "<|toolwire-eos|>"
 _SENTINEL_BOS = "<|toolwire-bos|>"

@@ -6,6 +6,7 @@ from ..errors import FormatError
 from .base import Family
 from .deepseek import DeepSeekR1, DeepSeekV31
 from .deepseek_dsml import DeepSeekDsml
+from .gemma4 import Gemma4
 from .glm import Glm
 from .hermes import Hermes
 from .jsonlist import Apertus, Apriel, CommandR7B, Firefunction, Granite, NemotronV2
@@ -13,6 +14,7 @@ from .kimi import KimiK2
 from .llama3 import Llama3
 from .minimax import MiniMax
 from .mistral import Mistral
+from .pythonic import Lfm2, Pythonic
 from .qwen_xml import QwenXml
 
 __all__ = ["FORMAT_SETTINGS", "family_names", "get_family"]
@@ -36,6 +38,9 @@ _FAMILIES: dict[str, Family] = {
         Apertus(),
         Firefunction(),
         CommandR7B(),
+        Lfm2(),
+        Gemma4(),
+        Pythonic(),
     )
 }
 
