@@ -21,10 +21,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..events import ReasoningDelta
-from ..messages import ToolCall
 from .base import Family
-from .markerstream import DONE, FAILED, OPEN, WS, Body, MarkerStream, expect_any
-from .pyliteral import GEMMA, LiteralReader
+from .markerstream import DONE, FAILED, OPEN, WS, MarkerStream, expect_any
+from .pyliteral import GEMMA, LiteralBody
 from .scan import Markers
 from .textargs import NameReader
 
@@ -42,19 +41,12 @@ _CHANNEL_END = Markers((_END_CHANNEL,))
 _PREFIX, _NAME, _ARGS, _CLOSE = range(4)
 
 
-class _Gemma4Body(Body):
+class _Gemma4Body(LiteralBody):
+    dialect = GEMMA
+
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
         self.names = NameReader("{", "tool name")
-        self.name = ""
-        self.index = -1
-        self.id = ""
-        self.text: list[str] = []
-        self.reader: LiteralReader | None = None
-
-    def _delta(self, text: str) -> None:
-        self.text.append(text)
-        self.stream._args(self.index, text)
 
     def step(self, s: str, i: int) -> tuple[int, bool]:
         state = self.state
@@ -68,9 +60,8 @@ class _Gemma4Body(Body):
             name, j = self.names.read(self, s, i)
             if name is None:
                 return j, False
-            self.name = name
-            self.index, self.id = self.announce(name)
-            self.reader = LiteralReader(GEMMA, self._delta)
+            self.open_call(name)
+            self.start_value()
             self.state = _ARGS
             return j, True
         if state == _ARGS:
@@ -84,17 +75,13 @@ class _Gemma4Body(Body):
         return j, False
 
     def _args(self, s: str, i: int) -> tuple[int, bool]:
-        reader = self.reader
-        assert reader is not None
-        j = reader.feed(s, i)
-        if reader.problem:
-            return self.fail(j, f"the arguments: {reader.problem}"), False
-        if not reader.done:
+        j, complete = self.feed_value(s, i, "the arguments")
+        if not complete:
             return j, False
-        if not isinstance(reader.value, dict):
+        assert self.reader is not None
+        if not isinstance(self.reader.value, dict):
             return self.fail(i, "the arguments are not a mapping"), False
-        call = ToolCall(self.id, self.name, reader.value, "".join(self.text))
-        self.calls.append((self.index, call))
+        self.end_call(self.reader.value)
         self.state = _CLOSE
         return j, True
 

@@ -34,10 +34,9 @@ import json
 import re
 from typing import Any, ClassVar
 
-from ..messages import ToolCall
 from .base import Family
-from .markerstream import DONE, FAILED, OPEN, WS, Body, MarkerStream, expect_literal
-from .pyliteral import PYTHON, LiteralReader
+from .markerstream import DONE, FAILED, OPEN, WS, MarkerStream, expect_literal
+from .pyliteral import PYTHON, LiteralBody
 from .textargs import NameReader
 
 __all__ = ["Lfm2", "Pythonic"]
@@ -53,9 +52,10 @@ _ARG_NAME = re.compile(r"[A-Za-z_$][\w$\-]*\Z")
 _OPEN_LIST, _NEXT, _NAME, _PAREN, _ARG, _KEY, _EQ, _VALUE, _AFTER_ARG, _AFTER_CALL, _END = range(11)
 
 
-class CallListBody(Body):
+class CallListBody(LiteralBody):
     """Reads ``[NAME(key=value, ...), ...]`` from its ``[``, then the family's ``end``."""
 
+    dialect = PYTHON
     #: The text that must follow the list (after optional whitespace), if any.
     end: ClassVar[str] = ""
     #: Calls must name a declared tool when the tools are known.
@@ -67,17 +67,8 @@ class CallListBody(Body):
         self.looked = False
         self.names = NameReader("(", "tool name")
         self.keys = NameReader("=,)" + WS, "argument name")
-        self.name = ""
         self.key = ""
-        self.index = -1
-        self.id = ""
         self.args: dict[str, Any] = {}
-        self.text: list[str] = []
-        self.reader: LiteralReader | None = None
-
-    def _delta(self, text: str) -> None:
-        self.text.append(text)
-        self.stream._args(self.index, text)
 
     def step(self, s: str, i: int) -> tuple[int, bool]:
         state = self.state
@@ -157,36 +148,31 @@ class CallListBody(Body):
         tools = self.stream.tools
         if self.declared_only and tools.known and not tools.has(self.name):
             return self.fail(i, f"{self.name!r} is not a declared tool"), False
-        self.index, self.id = self.announce(self.name)
+        self.open_call(self.name)
         self.args = {}
-        self.text = []
         self.state = _ARG
         return i + 1, True
 
     def _start_value(self, i: int) -> tuple[int, bool]:
-        self._delta(("{" if not self.args else ", ") + _json_key(self.key))
+        self.delta(
+            ("{" if not self.args else ", ") + json.dumps(self.key, ensure_ascii=False) + ": "
+        )
         self.args[self.key] = None  # a placeholder keeps the order and catches a repeat
-        self.reader = LiteralReader(PYTHON, self._delta)
+        self.start_value()
         self.state = _VALUE
         return i + 1, True
 
     def _value(self, s: str, i: int) -> tuple[int, bool]:
-        reader = self.reader
-        assert reader is not None
-        j = reader.feed(s, i)
-        if reader.problem:
-            return self.fail(j, f"the value of {self.key!r}: {reader.problem}"), False
-        if not reader.done:
-            return j, False
-        self.args[self.key] = reader.value
-        self.reader = None
-        self.state = _AFTER_ARG
-        return j, True
+        j, complete = self.feed_value(s, i, f"the value of {self.key!r}")
+        if complete:
+            assert self.reader is not None
+            self.args[self.key] = self.reader.value
+            self.state = _AFTER_ARG
+        return j, complete
 
     def _call_end(self, i: int) -> tuple[int, bool]:
-        self._delta("}" if self.text else "{}")
-        call = ToolCall(self.id, self.name, dict(self.args), "".join(self.text))
-        self.calls.append((self.index, call))
+        self.delta("}" if self.text else "{}")
+        self.end_call(dict(self.args))
         self.names = NameReader("(", "tool name")
         self.state = _AFTER_CALL
         return i + 1, True
@@ -197,10 +183,6 @@ class CallListBody(Body):
             return i + 1, True
         self.status = DONE
         return i + 1, False
-
-
-def _json_key(key: str) -> str:
-    return json.dumps(key, ensure_ascii=False) + ": "
 
 
 # ----------------------------------------------------------------------------- LFM2
