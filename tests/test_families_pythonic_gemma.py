@@ -584,6 +584,19 @@ def test_arguments_stream_while_a_string_is_written() -> None:
     )
 
 
+def test_llama_cpp_partial_call_streams_its_name_and_arguments_so_far() -> None:
+    from toolwire import CallArgsDelta, CallStart
+
+    s = get_family("lfm2").stream(LLAMA_TOOLS)
+    events = s.feed(f"{S}[special_function(arg1=")
+    assert [e.name for e in events if isinstance(e, CallStart)] == ["special_function"]
+    assert "".join(e.text for e in events if isinstance(e, CallArgsDelta)) == '{"arg1": '
+    s = get_family("gemma4").stream(LLAMA_TOOLS)
+    events = s.feed(f"{C}get_time{{city:{Q}Lon")
+    assert [e.name for e in events if isinstance(e, CallStart)] == ["get_time"]
+    assert "".join(e.text for e in events if isinstance(e, CallArgsDelta)) == '{"city": "Lon'
+
+
 _PIECES = [
     *(S, E, Q, C, CE, "<|channel>", "<channel|>", "thought", "<|python_start|>", "<|python_end|>"),
     *("get_weather", "city", "days", "3", "True", "null", "x"),
