@@ -110,6 +110,8 @@ def _call(family: str, i: int) -> str:
         return _xml_more_call(family, args)
     if family == "words":
         return _words_call(i, args)
+    if family in ("lfm2", "pythonic", "gemma4"):
+        return _literal_call(family, args)
     if family in ("deepseek-r1", "deepseek-v3.1", "deepseek-dsml"):
         return _deepseek_call(family, args)
     if i % 2:
@@ -159,6 +161,20 @@ def _xml_more_call(family: str, args: dict[str, object]) -> str:
     return f'{ns}<tool_call>\n{ns}<invoke name="write_file">{params}{ns}</invoke>\n{ns}</tool_call>'
 
 
+def _literal_call(family: str, args: dict[str, object]) -> str:
+    """A call written with literal arguments: Python's (LFM2, the bare list) or Gemma 4's."""
+    if family == "gemma4":
+        inner = ",".join(
+            f'{k}:<|"|>{v}<|"|>' if isinstance(v, str) else f"{k}:{json.dumps(v)}"
+            for k, v in args.items()
+        )
+        return "<|tool_call>call:write_file{" + inner + "}<tool_call|>"
+    call = "write_file(" + ", ".join(f"{k}={v!r}" for k, v in args.items()) + ")"
+    if family == "lfm2":
+        return "<|tool_call_start|>[" + call + "]<|tool_call_end|>"
+    return "[" + call + "]"
+
+
 def _as_text(value: object) -> str:
     """A value as the XML-like templates write it: strings verbatim, others as JSON."""
     return value if isinstance(value, str) else json.dumps(value)
@@ -189,11 +205,15 @@ def make_reply(family: str, size: int) -> tuple[str, int]:
     while total < size:
         if family == "llama3":
             piece = ("; " if parts else "") + _call(family, i)
+        elif family == "pythonic":  # the whole reply is one list of calls
+            piece = (", " if parts else "[") + _call(family, i)[1:-1]
         else:
             piece = f"Now file {i}, as asked.\n" + _call(family, i) + "\n"
         parts.append(piece)
         total += len(piece)
         i += 1
+    if family == "pythonic":
+        parts.append("]")
     return "".join(parts), i
 
 
@@ -295,6 +315,9 @@ def main() -> None:
         "minicpm5",
         "minimax-m3",
         *_LISTS,
+        "lfm2",
+        "gemma4",
+        "pythonic",
         "words",
     ]:
         bench(family, sizes)

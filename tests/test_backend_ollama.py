@@ -120,7 +120,7 @@ def test_to_ollama_keeps_unreadable_arguments_visible() -> None:
 
 
 def test_another_refusal_is_a_backend_error(server: FakeOpenAIServer) -> None:
-    server.add_error(404, "model \"qwen9\" not found, try pulling it first")
+    server.add_error(404, 'model "qwen9" not found, try pulling it first')
     with pytest.raises(BackendError) as info:
         events(server, Request([{"role": "user", "content": "hi"}], TOOLS))
     assert info.value.status == 404 and "not found" in str(info.value)

@@ -157,9 +157,7 @@ def test_arguments_are_repaired_alike_streamed_or_not(
     assert streamed_calls(gateway, ASK) == [("a", "get_weather", given)]
 
 
-def test_the_connection_to_the_upstream_is_reused(
-    upstream: FakeOpenAIServer, gateway: str
-) -> None:
+def test_the_connection_to_the_upstream_is_reused(upstream: FakeOpenAIServer, gateway: str) -> None:
     for _ in range(3):
         upstream.add_stream(
             tool_call_deltas([("a", "get_weather", '{"city": "Oslo"}')]),

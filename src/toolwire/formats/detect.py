@@ -86,6 +86,8 @@ COMMON_END_TOKENS = (
     "<|END_OF_TURN_TOKEN|>",
     "<SPECIAL_12>",
     "<seed:eos>",  # ByteDance Seed-OSS
+    "<|tool_response>",  # Gemma 4: a turn that calls tools stops here for the results
+    "<turn|>",  # Gemma 4
 )
 _SENTINEL_EOS = "<|toolwire-eos|>"
 _SENTINEL_BOS = "<|toolwire-bos|>"

@@ -6,6 +6,7 @@ from ..errors import FormatError
 from .base import Family
 from .deepseek import DeepSeekR1, DeepSeekV31
 from .deepseek_dsml import DeepSeekDsml
+from .gemma4 import Gemma4
 from .glm import Glm
 from .hermes import Hermes
 from .jsonlist import Apertus, Apriel, CommandR7B, Firefunction, Granite, NemotronV2
@@ -15,6 +16,7 @@ from .minicpm import MiniCpm5
 from .minimax import MiniMax
 from .minimax_m3 import MiniMaxM3
 from .mistral import Mistral
+from .pythonic import Lfm2, Pythonic
 from .qwen_xml import QwenXml
 from .seed_oss import SeedOss
 
@@ -42,6 +44,9 @@ _FAMILIES: dict[str, Family] = {
         SeedOss(),
         MiniCpm5(),
         MiniMaxM3(),
+        Lfm2(),
+        Gemma4(),
+        Pythonic(),
     )
 }
 

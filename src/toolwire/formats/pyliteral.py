@@ -1,0 +1,437 @@
+"""Argument values written as literals, read by hand as they stream: Python's, or Gemma 4's.
+
+LFM2 (``<|tool_call_start|>[f(a=1)]<|tool_call_end|>``) and Llama 4's bare list
+(``[f(a=1)]``) write each argument as a Python literal; Gemma 4 writes
+``{key:<|"|>text<|"|>,n:3}``. Both are the same small grammar of strings, numbers, a few
+named constants, lists and mappings, differing only in the details a :class:`Dialect` names.
+
+Nothing here calls ``eval`` or ``ast.literal_eval``: :class:`LiteralReader` is one explicit
+state machine with a stack instead of recursion, so a value of any size is read in linear
+time, nesting deeper than ``MAX_JSON_DEPTH`` fails at once, and a chunk may end anywhere (the
+reader stops at the start of a partial token, never more than a few characters, and the
+caller holds those back). The value is handed on as JSON values, untyped, and as JSON text
+streamed while it is read, so a long string argument reaches the client as it is written.
+
+Tolerances, each because a template or llama.cpp's reading of these models needs it:
+
+- Python strings may hold raw newlines and tabs (LFM2.5's template writes values verbatim
+  between quotes); the escapes are Python's.
+- The Python dialect also reads JSON's ``true``/``false``/``null`` (LFM2.5's template writes
+  mappings with ``tojson``); Gemma's also reads ``None`` (what Jinja makes of a null).
+- Trailing commas where Python allows them, ``[1, 2,]``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..messages import ToolCall
+from .base import MAX_JSON_DEPTH
+from .markerstream import DONE, FAILED, WS, Body, MarkerStream, expect_literal
+from .scan import Markers
+
+__all__ = ["GEMMA", "PYTHON", "Dialect", "LiteralBody", "LiteralReader"]
+
+#: The longest number or named constant read; longer is no literal (and never reaches int()).
+MAX_TOKEN = 64
+#: The longest bare key (Gemma), like a tool or parameter name.
+MAX_KEY = 256
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one family writes literals."""
+
+    #: The string delimiter, or "" for Python's quotes (``'``, ``"`` and their triples).
+    string_delimiter: str
+    #: The named constants and their values.
+    words: Mapping[str, Any] = field(default_factory=dict)
+    #: Mapping keys may be written bare, up to the ``:`` (Gemma).
+    bare_keys: bool = False
+    #: A comma may follow the last item of a list or mapping.
+    trailing_comma: bool = False
+
+
+PYTHON = Dialect(
+    "",
+    {"True": True, "False": False, "None": None, "true": True, "false": False, "null": None},
+    trailing_comma=True,
+)
+GEMMA = Dialect('<|"|>', {"true": True, "false": False, "null": None, "None": None}, bare_keys=True)
+
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\Z")
+_NUMBER_CHARS = re.compile(r"[-+0-9.eE]*")
+_WORD_CHARS = re.compile(r"[A-Za-z_]*")
+_KEY_CHARS = re.compile(r"[^\s:{}\[\],<>\"']*")
+#: Python's one-character escapes; a backslash before a newline continues the line.
+_SIMPLE_ESCAPES = {**dict(zip("\\'\"abfnrtv", "\\'\"\a\b\f\n\r\t\v", strict=True)), "\n": ""}
+_HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
+_OCTAL = "01234567"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+# states
+_VALUE, _ITEM, _KEY, _COLON, _AFTER, _STRING, _NUMBER_TOKEN, _WORD, _BARE_KEY = range(9)
+
+
+def _run(chars: re.Pattern[str], s: str, i: int) -> int:
+    """The end of the run of ``chars`` at ``s[i]``."""
+    m = chars.match(s, i)
+    return i if m is None else m.end()
+
+
+class _Frame:
+    """An open list or mapping."""
+
+    __slots__ = ("container", "count", "key")
+
+    def __init__(self, container: list[Any] | dict[str, Any]) -> None:
+        self.container = container
+        self.count = 0
+        self.key: str | None = None
+
+
+class LiteralReader:
+    """Reads one literal value, fed as successive ``(text, start)`` pieces.
+
+    :meth:`feed` returns where it stopped: past the value once ``done``; at the offending
+    character once ``problem`` is set; else at the end of the text or at the start of a
+    partial token (a quote, an escape, a delimiter) the caller holds until more text comes.
+    ``emit`` receives the value as JSON text while it is read.
+    """
+
+    def __init__(
+        self, dialect: Dialect, emit: Callable[[str], None], max_depth: int = MAX_JSON_DEPTH
+    ) -> None:
+        self.dialect = dialect
+        self._emit = emit
+        self._max_depth = max_depth
+        self._stack: list[_Frame] = []
+        self._state = _VALUE
+        self._parts: list[str] = []  # the string, number, word or bare key being read
+        self._size = 0
+        self._closer = ""
+        self._delimiter = Markers((dialect.string_delimiter,)) if dialect.string_delimiter else None
+        self._is_key = False
+        self._surrogates = False
+        self.value: Any = None
+        self.done = False
+        self.problem = ""
+
+    # ------------------------------------------------------------------ feeding
+
+    def feed(self, s: str, i: int) -> int:
+        n = len(s)
+        while i < n and not self.done and not self.problem:
+            j = self._step(s, i)
+            if j < 0:  # a partial token at s[i]: wait for more
+                break
+            i = j
+        return i
+
+    def _fail(self, i: int, problem: str) -> int:
+        self.problem = problem
+        return i
+
+    def _step(self, s: str, i: int) -> int:
+        """One step from ``s[i]``: where it got to, ``-1`` to wait (or ``i`` with a problem)."""
+        state = self._state
+        if state == _STRING:
+            return self._string(s, i)
+        if state in (_NUMBER_TOKEN, _WORD, _BARE_KEY):
+            return self._token(s, i)
+        c = s[i]
+        if c in WS:
+            return i + 1
+        if state == _VALUE:
+            return self._value_start(s, i)
+        frame = self._stack[-1]
+        if state == _ITEM:  # after ``[`` or a list's comma
+            if c == "]" and (frame.count == 0 or self.dialect.trailing_comma):
+                return self._close(i)
+            return self._value_start(s, i)
+        if state == _KEY:  # after ``{`` or a mapping's comma
+            if c == "}" and (frame.count == 0 or self.dialect.trailing_comma):
+                return self._close(i)
+            if self._opens_string(s, i):
+                return self._open_string(s, i, is_key=True)
+            if self.dialect.bare_keys and _run(_KEY_CHARS, s, i) > i:
+                self._state = _BARE_KEY
+                self._parts, self._size = [], 0
+                return i
+            return self._fail(i, "a mapping key that is not a string")
+        if state == _COLON:
+            if c != ":":
+                return self._fail(i, "no : after a mapping key")
+            self._state = _VALUE
+            return i + 1
+        # _AFTER: an item is complete
+        is_map = isinstance(frame.container, dict)
+        if c == ",":
+            self._state = _KEY if is_map else _ITEM
+            return i + 1
+        if c == ("}" if is_map else "]"):
+            return self._close(i)
+        return self._fail(i, f"expected , or {'}' if is_map else ']'}")
+
+    # ------------------------------------------------------------------ values
+
+    def _value_start(self, s: str, i: int) -> int:
+        c = s[i]
+        if self._opens_string(s, i):
+            return self._open_string(s, i, is_key=False)
+        if c in "[{":
+            if len(self._stack) >= self._max_depth:
+                return self._fail(i, f"nested deeper than {self._max_depth}")
+            self._separate()
+            self._emit(c)
+            container: list[Any] | dict[str, Any] = [] if c == "[" else {}
+            self._stack.append(_Frame(container))
+            self._state = _ITEM if c == "[" else _KEY
+            return i + 1
+        if c in "-+.0123456789":
+            self._state = _NUMBER_TOKEN
+        elif c.isalpha() or c == "_":
+            self._state = _WORD
+        else:
+            return self._fail(i, f"{c!r} does not start a value")
+        self._parts, self._size = [], 0
+        return i
+
+    def _separate(self) -> None:
+        """A value starts: in a list after the first item, the JSON text needs a comma."""
+        if self._stack and isinstance(self._stack[-1].container, list) and self._stack[-1].count:
+            self._emit(", ")
+
+    def _complete(self, value: Any, text: str | None) -> None:
+        """A value is read; ``text`` is its JSON when not already emitted."""
+        if text is not None:
+            self._separate()
+            self._emit(text)
+        if not self._stack:
+            self.value = value
+            self.done = True
+            return
+        frame = self._stack[-1]
+        if isinstance(frame.container, list):
+            frame.container.append(value)
+        else:
+            assert frame.key is not None
+            frame.container[frame.key] = value
+            frame.key = None
+        frame.count += 1
+        self._state = _AFTER
+
+    def _key(self, key: str, i: int) -> int:
+        frame = self._stack[-1]
+        assert isinstance(frame.container, dict)
+        if key in frame.container:
+            return self._fail(i, f"the key {key!r} is given twice")
+        frame.key = key
+        self._emit((", " if frame.count else "") + json.dumps(key, ensure_ascii=False) + ": ")
+        self._state = _COLON
+        return i
+
+    def _close(self, i: int) -> int:
+        frame = self._stack.pop()
+        self._emit("]" if isinstance(frame.container, list) else "}")
+        self._complete(frame.container, None)
+        return i + 1
+
+    # ------------------------------------------------------------------ tokens
+
+    def _token(self, s: str, i: int) -> int:
+        """A number, a named constant or a bare key, read up to the first other character."""
+        state = self._state
+        chars = _NUMBER_CHARS if state == _NUMBER_TOKEN else _WORD_CHARS
+        if state == _BARE_KEY:
+            chars = _KEY_CHARS
+        j = _run(chars, s, i)
+        self._parts.append(s[i:j])
+        self._size += j - i
+        if self._size > (MAX_KEY if state == _BARE_KEY else MAX_TOKEN):
+            return self._fail(i, "a value too long to be a literal")
+        if j == len(s):
+            return j
+        token = "".join(self._parts)
+        self._parts = []
+        if state == _BARE_KEY:
+            return self._key(token, j)
+        if state == _WORD:
+            if token not in self.dialect.words:
+                return self._fail(i, f"{token!r} is not a value")
+            value = self.dialect.words[token]
+            self._complete(value, json.dumps(value))
+            return j
+        if not _NUMBER.match(token):
+            return self._fail(i, f"{token!r} is not a number")
+        number: int | float
+        if any(c in token for c in ".eE"):
+            number = float(token)
+            if number in (float("inf"), float("-inf")):
+                return self._fail(i, f"{token} is too large for a number")
+        else:
+            number = int(token)
+        self._complete(number, json.dumps(number))
+        return j
+
+    # ------------------------------------------------------------------ strings
+
+    def _opens_string(self, s: str, i: int) -> bool:
+        delimiter = self.dialect.string_delimiter
+        if delimiter:
+            return s[i] == delimiter[0]
+        return s[i] in "'\""
+
+    def _open_string(self, s: str, i: int, *, is_key: bool) -> int:
+        delimiter = self.dialect.string_delimiter
+        if delimiter:
+            status, j = expect_literal(s, i, delimiter)
+            if status == FAILED:
+                return self._fail(i, f"{s[i]!r} does not start a value")
+            if status != DONE:
+                return -1
+            self._closer = delimiter
+        else:
+            q = s[i]
+            ahead = s[i : i + 3]
+            if ahead == q * 3:
+                self._closer = q * 3
+            elif len(ahead) < 3 and ahead == q * len(ahead):
+                return -1  # ' or '' at the end: maybe the start of '''
+            else:
+                self._closer = q
+            j = i + len(self._closer)
+        self._is_key = is_key
+        self._parts = []
+        self._surrogates = False
+        self._state = _STRING
+        if not is_key:
+            self._separate()
+            self._emit('"')
+        return j
+
+    def _piece(self, text: str) -> None:
+        if text:
+            self._parts.append(text)
+            if not self._is_key:  # a lone surrogate (half of a \u pair) only as an escape
+                ascii_only = self._surrogates and _SURROGATE.search(text) is not None
+                self._emit(json.dumps(text, ensure_ascii=ascii_only)[1:-1])
+
+    def _string(self, s: str, i: int) -> int:
+        if self._delimiter is not None:  # no escapes: the text up to the delimiter
+            j, end = self._delimiter.scan(s, i)
+            self._piece(s[i:j])
+            if not end:
+                return j if j > i else -1
+            return self._close_string(j + len(end))
+        q = self._closer[0]
+        j = s.find(q, i)
+        k = s.find("\\", i, len(s) if j < 0 else j)
+        stop = k if k >= 0 else (len(s) if j < 0 else j)
+        self._piece(s[i:stop])
+        if stop == len(s):
+            return stop
+        if k >= 0:
+            return self._escape(s, k, stop > i)
+        if s.startswith(self._closer, j):
+            return self._close_string(j + len(self._closer))
+        if self._closer.startswith(s[j:]):
+            return j if j > i else -1  # part of a closing ''' at the end: wait
+        self._piece(q)  # one quote inside a triple-quoted string
+        return j + 1
+
+    def _escape(self, s: str, k: int, moved: bool) -> int:
+        """Decode the escape at ``s[k]`` (a backslash)."""
+        if k + 1 >= len(s):
+            return k if moved else -1
+        c = s[k + 1]
+        if c in _SIMPLE_ESCAPES:
+            self._piece(_SIMPLE_ESCAPES[c])
+            return k + 2
+        if c == "\r":  # a line continuation written with \r\n
+            if k + 2 >= len(s):
+                return k if moved else -1
+            return k + (3 if s[k + 2] == "\n" else 2)
+        if c in _OCTAL:
+            digits = re.match(r"[0-7]{1,3}", s[k + 1 : k + 4])
+            assert digits is not None
+            if digits.end() < 3 and k + 1 + digits.end() == len(s):
+                return k if moved else -1  # maybe more digits to come
+            self._piece(chr(int(digits.group(), 8)))
+            return k + 1 + digits.end()
+        if c in _HEX_ESCAPES:
+            width = _HEX_ESCAPES[c]
+            digits_text = s[k + 2 : k + 2 + width]
+            if not re.fullmatch(r"[0-9a-fA-F]*", digits_text):
+                return self._fail(k, f"a bad \\{c} escape")
+            if len(digits_text) < width:
+                return k if moved else -1
+            code = int(digits_text, 16)
+            if code > 0x10FFFF:
+                return self._fail(k, f"a bad \\{c} escape")
+            self._surrogates = self._surrogates or 0xD800 <= code <= 0xDFFF
+            self._piece(chr(code))
+            return k + 2 + width
+        self._piece("\\" + c)  # Python keeps an unknown escape as written
+        return k + 2
+
+    def _close_string(self, j: int) -> int:
+        text = "".join(self._parts)
+        self._parts = []
+        if self._surrogates:  # a pair written as two \u escapes is one character
+            text = text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
+        if self._is_key:
+            return self._key(text, j)
+        self._emit('"')
+        self._complete(text, None)
+        return j
+
+
+class LiteralBody(Body):
+    """A body reading one call at a time whose argument values are literals in ``dialect``.
+
+    The call is announced by :meth:`open_call`; each value is read by :meth:`feed_value`
+    while its JSON text streams to the call (:meth:`delta`); :meth:`end_call` completes it.
+    """
+
+    dialect: ClassVar[Dialect]
+
+    def __init__(self, stream: MarkerStream) -> None:
+        super().__init__(stream)
+        self.name = ""
+        self.index = -1
+        self.id = ""
+        self.text: list[str] = []
+        self.reader: LiteralReader | None = None
+
+    def delta(self, text: str) -> None:
+        """Argument text for the current call."""
+        self.text.append(text)
+        self.stream._args(self.index, text)
+
+    def open_call(self, name: str) -> None:
+        self.name = name
+        self.index, self.id = self.announce(name)
+        self.text = []
+
+    def start_value(self) -> None:
+        self.reader = LiteralReader(self.dialect, self.delta)
+
+    def feed_value(self, s: str, i: int, what: str) -> tuple[int, bool]:
+        """Feed the value being read: ``(where it stopped, whether it is complete)``; the
+        complete value is ``reader.value``. A value that is no literal fails the body."""
+        reader = self.reader
+        assert reader is not None
+        j = reader.feed(s, i)
+        if reader.problem:
+            return self.fail(j, f"{what}: {reader.problem}"), False
+        return j, reader.done
+
+    def end_call(self, args: dict[str, Any]) -> None:
+        """The current call is complete with ``args``: it joins ``calls``."""
+        call = ToolCall(self.id, self.name, args, "".join(self.text))
+        self.calls.append((self.index, call))

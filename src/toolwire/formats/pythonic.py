@@ -1,0 +1,335 @@
+"""Calls written as a Python list of calls: LFM2's tagged list, and Llama 4's bare one.
+
+- ``lfm2`` (LFM2, LFM2.5): ``<|tool_call_start|>[get_weather(city='Paris', days=3),
+  other(a=1)]<|tool_call_end|>``, anywhere in the reply.
+- ``pythonic`` (Llama 4, and models told to answer the same way): ``[f(a=1, b="x"), g()]``
+  with no marker (``<|python_start|>``/``<|python_end|>`` around it are accepted).
+
+Each call is ``NAME(key=value, ...)``: a (possibly dotted) name, keyword arguments only,
+each value a Python literal read by :mod:`toolwire.formats.pyliteral` (never evaluated). The
+arguments are handed on as the JSON values they spell, untyped, and their JSON text streams
+while the call is read.
+
+The bare list has no marker, so it is read only where it cannot be anything else, and these
+rules decide it:
+
+1. The reply must *be* the list: after optional whitespace (and thinking, which the reply
+   stream splits off first), the first character is ``[``, and after the closing ``]`` only
+   whitespace follows. Text before or after makes the whole reply text.
+2. Each item must look like a call: a name, then ``(`` at once. ``[link text](url)``,
+   ``[1] a footnote``, ``[x, y]`` fail at the first character a call cannot hold, and stay
+   text without a notice — nothing there looked like a call.
+3. When the tools are known, every call must name a declared tool (``ToolIndex.has``);
+   without tools any well-formed name is read, as for every other family.
+4. Once ``NAME(`` was read, a list that does not end as calls is text with a
+   ``call-not-read`` notice: the model meant a call and the user should know it was not run.
+
+Calls are announced as soon as their name and ``(`` are read, and end only when the reply
+does (rule 1); a reply that breaks a rule aborts them and becomes text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, ClassVar
+
+from .base import Family
+from .markerstream import DONE, FAILED, OPEN, WS, MarkerStream, expect_literal
+from .pyliteral import PYTHON, LiteralBody
+from .textargs import NameReader
+
+__all__ = ["Lfm2", "Pythonic"]
+
+_LFM2_OPEN = "<|tool_call_start|>"
+_LFM2_CLOSE = "<|tool_call_end|>"
+_PY_START = "<|python_start|>"
+_PY_END = "<|python_end|>"
+#: A tool name: dotted words (``Calendar.create_event``), hyphens allowed as in tool names.
+_TOOL_NAME = re.compile(r"[A-Za-z_][\w\-]*(?:\.[A-Za-z_][\w\-]*)*\Z")
+_ARG_NAME = re.compile(r"[A-Za-z_$][\w$\-]*\Z")
+
+_OPEN_LIST, _NEXT, _NAME, _PAREN, _ARG, _KEY, _EQ, _VALUE, _AFTER_ARG, _AFTER_CALL, _END = range(11)
+
+
+class CallListBody(LiteralBody):
+    """Reads ``[NAME(key=value, ...), ...]`` from its ``[``, then the family's ``end``."""
+
+    dialect = PYTHON
+    #: The text that must follow the list (after optional whitespace), if any.
+    end: ClassVar[str] = ""
+    #: Calls must name a declared tool when the tools are known.
+    declared_only: ClassVar[bool] = False
+
+    def __init__(self, stream: MarkerStream) -> None:
+        super().__init__(stream)
+        #: ``NAME(`` was read: what failed after it was meant as a call.
+        self.looked = False
+        self.names = NameReader("(", "tool name")
+        self.keys = NameReader("=,)" + WS, "argument name")
+        self.key = ""
+        self.args: dict[str, Any] = {}
+
+    def step(self, s: str, i: int) -> tuple[int, bool]:
+        state = self.state
+        if state == _VALUE:
+            return self._value(s, i)
+        if state in (_NAME, _KEY):
+            return self._name(s, i)
+        if s[i] in WS:
+            return i + 1, True
+        c = s[i]
+        if state == _OPEN_LIST:
+            if c != "[":
+                return self.fail(i, "no [ opens the call list"), False
+            self.state = _NEXT
+        elif state == _NEXT:  # after [ or a comma between calls
+            if c == "]" and self.calls:
+                return self._list_end(i)
+            if c == "]":
+                return self.fail(i, "the call list is empty"), False
+            self.state = _NAME
+            return i, True
+        elif state == _PAREN:
+            return self._paren(s, i)
+        elif state == _ARG:  # after ( or a comma between arguments
+            if c == ")":
+                return self._call_end(i)
+            self.state = _KEY
+            return i, True
+        elif state == _AFTER_ARG:
+            if c == ")":
+                return self._call_end(i)
+            if c != ",":
+                return self.fail(i, "expected , or ) after an argument"), False
+            self.state = _ARG
+        elif state == _EQ:
+            if c != "=":
+                return self.fail(i, "an argument without =; only key=value arguments"), False
+            return self._start_value(i)
+        elif state == _AFTER_CALL:
+            if c == "]":
+                return self._list_end(i)
+            if c != ",":
+                return self.fail(i, "expected , or ] after a call"), False
+            self.state = _NEXT
+        else:  # _END
+            j = self.expect(s, i, self.end, f"text after the call list before {self.end}")
+            if j < 0:
+                return i, False
+            self.status = DONE
+            return j, False
+        return i + 1, True
+
+    def _name(self, s: str, i: int) -> tuple[int, bool]:
+        """The tool's name (state ``_NAME``) or an argument's (``_KEY``)."""
+        reader = self.names if self.state == _NAME else self.keys
+        name, j = reader.read(self, s, i)
+        if name is None:
+            return j, self.status == OPEN and j < len(s)
+        if self.state == _NAME:
+            if not _TOOL_NAME.match(name):
+                return self.fail(i, f"{name[:40]!r} is not a tool name"), False
+            self.name = name
+            self.state = _PAREN
+        else:
+            if not _ARG_NAME.match(name):
+                return self.fail(i, f"{name[:40]!r} is not an argument name"), False
+            if name in self.args:
+                return self.fail(i, f"the argument {name!r} is given twice"), False
+            self.key = name
+            self.state = _EQ
+        return j, True
+
+    def _paren(self, s: str, i: int) -> tuple[int, bool]:
+        if s[i] != "(":
+            return self.fail(i, "no ( after the tool's name"), False
+        self.looked = True
+        tools = self.stream.tools
+        if self.declared_only and tools.known and not tools.has(self.name):
+            return self.fail(i, f"{self.name!r} is not a declared tool"), False
+        self.open_call(self.name)
+        self.args = {}
+        self.state = _ARG
+        return i + 1, True
+
+    def _start_value(self, i: int) -> tuple[int, bool]:
+        self.delta(
+            ("{" if not self.args else ", ") + json.dumps(self.key, ensure_ascii=False) + ": "
+        )
+        self.args[self.key] = None  # a placeholder keeps the order and catches a repeat
+        self.start_value()
+        self.state = _VALUE
+        return i + 1, True
+
+    def _value(self, s: str, i: int) -> tuple[int, bool]:
+        j, complete = self.feed_value(s, i, f"the value of {self.key!r}")
+        if complete:
+            assert self.reader is not None
+            self.args[self.key] = self.reader.value
+            self.state = _AFTER_ARG
+        return j, complete
+
+    def _call_end(self, i: int) -> tuple[int, bool]:
+        self.delta("}" if self.text else "{}")
+        self.end_call(dict(self.args))
+        self.names = NameReader("(", "tool name")
+        self.state = _AFTER_CALL
+        return i + 1, True
+
+    def _list_end(self, i: int) -> tuple[int, bool]:
+        if self.end:
+            self.state = _END
+            return i + 1, True
+        self.status = DONE
+        return i + 1, False
+
+
+# ----------------------------------------------------------------------------- LFM2
+
+
+class _Lfm2Body(CallListBody):
+    end = _LFM2_CLOSE
+
+
+class Lfm2Stream(MarkerStream):
+    marker = _LFM2_OPEN
+    body_class = _Lfm2Body
+
+
+class Lfm2(Family):
+    name = "lfm2"
+    label = "LFM2 <|tool_call_start|>[NAME(key=value)]<|tool_call_end|> (LFM2, LFM2.5)"
+    markers = (_LFM2_OPEN,)
+    stream_class = Lfm2Stream
+
+
+# ----------------------------------------------------------------------------- bare list
+
+
+class _PythonicBody(CallListBody):
+    declared_only = True
+
+
+_START, _CALLS, _TRAILER, _TEXT = range(4)
+
+
+class PythonicStream(MarkerStream):
+    """The whole reply is one call list (see the module docstring for the rules)."""
+
+    marker = "["
+    body_class = _PythonicBody
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._state = _START
+        self._lead: list[str] = []  # whitespace and the python tag before the list, held
+        self._raw = []  # the list and what follows it, held until the reply ends
+        self._tagged = False
+        self._closed = False
+
+    def _content(self, text: str) -> None:
+        if self._state == _TEXT:
+            self._text(text)
+            return
+        s = self._take_held() + text
+        i = 0
+        n = len(s)
+        while i < n:
+            state = self._state
+            if state == _TEXT:
+                self._text(s[i:])
+                return
+            if state == _CALLS:
+                i = self._read_list(s, i)
+                if self._held:
+                    return
+                continue
+            j = i
+            while j < n and s[j] in WS:
+                j += 1
+            (self._lead if state == _START else self._raw).append(s[i:j])
+            i = j
+            if i == n:
+                return
+            i = self._start(s, i) if state == _START else self._trailer(s, i)
+            if self._held:
+                return
+
+    def _start(self, s: str, i: int) -> int:
+        if s[i] == "[":
+            self._body = self.new_body()
+            self._state = _CALLS
+            return i
+        status, j = expect_literal(s, i, _PY_START)
+        if self._tagged or status == FAILED:
+            self._to_text("")
+            return i
+        if status == OPEN:
+            self._held = s[i:]
+            return len(s)
+        self._tagged = True
+        self._lead.append(_PY_START)
+        return j
+
+    def _read_list(self, s: str, i: int) -> int:
+        body = self._body
+        assert isinstance(body, CallListBody)
+        k = body.feed(s, i)
+        self._raw.append(s[i:k])
+        if body.status == OPEN:
+            self._held = s[k:]
+        elif body.status == FAILED:
+            self._to_text(body.reason if body.looked else "")
+        else:
+            self._state = _TRAILER
+        return k
+
+    def _trailer(self, s: str, i: int) -> int:
+        status, j = expect_literal(s, i, _PY_END)
+        if not self._tagged or self._closed or status == FAILED:
+            self._to_text("text after the call list")
+            return i
+        if status == OPEN:
+            self._held = s[i:]
+            return len(s)
+        self._closed = True
+        self._raw.append(_PY_END)
+        return j
+
+    def _to_text(self, reason: str) -> None:
+        """The reply is not (only) a call list: all of it is reply text."""
+        body = self._body
+        for index, cid in body.started if body is not None else ():
+            self._abort(index, cid, reason or "not a call")
+        if reason:
+            self._notice("call-not-read", f"the reply is not a call list ({reason})")
+        self._text("".join(self._lead) + "".join(self._raw))
+        self._lead, self._raw = [], []
+        self._body = None
+        self._state = _TEXT
+
+    def _content_end(self) -> None:
+        held = self._take_held()
+        body = self._body
+        if self._state == _START:
+            self._text("".join(self._lead) + held)
+        elif self._state == _CALLS and body is not None:
+            self._raw.append(held)
+            body.end_of_reply()
+            self._to_text(body.reason if isinstance(body, CallListBody) and body.looked else "")
+        elif self._state == _TRAILER and body is not None:
+            if held:
+                self._raw.append(held)
+                self._to_text("text after the call list")
+            else:
+                for index, call in body.calls:
+                    self._end(index, call)
+        self._state = _TEXT
+
+
+class Pythonic(Family):
+    name = "pythonic"
+    label = "Python call list [NAME(key=value), ...] as the whole reply (Llama 4)"
+    markers = (_PY_START, "[")
+    stream_class = PythonicStream
