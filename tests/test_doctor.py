@@ -55,14 +55,14 @@ def test_every_corpus_template(name: str, capsys: pytest.CaptureFixture[str]) ->
     code, out, err = run(["doctor", str(FIXTURES / name)], capsys)
     assert err == "" and "Traceback" not in out
     lines = out.splitlines()
-    assert lines[-1].startswith("tool calling ")  # the verdict closes the report
+    assert lines[-1] == diagnose(load_template(FIXTURES / name)).verdict  # the last line
     checks = lines[1:-1]
     assert checks and all(ln[:2] in ("✓ ", "✗ ", "! ") for ln in checks)
     if expected == "none":
         assert code == 1
         assert checks[0].startswith("✗ family: no family reads this template's calls")
         assert TEXT_AND_WORDS in checks[0] and "(the tool format 'none')" in checks[0]
-        assert "will not work" in lines[-1]
+        assert lines[-1].startswith("no tool calling in this template's own format")
     else:
         assert code == 0, out
         assert checks[0].startswith(f"✓ family: {expected}: ")
@@ -99,20 +99,25 @@ def test_a_template_without_a_tool_format_says_calls_are_text(
     assert f"✗ family: no family reads this template's calls: {TEXT_AND_WORDS}" in out
     report = diagnose(load_template(FIXTURES / name))
     assert not report.ok and report.format == "none"
-    assert TEXT_AND_WORDS in report.verdict
+    assert "offer the tools in words and read calls from the reply's text" in report.verdict
     # nothing to read calls back with: no round-trip checks are claimed
     assert [c.name for c in report.checks if c.required] == ["family"]
 
 
-def test_what_the_plain_templates_lose() -> None:
+def test_with_no_family_the_conversation_is_checked_in_words() -> None:
+    # Phi-3.5's template ignores tool calls and tool messages, but with no family toolwire
+    # sends the tools and results in words: that is the conversation the doctor renders
     phi = diagnose(load_template(FIXTURES / "microsoft-Phi-3.5-mini-instruct.jinja"))
     assert "(it writes no call at all)" in check(phi, "family").message
-    assert check(phi, "tool result").message.startswith("the template drops the tool result")
-    assert not check(phi, "tools offered").ok
+    assert check(phi, "tool result").message == "the tool's result reaches the prompt (in words)"
+    assert check(phi, "tools offered").message == "the tools are named in the prompt (in words)"
     # Gemma 2 refuses the probe conversation itself: the template's own words, no traceback
     gemma = diagnose(load_template(FIXTURES / "google-gemma-2-2b-it.jinja"))
     assert "Conversation roles must alternate" in check(gemma, "family").message
-    assert "System role not supported" in check(gemma, "conversation").message
+    conversation = check(gemma, "conversation")
+    assert not conversation.ok and not conversation.required
+    assert conversation.message.startswith("the template refuses a tool conversation (in words)")
+    assert "System role not supported" in conversation.message
 
 
 def test_a_template_that_never_describes_the_tools_still_round_trips() -> None:
@@ -186,6 +191,7 @@ def test_different_arguments_are_shown_expected_and_got() -> None:
     assert '"just in case\\".\\nSee you at 6.' in message  # expected
     assert '"just in case\\". See you at 6.' in message  # got
     assert "get_weather" not in message  # the first call read back right
+    assert report.verdict == f"tool calling will not work as the template means it: {message}"
 
 
 def test_markup_left_between_calls_is_named() -> None:

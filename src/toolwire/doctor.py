@@ -24,6 +24,7 @@ from .errors import ArgumentsError, LimitError, TemplateError
 from .formats.base import Family, ParseResult
 from .formats.detect import assistant_text, detect_format
 from .messages import ToolCall
+from .prompted import tools_in_words, transcript_in_words
 from .templates import ChatTemplate
 
 __all__ = ["DOCTOR_CALLS", "DOCTOR_TOOLS", "Check", "Report", "diagnose"]
@@ -80,6 +81,8 @@ _USER = {
 _RESULT = "sunny-and-mild"
 _ANSWER = "Sunny and mild for three days."
 _FOLLOW_UP = "Thanks! And in Lyon?"
+#: The context a local model gets by default (``--ctx``): enough for the tools in full words.
+_WORDS_CONTEXT = 4096
 #: ``none`` means: calls are read as text, and tools are offered in words.
 _NO_FAMILY = (
     "no family reads this template's calls: its calls will be read as text; "
@@ -129,6 +132,11 @@ class Report:
             advice = [c.name for c in self.checks if not c.ok]
             but = f" (but see: {', '.join(advice)})" if advice else ""
             return f"tool calling works with this template: calls are read as {self.format}{but}"
+        if self.format == "none":
+            return (
+                "no tool calling in this template's own format: toolwire will offer the tools "
+                "in words and read calls from the reply's text"
+            )
         first = next(c for c in self.checks if c.required and not c.ok)
         return f"tool calling will not work as the template means it: {first.message}"
 
@@ -272,9 +280,14 @@ def _read_back(rendering: _Rendering) -> list[Check]:
 
 
 def _conversation(template: ChatTemplate, family: Family | None) -> list[Check]:
-    """A whole tool conversation: do the tools and the tool's result reach the prompt?"""
+    """A whole tool conversation, as toolwire would send it: do the tools and the tool's
+    result reach the prompt? With no family the tools go in words (listed in the system
+    prompt, results as user text), so that is the conversation rendered.
+
+    Only the first tool is called, so the second one's name is in the prompt only when the
+    template (or the words) describe the tools."""
     call = DOCTOR_CALLS[0]
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You are terse."},
         _USER,
         _assistant([call]),
@@ -282,31 +295,40 @@ def _conversation(template: ChatTemplate, family: Family | None) -> list[Check]:
         {"role": "assistant", "content": _ANSWER},
         {"role": "user", "content": _FOLLOW_UP},
     ]
+    tools: list[dict[str, Any]] | None = DOCTOR_TOOLS
+    how = ""
+    if family is None:
+        listing, _ = tools_in_words(DOCTOR_TOOLS, _WORDS_CONTEXT)
+        messages, tools, how = transcript_in_words(messages, listing), None, " (in words)"
     try:
         prompt = template.render(
             messages,
-            DOCTOR_TOOLS,
+            tools,
             add_generation_prompt=True,
             call_ids=family.call_ids if family else "keep",
         )
     except (TemplateError, LimitError) as exc:
-        message = f"the template refuses a tool conversation: {exc}"
+        message = f"the template refuses a tool conversation{how}: {exc}"
         return [Check("conversation", False, message, required=False)]
     checks = []
     if _RESULT in prompt:
-        checks.append(Check("tool result", True, "the tool's result reaches the prompt", False))
+        message = f"the tool's result reaches the prompt{how}"
+        checks.append(Check("tool result", True, message, required=False))
     else:
-        message = "the template drops the tool result: the model never sees what a tool returned"
+        message = (
+            f"the template drops the tool result{how}: the model never sees what a tool returned"
+        )
         checks.append(Check("tool result", False, message, required=False))
     missing = [name for name in _SCHEMAS if name not in prompt]
     if missing:
         message = (
-            "the template does not describe the tools to the model: "
+            f"the template does not describe the tools to the model{how}: "
             f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} nowhere in the prompt"
         )
         checks.append(Check("tools offered", False, message, required=False))
     else:
-        checks.append(Check("tools offered", True, "the tools are named in the prompt", False))
+        message = f"the tools are named in the prompt{how}"
+        checks.append(Check("tools offered", True, message, required=False))
     return checks
 
 
