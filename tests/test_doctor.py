@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -322,3 +323,13 @@ def test_a_gguf_without_a_tool_format(
     code, out, _ = run(["doctor", str(smollm2_gguf)], capsys)
     assert code == 1
     assert TEXT_AND_WORDS in out
+
+
+def test_the_readme_shows_what_the_command_prints() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (shown,) = [
+        b for b in re.findall(r"^```text\n(.*?)^```$", readme, re.M | re.S) if "✗ family:" in b
+    ]
+    path = shown.split(" ", 1)[0]
+    done = _script(path)
+    assert done.returncode == 1 and done.stdout == shown
