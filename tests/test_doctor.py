@@ -195,6 +195,42 @@ def test_different_arguments_are_shown_expected_and_got() -> None:
     assert report.verdict == f"tool calling will not work as the template means it: {message}"
 
 
+def test_arguments_that_do_not_fit_the_schema_are_explained(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # the template writes the boolean as the word "yes": typing by the schema refuses it
+    tpl = hermes(arguments="tc.function.arguments | tojson | replace('true', '\"yes\"')")
+    report = diagnose(tpl)
+    assert not report.ok and check(report, "calls read").ok
+    message = check(report, "arguments").message
+    assert message.startswith("calls read back with different arguments: get_weather: ")
+    assert 'metric: expected true or false, got the text "yes"' in message
+    # the command prints the explanation on the check's one line
+    path = tmp_path / "yes.jinja"
+    path.write_text(tpl.source, encoding="utf-8")
+    code, out, _ = run(["doctor", str(path)], capsys)
+    assert code == 1
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("✗ arguments: ")]
+    assert 'metric: expected true or false, got the text "yes"' in line
+
+
+def test_a_call_the_family_cannot_read_is_counted_and_shown() -> None:
+    # the second call's JSON loses its closing brace: one call read, the other left as text
+    cut = "(tc.function.arguments | tojson)[:-1]"
+    tpl = hermes(
+        arguments=f"{cut} if tc.function.name == 'send_note' else tc.function.arguments | tojson"
+    )
+    report = diagnose(tpl)
+    assert not report.ok
+    read = check(report, "calls read")
+    assert read.message.startswith("the family reads 1 of the 2 calls the template writes; ")
+    assert "it stays reply text" in read.message  # the family's own notice
+    assert "the template wrote: '<tool_call>" in read.message
+    assert check(report, "no markup left").message.startswith(
+        "markup is left in the reply text: '<tool_call>"
+    )
+
+
 def test_markup_left_between_calls_is_named() -> None:
     report = diagnose(hermes(between="{% if not loop.first %}and then {% endif %}"))
     assert not report.ok

@@ -114,7 +114,8 @@ def _doctor_lines(source: str, report: Any, marks: dict[str, str]) -> str:
     lines = [f"{source} (template {report.template})"]
     for check in report.checks:
         state = "ok" if check.ok else "fail" if check.required else "advice"
-        lines.append(f"{marks[state]} {check.name}: {check.message}")
+        message = " ".join(check.message.splitlines())  # one check, one line
+        lines.append(f"{marks[state]} {check.name}: {message}")
     lines.append(report.verdict)
     return "\n".join(lines)
 
