@@ -1,6 +1,8 @@
 """The ``toolwire`` command: a thin shell over the library.
 
-``detect`` names the tool-call format a template teaches; ``render`` prints the prompt a
+``detect`` names the tool-call format a template teaches; ``doctor`` checks that calls go
+through the template and back exactly, one line per check (exit 1 when they do not);
+``render`` prints the prompt a
 template makes of a conversation; ``parse`` reads a reply in one family's grammar (or with
 the reader for tools in words), whole or as a stream of chunks, and with the tools given
 prints each call's arguments typed by its schema, with the repairs that took; ``args`` reads
@@ -100,6 +102,38 @@ def _cmd_detect(args: argparse.Namespace) -> int:
             )
         )
     return 0
+
+
+#: How ``doctor`` marks a check: held, failed, or failed but only advice; in ASCII for a
+#: terminal that cannot show the marks.
+_MARKS = {"ok": "✓", "fail": "✗", "advice": "!"}
+_ASCII_MARKS = {"ok": "ok", "fail": "FAIL", "advice": "warn"}
+
+
+def _doctor_lines(source: str, report: Any, marks: dict[str, str]) -> str:
+    lines = [f"{source} (template {report.template})"]
+    for check in report.checks:
+        state = "ok" if check.ok else "fail" if check.required else "advice"
+        message = " ".join(check.message.splitlines())  # one check, one line
+        lines.append(f"{marks[state]} {check.name}: {message}")
+    lines.append(report.verdict)
+    return "\n".join(lines)
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from .doctor import diagnose
+
+    template, source = _template(args.path)
+    report = diagnose(template)
+    if args.json:
+        _print_json({"source": source, **report.to_json()})
+    else:
+        try:
+            print(_doctor_lines(source, report, _MARKS))
+        except UnicodeEncodeError:
+            text = _doctor_lines(source, report, _ASCII_MARKS)
+            print(text.encode("ascii", "backslashreplace").decode())
+    return 0 if report.ok else 1
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
@@ -406,6 +440,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     d.add_argument("--json", action="store_true", help="details as JSON after the first line")
     d.set_defaults(run=_cmd_detect)
+
+    o = sub.add_parser(
+        "doctor", help="check that tool calling works through a template, and say why not"
+    )
+    o.add_argument(
+        "path", nargs="?", help=".jinja or .gguf file (default: the default local model)"
+    )
+    o.add_argument("--json", action="store_true", help="the checks as JSON")
+    o.set_defaults(run=_cmd_doctor)
 
     r = sub.add_parser("render", help="print the prompt a template makes of a conversation")
     r.add_argument("path", nargs="?", help=".jinja or .gguf file (default: the default model)")
