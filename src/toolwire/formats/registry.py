@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from ..errors import FormatError
 from .base import Family
+from .command_r import CommandRPlus
 from .deepseek import DeepSeekR1, DeepSeekV31
 from .deepseek_dsml import DeepSeekDsml
+from .functionary import FunctionaryV31, FunctionaryV32
+from .gigachat import GigaChat
 from .glm import Glm
 from .hermes import Hermes
 from .jsonlist import Apertus, Apriel, CommandR7B, Firefunction, Granite, NemotronV2
@@ -36,6 +39,10 @@ _FAMILIES: dict[str, Family] = {
         Apertus(),
         Firefunction(),
         CommandR7B(),
+        FunctionaryV31(),
+        FunctionaryV32(),
+        GigaChat(),
+        CommandRPlus(),
     )
 }
 
