@@ -28,7 +28,7 @@ from .markerstream import DONE, FAILED, OPEN, WS, Body, MarkerStream, expect_lit
 from .scan import Markers
 from .textargs import NameReader
 
-__all__ = ["ArgsBody", "FunctionaryV31", "FunctionaryV32", "OpeningsStream"]
+__all__ = ["ArgsBody", "FunctionaryV31", "FunctionaryV32", "OpeningsStream", "end_after_call"]
 
 
 class OpeningsStream(MarkerStream):
@@ -98,6 +98,13 @@ class ArgsBody(Body):
         if s[i] != "{":
             self.fail(i, problem)
         return i, s[i] == "{"
+
+
+def end_after_call(body: Body) -> None:
+    """The reply ended where a block of complete calls may go on or end: the calls stand,
+    and the piece held back for a closing marker (cut short) is reply text."""
+    body.status = DONE
+    body.stream._text(body.stream._raw[-1])
 
 
 # --------------------------------------------------------------------------- v3.1

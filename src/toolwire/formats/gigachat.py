@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .base import Family
 from .callshape import CallShape
-from .functionary import OpeningsStream
+from .functionary import OpeningsStream, end_after_call
 from .jsoncall import JsonCall
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream, expect_literal
 
@@ -57,8 +57,7 @@ class _GigaChatBody(Body):
         if self.state != _POST:
             super().end_of_reply()
             return
-        self.status = DONE  # a separator cut short is text after the call
-        self.stream._text(self.stream._raw[-1])
+        end_after_call(self)
 
 
 class GigaChatStream(OpeningsStream):

@@ -15,8 +15,10 @@ from .jsonlist import Apertus, Apriel, CommandR7B, Firefunction, Granite, Nemotr
 from .kimi import KimiK2
 from .llama3 import Llama3
 from .minimax import MiniMax
+from .minimax_m1 import MiniMaxM1
 from .mistral import Mistral
 from .qwen_xml import QwenXml
+from .solar import SolarOpen
 
 __all__ = ["FORMAT_SETTINGS", "family_names", "get_family"]
 
@@ -43,6 +45,8 @@ _FAMILIES: dict[str, Family] = {
         FunctionaryV32(),
         GigaChat(),
         CommandRPlus(),
+        MiniMaxM1(),
+        SolarOpen(),
     )
 }
 
