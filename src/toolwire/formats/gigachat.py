@@ -7,7 +7,8 @@
 
 The whole separator, role name and all, opens the call: ``<|message_sep|>`` alone only ends
 a message, and is no call. The templates render one call per turn (the first of the turn's
-calls); a reply that writes another call message after the first is read as a second call.
+calls); a reply that writes another call message after the first (or another
+``<|function_call|>``) is read as a second call.
 """
 
 from __future__ import annotations
@@ -46,10 +47,15 @@ class _GigaChatBody(Body):
                 return self.fail(i, "no JSON object after the function call role"), False
             self.state = _OBJECT
             return i, True
-        # _POST: the message's own separator ends the call; any other text is reply text
-        status, j = expect_literal(s, i, _MESSAGE_SEP)
+        # _POST: another call message, the message's own separator, or reply text
+        status, j = expect_literal(s, i, _CALL_V3)
+        if status == DONE:  # the separator ends this call's message and opens the next
+            self.call = JsonCall(self.stream, _SHAPE)
+            self.state = _PRE
+            return j, True
         if status == OPEN:
             return i, False
+        status, j = expect_literal(s, i, _MESSAGE_SEP)
         self.status = DONE
         return (j if status == DONE else i), False
 
@@ -57,6 +63,9 @@ class _GigaChatBody(Body):
         if self.state != _POST:
             super().end_of_reply()
             return
+        raw = self.stream._raw
+        if raw[-1].startswith(_MESSAGE_SEP):  # the call's message ended; the rest is text
+            raw[-1] = raw[-1][len(_MESSAGE_SEP) :]
         end_after_call(self)
 
 

@@ -3,11 +3,13 @@
 In full: ``<|tool_calls|><|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{...}``
 ``<|tool_call:end|>``, the ``<|tool_call:begin|>…<|tool_call:end|>`` part repeated for each
 call of the turn, and ``<|calls|>`` may close the block. The id the model writes is kept as the
-call's id (a fresh one is made when it writes none, or one it already used). Text after the
+call's id (a fresh one is made when it writes none, or one the reply already used). Text after the
 last call is reply text.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from .base import Family
 from .functionary import ArgsBody, OpeningsStream, end_after_call
@@ -35,6 +37,8 @@ _LITERALS = {
 
 
 class _SolarBody(ArgsBody):
+    stream: SolarOpenStream
+
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
         self.names = NameReader("<", "tool name")
@@ -60,8 +64,9 @@ class _SolarBody(ArgsBody):
             i, found = self.object_start(s, i, f"no JSON object after {_ARGS}")
             if found:
                 call_id = "".join(self.id_parts)
-                used = any(cid == call_id for _index, cid in self.started)
+                used = call_id in self.stream.ids
                 self.start_args(self.name, None if used or not call_id else call_id)
+                self.stream.ids.add(self.call_id)
                 self.state = _OBJECT
             return i, self.status == OPEN
         if state == _OBJECT:
@@ -101,6 +106,11 @@ class _SolarBody(ArgsBody):
 class SolarOpenStream(OpeningsStream):
     openings = (_CALLS,)
     body_class = _SolarBody
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: The call ids of the reply so far: each call's id is its own.
+        self.ids: set[str] = set()
 
 
 class SolarOpen(Family):
