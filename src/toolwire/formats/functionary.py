@@ -131,6 +131,8 @@ class _V31Body(ArgsBody):
             if self.opened == _PYTHON_TAG:
                 if not self.stream.tools.has(_PYTHON):
                     return self.fail(i, "python is not a declared tool"), False
+                self.name = _PYTHON
+                self.index, self.call_id = self.announce(_PYTHON)
                 self.state = _CODE
             else:
                 self.state = _NAME
@@ -173,6 +175,9 @@ class _V31Body(ArgsBody):
     def _end_code(self) -> None:
         """The code is complete: a JSON object is the arguments, anything else the code."""
         code = "".join(self.code)
+        if not code.strip():
+            self.fail(0, "no code after <|python_tag|>")
+            return
         args: Any = None
         if code.strip().startswith("{"):
             try:
@@ -180,19 +185,18 @@ class _V31Body(ArgsBody):
             except (ValueError, RecursionError):
                 args = None
         text = code.strip() if isinstance(args, dict) else ""
-        index, cid = self.announce(_PYTHON)
         if not isinstance(args, dict):
             args = {"code": code}
-            text = ""
-        if text:
-            self.stream._args(index, text)
-        call = ToolCall(cid, _PYTHON, args, text, text_values=not text)
-        self.calls.append((index, call))
+        self.stream._args(self.index, text)
+        call = ToolCall(self.call_id, _PYTHON, args, text, text_values=not text)
+        self.calls.append((self.index, call))
         self.status = DONE
 
     def end_of_reply(self) -> None:
-        if self.state == _START and self.opened == _PYTHON_TAG:
-            self.state = _CODE if self.stream.tools.has(_PYTHON) else _START
+        if self.state == _START and self.opened == _PYTHON_TAG:  # the tag ends the reply
+            self.step("", 0)
+        if self.status != OPEN:
+            return
         if self.state == _CODE:  # the code runs to the end of the reply (and what was held)
             self.code.append(self.stream._raw[-1])
             self._end_code()
