@@ -320,7 +320,12 @@ def test_llama_cpp_cases(family: str, output: str, content: str, calls: list[Cal
 # ------------------------------------------------------------- decisions the grammars need
 
 
-PYTHON = [{"type": "function", "function": {"name": "python", "parameters": {}}}]
+PYTHON = [
+    {
+        "type": "function",
+        "function": {"name": "python", "description": "Run Python code.", "parameters": {}},
+    }
+]
 
 
 def test_functionary_python_tag_is_a_call_to_a_declared_python_tool_only() -> None:
@@ -332,12 +337,19 @@ def test_functionary_python_tag_is_a_call_to_a_declared_python_tool_only() -> No
     # as the template renders a past call: the arguments themselves
     result = parse("functionary-v3.1", '<|python_tag|>{"code": "1 + 1"}', PYTHON)
     assert [(c.name, c.arguments) for c in result.calls] == [("python", {"code": "1 + 1"})]
+    # code that only starts like JSON is code
+    result = parse("functionary-v3.1", "<|python_tag|>{1: 2} | {3: 4}", PYTHON)
+    assert [c.arguments for c in result.calls] == [{"code": "{1: 2} | {3: 4}"}]
     # no python tool: the tag and the code stay text, said so
     result = parse("functionary-v3.1", "<|python_tag|>1 + 1", TOOLS)
     assert result.calls == [] and result.content == "<|python_tag|>1 + 1" and result.notices
-    reply = "Let me run it.<|python_tag|>" + code
-    for k in range(len(reply) + 1):
-        check_stream("functionary-v3.1", reply, [reply[:k], reply[k:]], tools=PYTHON)
+    for reply in (
+        "Let me run it.<|python_tag|>" + code,
+        '<|python_tag|> {"code": "1"}<function=python>{"code": "2"}</function>',
+        "<|python_tag|>{1: 2}<|eom_id|>",
+    ):
+        for k in range(len(reply) + 1):
+            check_stream("functionary-v3.1", reply, [reply[:k], reply[k:]], tools=PYTHON)
 
 
 def test_functionary_v32_recipient_at_the_start_must_be_declared() -> None:
@@ -464,6 +476,29 @@ def test_functionary_v32_prompt_ends_with_the_recipient_marker() -> None:
     assert prompt.endswith("<|start_header_id|>assistant<|end_header_id|>\n\n>>>")
     found = detect_format(tpl)
     assert found.call_text == 'get_weather\n{"city": "Paris", "days": 3}'
+
+
+def test_functionary_v31_template_python_call_round_trip() -> None:
+    tpl = load_template(FIXTURES / "meetkai-functionary-medium-v3.1.jinja")
+    tools = PYTHON + TOOLS
+    call = ToolCall("c1", "python", {"code": 'print("hi")'})
+    text, _ = assistant_text(tpl, [USER], [_turn([call, CALLS[0]])], tools)
+    assert text.startswith('<|python_tag|>{"code": ') and "<function=get_weather>" in text
+    result = get_family("functionary-v3.1").parse(text, tools)
+    assert [(c.name, c.arguments) for c in result.calls] == [
+        ("python", {"code": 'print("hi")'}),
+        ("get_weather", {"city": "Paris", "days": 3}),
+    ]
+
+
+def test_functionary_v32_template_text_then_calls() -> None:
+    tpl = load_template(FIXTURES / "meetkai-functionary-medium-v3.2.jinja")
+    turn = {**_turn(CALLS), "content": "Let me check."}
+    text, _ = assistant_text(tpl, [USER], [turn], TOOLS)
+    assert text.startswith("all\nLet me check.>>>get_weather\n")
+    result = get_family("functionary-v3.2").parse(text, TOOLS)
+    assert result.content == "Let me check." and not result.notices
+    assert [(c.name, typed(c)) for c in result.calls] == [(c.name, c.arguments) for c in CALLS]
 
 
 def test_gigachat_template_renders_only_the_first_call() -> None:

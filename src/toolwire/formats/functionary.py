@@ -4,8 +4,9 @@
   writes a call to a tool named ``python`` as ``<|python_tag|>`` then its arguments; the model
   writes the code itself there. That form is read as a call to ``python`` only when a tool of
   that name is declared (the code interpreter the template's "Environment: ipython" line
-  announces): the rest of the reply up to ``<|eom_id|>`` is the code, ``{"code": CODE}``, or
-  the arguments themselves when it is a JSON object (as the template renders a past call).
+  announces): a JSON object there is the arguments (as the template renders a past call, and
+  another call may follow it); anything else is code up to ``<|eom_id|>`` or the reply's end,
+  ``{"code": CODE}``.
 - v3.2: ``>>>NAME\\n{...}``, repeated; ``>>>all\\n`` opens plain text for the user. The
   generation prompt ends with ``>>>``, so a reply starts with the recipient itself
   (``get_weather\\n{...}`` or ``all\\nHello``): the stream starts as if ``>>>`` had just been
@@ -116,7 +117,7 @@ _EOM = "<|eom_id|>"
 _CODE_END = Markers((_EOM,))
 _PYTHON = "python"
 
-_START, _NAME, _NAME_END, _OBJ_WAIT, _OBJECT, _CLOSE, _CODE = range(7)
+_START, _NAME, _NAME_END, _OBJ_WAIT, _OBJECT, _CLOSE, _CODE_START, _CODE = range(8)
 
 
 class _V31Body(ArgsBody):
@@ -124,6 +125,7 @@ class _V31Body(ArgsBody):
         super().__init__(stream)
         self.names = NameReader(">", "tool name")
         self.code: list[str] = []
+        self.json_code = False  # reading the code as a JSON object of arguments
 
     def step(self, s: str, i: int) -> tuple[int, bool]:
         state = self.state
@@ -133,10 +135,21 @@ class _V31Body(ArgsBody):
                     return self.fail(i, "python is not a declared tool"), False
                 self.name = _PYTHON
                 self.index, self.call_id = self.announce(_PYTHON)
-                self.state = _CODE
+                self.state = _CODE_START
             else:
                 self.state = _NAME
             return i, True
+        if state == _CODE_START:  # a JSON object here is the arguments (the template's form)
+            if s[i] in WS:
+                self.code.append(s[i])
+                return i + 1, True
+            self.state = _CODE
+            if s[i] == "{":
+                self.scanner = ObjectScanner()
+                self.json_code = True
+            return i, True
+        if state == _CODE and self.json_code:
+            return self._json_code(s, i)
         if state == _CODE:
             j, end = _CODE_END.scan(s, i)
             self.code.append(s[i:j])
@@ -172,6 +185,28 @@ class _V31Body(ArgsBody):
         self.status = DONE
         return j, False
 
+    def _json_code(self, s: str, i: int) -> tuple[int, bool]:
+        """Read the JSON object after the tag; text that is none is code after all."""
+        k = self.scanner.feed(s, i)
+        self.code.append(s[i:k])
+        if self.scanner.failed:
+            self.json_code = False
+            return k, True
+        if not self.scanner.done:
+            return k, False
+        text = self.scanner.text()
+        try:
+            args = loads_json(text)
+        except (ValueError, RecursionError):
+            args = None
+        if not isinstance(args, dict):
+            self.json_code = False
+            return k, True
+        self.stream._args(self.index, text.strip())
+        self.calls.append((self.index, ToolCall(self.call_id, _PYTHON, args, text.strip())))
+        self.status = DONE
+        return k, False
+
     def _end_code(self) -> None:
         """The code is complete: a JSON object is the arguments, anything else the code."""
         code = "".join(self.code)
@@ -197,7 +232,7 @@ class _V31Body(ArgsBody):
             self.step("", 0)
         if self.status != OPEN:
             return
-        if self.state == _CODE:  # the code runs to the end of the reply (and what was held)
+        if self.state in (_CODE_START, _CODE):  # the code runs to the reply's end (and held)
             self.code.append(self.stream._raw[-1])
             self._end_code()
             return
