@@ -342,7 +342,11 @@ def test_functionary_python_tag_is_a_call_to_a_declared_python_tool_only() -> No
     assert [c.arguments for c in result.calls] == [{"code": "{1: 2} | {3: 4}"}]
     # no python tool: the tag and the code stay text, said so
     result = parse("functionary-v3.1", "<|python_tag|>1 + 1", TOOLS)
-    assert result.calls == [] and result.content == "<|python_tag|>1 + 1" and result.notices
+    assert result.calls == [] and result.content == "<|python_tag|>1 + 1"
+    assert result.notices == [
+        "text opening with <|python_tag|> is not a call (python is not a declared tool);"
+        " it stays reply text"
+    ]
     for reply in (
         "Let me run it.<|python_tag|>" + code,
         '<|python_tag|> {"code": "1"}<function=python>{"code": "2"}</function>',

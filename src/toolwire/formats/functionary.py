@@ -37,7 +37,7 @@ class OpeningsStream(MarkerStream):
     notices); a body that sets ``quiet`` before failing gives its text back without a notice,
     for text that only began like a call (prose after ``Action:``, a reply with no recipient)."""
 
-    openings: ClassVar[tuple[str, ...]]
+    openings: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         if "openings" in cls.__dict__:
@@ -47,12 +47,21 @@ class OpeningsStream(MarkerStream):
             cls._opening = Markers(cls.openings)
 
     def _give_back(self, body: Body) -> None:
-        if getattr(body, "quiet", False) and not body.started:
-            self._text("".join(self._raw))
-            self._body = None
-            self._raw = []
+        opened = self._raw[0] if self._raw else ""
+        quiet = getattr(body, "quiet", False) and not body.started
+        if not quiet and opened not in self.openings[1:]:
+            super()._give_back(body)
             return
-        super()._give_back(body)
+        for index, cid in body.started:
+            self._abort(index, cid, body.reason)
+        if not quiet:  # name the opening this text had, not the family's first one
+            self._notice(
+                "call-not-read",
+                f"text opening with {opened} is not a call ({body.reason}); it stays reply text",
+            )
+        self._text("".join(self._raw))
+        self._body = None
+        self._raw = []
 
 
 class ArgsBody(Body):
