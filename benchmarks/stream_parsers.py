@@ -114,10 +114,45 @@ def _call(family: str, i: int) -> str:
         return _literal_call(family, args)
     if family in ("deepseek-r1", "deepseek-v3.1", "deepseek-dsml"):
         return _deepseek_call(family, args)
+    if family in _NAMED_JSON:
+        return _named_json_call(family, i, args)
     if i % 2:
         return "[TOOL_CALLS]write_file[ARGS]" + json.dumps(args)
     items = [{"name": "write_file", "arguments": args, "id": "a1b2c3d4e"}]
     return "[TOOL_CALLS]" + json.dumps(items)
+
+
+#: Families that write the name or role outside one JSON object (or list) of the call.
+_NAMED_JSON = (
+    "functionary-v3.1",
+    "functionary-v3.2",
+    "gigachat",
+    "command-r-plus",
+    "minimax-m1",
+    "solar-open",
+)
+
+
+def _named_json_call(family: str, i: int, args: dict[str, object]) -> str:
+    body = json.dumps(args)
+    call = json.dumps({"name": "write_file", "arguments": args})
+    if family == "functionary-v3.1":
+        return "<function=write_file>" + body + "</function>"
+    if family == "functionary-v3.2":
+        return ">>>write_file\n" + body
+    if family == "gigachat":
+        if i % 2:
+            return "<|function_call|>" + call
+        return "<|message_sep|>\n\nfunction call<|role_sep|>\n" + call + "<|message_sep|>\n\n"
+    if family == "command-r-plus":
+        item = {"tool_name": "write_file", "parameters": args}
+        return "Action:\n```json\n" + json.dumps([item]) + "\n```"
+    if family == "minimax-m1":
+        return "<tool_calls>\n" + call + "\n</tool_calls>"
+    return (
+        f"<|tool_calls|><|tool_call:begin|>call{i}<|tool_call:name|>write_file"
+        f"<|tool_call:args|>{body}<|tool_call:end|><|calls|>"
+    )
 
 
 def _deepseek_call(family: str, args: dict[str, object]) -> str:
@@ -318,6 +353,7 @@ def main() -> None:
         "lfm2",
         "gemma4",
         "pythonic",
+        *_NAMED_JSON,
         "words",
     ]:
         bench(family, sizes)

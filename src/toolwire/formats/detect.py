@@ -84,6 +84,7 @@ COMMON_END_TOKENS = (
     "</assistant>",  # poolside Laguna
     "[e~[",  # MiniMax M2
     "<|END_OF_TURN_TOKEN|>",
+    "<|START_OF_TURN_TOKEN|>",  # Command R+: a call's turn is written without its end
     "<SPECIAL_12>",
     "<seed:eos>",  # ByteDance Seed-OSS
     "<|tool_response>",  # Gemma 4: a turn that calls tools stops here for the results

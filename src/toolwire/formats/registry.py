@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from ..errors import FormatError
 from .base import Family
+from .command_r import CommandRPlus
 from .deepseek import DeepSeekR1, DeepSeekV31
 from .deepseek_dsml import DeepSeekDsml
 from .gemma4 import Gemma4
+from .functionary import FunctionaryV31, FunctionaryV32
+from .gigachat import GigaChat
 from .glm import Glm
 from .hermes import Hermes
 from .jsonlist import Apertus, Apriel, CommandR7B, Firefunction, Granite, NemotronV2
@@ -15,10 +18,12 @@ from .llama3 import Llama3
 from .minicpm import MiniCpm5
 from .minimax import MiniMax
 from .minimax_m3 import MiniMaxM3
+from .minimax_m1 import MiniMaxM1
 from .mistral import Mistral
 from .pythonic import Lfm2, Pythonic
 from .qwen_xml import QwenXml
 from .seed_oss import SeedOss
+from .solar import SolarOpen
 
 __all__ = ["FORMAT_SETTINGS", "family_names", "get_family"]
 
@@ -47,6 +52,12 @@ _FAMILIES: dict[str, Family] = {
         Lfm2(),
         Gemma4(),
         Pythonic(),
+        FunctionaryV31(),
+        FunctionaryV32(),
+        GigaChat(),
+        CommandRPlus(),
+        MiniMaxM1(),
+        SolarOpen(),
     )
 }
 
