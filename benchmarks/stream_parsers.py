@@ -108,6 +108,8 @@ def _call(family: str, i: int) -> str:
         )
     if family == "words":
         return _words_call(i, args)
+    if family in ("gpt-oss", "glimmer", "kimi-k3"):
+        return _channel_call(family, args)
     if family in ("deepseek-r1", "deepseek-v3.1", "deepseek-dsml"):
         return _deepseek_call(family, args)
     if i % 2:
@@ -137,6 +139,41 @@ def _deepseek_call(family: str, args: dict[str, object]) -> str:
         + call
         + "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
     )
+
+
+def _channel_call(family: str, args: dict[str, object]) -> str:
+    """A call as the grammars of messages on channels write it, after some reasoning."""
+    if family == "gpt-oss":
+        return (
+            "<|channel|>analysis<|message|>Writing it.<|end|><|start|>assistant<|channel|>"
+            "commentary to=functions.write_file <|constrain|>json<|message|>"
+            + json.dumps(args)
+            + "<|call|>"
+        )
+    if family == "glimmer":
+        return (
+            "<|start|>assistant to=self<|message|>Writing it.<|eom|>"
+            "<|start|>assistant to=write_file<|message|><atem:function_calls>\n"
+            '<atem:invoke name="write_file">\n'
+            + "".join(
+                f'<atem:parameter name="{k}">{_as_text(v)}</atem:parameter>\n'
+                for k, v in args.items()
+            )
+            + "</atem:invoke>\n</atem:function_calls><|eom|>"
+        )
+    arguments = "".join(
+        f'<|open|>argument key="{k}" type="{"string" if isinstance(v, str) else "number"}"'
+        f"<|sep|>{_as_text(v)}<|close|>argument<|sep|>"
+        for k, v in args.items()
+    )
+    return (
+        "<|open|>think<|sep|>Writing it.<|close|>think<|sep|><|open|>tools<|sep|>"
+        '<|open|>call tool="write_file" index="1"<|sep|>'
+        + arguments
+        + "<|close|>call<|sep|><|close|>tools<|sep|>"
+    )
+
+
 def _as_text(value: object) -> str:
     """A value as the XML-like templates write it: strings verbatim, others as JSON."""
     return value if isinstance(value, str) else json.dumps(value)
@@ -269,6 +306,9 @@ def main() -> None:
         "glm",
         "kimi-k2",
         "minimax",
+        "gpt-oss",
+        "glimmer",
+        "kimi-k3",
         *_LISTS,
         "words",
     ]:

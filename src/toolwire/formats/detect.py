@@ -85,6 +85,8 @@ COMMON_END_TOKENS = (
     "[e~[",  # MiniMax M2
     "<|END_OF_TURN_TOKEN|>",
     "<SPECIAL_12>",
+    "<|eot|>",  # Muse Glimmer (not its <|eom|>: more messages of the same turn follow it)
+    "<|end_of_msg|>",  # Kimi K3
 )
 _SENTINEL_EOS = "<|toolwire-eos|>"
 _SENTINEL_BOS = "<|toolwire-bos|>"

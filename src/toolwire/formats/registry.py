@@ -6,10 +6,13 @@ from ..errors import FormatError
 from .base import Family
 from .deepseek import DeepSeekR1, DeepSeekV31
 from .deepseek_dsml import DeepSeekDsml
+from .glimmer import Glimmer
 from .glm import Glm
+from .harmony import GptOss
 from .hermes import Hermes
 from .jsonlist import Apertus, Apriel, CommandR7B, Firefunction, Granite, NemotronV2
 from .kimi import KimiK2
+from .kimi_k3 import KimiK3
 from .llama3 import Llama3
 from .minimax import MiniMax
 from .mistral import Mistral
@@ -36,6 +39,9 @@ _FAMILIES: dict[str, Family] = {
         Apertus(),
         Firefunction(),
         CommandR7B(),
+        GptOss(),
+        Glimmer(),
+        KimiK3(),
     )
 }
 
