@@ -260,8 +260,11 @@ class _ArgumentsBody(Body):
         self.scanner = ObjectScanner()
 
     def step(self, s: str, i: int) -> tuple[int, bool]:
-        if self.state == 0 and s[i] in WS:
+        if self.state != 1 and s[i] in WS:  # before the object, or after it
             return i + 1, True
+        if self.state == 2:  # the message goes on: its end token, or text after the call
+            self.status = DONE
+            return i, False
         self.state = 1
         i = self.feed_args(self.scanner, self.index, s, i)
         if self.status != OPEN or not self.scanner.done:
@@ -270,8 +273,14 @@ class _ArgumentsBody(Body):
         args = self.json_args(text, i)
         if args is not None:
             self.calls.append((self.index, ToolCall(self.id, self.name, args, text.strip())))
-            self.status = DONE
-        return i, False
+            self.state = 2
+        return i, self.status == OPEN
+
+    def end_of_reply(self) -> None:
+        if self.state == 2:
+            self.status = DONE  # the runtime cut the stop token <|call|> off
+        else:
+            super().end_of_reply()
 
 
 class HarmonyStream(ChannelStream):
