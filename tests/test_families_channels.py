@@ -467,6 +467,7 @@ MY_NEAR_MISSES: dict[str, list[str]] = {
         "<|channel|>commentary to=functions.f <|weird|><|message|>{}<|call|>",
         "<|channel|>commentary to=functions.get_weather",
         " to=functions.get_weather<|channel|>commentary json" + "x" * 600,
+        " to=functions.f" + "x" * 600 + "<|end|>after<|start|>",
     ],
     "glimmer": [
         " to=get_weather<|message|>{}<|eom|>",
@@ -499,6 +500,7 @@ MY_NEAR_MISSES: dict[str, list[str]] = {
         'type="string"<|sep|>x',
         '<|open|>tools<|sep|><|open|>call tool="f" index="1"<|sep|>x<|close|>call<|sep|>',
         "<|open|>toolbox<|sep|>x",
+        '<|open|>tools<|sep|><|open|>call tool="f"' + " " * 600 + "<|close|>call<|sep|>",
         "<|open|>tools",
     ],
 }

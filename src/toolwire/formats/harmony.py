@@ -161,14 +161,16 @@ class ChannelStream(MarkerStream):
 
     def _read_header(self, s: str, i: int) -> int:
         j, end = self._in_header.scan(s, i)
-        self._header.append(s[i:j])
-        self._header_size += j - i
-        if self._header_size > MAX_HEADER:
+        room = MAX_HEADER - self._header_size
+        if j - i > room:  # cut where it outgrows the limit, however the reply was chunked
+            self._header.append(s[i : i + room])
             self._not_a_header(
                 "a header longer than any this grammar writes",
                 self._opener + "".join(self._header),
             )
-            return j
+            return i + room
+        self._header.append(s[i:j])
+        self._header_size += j - i
         if not end:
             self._held = s[j:]
             return len(s)

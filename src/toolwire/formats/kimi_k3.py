@@ -124,10 +124,11 @@ class _ToolsBody(Body):
     def _attrs(self, s: str, i: int) -> tuple[int, bool]:
         """A tag's attributes, up to its ``<|sep|>``."""
         j, end = _ATTRS_END.scan(s, i)
+        room = _MAX_ATTRS - self.attrs_size
+        if j - i > room:  # fail where they outgrow the limit, however the reply was chunked
+            return self.fail(i + room, "a tag's attributes are too long"), False
         self.attrs.append(s[i:j])
         self.attrs_size += j - i
-        if self.attrs_size > _MAX_ATTRS:
-            return self.fail(j, "a tag's attributes are too long"), False
         if not end:
             return j, False
         found = _attributes("".join(self.attrs))
