@@ -112,9 +112,10 @@ _K3_EMPTY = "<|open|>response<|sep|><|close|>response<|sep|>"
 _K3_TAIL = "<|close|>tools<|sep|><|close|>message<|sep|>"
 _EDIT = {"oldString": "if (part < railCount - 1) {", "newString": "if (part < 4) {"}
 
-# (family, model output, reasoning_open, content, reasoning, calls) — llama.cpp's inputs and
-# expectations, without the cases about partial output, continued messages, JSON-schema
-# response mode or reasoning_format=none (toolwire always separates reasoning).
+# (family, model output, reasoning_open, content, reasoning, calls): llama.cpp's inputs and
+# expectations, without the cases about continued messages (prefill) or reasoning_format=none
+# (toolwire always separates reasoning). Its two gpt-oss cases of a message to a built-in tool
+# are below: llama.cpp drops that message, toolwire keeps it as text with a notice.
 LLAMA_CASES: list[tuple[str, str, bool, str, str, list[tuple[str, dict[str, Any]]]]] = [
     ("gpt-oss", "<|channel|>final<|message|>" + _HELLO, False, _HELLO, "", []),
     ("gpt-oss", "<|channel|>commentary<|message|>" + _HELLO, False, _HELLO, "", []),
@@ -194,6 +195,18 @@ LLAMA_CASES: list[tuple[str, str, bool, str, str, list[tuple[str, dict[str, Any]
         False,
         _HELLO,
         "I'm\nthinking",
+        [],
+    ),
+    # partial output and JSON-schema response mode, which read the same way
+    ("gpt-oss", "<|channel|>analysis<|message|>I'm\nthinking", False, "", "I'm\nthinking", []),
+    (
+        "gpt-oss",
+        "<|channel|>analysis<|message|>I need to output the invoice details in JSON<|end|>"
+        '<|start|>assistant<|channel|>final <|constrain|>json<|message|>{"amount": 123.45, '
+        '"date": "2025-12-03"}',
+        False,
+        '{"amount": 123.45, "date": "2025-12-03"}',
+        "I need to output the invoice details in JSON",
         [],
     ),
     ("glimmer", " to=user<|message|>" + _HELLO + "<|eot|>", False, _HELLO, "", []),
@@ -314,7 +327,7 @@ def test_llama_cpp_cases(
 
 def test_llama_cpp_case_counts() -> None:
     counts = {f: sum(1 for case in LLAMA_CASES if case[0] == f) for f in MINE}
-    assert counts == {"gpt-oss": 11, "glimmer": 4, "kimi-k3": 9}
+    assert counts == {"gpt-oss": 13, "glimmer": 4, "kimi-k3": 9}
 
 
 @pytest.mark.parametrize(
