@@ -387,6 +387,7 @@ MY_VALID: dict[str, list[tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
             [WRITE, FLAGS],
         ),
         ("<|message|>No recipient: the answer.<|eot|>", "No recipient: the answer.", []),
+        (atem(*WEATHER).replace("<|eom|>", "\n <|eot|>"), "", [WEATHER]),
         (
             ' to=set_flags<|message|><atem:function_calls><atem:invoke name="set_flags">'
             "</atem:invoke></atem:function_calls>",
@@ -396,6 +397,7 @@ MY_VALID: dict[str, list[tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
     ],
     "kimi-k3": [
         ("<|close|>think<|sep|>" + _K3_EMPTY + k3(WEATHER) + K3_END, "", [WEATHER]),
+        (k3(WEATHER) + "\n" + K3_END, "", [WEATHER]),
         (
             "<|open|>think<|sep|>plan<|close|>think<|sep|><|open|>response<|sep|>Both."
             "<|close|>response<|sep|>" + k3(WRITE, FLAGS) + K3_END,

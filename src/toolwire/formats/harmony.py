@@ -16,8 +16,8 @@ arguments, one JSON object, passed on as written. Otherwise ``analysis`` is reas
 ``final`` or ``commentary`` (the preamble the user sees) is the reply's text; a message to
 another recipient (a built-in tool such as ``python`` or ``browser.search``, which toolwire
 does not run) stays reply text, with a notice. ``<|end|>``, ``<|call|>`` and ``<|return|>``
-end a message; a reply may also stop inside one (the runtime drops the stop token). Text
-before any header is reply text.
+end a message (blanks between a call and its end token are skipped); a reply may also stop
+inside one (the runtime drops the stop token). Text before any header is reply text.
 
 :class:`ChannelStream` is the machine every grammar of that kind shares (gpt-oss, Muse
 Glimmer, Kimi K3): text on the current channel streams out at once, a header is read whole
@@ -45,7 +45,7 @@ __all__ = ["ChannelStream", "GptOss", "Route", "valid_name"]
 #: The longest header read; a longer one is no header and stays text.
 MAX_HEADER = 512
 
-_START, _TEXT, _HEADER, _CALL = range(4)
+_START, _TEXT, _HEADER, _CALL, _AFTER_CALL = range(5)
 _BAD_NAME = re.compile(r"[\s<>{}\[\]\"'=]")
 
 
@@ -123,6 +123,11 @@ class ChannelStream(MarkerStream):
                 i = self._read_header(s, i)
             elif mode == _CALL:
                 i = self._read_call(s, i)
+            elif mode == _AFTER_CALL:  # blanks after a call, before its message's end
+                if s[i] in WS:
+                    i += 1
+                else:
+                    self._mode = _TEXT
             else:  # _START: the rest of the prompt's header, or plain text
                 status, _j, _literal = expect_any(s, i, self.leading)
                 if status == OPEN:
@@ -213,8 +218,8 @@ class ChannelStream(MarkerStream):
             return len(s)
         if body.status != DONE:
             self._raw.append(s[i:k])
+        self._mode = _AFTER_CALL if body.status == DONE else _TEXT
         self._close(body)
-        self._mode = _TEXT
         self._thinking = False
         return k
 
@@ -227,7 +232,7 @@ class ChannelStream(MarkerStream):
             self._not_a_header(
                 "the reply ended inside it", self._opener + "".join(self._header) + held
             )
-        elif self._mode == _START:
+        elif self._mode in (_START, _AFTER_CALL):
             self._text(held)
         else:
             self._emit(held)
@@ -262,11 +267,8 @@ class _ArgumentsBody(Body):
         self.scanner = ObjectScanner()
 
     def step(self, s: str, i: int) -> tuple[int, bool]:
-        if self.state != 1 and s[i] in WS:  # before the object, or after it
+        if self.state == 0 and s[i] in WS:
             return i + 1, True
-        if self.state == 2:  # the message goes on: its end token, or text after the call
-            self.status = DONE
-            return i, False
         self.state = 1
         i = self.feed_args(self.scanner, self.index, s, i)
         if self.status != OPEN or not self.scanner.done:
@@ -275,14 +277,8 @@ class _ArgumentsBody(Body):
         args = self.json_args(text, i)
         if args is not None:
             self.calls.append((self.index, ToolCall(self.id, self.name, args, text.strip())))
-            self.state = 2
-        return i, self.status == OPEN
-
-    def end_of_reply(self) -> None:
-        if self.state == 2:
-            self.status = DONE  # the runtime cut the stop token <|call|> off
-        else:
-            super().end_of_reply()
+            self.status = DONE
+        return i, False
 
 
 class HarmonyStream(ChannelStream):
