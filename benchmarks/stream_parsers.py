@@ -112,6 +112,8 @@ def _call(family: str, i: int) -> str:
         return _words_call(i, args)
     if family in ("lfm2", "pythonic", "gemma4"):
         return _literal_call(family, args)
+    if family in ("gpt-oss", "glimmer", "kimi-k3"):
+        return _channel_call(family, args)
     if family in ("deepseek-r1", "deepseek-v3.1", "deepseek-dsml"):
         return _deepseek_call(family, args)
     if family in _NAMED_JSON:
@@ -208,6 +210,39 @@ def _literal_call(family: str, args: dict[str, object]) -> str:
     if family == "lfm2":
         return "<|tool_call_start|>[" + call + "]<|tool_call_end|>"
     return "[" + call + "]"
+
+
+def _channel_call(family: str, args: dict[str, object]) -> str:
+    """A call as the grammars of messages on channels write it, after some reasoning."""
+    if family == "gpt-oss":
+        return (
+            "<|channel|>analysis<|message|>Writing it.<|end|><|start|>assistant<|channel|>"
+            "commentary to=functions.write_file <|constrain|>json<|message|>"
+            + json.dumps(args)
+            + "<|call|>"
+        )
+    if family == "glimmer":
+        return (
+            "<|start|>assistant to=self<|message|>Writing it.<|eom|>"
+            "<|start|>assistant to=write_file<|message|><atem:function_calls>\n"
+            '<atem:invoke name="write_file">\n'
+            + "".join(
+                f'<atem:parameter name="{k}">{_as_text(v)}</atem:parameter>\n'
+                for k, v in args.items()
+            )
+            + "</atem:invoke>\n</atem:function_calls><|eom|>"
+        )
+    arguments = "".join(
+        f'<|open|>argument key="{k}" type="{"string" if isinstance(v, str) else "number"}"'
+        f"<|sep|>{_as_text(v)}<|close|>argument<|sep|>"
+        for k, v in args.items()
+    )
+    return (
+        "<|open|>think<|sep|>Writing it.<|close|>think<|sep|><|open|>tools<|sep|>"
+        '<|open|>call tool="write_file" index="1"<|sep|>'
+        + arguments
+        + "<|close|>call<|sep|><|close|>tools<|sep|>"
+    )
 
 
 def _as_text(value: object) -> str:
@@ -349,6 +384,9 @@ def main() -> None:
         "seed-oss",
         "minicpm5",
         "minimax-m3",
+        "gpt-oss",
+        "glimmer",
+        "kimi-k3",
         *_LISTS,
         "lfm2",
         "gemma4",

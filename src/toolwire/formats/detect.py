@@ -89,6 +89,8 @@ COMMON_END_TOKENS = (
     "<seed:eos>",  # ByteDance Seed-OSS
     "<|tool_response>",  # Gemma 4: a turn that calls tools stops here for the results
     "<turn|>",  # Gemma 4
+    "<|eot|>",  # Muse Glimmer (not its <|eom|>: more messages of the same turn follow it)
+    "<|end_of_msg|>",  # Kimi K3
 )
 _SENTINEL_EOS = "<|toolwire-eos|>"
 _SENTINEL_BOS = "<|toolwire-bos|>"

@@ -7,18 +7,21 @@ from .base import Family
 from .command_r import CommandRPlus
 from .deepseek import DeepSeekR1, DeepSeekV31
 from .deepseek_dsml import DeepSeekDsml
-from .gemma4 import Gemma4
 from .functionary import FunctionaryV31, FunctionaryV32
+from .gemma4 import Gemma4
 from .gigachat import GigaChat
+from .glimmer import Glimmer
 from .glm import Glm
+from .harmony import GptOss
 from .hermes import Hermes
 from .jsonlist import Apertus, Apriel, CommandR7B, Firefunction, Granite, NemotronV2
 from .kimi import KimiK2
+from .kimi_k3 import KimiK3
 from .llama3 import Llama3
 from .minicpm import MiniCpm5
 from .minimax import MiniMax
-from .minimax_m3 import MiniMaxM3
 from .minimax_m1 import MiniMaxM1
+from .minimax_m3 import MiniMaxM3
 from .mistral import Mistral
 from .pythonic import Lfm2, Pythonic
 from .qwen_xml import QwenXml
@@ -58,6 +61,9 @@ _FAMILIES: dict[str, Family] = {
         CommandRPlus(),
         MiniMaxM1(),
         SolarOpen(),
+        GptOss(),
+        Glimmer(),
+        KimiK3(),
     )
 }
 

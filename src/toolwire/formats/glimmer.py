@@ -1,0 +1,136 @@
+"""Muse Glimmer "ATEM": messages addressed to a recipient, calls as ``<atem:invoke>`` blocks.
+
+The generation prompt ends ``<|start|>assistant``; the model names the recipient of each
+message it writes (``to=self`` is its reasoning, ``to=user`` the answer, ``to=TOOL`` a call)
+and ends it with ``<|eom|>`` (more follows) or ``<|eot|>`` (its turn is over)::
+
+     to=self<|message|>thinking…<|eom|>
+    <|start|>assistant to=get_weather<|message|><atem:function_calls>
+    <atem:invoke name="get_weather">
+    <atem:parameter name="city">Paris</atem:parameter>
+    </atem:invoke>
+    </atem:function_calls><|eot|>
+
+A message with no recipient is the answer. A call's message holds one ``<atem:function_calls>``
+block whose invokes name the recipient; markup in any other message is that message's text
+(an answer may show how a call looks). A value is the text between its tags, verbatim: the
+template writes strings as they are and other values as their JSON (``true``, ``null``,
+``[1, 2]``) with no type mark, so the call is marked ``text_values`` and the argument pipeline
+types each value by the tool's schema. A past turn's reasoning is rendered from the message's
+``reasoning_content``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .base import Family
+from .harmony import ChannelStream, Route, read_role, valid_name
+from .markerstream import WS, MarkerStream
+from .scan import Markers
+from .textargs import NameReader, TextArgs, TextBody
+
+__all__ = ["Glimmer"]
+
+_BLOCK = "<atem:function_calls>"
+_END_BLOCK = "</atem:function_calls>"
+_INVOKE = '<atem:invoke name="'
+_END_INVOKE = "</atem:invoke>"
+_PARAMETER = '<atem:parameter name="'
+_VALUE_END = Markers(("</atem:parameter>",))
+_NAME_END = '">'
+_RECIPIENT = re.compile(r"(?:\s*to=([^\s<]+))?\s*")
+
+_OPENING, _NEXT, _NAME, _IN_INVOKE, _PNAME, _CLOSE_NAME, _VALUE = range(7)
+
+
+class _AtemBody(TextBody):
+    """A message to a tool: its ``<atem:function_calls>`` block, each invoke one call."""
+
+    def __init__(self, stream: MarkerStream, recipient: str) -> None:
+        super().__init__(stream)
+        self.recipient = recipient
+        self.names = NameReader('"', "tool name")
+        #: The state after the ``">`` closing the name just read.
+        self.after_name = _IN_INVOKE
+
+    def step(self, s: str, i: int) -> tuple[int, bool]:
+        state = self.state
+        if state == _VALUE:
+            return self.read_value(s, i, _VALUE_END, _IN_INVOKE)
+        if state in (_NAME, _PNAME):
+            return self._name(s, i)
+        if state == _CLOSE_NAME:
+            j = self.expect(s, i, _NAME_END, 'a name not closed by ">')
+            if j < 0:
+                return i, False
+            self.state = self.after_name
+            return j, True
+        if s[i] in WS:
+            return i + 1, True
+        if state == _OPENING:
+            j = self.expect(s, i, _BLOCK, f"a message to {self.recipient} without {_BLOCK}")
+            if j < 0:
+                return i, False
+            self.state = _NEXT
+            return j, True
+        if state == _NEXT:
+            return self.next_call(s, i, _INVOKE, _END_BLOCK, _NAME, "a block without an invoke")
+        j, literal = self.expect_one(
+            s, i, (_PARAMETER, _END_INVOKE), f"expected {_PARAMETER}…> or {_END_INVOKE}"
+        )
+        if j < 0:
+            return i, False
+        if literal == _PARAMETER:
+            self.state = _PNAME
+        else:
+            self.end_call()
+            self.state = _NEXT
+        return j, True
+
+    def _name(self, s: str, i: int) -> tuple[int, bool]:
+        """A tool's or a parameter's name, up to its closing quote."""
+        name, i = self.names.read(self, s, i)
+        if name is None:
+            return i, False
+        if self.state == _NAME:
+            if name != self.recipient:
+                return self.fail(i, f"the invoke names {name}, the message {self.recipient}"), False
+            self.call = TextArgs.start(self, name)
+            self.after_name = _IN_INVOKE
+        else:
+            assert self.call is not None
+            if not self.call.open(name):
+                return self.fail(i, f"the parameter {name!r} is given twice"), False
+            self.after_name = _VALUE
+        self.state = _CLOSE_NAME
+        return i, True
+
+
+class GlimmerStream(ChannelStream):
+    marker = _BLOCK
+    opens = ("<|start|>",)
+    ends = ("<|eom|>", "<|eot|>")
+    header_end = "<|message|>"
+    leading = (" to=", "<|message|>")
+
+    def route(self, opener: str, header: str) -> Route:
+        found = read_role(opener, header)
+        m = None if found is None else _RECIPIENT.fullmatch(found[1])
+        if m is None:
+            return Route("bad", note="not an assistant message with a recipient")
+        recipient = m.group(1) or "user"
+        if recipient == "self":
+            return Route("reasoning")
+        if recipient == "user":
+            return Route("text")
+        if not valid_name(recipient):
+            return Route("bad", note=f"a malformed recipient {recipient[:40]!r}")
+        return Route("call", _AtemBody(self, recipient))
+
+
+class Glimmer(Family):
+    name = "glimmer"
+    label = "Muse Glimmer to=TOOL<|message|><atem:invoke>/<atem:parameter> (Muse Glimmer)"
+    markers = ("<|start|>", _BLOCK)
+    stream_class = GlimmerStream
