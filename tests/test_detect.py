@@ -75,6 +75,8 @@ EXPECTED = {
     "openbmb-MiniCPM5-1B.jinja": "minicpm5",
     "unsloth-Apriel-1.5.jinja": "apriel",
 }
+#: Families whose templates render one call a turn.
+ONE_CALL_A_TURN = frozenset({"llama3", "gigachat", "gpt-oss"})
 WITH_FAMILY = sorted(k for k, v in EXPECTED.items() if v != "none")
 
 
@@ -179,7 +181,7 @@ def test_calls_rendered_by_the_template_parse_back_typed(name: str) -> None:
     # Llama 3 writes one call a turn; the GigaChat and gpt-oss templates render only a turn's
     # first call (gpt-oss: "We assume max 1 tool call per message"): the model writes each in
     # its own message
-    calls = CALLS[:1] if family.name in ("llama3", "gigachat", "gpt-oss") else CALLS
+    calls = CALLS[:1] if family.name in ONE_CALL_A_TURN else CALLS
     text, opened = assistant_text(
         tpl, [USER], [_assistant(calls)], PLAIN_TOOLS, call_ids=family.call_ids
     )
