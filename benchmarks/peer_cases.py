@@ -41,7 +41,7 @@ LLAMA_CPP_FAMILY: dict[str, str] = {
     "GLM-4.7-Flash.jinja": "glm",  # not in the corpus: GLM's arg_key/arg_value, no newlines
     "GigaChat3-10B-A1.8B.jinja": "gigachat",
     # not in the corpus: ``<|function_call|>{"name", "arguments"}``, unlike GigaChat3's turn
-    "GigaChat3.1-10B-A1.8B.jinja": "gigachat-v3.1",
+    "GigaChat3.1-10B-A1.8B.jinja": "gigachat",
     "Kimi-K2-Instruct.jinja": "kimi-k2",
     "Kimi-K2-Thinking.jinja": "kimi-k2",  # not in the corpus: Kimi-K2's sections, <think>
     "Kimi-K3.jinja": "kimi-k3",
@@ -91,9 +91,7 @@ LLAMA_CPP_FAMILY: dict[str, str] = {
 }
 
 #: Grammars no toolwire family (written or being written) reads, one line each.
-NEW_GRAMMARS: dict[str, str] = {
-    "gigachat-v3.1": '<|function_call|>{"name": ..., "arguments": {...}} after optional text',
-}
+NEW_GRAMMARS: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
