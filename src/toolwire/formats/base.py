@@ -200,6 +200,7 @@ class ReplyStream:
         ends = () if strict or not self.marker else (self.marker,)
         self._reasoning = ReasoningSplitter(opened=reasoning_open, call_markers=ends)
         self._told_call_ended = False
+        self._ids: set[str] = set()
         self._size = 0
         self._max_chars = max_chars
         self._calls = 0
@@ -263,9 +264,12 @@ class ReplyStream:
             self._out.append(TextDelta(text))
 
     def _new_call(self, name: str, call_id: str | None = None) -> tuple[int, str]:
+        """Announce a call; the model's own ``call_id`` is kept unless an earlier call of this
+        reply has it (two calls with one id could not be told apart)."""
         index = self._calls
         self._calls += 1
-        cid = call_id or self._make_id(index)
+        cid = call_id if call_id and call_id not in self._ids else self._make_id(index)
+        self._ids.add(cid)
         self._out.append(CallStart(index, cid, name))
         return index, cid
 
