@@ -331,7 +331,11 @@ class Family:
     ) -> ParseResult:
         """Read a whole reply: content, calls (arguments as written, untyped), reasoning."""
         s = self.stream(
-            tools, reasoning_open=reasoning_open, make_id=make_id, max_chars=max_chars, strict=strict
+            tools,
+            reasoning_open=reasoning_open,
+            make_id=make_id,
+            max_chars=max_chars,
+            strict=strict,
         )
         events = s.feed(text)
         events += s.finish()

@@ -149,7 +149,7 @@ class QwenXmlStream(MarkerStream):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if not self.strict:
-            self._opening = _UNOPENED
+            self._opening = _UNOPENED  # type: ignore[misc]  # per reader: strict or not
 
     def _give_back(self, body: Body) -> None:
         if isinstance(body, _XmlBody) and body.unopened and not body.started:
