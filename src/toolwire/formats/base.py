@@ -237,7 +237,7 @@ class ReplyStream:
                 self._told_call_ended = True
                 self._notice(
                     "recovered-call-ended-thinking",
-                    f"{self.marker} at the start of a line ended the thinking block",
+                    f"{self.marker} ended the thinking block: what follows is read as a call",
                 )
             if piece:
                 self._content(piece)

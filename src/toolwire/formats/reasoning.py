@@ -11,11 +11,11 @@ Two things end a block besides its closer:
 
 - a family's call marker at the start of a line inside a block the generation prompt opened,
   when the reader is given ``call_markers`` (Qwen3.5 with thinking open writes
-  ``<tool_call>`` before any ``</think>``: the model never wrote the opener, the call ends the
-  thinking and is a call). ``ended_by_call`` then says so, and the reply stream names that
-  repair in a notice; a strict reader passes no markers, and the call stays reasoning. A
-  block the model opened itself is the model's own thinking: a call written there stays
-  reasoning;
+  ``<tool_call>`` before any ``</think>``: the model never wrote the opener). The call ends
+  the thinking and is a call; ``ended_by_call`` then says so, and the reply stream names that
+  repair in a notice. A strict reader passes no markers, and the call stays reasoning. In a
+  block the model opened itself, a call stays reasoning: models think about calls there
+  (Ministral writes ``[TOOL_CALLS]`` inside ``[THINK]…[/THINK]`` and then calls after it);
 - nothing else: a closer missing at the end of the reply leaves everything reasoning.
 
 Cohere's models wrap their answer in ``<|START_RESPONSE|>…<|END_RESPONSE|>`` (Command R7B) or
@@ -27,24 +27,38 @@ from __future__ import annotations
 
 from .scan import Markers
 
-__all__ = ["ANSWERS", "CLOSERS", "OPENERS", "ReasoningSplitter", "opens_reasoning"]
+__all__ = [
+    "ANSWERS",
+    "CLOSERS",
+    "OPENERS",
+    "PROMPT_OPENERS",
+    "ReasoningSplitter",
+    "opens_reasoning",
+]
 
 OPENERS: dict[str, str] = {
     "<think>": "</think>",
     "[THINK]": "[/THINK]",
     "<|START_THINKING|>": "<|END_THINKING|>",
 }
-CLOSERS: tuple[str, ...] = tuple(OPENERS.values())
+#: Blocks only a generation prompt opens (plain words: a reply starting so is no thinking).
+#: Apriel 1.6's prompt ends with this line; its answer follows the closer.
+PROMPT_OPENERS: dict[str, str] = {"Here are my reasoning steps:": "[BEGIN FINAL RESPONSE]"}
+CLOSERS: tuple[str, ...] = tuple(dict.fromkeys((*OPENERS.values(), *PROMPT_OPENERS.values())))
 #: Markers around the answer where it starts (after any thinking), dropped from the text.
 ANSWERS: dict[str, str] = {
     "<|START_RESPONSE|>": "<|END_RESPONSE|>",
     "<|START_TEXT|>": "<|END_TEXT|>",
 }
+#: A thinking closer that also opens the answer, and the marker that ends it.
+_ANSWER_AFTER = {PROMPT_OPENERS["Here are my reasoning steps:"]: "[END FINAL RESPONSE]"}
 
 #: The closers to look for: either one, when the prompt opened the block; else its own.
 _ANY_CLOSER = CLOSERS
 _CLOSER = {opener: (closer,) for opener, closer in OPENERS.items()}
-_ANSWER_CLOSER = {opener: Markers((closer,)) for opener, closer in ANSWERS.items()}
+_ANSWER_CLOSER = {
+    opener: Markers((closer,)) for opener, closer in (*ANSWERS.items(), *_ANSWER_AFTER.items())
+}
 _STARTS = (*OPENERS, *ANSWERS)
 
 _START, _REASONING, _AFTER, _CONTENT, _ANSWER = range(5)
@@ -60,6 +74,7 @@ class ReasoningSplitter:
         self._held = ""  # a partial opener (at the start) or closer (inside reasoning)
         self._closers = Markers(_ANY_CLOSER)
         self._line_start = False
+        self._line_calls: tuple[str, ...] = ()
         self._answer_end: Markers | None = None
         #: True once a call marker at a line's start ended the thinking block.
         self.ended_by_call = False
@@ -71,6 +86,7 @@ class ReasoningSplitter:
         starts with one of ``calls``."""
         self._state = _REASONING
         self._line_start = bool(calls)
+        self._line_calls = calls
         self._closers = Markers(closers + tuple("\n" + m for m in calls))
 
     def _content_start(self, body: str, lead: str, out: list[tuple[bool, str]]) -> str:
@@ -118,6 +134,10 @@ class ReasoningSplitter:
                 continue
             if self._state == _AFTER:
                 body = buf.lstrip()
+                if body and self._answer_end is not None:  # the closer opened the answer
+                    self._state = _ANSWER
+                    buf = body
+                    continue
                 buf = self._content_start(body, "", out) if body else ""
                 continue
             if self._state == _ANSWER:
@@ -138,9 +158,9 @@ class ReasoningSplitter:
     def _reasoning(self, buf: str, out: list[tuple[bool, str]]) -> str:
         """Read thinking from ``buf``: what is left once the block ends, else ``""``."""
         if self._line_start:  # a call marker at the block's very start
-            if any(buf.startswith(m) for m in self._calls):
+            if any(buf.startswith(m) for m in self._line_calls):
                 return self._call_ends(buf, 0, out)
-            if any(m.startswith(buf) for m in self._calls):
+            if any(m.startswith(buf) for m in self._line_calls):
                 self._held = buf
                 return ""
             self._line_start = False
@@ -152,6 +172,8 @@ class ReasoningSplitter:
             return ""
         if closer.startswith("\n"):  # a call marker at a line's start
             return self._call_ends(buf, found + 1, out)
+        if closer in _ANSWER_AFTER:
+            self._answer_end = _ANSWER_CLOSER[closer]
         self._state = _AFTER
         return buf[found + len(closer) :]
 
@@ -184,4 +206,4 @@ def opens_reasoning(prompt: str) -> bool:
     inside the block, and must be read that way.
     """
     tail = prompt.rstrip()
-    return any(tail.endswith(opener) for opener in OPENERS)
+    return any(tail.endswith(opener) for opener in (*OPENERS, *PROMPT_OPENERS))
