@@ -152,7 +152,7 @@ class QwenXmlStream(MarkerStream):
             self._opening = _UNOPENED  # type: ignore[misc]  # per reader: strict or not
 
     def _give_back(self, body: Body) -> None:
-        if isinstance(body, _XmlBody) and body.unopened and not body.started:
+        if self._raw[:1] == [_FUNCTION] and not body.started:
             self._text("".join(self._raw))  # a bare <function= that never became a call
             self._body = None
             self._raw = []
