@@ -24,10 +24,19 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from toolwire import get_family, load_template, prepare_arguments
+from toolwire import (
+    LlamaCppBackend,
+    Request,
+    get_family,
+    load_template,
+    prepare_arguments,
+    stream_sync,
+)
 from toolwire.events import CallAbort, CallArgsDelta, CallEnd, CallStart, Notice
 from toolwire.formats.base import ParseResult
 from toolwire.formats.reasoning import opens_reasoning
+from toolwire.pipeline import ModelMemory
+from toolwire.testing import ScriptedLlama
 
 from .test_formats import check_stream
 
@@ -517,3 +526,23 @@ def test_apriel_reasoning_line_and_final_response_markers() -> None:
     assert result.reasoning.strip() == "I'm\nthinking" and result.content == "Hello"
     # written by the model, the prompt's line is not thinking
     assert parsed("apriel", "Here are my reasoning steps: none.").content.startswith("Here")
+
+
+# ----------------------------------------------------------------------------- pipeline
+
+
+def test_the_pipeline_reads_with_the_requests_strict_setting() -> None:
+    """One switch: a local model's reply read by its family, strict or not."""
+    template = (FIXTURES / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text()
+    reply = '<tool_call>\n{"name": "f", "arguments": "{\\"a\\": 1}"}\n</tool_call>'
+    got = {}
+    for strict in (False, True):
+        backend = LlamaCppBackend(
+            "scripted", llama=ScriptedLlama(template, reply), memory=ModelMemory()
+        )
+        request = Request([{"role": "user", "content": "f please"}], REPAIR_TOOLS, strict=strict)
+        got[strict] = list(stream_sync(backend.stream(request)))
+    assert [e.call.arguments for e in got[False] if isinstance(e, CallEnd)] == [{"a": 1}]
+    assert "recovered-arguments-string" in codes(got[False])
+    assert not any(isinstance(e, CallEnd) for e in got[True])
+    assert "call-not-read" in codes(got[True])
