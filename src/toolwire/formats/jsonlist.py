@@ -115,7 +115,9 @@ _NAME_ARGS = CallShape()
 
 GRANITE = ListGrammar("<|tool_call|>", _NAME_ARGS)
 NEMOTRON_V2 = ListGrammar("<TOOLCALL>", _NAME_ARGS, "</TOOLCALL>")
-#: Apriel's templates add the call's ``id`` to each item when asked to (after the arguments).
+#: Apriel's templates add the call's ``id`` to each item, after the arguments. A call is
+#: announced at its name (its arguments stream), so the model's id is kept only when it comes
+#: before the name; one written after it does not change the id announced.
 APRIEL = ListGrammar("<tool_calls>", CallShape(id_key="id"), "</tool_calls>")
 APERTUS = ListGrammar("<|tools_prefix|>", CallShape(name_is_key=True), "<|tools_suffix|>")
 #: The marker holds the ``[``: the word "functools" alone in a reply is no call's start.
