@@ -414,7 +414,8 @@ def test_calls_inside_reasoning_are_never_read(family: str) -> None:
         (call, True),
     ]:
         for chunks in ([reply], list(reply)):
-            events = stream_events(family, chunks, reasoning_open=opened)
+            # strict: a call at a line's start does not end a block the prompt opened
+            events = stream_events(family, chunks, reasoning_open=opened, strict=True)
             assert not any(isinstance(e, (CallStart, CallEnd)) for e in events), reply
             reasoning = "".join(e.text for e in events if isinstance(e, ReasoningDelta))
             assert call in reasoning

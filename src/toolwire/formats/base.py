@@ -175,7 +175,14 @@ class ReplyStream:
     ``feed`` takes text chunks of any size and returns the events they complete;
     ``finish`` ends the reply and releases anything held back. Work is linear in the
     reply's length: state carries over between chunks and nothing is re-read.
+
+    ``strict`` reads exactly the family's grammar: every tolerance a family has for a reply
+    that strays from it (each named in a notice when used) is then refused.
     """
+
+    #: The text that opens a call anywhere in the reply, for grammars that have one. Unless
+    #: strict, it also ends a thinking block when it starts a line there (a named repair).
+    marker: ClassVar[str] = ""
 
     def __init__(
         self,
@@ -184,11 +191,16 @@ class ReplyStream:
         reasoning_open: bool = False,
         make_id: IdMaker | None = None,
         max_chars: int = MAX_REPLY_CHARS,
+        strict: bool = False,
     ) -> None:
         self.tools = tools
+        self.strict = strict
         self._make_id = make_id or random_call_id
         self._out: list[Event] = []
-        self._reasoning = ReasoningSplitter(opened=reasoning_open)
+        ends = () if strict or not self.marker else (self.marker,)
+        self._reasoning = ReasoningSplitter(opened=reasoning_open, call_markers=ends)
+        self._told_call_ended = False
+        self._ids: set[str] = set()
         self._size = 0
         self._max_chars = max_chars
         self._calls = 0
@@ -204,24 +216,31 @@ class ReplyStream:
         self._size += len(chunk)
         if self._size > self._max_chars:
             raise LimitError(f"the reply is longer than {self._max_chars} characters")
-        for is_reasoning, piece in self._reasoning.feed(chunk):
-            if is_reasoning:
-                self._out.append(ReasoningDelta(piece))
-            elif piece:
-                self._content(piece)
+        self._split(self._reasoning.feed(chunk))
         return self._take()
 
     def finish(self) -> list[Event]:
         if self._finished:
             return []
         self._finished = True
-        for is_reasoning, piece in self._reasoning.finish():
-            if is_reasoning:
-                self._out.append(ReasoningDelta(piece))
-            elif piece:
-                self._content(piece)
+        self._split(self._reasoning.finish())
         self._content_end()
         return self._take()
+
+    def _split(self, pieces: list[tuple[bool, str]]) -> None:
+        """Pass thinking on as such and the rest through the grammar."""
+        for is_reasoning, piece in pieces:
+            if is_reasoning:
+                self._out.append(ReasoningDelta(piece))
+                continue
+            if self._reasoning.ended_by_call and not self._told_call_ended:
+                self._told_call_ended = True
+                self._notice(
+                    "recovered-call-ended-thinking",
+                    f"{self.marker} ended the thinking block: what follows is read as a call",
+                )
+            if piece:
+                self._content(piece)
 
     # -- for subclasses
 
@@ -245,9 +264,12 @@ class ReplyStream:
             self._out.append(TextDelta(text))
 
     def _new_call(self, name: str, call_id: str | None = None) -> tuple[int, str]:
+        """Announce a call; the model's own ``call_id`` is kept unless an earlier call of this
+        reply has it (two calls with one id could not be told apart)."""
         index = self._calls
         self._calls += 1
-        cid = call_id or self._make_id(index)
+        cid = call_id if call_id and call_id not in self._ids else self._make_id(index)
+        self._ids.add(cid)
         self._out.append(CallStart(index, cid, name))
         return index, cid
 
@@ -286,10 +308,15 @@ class Family:
         reasoning_open: bool = False,
         make_id: IdMaker | None = None,
         max_chars: int = MAX_REPLY_CHARS,
+        strict: bool = False,
     ) -> ReplyStream:
-        """A fresh incremental reader for one reply."""
+        """A fresh incremental reader for one reply; ``strict`` refuses every tolerance."""
         return self.stream_class(
-            ToolIndex(tools), reasoning_open=reasoning_open, make_id=make_id, max_chars=max_chars
+            ToolIndex(tools),
+            reasoning_open=reasoning_open,
+            make_id=make_id,
+            max_chars=max_chars,
+            strict=strict,
         )
 
     def parse(
@@ -300,9 +327,16 @@ class Family:
         reasoning_open: bool = False,
         make_id: IdMaker | None = None,
         max_chars: int = MAX_REPLY_CHARS,
+        strict: bool = False,
     ) -> ParseResult:
         """Read a whole reply: content, calls (arguments as written, untyped), reasoning."""
-        s = self.stream(tools, reasoning_open=reasoning_open, make_id=make_id, max_chars=max_chars)
+        s = self.stream(
+            tools,
+            reasoning_open=reasoning_open,
+            make_id=make_id,
+            max_chars=max_chars,
+            strict=strict,
+        )
         events = s.feed(text)
         events += s.finish()
         return assemble(events)

@@ -14,9 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..arguments.read import ReadError, read_json
-from .base import ToolIndex
+from .base import ToolIndex, loads_json
 
 __all__ = ["CallShape"]
+
+#: A call id the model wrote longer than this is not kept.
+_MAX_ID = 256
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,11 @@ class CallShape:
     args_optional: bool = False
     #: The arguments may be written as a string holding their JSON (read leniently).
     args_as_text: bool = False
+    #: Unless strict, the arguments may be a string holding their JSON object, read strictly
+    #: (Hermes models that encode them twice); the reader names that repair.
+    args_in_string: bool = False
+    #: The key holding the model's own call id (kept when it is a usable id); a string.
+    id_key: str = ""
     #: The name must be one of the declared tools.
     declared_only: bool = False
     #: The call is ``{NAME: {arguments}}``: one key, the tool's name, holding the arguments
@@ -56,15 +64,26 @@ class CallShape:
             return f"{name!r} is not a declared tool"
         return ""
 
-    def read(self, obj: Any, tools: ToolIndex) -> tuple[str, dict[str, Any]] | str:
-        """``(name, arguments)`` when ``obj`` is a call in this shape, else why it is not."""
+    def call_id(self, obj: Any) -> str:
+        """The model's own id for the call in ``obj``, when it wrote a usable one, else ``""``."""
+        value = obj.get(self.id_key) if self.id_key and isinstance(obj, dict) else None
+        if isinstance(value, str) and value.strip() and len(value) <= _MAX_ID:
+            return value
+        return ""
+
+    def read(
+        self, obj: Any, tools: ToolIndex, *, strict: bool = False
+    ) -> tuple[str, dict[str, Any]] | str:
+        """``(name, arguments)`` when ``obj`` is a call in this shape, else why it is not.
+
+        ``strict`` refuses the tolerances this shape allows and a reader names when used."""
         if not isinstance(obj, dict):
             return "the call is not a JSON object"
         if self.name_is_key:
             return self._read_keyed(obj, tools)
         key = next((k for k in self.args_keys if k in obj), None)
         if not self.other_keys:
-            known = {self.name_key, key, *self.constants, *self.strings}
+            known = {self.name_key, key, self.id_key, *self.constants, *self.strings} - {""}
             extra = set(obj) - known
             if extra:
                 return f"unexpected keys {sorted(extra)}"
@@ -77,12 +96,17 @@ class CallShape:
                 args = read_json(args).value
             except ReadError:
                 args = None
+        elif isinstance(args, str) and self.args_in_string and not strict:
+            try:
+                args = loads_json(args)
+            except (ValueError, RecursionError):
+                args = None
         if not isinstance(args, dict):
             return f'"{key or self.args_key}" must be an object'
         for k, value in self.constants.items():
             if k in obj and obj[k] != value:
                 return f'"{k}" must be "{value}", not {obj[k]!r}'
-        for k in self.strings:
+        for k in {*self.strings, self.id_key} - {""}:
             if k in obj and not isinstance(obj[k], str):
                 return f'"{k}" must be a string'
         problem = self.name_problem(name, tools)

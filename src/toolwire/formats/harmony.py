@@ -94,10 +94,11 @@ class ChannelStream(MarkerStream):
         reasoning_open: bool = False,
         make_id: IdMaker | None = None,
         max_chars: int = MAX_REPLY_CHARS,
+        strict: bool = False,
     ) -> None:
         # The channels say what is reasoning: a prompt that opened the thinking channel
         # starts the reply on it, and no <think> splitter reads the reply first.
-        super().__init__(tools, make_id=make_id, max_chars=max_chars)
+        super().__init__(tools, make_id=make_id, max_chars=max_chars, strict=strict)
         self._mode = _START if self.leading else _TEXT
         self._thinking = reasoning_open
         self._opener = ""

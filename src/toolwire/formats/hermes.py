@@ -2,7 +2,9 @@
 
 Written by Qwen2.5, Qwen3, Hermes 2/3, Granite 4 and many fine-tunes of them. Only a JSON
 object with exactly ``name`` and ``arguments`` between the tags is a call; anything else
-there (Qwen-Coder's XML, doubled braces, a missing closing tag) is reply text.
+there (Qwen-Coder's XML, doubled braces, a missing closing tag) is reply text. Unless
+strict, ``"arguments"`` written as a string holding the JSON object is decoded, and the
+repair named in a ``recovered-arguments-string`` notice.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ __all__ = ["Hermes"]
 
 _OPEN_TAG = "<tool_call>"
 _CLOSE_TAG = "</tool_call>"
-#: Exactly ``name`` and ``arguments``.
-_SHAPE = CallShape()
+#: Exactly ``name`` and ``arguments``; unless strict, the arguments may be a string holding
+#: their JSON (a named repair).
+_SHAPE = CallShape(args_in_string=True)
 _PRE, _OBJECT, _POST = range(3)
 
 

@@ -5,9 +5,22 @@ whole reply, Mistral's list). The call is announced once its name is read; argum
 passed on as written; the finished object is then read strictly as JSON and checked against
 the family's :class:`~toolwire.formats.callshape.CallShape`. Nothing is typed: the call's
 arguments are the object as the model wrote it.
+
+Two things a shape may add:
+
+- the model's own call id (``id_key``): kept when usable. A call is announced with the id
+  the model wrote before the name (Cohere writes ``tool_call_id`` first); a family whose
+  models write it after the arguments (Mistral Nemo) asks for the call to be announced when
+  its object is complete, so the id announced is the model's;
+- arguments written as a string holding their JSON (``args_in_string``): unless strict, the
+  string is decoded, its text passed on as the call's argument text once the object is
+  complete, and the repair named in a ``recovered-arguments-string`` notice.
 """
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 from ..messages import ToolCall
 from .base import ReplyStream, loads_json
@@ -17,14 +30,41 @@ from .jsonscan import ObjectScanner
 __all__ = ["JsonCall"]
 
 
+class _Scanner(ObjectScanner):
+    """The call's scanner, with a second one that sees whether the id comes before the name
+    (fed the same text first, so the order found never depends on how the text was cut)."""
+
+    def __init__(self, order: ObjectScanner | None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._order = order
+
+    def feed(self, s: str, i: int) -> int:
+        order = self._order
+        if order is not None and not (order.done or order.failed):
+            order.feed(s, i)
+        return super().feed(s, i)
+
+
 class JsonCall:
     """One JSON call object in progress inside ``stream``."""
 
-    def __init__(self, stream: ReplyStream, shape: CallShape) -> None:
+    def __init__(
+        self, stream: ReplyStream, shape: CallShape, *, announce_at_end: bool = False
+    ) -> None:
         self.stream = stream
         self.shape = shape
         self.args_key = shape.args_key
-        self.scanner = ObjectScanner(
+        self.announce_at_end = announce_at_end
+        order = None
+        if shape.id_key and not announce_at_end:
+            order = ObjectScanner(
+                name_key=shape.id_key,
+                stream_key=shape.name_key,
+                on_name=self._on_id,
+                on_stream=self._on_name_text,
+            )
+        self.scanner = _Scanner(
+            order,
             name_key=shape.name_key,
             stream_key=None if shape.name_is_key else self.args_key,
             on_name=self._on_name,
@@ -35,6 +75,10 @@ class JsonCall:
         self.id = ""
         self.name = ""
         self.rejected = ""  # set when the name alone already rules the call out
+        self._early_id = ""  # the model's id, written before the name
+        self._name_seen = False
+        #: The arguments are a string (their first character is a quote): held to the end.
+        self._args_string: bool | None = None
         self._held_args: list[str] = []
         self._args_text: list[str] = []
 
@@ -47,6 +91,13 @@ class JsonCall:
         if self.started and (self.index, self.id) not in started[-1:]:
             started.append((self.index, self.id))
 
+    def _on_id(self, value: str) -> None:
+        if not self._name_seen and not self._early_id:
+            self._early_id = self.shape.call_id({self.shape.id_key: value})
+
+    def _on_name_text(self, piece: str) -> None:
+        self._name_seen = True
+
     def _on_name(self, name: str) -> None:
         if self.started or self.rejected:
             return
@@ -55,13 +106,21 @@ class JsonCall:
             self.rejected = problem
             return
         self.name = name
-        self.index, self.id = self.stream._new_call(name)
+        if not self.announce_at_end:
+            self._announce(self._early_id)
+
+    def _announce(self, call_id: str) -> None:
+        self.index, self.id = self.stream._new_call(self.name, call_id or None)
         for piece in self._held_args:
             self.stream._args(self.index, piece)
         self._held_args.clear()
 
     def _on_args(self, piece: str) -> None:
         self._args_text.append(piece)
+        if self._args_string is None:
+            self._args_string = piece.lstrip().startswith('"')
+        if self._args_string:
+            return  # a string: its decoded text is passed on once the object is complete
         if self.started:
             self.stream._args(self.index, piece)
         elif not self.rejected:
@@ -78,15 +137,25 @@ class JsonCall:
             obj = loads_json(self.scanner.text())
         except (ValueError, RecursionError) as exc:
             return None, f"the call is not valid JSON ({exc})"
-        found = self.shape.read(obj, self.stream.tools)
+        found = self.shape.read(obj, self.stream.tools, strict=self.stream.strict)
         if isinstance(found, str):
             return None, found
         name, args = found
         if not self.started:
             self._on_name(name)
+            if not self.started and not self.rejected:
+                self._announce(self.shape.call_id(obj))
             if not self.started:
                 return None, self.rejected or "the call has no name"
         if name != self.name:  # announced one name, the object says another
             return None, "the call names two tools"
         text = "".join(self._args_text).strip()
+        if self._args_string:
+            raw = obj.get(self.args_key)
+            text = raw.strip() if isinstance(raw, str) else json.dumps(args, ensure_ascii=False)
+            self.stream._args(self.index, text)
+            self.stream._notice(
+                "recovered-arguments-string",
+                f"read the arguments of {name}, written as a string holding their JSON",
+            )
         return ToolCall(call_id or self.id, name, args, text), ""

@@ -115,15 +115,17 @@ _NAME_ARGS = CallShape()
 
 GRANITE = ListGrammar("<|tool_call|>", _NAME_ARGS)
 NEMOTRON_V2 = ListGrammar("<TOOLCALL>", _NAME_ARGS, "</TOOLCALL>")
-#: Apriel's templates add the call's ``id`` to each item when asked to.
-APRIEL = ListGrammar("<tool_calls>", CallShape(strings=frozenset({"id"})), "</tool_calls>")
+#: Apriel's templates add the call's ``id`` to each item, after the arguments. A call is
+#: announced at its name (its arguments stream), so the model's id is kept only when it comes
+#: before the name; one written after it does not change the id announced.
+APRIEL = ListGrammar("<tool_calls>", CallShape(id_key="id"), "</tool_calls>")
 APERTUS = ListGrammar("<|tools_prefix|>", CallShape(name_is_key=True), "<|tools_suffix|>")
 #: The marker holds the ``[``: the word "functools" alone in a reply is no call's start.
 FIREFUNCTION = ListGrammar("functools[", _NAME_ARGS)
-#: ``tool_call_id`` is the call's position, written by the template: toolwire gives its own ids.
+#: ``tool_call_id`` is written first, so the call is announced with the model's id.
 COMMAND_R7B = ListGrammar(
     "<|START_ACTION|>",
-    CallShape(name_key="tool_name", args_keys=("parameters",), strings=frozenset({"tool_call_id"})),
+    CallShape(name_key="tool_name", args_keys=("parameters",), id_key="tool_call_id"),
     "<|END_ACTION|>",
 )
 

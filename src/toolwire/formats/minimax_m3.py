@@ -266,8 +266,15 @@ class MiniMaxM3Stream(MarkerStream):
         reasoning_open: bool = False,
         make_id: IdMaker | None = None,
         max_chars: int = MAX_REPLY_CHARS,
+        strict: bool = False,
     ) -> None:
-        super().__init__(tools, reasoning_open=reasoning_open, make_id=make_id, max_chars=max_chars)
+        super().__init__(
+            tools,
+            reasoning_open=reasoning_open,
+            make_id=make_id,
+            max_chars=max_chars,
+            strict=strict,
+        )
         self._reasoning = _ThinkSplitter(opened=reasoning_open)
 
 

@@ -33,8 +33,9 @@ _MAX_NAME = 256
 _PRE, _NAME, _ID, _OBJ_WAIT, _OBJECT, _LIST, _LIST_NEXT = range(7)
 
 
-#: A list item: ``name``, ``arguments`` and the call's ``id``, a string, if any.
-_ITEM = CallShape(strings=frozenset({"id"}))
+#: A list item: ``name``, ``arguments`` and the call's ``id``, a string, if any; Nemo writes
+#: the id after the arguments, so an item is announced once complete, with the model's id.
+_ITEM = CallShape(id_key="id")
 
 
 class _MistralBody(Body):
@@ -142,7 +143,7 @@ class _MistralBody(Body):
             elif state == _LIST:
                 if c != "{":
                     return self.fail(i, "the call list does not hold objects")
-                self.item = JsonCall(self.stream, _ITEM)
+                self.item = JsonCall(self.stream, _ITEM, announce_at_end=True)
             else:  # _LIST_NEXT
                 if c == ",":
                     self.state = _LIST

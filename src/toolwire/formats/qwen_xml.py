@@ -10,14 +10,20 @@ included. The grammar writes every value as text, so the call's arguments are th
 that is not text by the tool's schema, where every change is named. The argument text streams
 as the JSON of that mapping of strings as it grows. JSON inside ``<tool_call>`` is not this
 family's call.
+
+Qwen3-Coder sometimes leaves out the opening ``<tool_call>`` but writes the rest:
+``<function=NAME>…</function>\n</tool_call>``. Unless strict, that is read as the call it is
+(the closing tag confirms it), and the repair is named in a ``recovered-unopened-call``
+notice. Without the closing tag it stays text, as does ``<function=NAME>`` naming no declared
+tool: text that never became a call is given back without a notice.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from .base import Family
-from .markerstream import DONE, OPEN, WS, MarkerStream
+from .markerstream import DONE, OPEN, WS, Body, MarkerStream
 from .scan import Markers
 from .textargs import TextArgs, TextBody
 
@@ -32,6 +38,8 @@ _CLOSE_TAG = "</tool_call>"
 #: A value ends at its closing tag, less one newline before it.
 _VALUE_END = Markers(("\r\n" + _END_PARAMETER, "\n" + _END_PARAMETER, _END_PARAMETER))
 _MAX_NAME = 256
+#: Unless strict, a call may also open at ``<function=`` (its ``<tool_call>`` left out).
+_UNOPENED = Markers((_OPEN_TAG, _FUNCTION))
 
 _PRE, _NAME, _BETWEEN, _PNAME, _VALUE_START, _VALUE, _POST = range(7)
 
@@ -47,6 +55,8 @@ class _XmlBody(TextBody):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
         self.name_parts: list[str] = []
+        #: The call opened at ``<function=``: its ``<tool_call>`` was left out.
+        self.unopened = False
 
     def _read_name(self, s: str, i: int) -> tuple[str | None, int]:
         """Read up to ``>``: the name when it closes, else None (more needed, or failed)."""
@@ -94,12 +104,19 @@ class _XmlBody(TextBody):
             if name is None:
                 return i, False
             if state == _NAME:
+                if self.unopened and self.stream.tools.known and not self.stream.tools.has(name):
+                    self.fail(i, f"{name!r} is not a declared tool")
+                    return i, False
                 self.call = TextArgs.start(self, name)
                 self.state = _BETWEEN
             else:
                 assert self.call is not None
                 self.call.begin(name)  # a repeated parameter: the last value counts
                 self.state = _VALUE_START if self.trims_newlines else _VALUE
+            return i, True
+        if state == _PRE and self.stream._raw[:1] == [_FUNCTION]:  # <tool_call> left out
+            self.unopened = True
+            self.state = _NAME
             return i, True
         if s[i] in WS:
             i += 1
@@ -122,6 +139,10 @@ class _XmlBody(TextBody):
             j = self.expect(s, i, self.close_tag, f"text after </function> before {self.close_tag}")
             if j < 0:
                 return i, False
+            if self.unopened:
+                self.stream._notice(
+                    "recovered-unopened-call", "read a call written without its opening <tool_call>"
+                )
             self.end_call()
             self.status = DONE
             return j, False
@@ -131,6 +152,19 @@ class _XmlBody(TextBody):
 class QwenXmlStream(MarkerStream):
     marker = _OPEN_TAG
     body_class = _XmlBody
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not self.strict:
+            self._opening = _UNOPENED  # type: ignore[misc]  # per reader: strict or not
+
+    def _give_back(self, body: Body) -> None:
+        if self._raw[:1] == [_FUNCTION] and not body.started:
+            self._text("".join(self._raw))  # a bare <function= that never became a call
+            self._body = None
+            self._raw = []
+            return
+        super()._give_back(body)
 
 
 class QwenXml(Family):

@@ -1,40 +1,109 @@
 """Separating a model's thinking from its reply, as the reply streams.
 
 A reply may open with a thinking block (``<think>…</think>``, Mistral's
-``[THINK]…[/THINK]``), or the template's generation prompt may already have opened one, in
-which case the reply starts inside it. Everything inside is reasoning: it is returned as
-such and never read for calls. Only a block at the very start of the reply (after
-whitespace) counts; ``<think>`` later in the text is ordinary text.
+``[THINK]…[/THINK]``, Cohere's ``<|START_THINKING|>…<|END_THINKING|>``), or the template's
+generation prompt may already have opened one, in which case the reply starts inside it.
+Everything inside is reasoning: it is returned as such and never read for calls. Only a
+block at the very start of the reply (after whitespace) counts; ``<think>`` later in the text
+is ordinary text.
+
+Two things end a block besides its closer:
+
+- a family's call marker at the start of a line inside a block the generation prompt opened,
+  when the reader is given ``call_markers`` (Qwen3.5 with thinking open writes
+  ``<tool_call>`` before any ``</think>``: the model never wrote the opener). The call ends
+  the thinking and is a call; ``ended_by_call`` then says so, and the reply stream names that
+  repair in a notice. A strict reader passes no markers, and the call stays reasoning. In a
+  block the model opened itself, a call stays reasoning: models think about calls there
+  (Ministral writes ``[TOOL_CALLS]`` inside ``[THINK]…[/THINK]`` and then calls after it);
+- nothing else: a closer missing at the end of the reply leaves everything reasoning.
+
+Cohere's models wrap their answer in ``<|START_RESPONSE|>…<|END_RESPONSE|>`` (Command R7B) or
+``<|START_TEXT|>…<|END_TEXT|>`` (Cohere2): those markers, where the answer starts, are the
+grammar's and never part of the text.
 """
 
 from __future__ import annotations
 
 from .scan import Markers
 
-__all__ = ["CLOSERS", "OPENERS", "ReasoningSplitter", "opens_reasoning"]
+__all__ = [
+    "ANSWERS",
+    "CLOSERS",
+    "OPENERS",
+    "PROMPT_OPENERS",
+    "ReasoningSplitter",
+    "opens_reasoning",
+]
 
 OPENERS: dict[str, str] = {
     "<think>": "</think>",
     "[THINK]": "[/THINK]",
+    "<|START_THINKING|>": "<|END_THINKING|>",
     "<seed:think>": "</seed:think>",
 }
-CLOSERS: tuple[str, ...] = tuple(OPENERS.values())
+#: Blocks only a generation prompt opens (plain words: a reply starting so is no thinking).
+#: Apriel 1.6's prompt ends with this line; its answer follows the closer.
+PROMPT_OPENERS: dict[str, str] = {"Here are my reasoning steps:": "[BEGIN FINAL RESPONSE]"}
+CLOSERS: tuple[str, ...] = tuple(dict.fromkeys((*OPENERS.values(), *PROMPT_OPENERS.values())))
+#: Markers around the answer where it starts (after any thinking), dropped from the text.
+ANSWERS: dict[str, str] = {
+    "<|START_RESPONSE|>": "<|END_RESPONSE|>",
+    "<|START_TEXT|>": "<|END_TEXT|>",
+}
+#: A thinking closer that also opens the answer, and the marker that ends it.
+_ANSWER_AFTER = {PROMPT_OPENERS["Here are my reasoning steps:"]: "[END FINAL RESPONSE]"}
 
 #: The closers to look for: either one, when the prompt opened the block; else its own.
-_ANY_CLOSER = Markers(CLOSERS)
-_CLOSER = {opener: Markers((closer,)) for opener, closer in OPENERS.items()}
+_ANY_CLOSER = CLOSERS
+_CLOSER = {opener: (closer,) for opener, closer in OPENERS.items()}
+_ANSWER_CLOSER = {
+    opener: Markers((closer,)) for opener, closer in (*ANSWERS.items(), *_ANSWER_AFTER.items())
+}
+_STARTS = (*OPENERS, *ANSWERS)
 
-_START, _REASONING, _AFTER, _CONTENT = range(4)
+_START, _REASONING, _AFTER, _CONTENT, _ANSWER = range(5)
 
 
 class ReasoningSplitter:
     """Splits a reply's chunks into ``(is_reasoning, text)`` pieces."""
 
-    def __init__(self, *, opened: bool = False) -> None:
-        self._state = _REASONING if opened else _START
-        self._closers = _ANY_CLOSER
+    def __init__(self, *, opened: bool = False, call_markers: tuple[str, ...] = ()) -> None:
+        self._calls = tuple(m for m in call_markers if m)
+        self._state = _START
         self._lead: list[str] = []  # whitespace seen at the start, held until we know
         self._held = ""  # a partial opener (at the start) or closer (inside reasoning)
+        self._closers = Markers(_ANY_CLOSER)
+        self._line_start = False
+        self._line_calls: tuple[str, ...] = ()
+        self._answer_end: Markers | None = None
+        #: True once a call marker at a line's start ended the thinking block.
+        self.ended_by_call = False
+        if opened:
+            self._enter(_ANY_CLOSER, self._calls)
+
+    def _enter(self, closers: tuple[str, ...], calls: tuple[str, ...] = ()) -> None:
+        """The reply is now inside a thinking block that ``closers`` end, or a line that
+        starts with one of ``calls``."""
+        self._state = _REASONING
+        self._line_start = bool(calls)
+        self._line_calls = calls
+        self._closers = Markers(closers + tuple("\n" + m for m in calls))
+
+    def _content_start(self, body: str, lead: str, out: list[tuple[bool, str]]) -> str:
+        """The answer starts at ``body`` (not empty, no leading whitespace): the text left to
+        read, or ``""`` with ``body`` held when it may still become an answer marker."""
+        opener = next((o for o in ANSWERS if body.startswith(o)), None)
+        if opener is not None:
+            self._state = _ANSWER
+            self._answer_end = _ANSWER_CLOSER[opener]
+            return body[len(opener) :]
+        if any(o.startswith(body) for o in _STARTS):
+            self._held = body
+            return ""
+        self._state = _CONTENT
+        out.append((False, lead + body))
+        return ""
 
     def feed(self, text: str) -> list[tuple[bool, str]]:
         out: list[tuple[bool, str]] = []
@@ -52,37 +121,69 @@ class ReasoningSplitter:
                 self._lead.append(buf[: len(buf) - len(body)])
                 opener = next((o for o in OPENERS if body.startswith(o)), None)
                 if opener is not None:
-                    self._state = _REASONING
-                    self._closers = _CLOSER[opener]
+                    self._enter(_CLOSER[opener])
                     self._lead.clear()
                     buf = body[len(opener) :]
                     continue
-                if any(o.startswith(body) for o in OPENERS):
-                    self._held = body
-                    break
-                self._state = _CONTENT
-                out.append((False, "".join(self._lead) + body))
-                self._lead.clear()
-                break
+                lead = "".join(self._lead)
+                buf = self._content_start(body, lead, out)
+                if self._state != _START or not self._held:
+                    self._lead.clear()
+                continue
             if self._state == _REASONING:
-                found, closer = self._closers.scan(buf)
-                if found:
-                    out.append((True, buf[:found]))
-                if not closer:
-                    self._held = buf[found:]
-                    break
-                self._state = _AFTER
-                buf = buf[found + len(closer) :]
+                buf = self._reasoning(buf, out)
                 continue
             if self._state == _AFTER:
                 body = buf.lstrip()
-                if body:
-                    self._state = _CONTENT
-                    out.append((False, body))
-                break
+                if body and self._answer_end is not None:  # the closer opened the answer
+                    self._state = _ANSWER
+                    buf = body
+                    continue
+                buf = self._content_start(body, "", out) if body else ""
+                continue
+            if self._state == _ANSWER:
+                assert self._answer_end is not None
+                found, closer = self._answer_end.scan(buf)
+                if found:
+                    out.append((False, buf[:found]))
+                if not closer:
+                    self._held = buf[found:]
+                    break
+                self._state = _CONTENT
+                buf = buf[found + len(closer) :]
+                continue
             out.append((False, buf))  # _CONTENT
             break
         return out
+
+    def _reasoning(self, buf: str, out: list[tuple[bool, str]]) -> str:
+        """Read thinking from ``buf``: what is left once the block ends, else ``""``."""
+        if self._line_start:  # a call marker at the block's very start
+            if any(buf.startswith(m) for m in self._line_calls):
+                return self._call_ends(buf, 0, out)
+            if any(m.startswith(buf) for m in self._line_calls):
+                self._held = buf
+                return ""
+            self._line_start = False
+        found, closer = self._closers.scan(buf)
+        if found:
+            out.append((True, buf[:found]))
+        if not closer:
+            self._held = buf[found:]
+            return ""
+        if closer.startswith("\n"):  # a call marker at a line's start
+            return self._call_ends(buf, found + 1, out)
+        if closer in _ANSWER_AFTER:
+            self._answer_end = _ANSWER_CLOSER[closer]
+        self._state = _AFTER
+        return buf[found + len(closer) :]
+
+    def _call_ends(self, buf: str, at: int, out: list[tuple[bool, str]]) -> str:
+        """A call at ``buf[at]`` ends the thinking: the rest is the answer, call first."""
+        self.ended_by_call = True
+        self._state = _CONTENT
+        out.append((False, buf[at:]))
+        return ""
 
     def finish(self) -> list[tuple[bool, str]]:
         out: list[tuple[bool, str]] = []
@@ -92,6 +193,8 @@ class ReasoningSplitter:
                 out.append((False, text))
         elif self._state == _REASONING and self._held:
             out.append((True, self._held))
+        elif self._state in (_AFTER, _ANSWER) and self._held:
+            out.append((False, self._held))
         self._lead.clear()
         self._held = ""
         return out
@@ -104,4 +207,4 @@ def opens_reasoning(prompt: str) -> bool:
     inside the block, and must be read that way.
     """
     tail = prompt.rstrip()
-    return any(tail.endswith(opener) for opener in OPENERS)
+    return any(tail.endswith(opener) for opener in (*OPENERS, *PROMPT_OPENERS))

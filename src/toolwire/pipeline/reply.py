@@ -189,7 +189,7 @@ async def read(
     if plan.mode == "words" and tools:
         parser = Words().stream(tools, reasoning_open=reasoning_open, strict=request.strict)
     elif plan.family is not None:
-        parser = plan.family.stream(tools, reasoning_open=reasoning_open)
+        parser = plan.family.stream(tools, reasoning_open=reasoning_open, strict=request.strict)
     elif plan.mode == "native":
         # an engine that leaves a thinking block in the text: it is still thinking
         splitter = ReasoningSplitter(opened=reasoning_open)
