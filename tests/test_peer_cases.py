@@ -91,9 +91,6 @@ STRING_ARGUMENTS = "a call whose arguments are a JSON string, not an object, sta
 EXTRA_ATTRIBUTES = "extra attributes on <invoke>/<parameter> tags are not read"
 
 KNOWN_FAILURES: dict[str, str] = {
-    "Kimi-K3:4478": NOT_REGISTERED,
-    "Kimi-K3:4492": NOT_REGISTERED,
-    "Kimi-K3:4510": NOT_REGISTERED,
     "Kimi-K2-Thinking:4687": THINK_UNCLOSED_CALL,
     "Kimi-K2-Thinking:4706": THINK_UNCLOSED_CALL,
     "Kimi-K2-Thinking:4723": NO_SECTION,

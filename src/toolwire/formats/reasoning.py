@@ -200,6 +200,11 @@ class ReasoningSplitter:
         return out
 
 
+#: Prompt endings that open a thinking channel the family's own grammar reads (Kimi K3's
+#: channels, MiniMax M3's ``<mm:think>``): the reply starts in it, but no splitter reads it.
+CHANNEL_OPENERS: tuple[str, ...] = ("<|open|>think<|sep|>", "<mm:think>")
+
+
 def opens_reasoning(prompt: str) -> bool:
     """True when a rendered prompt ends inside an open thinking block.
 
@@ -207,4 +212,6 @@ def opens_reasoning(prompt: str) -> bool:
     inside the block, and must be read that way.
     """
     tail = prompt.rstrip()
-    return any(tail.endswith(opener) for opener in (*OPENERS, *PROMPT_OPENERS))
+    return any(
+        tail.endswith(opener) for opener in (*OPENERS, *PROMPT_OPENERS, *CHANNEL_OPENERS)
+    )
