@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from toolwire import Family, get_family
+from toolwire import Family, family_names, get_family
 from toolwire.formats.words import Words
 
 TOOLS = [
@@ -370,30 +370,7 @@ def main() -> None:
     p.add_argument("--family", action="append")
     args = p.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
-    for family in args.family or [
-        "qwen-xml",
-        "hermes",
-        "llama3",
-        "mistral",
-        "deepseek-r1",
-        "deepseek-v3.1",
-        "deepseek-dsml",
-        "glm",
-        "kimi-k2",
-        "minimax",
-        "seed-oss",
-        "minicpm5",
-        "minimax-m3",
-        "gpt-oss",
-        "glimmer",
-        "kimi-k3",
-        *_LISTS,
-        "lfm2",
-        "gemma4",
-        "pythonic",
-        *_NAMED_JSON,
-        "words",
-    ]:
+    for family in args.family or [*family_names(), "words"]:
         bench(family, sizes)
 
 
