@@ -6,6 +6,10 @@ In full: ``<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0``
 The id the model writes, ``functions.NAME:N``, names the tool and is kept as the call's id
 (the templates write it back the same way in later turns). The arguments are a JSON object,
 passed on as written while it streams. A section with no call in it is not a call.
+Blanks between the tokens (around the id, before the arguments) are skipped. One broken call
+in a section (JSON cut short, an id not ``functions.NAME:N``) stays reply text with a
+``call-not-read`` notice, and the section reads on from that call's end
+(:mod:`~toolwire.formats.brokencall`).
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ import re
 
 from ..messages import ToolCall
 from .base import Family
+from .brokencall import BlockStream, ResyncBody
 from .jsonscan import ObjectScanner
-from .markerstream import OPEN, WS, Body, MarkerStream
+from .markerstream import OPEN, WS, MarkerStream
+from .scan import Markers
 from .textargs import MAX_NAME
 
 __all__ = ["KimiK2"]
@@ -28,10 +34,16 @@ _END_CALL = "<|tool_call_end|>"
 #: ``functions.NAME:N``, the id the model writes for each call.
 _ID = re.compile(r"functions\.([^\s<>{}\[\]\"'=:]+):(\d+)\Z")
 
-_BLOCK, _ID_TEXT, _BEFORE_ARGS, _OBJECT, _AFTER = range(5)
+#: Where a broken call's text ends: its own end, or the next call or the section's end.
+_RESYNC = Markers((_END_CALL, _CALL, _END_SECTION))
+
+_BLOCK, _ID_TEXT, _BEFORE_ARGS, _OBJECT, _AFTER, _SKIP = range(6)
 
 
-class _KimiBody(Body):
+class _KimiBody(ResyncBody):
+    between = _BLOCK
+    resync = _SKIP
+
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
         self.id_parts: list[str] = []
@@ -42,6 +54,12 @@ class _KimiBody(Body):
 
     def step(self, s: str, i: int) -> tuple[int, bool]:
         state = self.state
+        if state == _SKIP:
+            j, end = _RESYNC.scan(s, i)
+            if not end:
+                return j, False
+            self.state = _BLOCK
+            return (j + len(end) if end == _END_CALL else j), True
         if state == _ID_TEXT:
             i = self._id(s, i)
             if self.state == _ID_TEXT:
@@ -85,7 +103,7 @@ class _KimiBody(Body):
             return self.fail(i, "a malformed call id")
         if j < 0:
             return stop
-        call_id = "".join(self.id_parts)
+        call_id = "".join(self.id_parts).strip(WS)  # blanks between the tokens
         self.id_parts = []
         m = _ID.match(call_id)
         if m is None:
@@ -97,6 +115,10 @@ class _KimiBody(Body):
         self.state = _BEFORE_ARGS
         return j
 
+    def on_broken(self) -> None:
+        self.id_parts = []
+        self.scanner = ObjectScanner()
+
     def _finish_call(self) -> bool:
         text = self.scanner.text()
         args = self.json_args(text, 0)
@@ -106,7 +128,7 @@ class _KimiBody(Body):
         return True
 
 
-class KimiK2Stream(MarkerStream):
+class KimiK2Stream(BlockStream):
     marker = _SECTION
     body_class = _KimiBody
 
