@@ -72,6 +72,10 @@ class ResyncBody(Body):
         self.on_broken()
         return i
 
+    def fail_block(self, i: int, reason: str) -> int:
+        """Fail the whole block, even inside a call: the block itself is not consistent."""
+        return Body.fail(self, i, reason)
+
     def on_broken(self) -> None:
         """Forget the broken call's half-read state (subclasses)."""
 

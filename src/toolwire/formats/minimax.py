@@ -98,7 +98,6 @@ class _MiniMaxBody(TextBody):
         i = j
         return i, True
 
-
     def _attributes(self, s: str, i: int) -> tuple[int, bool]:
         """Other attributes after a name, up to the tag's ``>``: read past, and named."""
         j = i
