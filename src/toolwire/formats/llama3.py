@@ -9,10 +9,10 @@ of it is reply text — a call can only open at the start.
 
 The arguments may come under ``"arguments"`` instead of ``"parameters"`` (what most other
 JSON grammars write, and Llama models often answer with): the same whole-reply call, named in
-an ``arguments-key`` notice. Its arguments do not stream (only ``"parameters"`` does); the call
-ends with them, its argument text the object re-written. JSON inside prose is never read
-here: a reply with text around an object is reply text (drift recovery, in the reply
-pipeline, reads only a reply that is nothing but calls).
+an ``arguments-key`` notice. Its arguments do not stream as they come (only ``"parameters"``
+does): once the object closes, its argument text is passed on at once, the object re-written.
+JSON inside prose is never read here: a reply with text around an object is reply text (drift
+recovery, in the reply pipeline, reads only a reply that is nothing but calls).
 """
 
 from __future__ import annotations
@@ -124,6 +124,7 @@ class Llama3Stream(ReplyStream):
                         'not "parameters"',
                     )
                     text = json.dumps(parsed.arguments, ensure_ascii=False)
+                    self._args(call.index, text)  # the argument text, all at once
                     parsed = replace(parsed, arguments_text=text)
                 self._done.append((call.index, parsed))
 
