@@ -130,6 +130,17 @@ def test_kimi_closed_thinking_and_thinking_in_a_prompt() -> None:
     assert result.reasoning == "the tool_call_begin token" and result.content == "Hi"
 
 
+def test_kimi_a_broken_bare_call_stays_text_after_the_good_one() -> None:
+    good = '<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{"a": 1}'
+    for broken in (
+        "<|tool_call_begin|>functions.g.0<|tool_call_argument_begin|>{}",
+        "<|tool_call_begin|>functions.g:1<|tool_call_argument_begin|>{oops}<|tool_call_end|>",
+    ):
+        result = parse("kimi-k2", good + broken)
+        assert _calls(result) == [("f", {"a": 1})] and result.content == broken
+        assert "opening with <|tool_call_begin|>" in result.notices[-1]
+
+
 @pytest.mark.parametrize(
     "reply",
     [
@@ -322,6 +333,7 @@ SPLIT = [
     ("kimi-k2", K2_THINK_OPEN, {}),
     ("kimi-k2", K2_THINK_BARE, {}),
     ("kimi-k2", K2_BARE + " and then text", {}),
+    ("kimi-k2", K2_BARE + "<|tool_call_begin|>functions.g.0<|tool_call_argument_begin|>{}", {}),
     ("minimax", M2_ATTRS, {}),
     ("minimax-m1", M1_LINES, {}),
     ("minimax-m1", M1_UNCLOSED + "\n</tool_c", {}),

@@ -72,6 +72,12 @@ class ResyncBody(Body):
         self.on_broken()
         return i
 
+    def close_broken(self, tail: str) -> None:
+        """The reply ended inside a broken call: its text, ``tail`` too, goes with the block."""
+        if self._piece is not None:
+            self.broken.append(("".join(self._piece) + tail, self._why))
+            self._piece = None
+
     def fail_block(self, i: int, reason: str) -> int:
         """Fail the whole block, even inside a call: the block itself is not consistent."""
         return Body.fail(self, i, reason)
@@ -85,10 +91,11 @@ class BlockStream(MarkerStream):
 
     def _close(self, body: Body) -> None:
         if body.status == DONE and isinstance(body, ResyncBody):
+            opened = self._raw[0] if self._raw else self.marker
             for text, why in body.broken:
                 self._notice(
                     "call-not-read",
-                    f"a call in the block opening with {self.marker} is not a call ({why}); "
+                    f"a call in the block opening with {opened} is not a call ({why}); "
                     "it stays reply text",
                 )
                 self._text(text)

@@ -148,7 +148,10 @@ class _KimiBody(ResyncBody):
         if status == FAILED:
             self._bare_done()
             return i, False
-        self.state = _ID_TEXT if literal == _CALL else _BLOCK
+        if self.state == _AFTER:  # this call is over; the next one begins from _BLOCK
+            self.state = _BLOCK
+            return (j if literal == _END_CALL else i), True
+        self.state = _ID_TEXT
         return j, True
 
     def _bare_done(self) -> None:
@@ -159,11 +162,15 @@ class _KimiBody(ResyncBody):
         )
 
     def end_of_reply(self) -> None:
-        if not (self.bare and self.state in (_BLOCK, _AFTER)):
+        tail = self.stream._raw[-1]
+        if self.bare and self.state == _SKIP and self.calls:  # the last call broke
+            self.close_broken(tail)
+            self._bare_done()
+        elif self.bare and self.state in (_BLOCK, _AFTER):
+            self._bare_done()
+            self.stream._text(tail)  # an end token cut short stays text
+        else:
             super().end_of_reply()
-            return
-        self._bare_done()
-        self.stream._text(self.stream._raw[-1])  # an end token cut short stays text
 
     def on_broken(self) -> None:
         self.id_parts = []
