@@ -177,7 +177,6 @@ NEAR_MISSES: dict[str, list[str]] = {
         'Here you go: {"name": "get_weather", "parameters": {"city": "Paris"}}',
         '{"name": "get_weather", "parameters": {"city": "Par',
         '{"type": "tool", "name": "get_weather", "parameters": {}}',
-        '{"name": "get_weather", "arguments": {"city": "Paris"}}',
         '{"name": "get_weather", "parameters": ["Paris"]}',
         '{{"name": "get_weather", "parameters": {}}}',
         '[{"name": "get_weather", "parameters": {}}]',

@@ -152,7 +152,6 @@ NEAR_MISSES: dict[str, list[str]] = {
     ],
     "minimax-m1": [
         "<tool_calls>\n</tool_calls>",
-        '<tool_calls>\n{"name": "get_weather", "arguments": {}}',
         '<tool_calls>\n{"name": "get_weather", "arguments": {}}\ntext\n</tool_calls>',
         '<tool_calls>[{"name": "get_weather", "arguments": {}}]</tool_calls>',  # Apriel's
         '<tool_calls>\n{"name": "get_weather", "parameters": {}}\n</tool_calls>',

@@ -11,7 +11,9 @@ and ends it with ``<|eom|>`` (more follows) or ``<|eot|>`` (its turn is over)::
     </atem:invoke>
     </atem:function_calls><|eot|>
 
-A message with no recipient is the answer. A call's message holds one ``<atem:function_calls>``
+The reply's first header may come without its leading blank (``to=self<|message|>…``, as a
+detokenizer that trims the reply's start gives it): it is the same header. A message with no
+recipient is the answer. A call's message holds one ``<atem:function_calls>``
 block whose invokes name the recipient; markup in any other message is that message's text
 (an answer may show how a call looks). A value is the text between its tags, verbatim: the
 template writes strings as they are and other values as their JSON (``true``, ``null``,
@@ -112,7 +114,7 @@ class GlimmerStream(ChannelStream):
     opens = ("<|start|>",)
     ends = ("<|eom|>", "<|eot|>")
     header_end = "<|message|>"
-    leading = (" to=", "<|message|>")
+    leading = (" to=", "to=", "<|message|>")
 
     def route(self, opener: str, header: str) -> Route:
         found = read_role(opener, header)

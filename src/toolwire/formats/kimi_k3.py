@@ -24,6 +24,12 @@ and is not an id: the template writes none, so call ids are made here.
 The reply starts inside whichever section the prompt opened: with ``reasoning_open`` the
 ``think`` section, else ``response``. The template opens ``think`` unless ``thinking`` is off;
 either closing tag ends that first section.
+
+Blanks around a header's tag (``<|open|> response <|sep|>``, as some detokenizers space the
+special tokens) are skipped. A tool's name is an attribute, quoted and escaped, so it may hold
+any character but blanks (``calc<beta``). A reply that ends after complete calls, the tools
+section never closed (the engine stopped at its end token), keeps those calls, named in a
+``block-unclosed`` notice; a call the reply cuts short stays text, with a notice.
 """
 
 from __future__ import annotations
@@ -34,9 +40,10 @@ from typing import Any
 
 from ..messages import ToolCall
 from .base import Family, loads_json
-from .harmony import ChannelStream, Route, valid_name
-from .markerstream import WS, Body, MarkerStream
+from .harmony import ChannelStream, Route
+from .markerstream import DONE, WS, Body, MarkerStream
 from .scan import Markers
+from .textargs import MAX_NAME
 
 __all__ = ["KimiK3"]
 
@@ -58,6 +65,11 @@ _ATTR = re.compile(r'\s+([A-Za-z_][\w-]*)="([^"]*)"')
 _MAX_ATTRS = 512
 
 _CALLS, _CALL_ATTRS, _IN_CALL, _VALUE_ATTRS, _VALUE = range(5)
+
+
+def _valid_name(name: str) -> bool:
+    """A tool's name from its attribute: unescaped already, so only blanks and size matter."""
+    return 0 < len(name) <= MAX_NAME and not any(c.isspace() for c in name)
 
 
 def _attributes(text: str) -> dict[str, str] | None:
@@ -117,6 +129,17 @@ class _ToolsBody(Body):
             self.state = _VALUE_ATTRS
         return j, True
 
+    def end_of_reply(self) -> None:
+        if self.state != _CALLS or not self.calls:
+            super().end_of_reply()
+            return
+        self.status = DONE
+        self.stream._notice(
+            "block-unclosed",
+            f"the reply ended before {_END_TOOLS}: the complete calls before it are read",
+        )
+        self.stream._text(self.stream._raw[-1])  # a closing tag cut short stays text
+
     def _delta(self, text: str) -> None:
         self.text.append(text)
         self.stream._args(self.index, text)
@@ -138,7 +161,7 @@ class _ToolsBody(Body):
             return self.fail(j, "malformed attributes"), False
         if self.state == _CALL_ATTRS:
             name = found.get("tool", "")
-            if not valid_name(name):
+            if not _valid_name(name):
                 return self.fail(j, f"a call without a valid tool name ({name[:40]!r})"), False
             self.name = name
             self.index, self.id = self.announce(name)
@@ -211,6 +234,7 @@ class KimiK3Stream(ChannelStream):
     header_end = _SEP
 
     def route(self, opener: str, header: str) -> Route:
+        header = header.strip(WS)  # blanks around the tag, between the tokens
         tag = header.partition(" ")[0]
         if tag == "message" or (opener == _CLOSE and header in ("think", "response")):
             return Route("text")  # a section or the message ends, or a message opens

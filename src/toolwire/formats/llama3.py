@@ -6,10 +6,18 @@ Optionally after ``<|python_tag|>``; several calls may follow one another, separ
 JSON meant for the user: it is held until it closes, and when the tools are known an
 untagged object must name one of them. Once the reply shows text that is not a call, all
 of it is reply text — a call can only open at the start.
+
+The arguments may come under ``"arguments"`` instead of ``"parameters"`` (what most other
+JSON grammars write, and Llama models often answer with): the same whole-reply call, named in
+an ``arguments-key`` notice. Its arguments do not stream as they come (only ``"parameters"``
+does): once the object closes, its argument text is passed on at once, the object re-written.
+JSON inside prose is never read here: a reply with text around an object is reply text (drift
+recovery, in the reply pipeline, reads only a reply that is nothing but calls).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -29,7 +37,7 @@ _START, _CALLS, _TEXT = range(3)
 
 #: ``name`` and ``parameters``, and ``"type": "function"`` if any type. An untagged object
 #: must name a declared tool when the tools are known: it may be JSON meant for the user.
-_SHAPE = CallShape(("parameters",), constants={"type": "function"})
+_SHAPE = CallShape(("parameters", "arguments"), constants={"type": "function"})
 _DECLARED = replace(_SHAPE, declared_only=True)
 
 
@@ -109,6 +117,15 @@ class Llama3Stream(ReplyStream):
                 if parsed is None:
                     self._to_text(problem)
                     continue
+                if call.scanner.stream_key_count == 0:  # under "arguments"
+                    self._notice(
+                        "arguments-key",
+                        f'the call to {parsed.name} gives its arguments as "arguments", '
+                        'not "parameters"',
+                    )
+                    text = json.dumps(parsed.arguments, ensure_ascii=False)
+                    self._args(call.index, text)  # the argument text, all at once
+                    parsed = replace(parsed, arguments_text=text)
                 self._done.append((call.index, parsed))
 
     def _to_text(self, reason: str) -> None:

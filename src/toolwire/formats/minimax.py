@@ -5,12 +5,19 @@ In full: ``<minimax:tool_call>\\n<invoke name="NAME">\\n<parameter name="K">V</p
 the text between its tags, verbatim: the template writes strings as they are and other values
 as their JSON, so the call is marked ``text_values`` and the argument pipeline types each
 value by the tool's schema. A block with no ``<invoke>`` in it is not a call.
+
+A model may write other attributes after the name (``<invoke name="f" description="…">``,
+``<parameter name="k" type="string">``), echoing the tool's description; they say nothing the
+name and the schema do not, so they are read past and named in an ``attributes-ignored``
+notice. Anything else in a tag breaks the call.
 """
 
 from __future__ import annotations
 
+import re
+
 from .base import Family
-from .markerstream import WS, MarkerStream
+from .markerstream import OPEN, WS, MarkerStream
 from .scan import Markers
 from .textargs import NameReader, TextArgs, TextBody
 
@@ -23,6 +30,10 @@ _END_INVOKE = "</invoke>"
 _PARAMETER = '<parameter name="'
 _END_PARAMETER = "</parameter>"
 _NAME_END = '">'
+#: Attributes after the name: `` key="value"`` pairs, up to the tag's ``>``.
+_ATTRS = re.compile(r'(?:\s+[A-Za-z_][\w:.-]*="[^"]*")*\s*')
+#: The longest run of other attributes read.
+_MAX_ATTRS = 512
 _VALUE_END = Markers((_END_PARAMETER,))
 
 _BLOCK, _NAME, _NAME_CLOSE, _IN_INVOKE, _PNAME, _PNAME_CLOSE, _IN_VALUE = range(7)
@@ -33,6 +44,8 @@ class _MiniMaxBody(TextBody):
         super().__init__(stream)
         self.names = NameReader('"', "tool name")
         self.keys = NameReader('"', "parameter name")
+        self.attrs: list[str] = []  # other attributes after a name, up to ">"
+        self.quoted = False
 
     def step(self, s: str, i: int) -> tuple[int, bool]:
         state = self.state
@@ -56,12 +69,16 @@ class _MiniMaxBody(TextBody):
                 self.state = _PNAME_CLOSE
             return i, True
         if state in (_NAME_CLOSE, _PNAME_CLOSE):
-            j = self.expect(s, i, _NAME_END, 'a name not closed by ">')
-            if j < 0:
+            if not self.attrs:
+                j = self.expect(s, i, _NAME_END, 'a name not closed by ">')
+                if j >= 0:
+                    self.state = _IN_INVOKE if state == _NAME_CLOSE else _IN_VALUE
+                    return j, True
+                if self.status != OPEN and s[i] == '"' and s[i + 1 : i + 2].isspace():
+                    self.status, self.attrs = OPEN, ['"']  # other attributes follow
+                    return i + 1, True
                 return i, False
-            self.state = _IN_INVOKE if state == _NAME_CLOSE else _IN_VALUE
-            i = j
-            return i, True
+            return self._attributes(s, i)
         if s[i] in WS:
             i += 1
             return i, True
@@ -80,6 +97,26 @@ class _MiniMaxBody(TextBody):
             self.state = _BLOCK
         i = j
         return i, True
+
+    def _attributes(self, s: str, i: int) -> tuple[int, bool]:
+        """Other attributes after a name, up to the tag's ``>``: read past, and named."""
+        j = i
+        n = min(len(s), i + _MAX_ATTRS + 1)
+        while j < n and (self.quoted or s[j] != ">"):
+            self.quoted ^= s[j] == '"'
+            j += 1
+        self.attrs.append(s[i:j])
+        text = "".join(self.attrs)
+        if len(text) > _MAX_ATTRS:
+            return self.fail(i, "a tag's attributes are too long"), False
+        if j == len(s):
+            return j, False
+        if not _ATTRS.fullmatch(text[1:]):
+            return self.fail(j, "malformed attributes in a tag"), False
+        self.attrs = []
+        self.stream._notice("attributes-ignored", f"attributes read past in a tag:{text[1:]}")
+        self.state = _IN_INVOKE if self.state == _NAME_CLOSE else _IN_VALUE
+        return j + 1, True
 
 
 class MiniMaxStream(MarkerStream):
