@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from toolwire import get_family
 from toolwire.events import CallAbort, CallStart
 from toolwire.formats.base import ParseResult
 
@@ -91,7 +92,7 @@ def test_kimi_thinking_left_open_ends_at_the_call_tokens() -> None:
         ("python", {"code": "print('hey')"}),
     ]
     assert result.reasoning == "I need to call two functions" and result.content == ""
-    assert _codes("kimi-k2", K2_THINK_OPEN) == ["thinking-unclosed"]
+    assert _codes("kimi-k2", K2_THINK_OPEN) == ["recovered-thinking-unclosed"]
 
 
 def test_kimi_calls_without_their_section() -> None:
@@ -101,7 +102,10 @@ def test_kimi_calls_without_their_section() -> None:
         ("python", {"code": "print('hey')"}),
     ]
     assert result.reasoning == "I need to call two functions" and result.content == ""
-    assert _codes("kimi-k2", K2_THINK_BARE) == ["thinking-unclosed", "section-missing"]
+    assert _codes("kimi-k2", K2_THINK_BARE) == [
+        "recovered-thinking-unclosed",
+        "recovered-section-missing",
+    ]
     result = parse("kimi-k2", K2_BARE)
     assert _calls(result) == [
         (
@@ -169,7 +173,7 @@ M2_ATTRS = (
 def test_minimax_other_attributes_are_read_past_and_named() -> None:
     result = parse("minimax", M2_ATTRS)
     assert _calls(result) == [("test_func", {"arg1": "value1", "arg2": "value2"})]
-    assert _codes("minimax", M2_ATTRS) == ["attributes-ignored"] * 3
+    assert _codes("minimax", M2_ATTRS) == ["recovered-attributes-ignored"] * 3
     assert result.content == ""
 
 
@@ -219,7 +223,7 @@ def test_minimax_m1_a_broken_line_stays_text() -> None:
 def test_minimax_m1_complete_calls_before_the_reply_ends() -> None:
     result = parse("minimax-m1", M1_UNCLOSED)
     assert _calls(result) == [("get_current_weather", {"city": "Boston"})]
-    assert _codes("minimax-m1", M1_UNCLOSED) == ["block-unclosed"]
+    assert _codes("minimax-m1", M1_UNCLOSED) == ["recovered-block-unclosed"]
     cut = parse("minimax-m1", M1_UNCLOSED + "\n</tool_c")
     assert len(cut.calls) == 1 and cut.content == "</tool_c"
 
@@ -275,7 +279,7 @@ def test_kimi_k3_an_unclosed_tools_section_keeps_its_complete_calls() -> None:
     )
     result = parse("kimi-k3", reply)
     assert _calls(result) == [("calc", {"x": "1"})] and result.content == "Hi"
-    assert _codes("kimi-k3", reply) == ["block-unclosed"]
+    assert _codes("kimi-k3", reply) == ["recovered-block-unclosed"]
     cut = '<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool="calc" index="1"'
     result = parse("kimi-k3", cut)
     assert result.calls == [] and "call tool=" in result.content and result.notices
@@ -289,7 +293,7 @@ def test_llama3_arguments_key_is_read_and_named() -> None:
     result = parse("llama3", reply, tools=None)
     assert _calls(result) == [("searchTool", {"query": "test"})]
     assert result.calls[0].arguments_text == '{"query": "test"}'
-    assert _codes("llama3", reply, tools=None) == ["arguments-key"]
+    assert _codes("llama3", reply, tools=None) == ["recovered-arguments-key"]
     both = '{"name": "f", "arguments": {}, "parameters": {}}'
     assert parse("llama3", both, tools=None).calls == []
 
@@ -351,3 +355,38 @@ def test_every_split_point_gives_the_same_events(
     for k in range(len(reply) + 1):
         check_stream(family, reply, [reply[:k], reply[k:]], **kw)
     check_stream(family, reply, list(reply), **kw)
+
+
+def _k3_unclosed() -> str:
+    return "<|open|>response<|sep|>Hi" + _k3_call("calc", "x", "1").removesuffix(
+        "<|close|>tools<|sep|>"
+    )
+
+
+@pytest.mark.parametrize(
+    ("family", "reply", "kw"),
+    [
+        ("kimi-k2", K2_BARE, {}),
+        ("kimi-k2", K2_THINK_BARE, {}),
+        ("minimax", M2_ATTRS, {}),
+        ("minimax-m1", M1_UNCLOSED, {}),
+        ("llama3", '{"name": "searchTool", "arguments": {"query": "test"}}', {"tools": None}),
+    ],
+)
+def test_strict_refuses_each_tolerance(family: str, reply: str, kw: dict[str, Any]) -> None:
+    loose = get_family(family).parse(reply, kw.get("tools"))
+    assert loose.calls and loose.notices
+    strict = get_family(family).parse(reply, kw.get("tools"), strict=True)
+    assert strict.calls == []
+    assert not [e for e in stream_events(family, [reply], strict=True, **kw) if _recovered(e)]
+
+
+def test_strict_refuses_the_unclosed_kimi_k3_section() -> None:
+    assert get_family("kimi-k3").parse(_k3_unclosed()).calls
+    assert get_family("kimi-k3").parse(_k3_unclosed(), strict=True).calls == []
+
+
+def _recovered(event: object) -> bool:
+    from toolwire.events import Notice
+
+    return isinstance(event, Notice) and event.code.startswith("recovered-")

@@ -74,6 +74,8 @@ class _KimiBody(ResyncBody):
         state = self.state
         if state == _FIRST:  # what opened the body: the section, or a call without one
             self.bare = self.stream._raw[0] == _CALL
+            if self.bare and self.stream.strict:
+                return self.fail(i, f"a call without {_SECTION} around it"), False
             self.state = _ID_TEXT if self.bare else _BLOCK
             return i, True
         if self.bare and state in (_BLOCK, _AFTER):
@@ -157,7 +159,7 @@ class _KimiBody(ResyncBody):
     def _bare_done(self) -> None:
         self.status = DONE
         self.stream._notice(
-            "section-missing",
+            "recovered-section-missing",
             f"calls written without {_SECTION} around them are read",
         )
 
@@ -195,7 +197,7 @@ class KimiK2Stream(BlockStream, OpeningsStream):
         self._pending = ""  # a piece that may begin a call token, held while watching
 
     def feed(self, chunk: str) -> list[Event]:
-        if not self._watching:
+        if not self._watching or self.strict:
             return super().feed(chunk)
         s = self._pending + chunk
         j, token = _CALL_TOKENS.scan(s)
@@ -220,7 +222,7 @@ class KimiK2Stream(BlockStream, OpeningsStream):
         for _thinking, piece in self._reasoning.finish():
             self._out.append(ReasoningDelta(piece))
         self._reasoning = ReasoningSplitter()
-        self._notice("thinking-unclosed", f"{token} ended thinking that was never closed")
+        self._notice("recovered-thinking-unclosed", f"{token} ended thinking that was never closed")
         return self._take()
 
     def finish(self) -> list[Event]:

@@ -130,12 +130,12 @@ class _ToolsBody(Body):
         return j, True
 
     def end_of_reply(self) -> None:
-        if self.state != _CALLS or not self.calls:
+        if self.state != _CALLS or not self.calls or self.stream.strict:
             super().end_of_reply()
             return
         self.status = DONE
         self.stream._notice(
-            "block-unclosed",
+            "recovered-block-unclosed",
             f"the reply ended before {_END_TOOLS}: the complete calls before it are read",
         )
         self.stream._text(self.stream._raw[-1])  # a closing tag cut short stays text

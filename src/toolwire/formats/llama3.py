@@ -118,8 +118,11 @@ class Llama3Stream(ReplyStream):
                     self._to_text(problem)
                     continue
                 if call.scanner.stream_key_count == 0:  # under "arguments"
+                    if self.strict:
+                        self._to_text('"arguments" where Llama 3 writes "parameters"')
+                        continue
                     self._notice(
-                        "arguments-key",
+                        "recovered-arguments-key",
                         f'the call to {parsed.name} gives its arguments as "arguments", '
                         'not "parameters"',
                     )

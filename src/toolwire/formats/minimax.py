@@ -114,7 +114,11 @@ class _MiniMaxBody(TextBody):
         if not _ATTRS.fullmatch(text[1:]):
             return self.fail(j, "malformed attributes in a tag"), False
         self.attrs = []
-        self.stream._notice("attributes-ignored", f"attributes read past in a tag:{text[1:]}")
+        if self.stream.strict:
+            return self.fail(i, "attributes in a tag besides its name"), False
+        self.stream._notice(
+            "recovered-attributes-ignored", f"attributes read past in a tag:{text[1:]}"
+        )
         self.state = _IN_INVOKE if self.state == _NAME_CLOSE else _IN_VALUE
         return j + 1, True
 

@@ -66,12 +66,12 @@ class _M1Body(ResyncBody):
         return self.end_block(i, j, "no call in the block"), False
 
     def end_of_reply(self) -> None:
-        if self.state != _BLOCK or not self.calls:
+        if self.state != _BLOCK or not self.calls or self.stream.strict:
             super().end_of_reply()
             return
         self.status = DONE
         self.stream._notice(
-            "block-unclosed",
+            "recovered-block-unclosed",
             f"the reply ended before {_CLOSE_TAG}: the complete calls before it are read",
         )
         self.stream._text(self.stream._raw[-1])  # a closing tag cut short stays text

@@ -212,6 +212,4 @@ def opens_reasoning(prompt: str) -> bool:
     inside the block, and must be read that way.
     """
     tail = prompt.rstrip()
-    return any(
-        tail.endswith(opener) for opener in (*OPENERS, *PROMPT_OPENERS, *CHANNEL_OPENERS)
-    )
+    return any(tail.endswith(opener) for opener in (*OPENERS, *PROMPT_OPENERS, *CHANNEL_OPENERS))
