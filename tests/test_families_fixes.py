@@ -221,21 +221,9 @@ def typed_args(call: Any, tools: list[dict[str, Any]]) -> Any:
     return prepare_arguments(raw, schema, name=call.name, text_values=call.text_values).arguments
 
 
-#: Kimi K2 Thinking writing its calls inside a ``<think>`` it never closes: the calls stay
-#: reasoning (a model thinking about a call writes the same; Ministral's case below shows it).
-_KNOWN_GAPS = {
-    i
-    for i, c in enumerate(LLAMACPP_CASES)
-    if c.reply.startswith("<think>I need to call two functions<|")
-}
-
-
 @pytest.mark.parametrize(
     "case",
-    [
-        pytest.param(c, marks=pytest.mark.xfail(strict=True)) if i in _KNOWN_GAPS else c
-        for i, c in enumerate(LLAMACPP_CASES)
-    ],
+    LLAMACPP_CASES,
     ids=[f"{c.template}-{i}" for i, c in enumerate(LLAMACPP_CASES)],
 )
 def test_llamacpp_case_is_read(case: Case) -> None:
@@ -271,9 +259,7 @@ def test_opened_is_what_the_template_prompt_does(template: str) -> None:
         assert not any(c.opened for c in cases)
 
 
-_ONE_PER_FAMILY = {
-    c.family: c for c in LLAMACPP_CASES if c.calls and LLAMACPP_CASES.index(c) not in _KNOWN_GAPS
-}
+_ONE_PER_FAMILY = {c.family: c for c in LLAMACPP_CASES if c.calls}
 
 
 @pytest.mark.parametrize("case", list(_ONE_PER_FAMILY.values()), ids=list(_ONE_PER_FAMILY))
