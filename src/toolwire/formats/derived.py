@@ -111,6 +111,9 @@ class DerivedShape:
                 "label": f"derived from the template: {self.describe()}",
                 "markers": (self.marker,),
                 "stream_class": stream,
+                # ids of nine letters and digits suit every template (Mistral's demand them);
+                # an unknown template is given the ids every template accepts
+                "call_ids": "alnum9",
             },
         )
         return derived()
@@ -164,9 +167,12 @@ class _DerivedBody(TextBody):
         self.call_name = ""
 
     def words(self, words: Words, then: int) -> None:
+        """Match ``words`` next, then go on in state ``then``."""
         self.todo = list(words)
         self.then = then
         self.state = _LITS
+        if not words:
+            self._then(0)
 
     def step(self, s: str, i: int) -> tuple[int, bool]:
         state = self.state
@@ -334,7 +340,7 @@ class _DerivedBody(TextBody):
                 return i, False
             if status == DONE:
                 self.words(words[1:], then)
-                return self._then(j) if not self.todo else (j, True)
+                return j, self.status == OPEN
         if shape.trail:
             return self.fail(k, f"expected {shape.trail[0]} after the call"), False
         self.status = DONE
