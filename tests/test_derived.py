@@ -24,8 +24,8 @@ import pytest
 from toolwire import ChatTemplate, LimitError, detect_format, load_template, resolve_format
 from toolwire.events import CallEnd, CallStart
 from toolwire.formats.base import Family, ParseResult, assemble
-from toolwire.formats.detect import DERIVE_TOOLS, Detection, assistant_text
 from toolwire.formats.derived import DerivedShape
+from toolwire.formats.detect import DERIVE_TOOLS, Detection, assistant_text
 from toolwire.messages import ToolCall
 
 from .prepared import typed
