@@ -44,6 +44,8 @@ Words = tuple[str, ...]
 
 #: The longest learned word: a body may wait for a whole word, and must not hold much.
 MAX_WORD = MAX_HELD - 16
+#: The most words one learned text may have.
+MAX_WORDS = 8
 #: The word standing for a number that counts the calls (Kimi's ``functions.NAME:0``).
 NUMBER = "\x00#"
 #: How far apart the pieces of one call may be in a rendering.
@@ -605,8 +607,13 @@ def _shape(before: str, after: str, mid: str, payload: _Payload) -> DerivedShape
         texts["value_tail"] = raw_end[: len(raw_end) - len(raw_end.lstrip())]
         if not texts["key_mid"] or not texts["value_end"]:
             return None
-    words = [w for v in texts.values() if isinstance(v, tuple) for w in v]
+    learned = [v for v in texts.values() if isinstance(v, tuple)]
+    words = [w for v in learned for w in v]
     opening = texts["opening"]
     if not opening or len(opening[0]) < 2 or any(len(w) > MAX_WORD for w in words):
+        return None
+    # call markup is short: a long learned text is a turn the probe could not cut (a
+    # template that writes its instructions after the last turn), not a grammar
+    if any(len(v) > MAX_WORDS for v in learned):
         return None
     return DerivedShape(kind=payload.kind, **texts, **fields)

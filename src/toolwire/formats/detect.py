@@ -341,6 +341,8 @@ def _derive(template: ChatTemplate) -> Detection | None:
     """Learn the grammar from renderings of one and of two calls, and keep it only when its
     family reads both renderings back exactly."""
     for before, content, results in _attempts():
+        if results:  # the tool's turn would be learned as the end of the calls
+            continue
         try:
             none = content is None
             one, opened = assistant_text(
