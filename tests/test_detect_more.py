@@ -19,7 +19,6 @@ from toolwire import ChatTemplate, detect_format, get_family, load_template
 from toolwire.events import CallEnd
 from toolwire.formats.base import Family, assemble
 from toolwire.formats.detect import PROBE_TOOLS
-from toolwire.messages import ToolCall
 
 from .prepared import typed
 from .test_detect import CALLS, PLAIN_TOOLS, USER
@@ -229,10 +228,3 @@ def test_a_detection_ends_in_a_family_that_streams() -> None:
         assert family is not None
         events = family.stream(PLAIN_TOOLS).feed("plain text")
         assert not any(isinstance(e, CallEnd) for e in events)
-
-
-def test_probe_call_ids_unchanged() -> None:
-    call = ToolCall("a1b2c3d4e", "get_weather", {"city": "Paris", "days": 3})
-    from toolwire.formats.detect import PROBE_CALL
-
-    assert PROBE_CALL == call
