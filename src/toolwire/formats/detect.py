@@ -23,7 +23,8 @@ from ..messages import ToolCall
 from ..templates import ChatTemplate
 from ..templates.shaping import CallIds
 from .base import Family
-from .derived import DerivedShape, learn_shape
+from .derived import DerivedShape
+from .learn import learn_shape
 from .reasoning import CLOSERS, OPENERS, opens_reasoning
 from .registry import _FAMILIES, get_family
 
