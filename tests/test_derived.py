@@ -273,6 +273,8 @@ NEAR_MISSES = {
         "@@get_weather\n~city~ Paris",  # the reply ends inside a value
         "@@get_weather\n~city~ Paris ;;\n~city~ Rome ;;\n@@/",  # a key twice
         "@@\n~city~ Paris ;;\n@@/",  # no name
+        '~get_weather@@/Paris~@@city{"a": 1} ;;',  # the marker again inside a broken key
+        "@@" + "n" * 257 + "\n@@/",  # a name one character too long
     ],
     "semi-list": [
         'CALLS>> [{"tool": "f", "parameters": {}}',  # no closing
@@ -291,6 +293,13 @@ def test_near_misses_stay_text_with_a_notice(key: str, reply: str) -> None:
     assert any("not a call" in n for n in result.notices)
     for k in range(len(reply) + 1):
         assert assemble(_events(unseen(key), [reply[:k], reply[k:]])) == result
+    assert assemble(_events(unseen(key), list(reply))) == result
+
+
+def test_a_name_of_the_longest_length_is_read() -> None:
+    name = "n" * 256
+    result = _parse(unseen("tildes"), f"@@{name}\n~k~ v ;;\n@@/")
+    assert [(c.name, c.arguments) for c in result.calls] == [(name, {"k": "v"})]
 
 
 def test_text_without_the_marker_is_text() -> None:

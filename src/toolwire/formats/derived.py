@@ -32,9 +32,9 @@ from .base import Family
 from .callshape import CallShape
 from .jsoncall import JsonCall
 from .jsonscan import ObjectScanner
-from .markerstream import DONE, MAX_HELD, OPEN, WS, MarkerStream, expect_literal
+from .markerstream import DONE, MAX_HELD, OPEN, WS, Body, MarkerStream, expect_literal
 from .scan import Markers
-from .textargs import NameReader, TextArgs, TextBody
+from .textargs import _BAD_NAME, MAX_NAME, NameReader, TextArgs, TextBody
 
 __all__ = ["NUMBER", "DerivedShape", "DerivedStream"]
 
@@ -132,6 +132,28 @@ class DerivedShape:
 # --------------------------------------------------------------------------- reading
 
 
+_MAX_DIGITS = 32
+
+
+class _Name(NameReader):
+    """A name that fails at the very character that breaks it, however the text is cut.
+
+    A learned marker may be made of characters a name can hold (``@@``), so where a broken
+    name gives its text back decides whether a marker inside it is seen again: that place
+    must not depend on where a chunk began.
+    """
+
+    def read(self, body: Body, s: str, i: int) -> tuple[str | None, int]:
+        m = self._stop.search(s, i)
+        stop = len(s) if m is None else m.start()
+        bad = _BAD_NAME.search(s, i, stop)
+        cut = min(bad.start() if bad else stop, i + max(0, MAX_NAME - self._size))
+        if cut < stop:
+            body.fail(cut, f"a malformed {self._what}")
+            return None, cut
+        return super().read(body, s, i)
+
+
 class _DerivedBody(TextBody):
     """One block of calls in a :class:`DerivedShape`, read one step at a time."""
 
@@ -156,7 +178,7 @@ class _DerivedBody(TextBody):
         self.digits = 0
         self.json_call: JsonCall | None = None
         self.names: NameReader | None = None
-        self.keys = NameReader(self.key_stops, "argument name")
+        self.keys = _Name(self.key_stops, "argument name")
         self.scanner: ObjectScanner | None = None
         self.index = -1
         self.id = ""
@@ -217,11 +239,12 @@ class _DerivedBody(TextBody):
     def _number(self, s: str, i: int) -> tuple[int, bool]:
         """Digits, at least one, as many as come (bounded like a name)."""
         j = i
-        while j < len(s) and s[j].isdigit():
+        room = _MAX_DIGITS + 1 - self.digits
+        while j < len(s) and j - i < room and s[j].isdigit():
             j += 1
         self.digits += j - i
-        if self.digits > 32:
-            return self.fail(i, "a number too long"), False
+        if self.digits > _MAX_DIGITS:  # fail where the limit is passed, however cut
+            return self.fail(j - 1, "a number too long"), False
         if j == len(s):
             return j, False
         if not self.digits:
@@ -252,7 +275,7 @@ class _DerivedBody(TextBody):
             self.json_call = JsonCall(self.stream, shape)
             self.state = _JSON
         else:
-            self.names = NameReader(self.name_stops, "tool name")
+            self.names = _Name(self.name_stops, "tool name")
             self.state = _NAME
         return i, True
 
@@ -295,7 +318,7 @@ class _DerivedBody(TextBody):
         if status == OPEN:
             return i, False
         if status == DONE:
-            self.keys = NameReader(self.key_stops, "argument name")
+            self.keys = _Name(self.key_stops, "argument name")
             self.words(self.shape.key_open[1:], _KEY)
             return j, True
         self.end_call()
