@@ -228,3 +228,19 @@ def test_a_detection_ends_in_a_family_that_streams() -> None:
         assert family is not None
         events = family.stream(PLAIN_TOOLS).feed("plain text")
         assert not any(isinstance(e, CallEnd) for e in events)
+
+
+GRANITE_CASES = [  # llama.cpp's cases for this template
+    ("Hello, world!\nWhat's up?", "", "Hello, world!\nWhat's up?"),
+    (
+        "<think>I'm\nthinking</think>Hello, world!\nWhat's up?",
+        "I'm\nthinking",
+        "Hello, world!\nWhat's up?",
+    ),
+]
+
+
+@pytest.mark.parametrize(("reply", "reasoning", "content"), GRANITE_CASES)
+def test_llama_cpp_cases_granite(reply: str, reasoning: str, content: str) -> None:
+    result = get_family("granite").parse(reply)
+    assert (result.reasoning, result.content, result.calls) == (reasoning, content, [])

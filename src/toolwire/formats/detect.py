@@ -4,8 +4,14 @@ The probe renders one conversation twice: a user message with the generation pro
 the same followed by an assistant turn that calls a tool. What the second adds to the first,
 cut at the end of the turn, is exactly the text the model was trained to write for that
 call. The family whose parser reads that text back as the probe's call is the template's
-format; ``none`` when no family does (a template that ignores tools, or a grammar toolwire
-does not speak yet). No template source text is fingerprinted, so a renamed or lightly
+format (``via="probe"``).
+
+When no family does, the grammar is learned from the template's renderings of one call and
+of two (:mod:`toolwire.formats.learn`) and kept only when the family built from it reads both
+back exactly (``"derived"``). A template that renders no calls at all may still state its
+format in its prompt: a family's ``prompt_markers`` shown with tools and not without claim it
+(``"prompt"``). Otherwise the format is ``none`` (a template that ignores tools, or a grammar
+that cannot be learned). No template source text is fingerprinted, so a renamed or lightly
 edited template is still recognised, and a template that only looks like one is not.
 """
 
@@ -403,7 +409,7 @@ def _prompt_claim(template: ChatTemplate, families: Sequence[Family]) -> str | N
     return None
 
 
-_CACHE: OrderedDict[tuple[str, str, str, tuple[str, ...]], Detection] = OrderedDict()
+_CACHE: OrderedDict[tuple[str, str, str, tuple[str, ...], str], Detection] = OrderedDict()
 _CACHE_SIZE = 64
 _LOCK = threading.Lock()
 
@@ -416,7 +422,14 @@ def detect_format(template: ChatTemplate, *, families: Sequence[Family] | None =
     """
     if families is not None:
         return _probe(template, tuple(families))
-    key = (template.sha256, template.bos_token, template.eos_token, tuple(template.end_tokens))
+    variables = repr(sorted(template.variables.items()))  # they may change what renders
+    key = (
+        template.sha256,
+        template.bos_token,
+        template.eos_token,
+        tuple(template.end_tokens),
+        variables,
+    )
     with _LOCK:
         hit = _CACHE.get(key)
         if hit is not None:
