@@ -272,10 +272,10 @@ def test_template_round_trip(name: str, family: str) -> None:
 
 
 def test_firefunction_template_round_trip() -> None:
-    # The template reads `functions` and `datetime`, which a caller must pass (llama.cpp does):
-    # the probe passes neither, so detection cannot render it and says none.
+    # The template reads `functions` and `datetime`, which llama.cpp passes; so does every
+    # render now, for a template that reads them (tests/test_detect_more.py).
     tpl = load_template(FIXTURES / "fireworks-ai-llama-3-firefunction-v2.jinja")
-    assert detect_format(tpl).format == "none"
+    assert detect_format(tpl).format == "firefunction"
     extra = {"functions": json.dumps(TOOLS), "datetime": "2026-01-01"}
     a = tpl.render([USER], TOOLS, add_generation_prompt=True, **extra)
     b = tpl.render([USER, TURN], TOOLS, add_generation_prompt=False, **extra)
@@ -287,10 +287,12 @@ def test_firefunction_template_round_trip() -> None:
 
 def test_granite_3_3_template_renders_no_calls() -> None:
     # Granite 3.3's template writes only a message's content: a call it cannot show, the probe
-    # cannot learn; its system prompt names the grammar (`<|tool_call|>` then a JSON list).
+    # cannot learn; its system prompt names the grammar (`<|tool_call|>` then a JSON list),
+    # which detection reads as the family's prompt marker.
     tpl = load_template(FIXTURES / "ibm-granite-granite-3.3-2B-Instruct.jinja")
     found = detect_format(tpl)
-    assert found.format == "none" and "get_weather" not in found.call_text
+    assert (found.format, found.via) == ("granite", "prompt")
+    assert "get_weather" not in found.call_text
     assert "<|tool_call|> followed by a JSON list" in tpl.render([USER], TOOLS)
     _check_round_trip("granite", granite(*[(c.name, c.arguments) for c in CALLS]))
 

@@ -88,7 +88,9 @@ def _cmd_detect(args: argparse.Namespace) -> int:
             json.dumps(
                 {
                     "format": found.format,
+                    "via": found.via,
                     "label": family.label if family else "no tool-call format found",
+                    "shape": found.shape.to_json() if found.shape else None,
                     "source": source,
                     "template": template.name,
                     "sha256": template.sha256,

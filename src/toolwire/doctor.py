@@ -191,7 +191,7 @@ class _Rendering:
 
 
 def _render_calls(
-    template: ChatTemplate, family: Family, calls: tuple[ToolCall, ...]
+    template: ChatTemplate, family: Family, calls: tuple[ToolCall, ...], none_content: bool
 ) -> tuple[_Rendering | None, str]:
     """The template's rendering of ``calls`` read by ``family``: the first that reads back as
     many calls as asked, else the first that rendered; or None and the template's error.
@@ -204,7 +204,12 @@ def _render_calls(
         for turn in ([_assistant(calls)], [_assistant(calls), *_results(calls)]):
             try:
                 text, opened = assistant_text(
-                    template, head, turn, DOCTOR_TOOLS, call_ids=family.call_ids
+                    template,
+                    head,
+                    turn,
+                    DOCTOR_TOOLS,
+                    call_ids=family.call_ids,
+                    keep_call_none=none_content,
                 )
                 result = family.parse(text, DOCTOR_TOOLS, reasoning_open=opened)
             except (TemplateError, LimitError) as exc:
@@ -217,13 +222,15 @@ def _render_calls(
     return first, (errors[0] if errors else "")
 
 
-def _parallel(template: ChatTemplate, family: Family) -> tuple[list[Check], _Rendering | None]:
+def _parallel(
+    template: ChatTemplate, family: Family, none_content: bool
+) -> tuple[list[Check], _Rendering | None]:
     """Render both calls; a template that refuses two (or drops the second) gets one."""
-    two, error = _render_calls(template, family, DOCTOR_CALLS)
+    two, error = _render_calls(template, family, DOCTOR_CALLS, none_content)
     second = DOCTOR_CALLS[1].name
     if two is not None and (len(two.result.calls) == 2 or second in two.text):
         return [Check("parallel calls", True, "the template writes two calls in one turn")], two
-    one, error_one = _render_calls(template, family, DOCTOR_CALLS[:1])
+    one, error_one = _render_calls(template, family, DOCTOR_CALLS[:1], none_content)
     if one is None:
         why = error_one or error or "it writes nothing for them"
         return [Check("parallel calls", False, f"the template cannot render a call: {why}")], None
@@ -356,8 +363,14 @@ def diagnose(template: ChatTemplate) -> Report:
             "the reply is read as thinking until it closes"
         )
         checks.append(Check("thinking", True, message))
-    if family is not None:
-        parallel, rendering = _parallel(template, family)
+    if family is not None and found.via == "prompt":
+        message = (
+            f"the template never shows a model's past calls: calls it writes are read as "
+            f"{found.format} (its prompt names that format), but later turns lose them"
+        )
+        checks.append(Check("calls shown", False, message))
+    elif family is not None:
+        parallel, rendering = _parallel(template, family, found.none_content)
         checks += parallel
         if rendering is not None:
             checks += _read_back(rendering)

@@ -24,7 +24,7 @@ from ..conversation import prune
 from ..errors import BackendError, ModelNotFoundError
 from ..events import Done, Event, TextDelta
 from ..formats.base import Family
-from ..formats.detect import resolve_format
+from ..formats.detect import detect_format, resolve_format
 from ..formats.reasoning import opens_reasoning
 from ..pipeline import (
     ModelMemory,
@@ -149,6 +149,8 @@ class LlamaCppBackend(Transport):
             add_generation_prompt=True,
             enable_thinking=bool(request.think),
             call_ids=family.call_ids if family else "keep",
+            # a template that writes past calls only beside None content (R1's distills)
+            keep_call_none=detect_format(self.template).none_content,
         )
 
     def _fit(self, request: Request, plan: Plan, max_tokens: int) -> tuple[Request, str, list[int]]:

@@ -296,6 +296,11 @@ class Family:
     label: ClassVar[str]
     #: The texts that open a call.
     markers: ClassVar[tuple[str, ...]]
+    #: Texts that a template's prompt WITH tools shows and its prompt without tools does not,
+    #: stating this family's format in words (Granite 3.3: "respond only with <|tool_call|>").
+    #: Detection uses them only for a template whose rendered calls no family reads (one that
+    #: renders no calls at all): never from template source, only from rendered prompts.
+    prompt_markers: ClassVar[tuple[str, ...]] = ()
     #: How call ids must look in a prompt for this family's templates ("keep" or "alnum9").
     call_ids: ClassVar[CallIds] = "keep"
     #: The stream class implementing the grammar.

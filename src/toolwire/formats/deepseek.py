@@ -15,7 +15,9 @@ V3.1 drops the type and the fence:
 The two share their markers, so each reads only its own shape: R1's ``function<｜tool▁sep｜>``
 is not a V3.1 name followed by JSON, and a V3.1 name is not R1's ``function`` type. Whitespace
 is allowed between the pieces; anything else breaks the block, which then stays reply text.
-The arguments are the JSON object as written, untyped; the calls end when the block closes.
+The arguments are the JSON object as written, untyped; the calls end when the block closes
+(for R1, also when the turn ends after a complete call: its templates write one call's block
+without the closer, so that is R1's grammar, not a repair).
 """
 
 from __future__ import annotations
@@ -173,6 +175,16 @@ class _BlockBody(Body):
             self._next_call()
             i = j
         return i, True
+
+    def end_of_reply(self) -> None:
+        """R1's templates close the block only after a second call: one call's turn ends
+        right after ``<｜tool▁call▁end｜>``, and that is how the model learned to write it.
+        So in R1's grammar the end of the turn after a complete call also ends the block;
+        a reply that stops inside a call is still no call."""
+        if self.fenced and self.state == _NEXT and self.calls:
+            self.status = DONE
+            return
+        super().end_of_reply()
 
     def _announce(self) -> None:
         self.index, self.id = self.announce(self.call_name)

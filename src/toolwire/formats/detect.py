@@ -4,8 +4,14 @@ The probe renders one conversation twice: a user message with the generation pro
 the same followed by an assistant turn that calls a tool. What the second adds to the first,
 cut at the end of the turn, is exactly the text the model was trained to write for that
 call. The family whose parser reads that text back as the probe's call is the template's
-format; ``none`` when no family does (a template that ignores tools, or a grammar toolwire
-does not speak yet). No template source text is fingerprinted, so a renamed or lightly
+format (``via="probe"``).
+
+When no family does, the grammar is learned from the template's renderings of one call and
+of two (:mod:`toolwire.formats.learn`) and kept only when the family built from it reads both
+back exactly (``"derived"``). A template that renders no calls at all may still state its
+format in its prompt: a family's ``prompt_markers`` shown with tools and not without claim it
+(``"prompt"``). Otherwise the format is ``none`` (a template that ignores tools, or a grammar
+that cannot be learned). No template source text is fingerprinted, so a renamed or lightly
 edited template is still recognised, and a template that only looks like one is not.
 """
 
@@ -23,10 +29,14 @@ from ..messages import ToolCall
 from ..templates import ChatTemplate
 from ..templates.shaping import CallIds
 from .base import Family
+from .derived import DerivedShape
+from .learn import learn_shape
 from .reasoning import CLOSERS, OPENERS, opens_reasoning
 from .registry import _FAMILIES, get_family
 
 __all__ = [
+    "DERIVE_CALLS",
+    "DERIVE_TOOLS",
     "PROBE_CALL",
     "PROBE_TOOLS",
     "Detection",
@@ -53,17 +63,49 @@ PROBE_TOOLS: list[dict[str, Any]] = [
     }
 ]
 PROBE_CALL = ToolCall("a1b2c3d4e", "get_weather", {"city": "Paris", "days": 3})
-_PROBE_SCHEMA = PROBE_TOOLS[0]["function"]["parameters"]
+#: A second tool and call for learning an unknown grammar: two calls, and a boolean.
+DERIVE_TOOLS: list[dict[str, Any]] = [
+    *PROBE_TOOLS,
+    {
+        "type": "function",
+        "function": {
+            "name": "set_alarm",
+            "description": "Set an alarm.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "time": {"type": "string", "description": "When, as HH:MM."},
+                    "loud": {"type": "boolean", "description": "Whether it rings loudly."},
+                },
+                "required": ["time"],
+            },
+        },
+    },
+]
+#: The second call's text holds markup, quotes and a line break: a template that escapes them
+#: (CDATA, entities) writes a grammar the learned reader does not know, and is not claimed.
+DERIVE_CALLS = (
+    PROBE_CALL,
+    ToolCall("f5g6h7i8j", "set_alarm", {"time": '07:30\n<b>"wake" & go</b>', "loud": True}),
+)
+_SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in DERIVE_TOOLS}
+#: Templates reading ``datetime`` get this one while probing: both renderings must agree.
+_PROBE_DATETIME = "Jan 01 2026 00:00:00 GMT"
 
 _SYSTEM = {"role": "system", "content": "You are a helpful assistant."}
 _USER = {"role": "user", "content": "What will the weather be in Paris over the next 3 days?"}
-_ASSISTANT = {"role": "assistant", "content": "", "tool_calls": [PROBE_CALL.to_openai()]}
-_TOOL = {
-    "role": "tool",
-    "tool_call_id": PROBE_CALL.id,
-    "name": PROBE_CALL.name,
-    "content": '{"forecast": "sunny"}',
-}
+
+
+def _turn(calls: Sequence[ToolCall], content: str | None, results: bool) -> list[dict[str, Any]]:
+    """An assistant turn making ``calls``, then (``results``) a tool result for each."""
+    turn: list[dict[str, Any]] = [
+        {"role": "assistant", "content": content, "tool_calls": [c.to_openai() for c in calls]}
+    ]
+    for call in calls if results else ():
+        result = {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": "{}"}
+        turn.append(result)
+    return turn
+
 
 #: Where a turn ends, for templates whose end-of-turn token is not known from a GGUF file.
 #: These are token texts, not template text: they say where a turn stops, never which
@@ -98,7 +140,14 @@ _SENTINEL_BOS = "<|toolwire-bos|>"
 
 @dataclass(frozen=True)
 class Detection:
-    """What the probe found: the format's name (``"none"`` if no family fits) and why."""
+    """What the probe found: the format's name (``"none"`` if no family fits) and why.
+
+    ``via`` says how: ``"probe"`` (a family read the template's own rendering of the probe
+    call), ``"derived"`` (no family did; a grammar was learned from the template's renderings
+    and proved on them: ``shape``), ``"prompt"`` (the template renders no calls, but its
+    prompt with tools states a family's format: a text the family declares in
+    ``prompt_markers``, absent from the prompt without tools), or ``""`` for ``none``.
+    """
 
     format: str
     #: The text the template writes for the probe call, as the model would write it.
@@ -109,9 +158,17 @@ class Detection:
     candidates: tuple[str, ...] = ()
     #: Why a probe rendering failed, when every attempt did.
     errors: tuple[str, ...] = field(default_factory=tuple)
+    via: str = ""
+    #: The learned grammar, when ``via`` is ``"derived"``.
+    shape: DerivedShape | None = None
+    #: The template writes an assistant's calls only when its content is ``None`` (render
+    #: with ``keep_call_none``): DeepSeek R1's distills.
+    none_content: bool = False
 
     @property
     def family(self) -> Family | None:
+        if self.shape is not None:
+            return self.shape.family
         return None if self.format == "none" else get_family(self.format)
 
 
@@ -156,39 +213,43 @@ def _cut_turn(text: str, ends: Sequence[str]) -> str:
     return text[:cut]
 
 
-def _attempts() -> Iterator[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
-    """(conversation before the call, the call's turn): some templates insist on a system
-    message, or on a tool result after a call."""
-    for head in ([], [_SYSTEM]):
-        base = [*head, _USER]
-        yield base, [_ASSISTANT]
-        yield base, [_ASSISTANT, _TOOL]
+def _attempts() -> Iterator[tuple[list[dict[str, Any]], str | None, bool]]:
+    """(conversation before the call, the assistant's content, whether tool results follow):
+    some templates insist on a system message or on a tool result after a call, and some
+    write calls only when the content is None (the OpenAI wire's value beside calls)."""
+    for content in ("", None):
+        for head in ([], [_SYSTEM]):
+            for results in (False, True):
+                yield [*head, _USER], content, results
 
 
-def _round_trips(family: Family, text: str, reasoning_open: bool) -> bool:
+def _reads(family: Family, text: str, reasoning_open: bool, calls: Sequence[ToolCall]) -> bool:
+    """Whether ``family`` reads ``text`` as exactly ``calls`` and nothing else."""
     generated = "\x00generated"
     result = family.parse(
-        text, PROBE_TOOLS, reasoning_open=reasoning_open, make_id=lambda _i: generated
+        text, DERIVE_TOOLS, reasoning_open=reasoning_open, make_id=lambda _i: generated
     )
-    if len(result.calls) != 1 or result.content.strip():
+    if len(result.calls) != len(calls) or result.content.strip():
         return False
-    call = result.calls[0]
-    # an id is generated, the probe's own, or one the model wrote (Kimi's functions.NAME:0)
-    if call.id not in (generated, PROBE_CALL.id) and call.id not in text:
-        return False
-    if call.name != PROBE_CALL.name:
-        return False
-    # the parser gives the arguments as written (the XML families as text): compare them
-    # typed by the probe tool's schema, the one way toolwire types arguments
-    try:
-        done = prepare_arguments(
-            call.arguments_text if call.arguments_text.strip() else call.arguments,
-            _PROBE_SCHEMA,
-            text_values=call.text_values,
-        )
-    except ArgumentsError:
-        return False
-    return done.arguments == PROBE_CALL.arguments
+    for got, want in zip(result.calls, calls, strict=True):
+        # an id is generated, the probe's own, or one the model wrote (Kimi's functions.NAME:0)
+        if got.id not in (generated, want.id) and got.id not in text:
+            return False
+        if got.name != want.name:
+            return False
+        # the parser gives the arguments as written (the XML families as text): compare them
+        # typed by the probe tool's schema, the one way toolwire types arguments
+        try:
+            done = prepare_arguments(
+                got.arguments_text if got.arguments_text.strip() else got.arguments,
+                _SCHEMAS[want.name],
+                text_values=got.text_values,
+            )
+        except ArgumentsError:
+            return False
+        if done.arguments != want.arguments:
+            return False
+    return True
 
 
 def _with_sentinels(template: ChatTemplate) -> ChatTemplate:
@@ -201,6 +262,7 @@ def _with_sentinels(template: ChatTemplate) -> ChatTemplate:
         end_tokens=template.end_tokens,
         tool_source=template.tool_source,
         name=template.name,
+        variables=template.variables,
     )
 
 
@@ -211,18 +273,29 @@ def assistant_text(
     tools: Sequence[Mapping[str, Any]] | None,
     *,
     call_ids: CallIds = "keep",
+    keep_call_none: bool = False,
 ) -> tuple[str, bool]:
     """The text a template puts in the model's mouth for ``turn``, and whether it starts
     inside a thinking block the generation prompt opened.
 
-    ``before`` is rendered with the generation prompt, ``before + turn`` without; what the
+    ``before`` is rendered with the generation prompt, ``before + turn`` without (with
+    ``keep_call_none``, a ``None`` content beside calls reaches the template as ``None``); what the
     second adds, cut at the end of the turn, is what the model writes. Raises
     :class:`~toolwire.errors.TemplateError` or :class:`~toolwire.errors.LimitError` when the
     template refuses either conversation.
     """
     probe = _with_sentinels(template)
-    a = probe.render(list(before), tools, add_generation_prompt=True, call_ids=call_ids)
-    b = probe.render([*before, *turn], tools, add_generation_prompt=False, call_ids=call_ids)
+    a = probe.render(
+        list(before), tools, add_generation_prompt=True, call_ids=call_ids, datetime=_PROBE_DATETIME
+    )
+    b = probe.render(
+        [*before, *turn],
+        tools,
+        add_generation_prompt=False,
+        call_ids=call_ids,
+        keep_call_none=keep_call_none,
+        datetime=_PROBE_DATETIME,
+    )
     p = _back_off(b, _lcp(a, b))
     ends = [*probe.end_tokens, _SENTINEL_EOS, *COMMON_END_TOKENS]
     text = _cut_turn(b[p:], ends)
@@ -236,45 +309,141 @@ def assistant_text(
     return text, opens_reasoning(b[:p])
 
 
-def _probe(template: ChatTemplate) -> Detection:
+def _probe(template: ChatTemplate, families: Sequence[Family]) -> Detection:
     errors: list[str] = []
+    rendered = False
     first_text = ""
     first_open = False
-    for before, after in _attempts():
+    for before, content, results in _attempts():
         try:
-            text, reasoning_open = assistant_text(template, before, after, PROBE_TOOLS)
+            text, reasoning_open = assistant_text(
+                template,
+                before,
+                _turn([PROBE_CALL], content, results),
+                PROBE_TOOLS,
+                keep_call_none=content is None,
+            )
             prompt_opens = opens_reasoning(
-                _with_sentinels(template).render(before, PROBE_TOOLS, add_generation_prompt=True)
+                _with_sentinels(template).render(
+                    before, PROBE_TOOLS, add_generation_prompt=True, datetime=_PROBE_DATETIME
+                )
             )
         except (TemplateError, LimitError) as exc:
             errors.append(str(exc))
             continue
+        rendered = True
         found = tuple(
-            name for name, fam in _FAMILIES.items() if _round_trips(fam, text, reasoning_open)
+            fam.name for fam in families if _reads(fam, text, reasoning_open, [PROBE_CALL])
         )
         if found:
-            return Detection(found[0], text, prompt_opens, found)
+            return Detection(
+                found[0], text, prompt_opens, found, via="probe", none_content=content is None
+            )
         if not first_text:
             first_text, first_open = text, prompt_opens
-    if first_text or not errors:
+    derived = _derive(template)
+    if derived is not None:
+        return derived
+    claimed = _prompt_claim(template, families)
+    if claimed is not None:
+        return Detection(claimed, first_text, first_open, (claimed,), via="prompt")
+    if rendered:  # an attempt the template refused is no error when another rendered
         return Detection("none", first_text, first_open)
     return Detection("none", "", False, (), tuple(errors))
 
 
-_CACHE: OrderedDict[tuple[str, str, str, tuple[str, ...]], Detection] = OrderedDict()
+def _derive(template: ChatTemplate) -> Detection | None:
+    """Learn the grammar from renderings of one and of two calls, and keep it only when its
+    family reads both renderings back exactly."""
+    for before, content, results in _attempts():
+        if results:  # the tool's turn would be learned as the end of the calls
+            continue
+        try:
+            none = content is None
+            one, opened = assistant_text(
+                template,
+                before,
+                _turn(DERIVE_CALLS[:1], content, results),
+                DERIVE_TOOLS,
+                keep_call_none=none,
+            )
+            two, opened_two = assistant_text(
+                template,
+                before,
+                _turn(DERIVE_CALLS, content, results),
+                DERIVE_TOOLS,
+                keep_call_none=none,
+            )
+            prompt = _with_sentinels(template).render(
+                before, DERIVE_TOOLS, add_generation_prompt=True, datetime=_PROBE_DATETIME
+            )
+        except (TemplateError, LimitError):
+            continue
+        shape = learn_shape(one, two, DERIVE_CALLS)
+        if shape is None:
+            continue
+        family = shape.family
+        if _reads(family, one, opened, DERIVE_CALLS[:1]) and _reads(
+            family, two, opened_two, DERIVE_CALLS
+        ):
+            return Detection(
+                "derived",
+                one,
+                opens_reasoning(prompt),
+                ("derived",),
+                via="derived",
+                shape=shape,
+                none_content=none,
+            )
+    return None
+
+
+def _prompt_claim(template: ChatTemplate, families: Sequence[Family]) -> str | None:
+    """The family whose ``prompt_markers`` the prompt with tools shows and the prompt without
+    tools does not: a template that renders no calls but states the format in words."""
+    claimants = [fam for fam in families if fam.prompt_markers]
+    if not claimants:
+        return None
+    probe = _with_sentinels(template)
+    for before in ([_USER], [_SYSTEM, _USER]):
+        try:
+            told = probe.render(before, PROBE_TOOLS, datetime=_PROBE_DATETIME)
+            plain = probe.render(before, None, datetime=_PROBE_DATETIME)
+        except (TemplateError, LimitError):
+            continue
+        for fam in claimants:
+            if any(m in told and m not in plain for m in fam.prompt_markers):
+                return fam.name
+    return None
+
+
+_CACHE: OrderedDict[tuple[str, str, str, tuple[str, ...], str], Detection] = OrderedDict()
 _CACHE_SIZE = 64
 _LOCK = threading.Lock()
 
 
-def detect_format(template: ChatTemplate) -> Detection:
-    """Detect the template's tool-call family (cached by the template's hash and tokens)."""
-    key = (template.sha256, template.bos_token, template.eos_token, tuple(template.end_tokens))
+def detect_format(template: ChatTemplate, *, families: Sequence[Family] | None = None) -> Detection:
+    """Detect the template's tool-call family (cached by the template's hash and tokens).
+
+    ``families`` replaces the registered families (not cached): ``families=()`` asks for a
+    learned grammar alone, as a test of derivation on templates a family already reads.
+    """
+    if families is not None:
+        return _probe(template, tuple(families))
+    variables = repr(sorted(template.variables.items()))  # they may change what renders
+    key = (
+        template.sha256,
+        template.bos_token,
+        template.eos_token,
+        tuple(template.end_tokens),
+        variables,
+    )
     with _LOCK:
         hit = _CACHE.get(key)
         if hit is not None:
             _CACHE.move_to_end(key)
             return hit
-    found = _probe(template)
+    found = _probe(template, tuple(_FAMILIES.values()))
     with _LOCK:
         _CACHE[key] = found
         while len(_CACHE) > _CACHE_SIZE:

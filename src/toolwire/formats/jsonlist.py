@@ -158,6 +158,7 @@ class Granite(Family):
     name = "granite"
     label = "Granite <|tool_call|>[...] (Granite 3.x)"
     markers = (GRANITE.marker,)
+    prompt_markers = (GRANITE.marker,)
     stream_class = GraniteStream
 
 

@@ -201,6 +201,8 @@ class Lfm2(Family):
     name = "lfm2"
     label = "LFM2 <|tool_call_start|>[NAME(key=value)]<|tool_call_end|> (LFM2, LFM2.5)"
     markers = (_LFM2_OPEN,)
+    #: LFM2 8B's template shows no calls; its prompt lists the tools between these tokens.
+    prompt_markers = ("<|tool_list_start|>",)
     stream_class = Lfm2Stream
 
 

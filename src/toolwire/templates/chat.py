@@ -9,13 +9,16 @@ templates see what their authors tested with.
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any
 
 import jinja2
+from jinja2 import meta
 from jinja2.exceptions import SecurityError, TemplateSyntaxError
 
 from toolwire.errors import LimitError, TemplateError, TemplateSecurityError, ToolwireError
@@ -30,7 +33,27 @@ from toolwire.templates.sandbox import (
 )
 from toolwire.templates.shaping import CallIds, normalize_tools, shape_messages
 
-__all__ = ["ChatTemplate"]
+__all__ = ["CONVENTIONAL_VARIABLES", "ChatTemplate"]
+
+
+def _functions(tools: list[dict[str, Any]]) -> str:
+    return json.dumps(tools, indent=2, ensure_ascii=False) if tools else ""
+
+
+def _datetime(tools: list[dict[str, Any]]) -> str:
+    del tools
+    return datetime.now(timezone.utc).strftime("%b %d %Y %H:%M:%S GMT")
+
+
+#: Variables some published templates read besides the ones transformers passes, each made
+#: from the request's tools the way llama.cpp makes it (Firefunction v2 reads its tools as
+#: the indented JSON text ``functions`` and the date as ``datetime``). Given only to a
+#: template that reads the variable without setting it; ``variables`` or a render keyword
+#: of the same name wins.
+CONVENTIONAL_VARIABLES: dict[str, Callable[[list[dict[str, Any]]], Any]] = {
+    "functions": _functions,
+    "datetime": _datetime,
+}
 
 
 class ChatTemplate:
@@ -53,8 +76,11 @@ class ChatTemplate:
         end_tokens: Sequence[str] = (),
         tool_source: str | None = None,
         name: str = "",
+        variables: Mapping[str, Any] | None = None,
     ) -> None:
         self.name = name
+        #: Template variables given to every render (a render keyword of the same name wins).
+        self.variables: dict[str, Any] = dict(variables or {})
         label = name or "chat template"
         for kind, text in (("template", source), ("tool_use template", tool_source)):
             if text is None:
@@ -74,6 +100,7 @@ class ChatTemplate:
             dict.fromkeys(t for t in (eos_token, *end_tokens) if t)
         )
         self._compiled: dict[bool, jinja2.Template] = {}
+        self._reads: dict[bool, frozenset[str]] = {}
         self._lock = threading.Lock()
 
     @property
@@ -100,6 +127,7 @@ class ChatTemplate:
         add_generation_prompt: bool = True,
         enable_thinking: bool | None = None,
         call_ids: CallIds = "keep",
+        keep_call_none: bool = False,
         **extra: Any,
     ) -> str:
         """Render ``messages`` (OpenAI-style dicts) and ``tools`` into a prompt.
@@ -109,20 +137,29 @@ class ChatTemplate:
         for a malformed one). ``tools`` reaches the template as ``None`` when there are none,
         because templates test both ``tools is not none`` and plain ``tools``.
         ``enable_thinking`` is passed only when set, since templates test ``enable_thinking is
-        defined``. ``extra`` keywords become template variables (``bos_token=""`` overrides the
-        default, for instance).
+        defined``. ``keep_call_none`` passes on a ``None`` content beside tool calls (see
+        :func:`shape_messages`). ``extra`` keywords become template variables
+        (``bos_token=""`` overrides the default, for instance); so do ``variables`` and, for a
+        template that reads them, :data:`CONVENTIONAL_VARIABLES`.
 
         Raises :class:`TemplateError` (the template failed or raised its own error),
         :class:`TemplateSecurityError` (it tried something the sandbox forbids; nothing ran),
         or :class:`LimitError` (it went past a limit in :mod:`toolwire.templates.sandbox`).
         """
-        shaped = shape_messages(messages, call_ids=call_ids)
+        shaped = shape_messages(messages, call_ids=call_ids, keep_call_none=keep_call_none)
         tool_list = normalize_tools(tools) if tools else []
         use_tool_source = bool(tool_list) and self.tool_source is not None
         template = self._template(use_tool_source)
+        conventional = {
+            key: make(tool_list)
+            for key, make in CONVENTIONAL_VARIABLES.items()
+            if key in self._reads.get(use_tool_source, ()) and key not in extra
+        }
         context: dict[str, Any] = {
             "bos_token": self.bos_token,
             "eos_token": self.eos_token,
+            **conventional,
+            **self.variables,
             **extra,
             "messages": shaped,
             "tools": tool_list or None,
@@ -163,7 +200,9 @@ class ChatTemplate:
         env = environment()
         label = self._label(tool_use)
         try:
-            tree = add_guards(env.parse(source or ""))
+            tree = env.parse(source or "")
+            self._reads[tool_use] = frozenset(meta.find_undeclared_variables(tree))
+            tree = add_guards(tree)
             code = env.compile(tree, filename=TEMPLATE_FILENAME)
             return env.template_class.from_code(env, code, env.make_globals(None), None)
         except TemplateSyntaxError as exc:

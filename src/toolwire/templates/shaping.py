@@ -78,12 +78,17 @@ def alnum9(call_id: str) -> str:
 
 
 def shape_messages(
-    messages: Iterable[Mapping[str, Any]], *, call_ids: CallIds = "keep"
+    messages: Iterable[Mapping[str, Any]],
+    *,
+    call_ids: CallIds = "keep",
+    keep_call_none: bool = False,
 ) -> list[dict[str, Any]]:
     """Template-ready deep copies of OpenAI-style ``messages`` (the input is never changed).
 
     * ``content`` that is ``None`` or missing becomes ``""`` (templates concatenate it);
-      a list of content parts is kept as is.
+      a list of content parts is kept as is. With ``keep_call_none``, a message with tool
+      calls and no content (``None`` or ``""``) gets ``None``: some templates (DeepSeek R1's
+      distills) write the calls only when the content is none.
     * Each tool call becomes ``{"id", "type": "function", "function": {"name",
       "arguments"}}`` with ``arguments`` an :class:`Arguments` mapping, which prints as JSON
       for templates that treat it as text: a JSON-object string is decoded (and kept as
@@ -108,9 +113,11 @@ def shape_messages(
         if not isinstance(message, Mapping):
             raise UsageError(f"message {index} is a {type(message).__name__}, not a mapping")
         out = {key: copy.deepcopy(value) for key, value in message.items() if key != "tool_calls"}
-        if out.get("content") is None:
-            out["content"] = ""
         calls = message.get("tool_calls")
+        if keep_call_none and calls and not out.get("content"):
+            out["content"] = None
+        elif out.get("content") is None:
+            out["content"] = ""
         if calls:
             out["tool_calls"] = []
             for call in calls:

@@ -1,0 +1,379 @@
+"""A grammar learned from a chat template that no registered family reads.
+
+When no family reads the probe call back, detection renders the conversation once with one
+known call and once with two, and learns from the difference where the name and the
+arguments go (the way llama.cpp's autoparser diffs renderings). Three payloads are learned:
+
+- ``json``: a JSON object ``{"name": N, "arguments"|"parameters": {...}}`` (alone between an
+  opening and a closing text, or as the items of a list after a marker);
+- ``name-json``: the name, a separating text, then the arguments as a JSON object
+  (``<function=NAME>{...}</function>``);
+- ``tags``: the name, then each argument as a key and a text value between learned texts
+  (``<parameter=K>V</parameter>``, ``<arg_key>K</arg_key><arg_value>V</arg_value>``).
+
+Around the payload the texts are learned from the two renderings: what opens the calls
+(its first word is the marker), what ends each call, what separates two calls and what
+closes the block. Learned texts are matched word by word with any whitespace between, so a
+model that breaks a line differently is still read. A shape is only claimed when the family
+built from it reads both renderings back exactly (:mod:`toolwire.formats.detect` checks), so
+nothing here is guessed from the template's source. The reader has the guarantees of every
+family: linear, streaming, bounded, and a call that does not parse stays text with a notice.
+The learning itself is in :mod:`toolwire.formats.learn`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, ClassVar
+
+from ..messages import ToolCall
+from .base import Family
+from .callshape import CallShape
+from .jsoncall import JsonCall
+from .jsonscan import ObjectScanner
+from .markerstream import DONE, MAX_HELD, OPEN, WS, Body, MarkerStream, expect_literal
+from .scan import Markers
+from .textargs import _BAD_NAME, MAX_NAME, NameReader, TextArgs, TextBody
+
+__all__ = ["NUMBER", "DerivedShape", "DerivedStream"]
+
+Words = tuple[str, ...]
+
+#: The longest learned word: a body may wait for a whole word, and must not hold much.
+MAX_WORD = MAX_HELD - 16
+#: The word standing for a number that counts the calls (Kimi's ``functions.NAME:0``).
+NUMBER = "\x00#"
+
+_LITS, _CALL, _JSON, _NAME, _ARGS, _BETWEEN, _KEY, _VALUE_WS, _VALUE, _NEXT, _END = range(11)
+
+
+@dataclass(frozen=True)
+class DerivedShape:
+    """Where a template writes a call's name and arguments, and the texts around them."""
+
+    #: ``json``, ``name-json`` or ``tags`` (see the module docstring).
+    kind: str
+    #: The words that open the calls; the first is the marker the reply is scanned for.
+    opening: Words
+    #: The words that end each call.
+    post: Words = ()
+    #: The words between one call's end and the next call's payload.
+    next_call: Words = ()
+    #: The words that close the block of calls (none: the block ends after a call).
+    trail: Words = ()
+    #: ``json``: the keys of the name and the arguments, and keys with a fixed text.
+    name_key: str = "name"
+    args_key: str = "arguments"
+    constants: tuple[tuple[str, str], ...] = ()
+    #: ``json``: keys holding a text that differs from call to call (an id).
+    strings: tuple[str, ...] = ()
+    #: ``name-json`` and ``tags``: the words after the name.
+    name_end: Words = ()
+    #: ``tags``: the words before a key, between key and value, and after a value, and the
+    #: whitespace the template writes around a value (dropped once, when the model writes it).
+    key_open: Words = ()
+    key_mid: Words = ()
+    value_end: Words = ()
+    value_lead: str = ""
+    value_tail: str = ""
+
+    @property
+    def marker(self) -> str:
+        return self.opening[0]
+
+    def describe(self) -> str:
+        """The shape written out with placeholders, for labels and ``detect --json``."""
+        if self.kind == "json":
+            payload = f'{{"{self.name_key}": NAME, "{self.args_key}": {{...}}}}'
+        elif self.kind == "name-json":
+            payload = "NAME" + " ".join(self.name_end) + "{...}"
+        else:
+            arg = " ".join(self.key_open) + "KEY" + " ".join(self.key_mid) + "VALUE"
+            payload = "NAME" + " ".join(self.name_end) + arg + " ".join(self.value_end) + "..."
+        one = " ".join(self.opening) + payload + " ".join(self.post)
+        more = " ".join(self.next_call) + "..." + " ".join(self.post) + " ".join(self.trail)
+        return f"{one} {more}".strip().replace(NUMBER, "0")
+
+    @cached_property
+    def family(self) -> Family:
+        """The family reading replies in this shape (built once per shape)."""
+        stream = type("DerivedStream", (DerivedStream,), {"marker": self.marker, "shape": self})
+        derived: type[Family] = type(
+            "Derived",
+            (Family,),
+            {
+                "name": "derived",
+                "label": f"derived from the template: {self.describe()}",
+                "markers": (self.marker,),
+                "stream_class": stream,
+                # ids of nine letters and digits suit every template (Mistral's demand them);
+                # an unknown template is given the ids every template accepts
+                "call_ids": "alnum9",
+            },
+        )
+        return derived()
+
+    def to_json(self) -> dict[str, Any]:
+        """The shape as plain data, for ``detect --json``."""
+        out: dict[str, Any] = {"kind": self.kind, "describe": self.describe()}
+        for key in ("opening", "post", "next_call", "trail", "name_end"):
+            out[key] = list(getattr(self, key))
+        if self.kind == "json":
+            out.update(name_key=self.name_key, args_key=self.args_key)
+            out["constants"] = dict(self.constants)
+            out["strings"] = list(self.strings)
+        if self.kind == "tags":
+            for key in ("key_open", "key_mid", "value_end"):
+                out[key] = list(getattr(self, key))
+        return out
+
+
+# --------------------------------------------------------------------------- reading
+
+
+_MAX_DIGITS = 32
+
+
+class _Name(NameReader):
+    """A name that fails at the very character that breaks it, however the text is cut.
+
+    A learned marker may be made of characters a name can hold (``@@``), so where a broken
+    name gives its text back decides whether a marker inside it is seen again: that place
+    must not depend on where a chunk began.
+    """
+
+    def read(self, body: Body, s: str, i: int) -> tuple[str | None, int]:
+        m = self._stop.search(s, i)
+        stop = len(s) if m is None else m.start()
+        bad = _BAD_NAME.search(s, i, stop)
+        cut = min(bad.start() if bad else stop, i + max(0, MAX_NAME - self._size))
+        if cut < stop:
+            body.fail(cut, f"a malformed {self._what}")
+            return None, cut
+        return super().read(body, s, i)
+
+
+class _DerivedBody(TextBody):
+    """One block of calls in a :class:`DerivedShape`, read one step at a time."""
+
+    stream: DerivedStream
+
+    def __init__(self, stream: MarkerStream) -> None:
+        super().__init__(stream)
+        assert isinstance(stream, DerivedStream)
+        self.shape = shape = stream.shape
+        self.todo: list[str] = list(shape.opening[1:])
+        self.then = _CALL
+        self.state = _LITS
+        followers = (shape.name_end, shape.key_open, shape.post, shape.next_call, shape.trail)
+        stops = WS + "".join(w[0][0] for w in followers if w)
+        if shape.kind == "name-json" and not shape.name_end:
+            stops += "{"
+        self.name_stops = stops
+        self.key_stops = WS + (shape.key_mid[0][0] if shape.key_mid else "")
+        ends = shape.value_end[0] if shape.value_end else ""
+        lead = shape.value_tail
+        self.value_ends = Markers((lead + ends, ends)) if ends else None
+        self.digits = 0
+        self.json_call: JsonCall | None = None
+        self.names: NameReader | None = None
+        self.keys = _Name(self.key_stops, "argument name")
+        self.scanner: ObjectScanner | None = None
+        self.index = -1
+        self.id = ""
+        self.call_name = ""
+
+    def words(self, words: Words, then: int) -> None:
+        """Match ``words`` next, then go on in state ``then``."""
+        self.todo = list(words)
+        self.then = then
+        self.state = _LITS
+        if not words:
+            self._then(0)
+
+    def step(self, s: str, i: int) -> tuple[int, bool]:
+        state = self.state
+        if state == _LITS:
+            if not self.todo:
+                return self._then(i)
+            if self.todo[0] == NUMBER:
+                return self._number(s, i)
+            if s[i] in WS:
+                return i + 1, True
+            j = self.expect(s, i, self.todo[0], f"expected {self.todo[0]}")
+            if j < 0:
+                return i, False
+            self.todo.pop(0)
+            return self._then(j) if not self.todo else (j, True)
+        if state == _CALL:
+            return self._call(s, i)
+        if state == _JSON:
+            assert self.json_call is not None
+            i, ended = self.feed_json_call(self.json_call, s, i, "the call is not a JSON object")
+            if ended:
+                self.words(self.shape.post, _NEXT)
+            return i, ended
+        if state == _NAME:
+            return self._name(s, i)
+        if state == _ARGS:
+            return self._args(s, i)
+        if state == _BETWEEN:
+            return self._between(s, i)
+        if state == _KEY:
+            return self._key(s, i)
+        if state == _VALUE_WS:
+            status, j = expect_literal(s, i, self.shape.value_lead)
+            if status == OPEN:
+                return i, False
+            self.state = _VALUE
+            return (j if status == DONE else i), True
+        if state == _VALUE:
+            assert self.value_ends is not None
+            i, complete = self.read_value(s, i, self.value_ends, _BETWEEN)
+            if complete:
+                self.words(self.shape.value_end[1:], _BETWEEN)
+            return i, complete
+        return self._next(s, i)
+
+    def _number(self, s: str, i: int) -> tuple[int, bool]:
+        """Digits, at least one, as many as come (bounded like a name)."""
+        j = i
+        room = _MAX_DIGITS + 1 - self.digits
+        while j < len(s) and j - i < room and s[j].isdigit():
+            j += 1
+        self.digits += j - i
+        if self.digits > _MAX_DIGITS:  # fail where the limit is passed, however cut
+            return self.fail(j - 1, "a number too long"), False
+        if j == len(s):
+            return j, False
+        if not self.digits:
+            return self.fail(j, "expected a number"), False
+        self.digits = 0
+        self.todo.pop(0)
+        return self._then(j) if not self.todo else (j, True)
+
+    def _then(self, i: int) -> tuple[int, bool]:
+        """The words are matched: go on to the next state (the block may be over)."""
+        self.state = self.then
+        if self.then == _END:
+            self.status = DONE
+            return i, False
+        return i, True
+
+    def _call(self, s: str, i: int) -> tuple[int, bool]:
+        if s[i] in WS:
+            return i + 1, True
+        kind = self.shape.kind
+        if kind == "json":
+            shape = CallShape(
+                name_key=self.shape.name_key,
+                args_keys=(self.shape.args_key,),
+                constants=dict(self.shape.constants),
+                strings=frozenset(self.shape.strings),
+            )
+            self.json_call = JsonCall(self.stream, shape)
+            self.state = _JSON
+        else:
+            self.names = _Name(self.name_stops, "tool name")
+            self.state = _NAME
+        return i, True
+
+    def _name(self, s: str, i: int) -> tuple[int, bool]:
+        assert self.names is not None
+        name, i = self.names.read(self, s, i)
+        if name is None:
+            return i, False
+        if self.shape.kind == "tags":
+            self.call = TextArgs.start(self, name)
+            self.words(self.shape.name_end, _BETWEEN)
+        else:
+            self.call_name = name
+            self.index, self.id = self.announce(name)
+            self.scanner = ObjectScanner()
+            self.words(self.shape.name_end, _ARGS)
+        return i, True
+
+    def _args(self, s: str, i: int) -> tuple[int, bool]:
+        assert self.scanner is not None
+        if not self.scanner.text() and s[i] in WS:
+            return i + 1, True
+        i = self.feed_args(self.scanner, self.index, s, i)
+        if self.status != OPEN or not self.scanner.done:
+            return i, False
+        text = self.scanner.text().strip()
+        args = self.json_args(text, i)
+        if args is None:
+            return i, False
+        self.calls.append((self.index, ToolCall(self.id, self.call_name, args, text)))
+        self.words(self.shape.post, _NEXT)
+        return i, True
+
+    def _between(self, s: str, i: int) -> tuple[int, bool]:
+        """After the name or a value: the next key, or the end of the call."""
+        if s[i] in WS:
+            return i + 1, True
+        opener = self.shape.key_open[0]
+        status, j = expect_literal(s, i, opener)
+        if status == OPEN:
+            return i, False
+        if status == DONE:
+            self.keys = _Name(self.key_stops, "argument name")
+            self.words(self.shape.key_open[1:], _KEY)
+            return j, True
+        self.end_call()
+        self.words(self.shape.post, _NEXT)
+        return i, True
+
+    def _key(self, s: str, i: int) -> tuple[int, bool]:
+        key, i = self.keys.read(self, s, i)
+        if key is None:
+            return i, False
+        assert self.call is not None
+        if not self.call.open(key):
+            return self.fail(i, f"the argument {key!r} is given twice"), False
+        self.words(self.shape.key_mid, _VALUE_WS)
+        return i, True
+
+    def _next(self, s: str, i: int) -> tuple[int, bool]:
+        """After a call: the next call, the block's closing words, or (with none) the end."""
+        shape = self.shape
+        if not shape.trail and shape.next_call == shape.opening:
+            self.status = DONE  # every call is its own block: the marker finds the next
+            return i, False
+        if shape.trail and s[i] in WS:  # the block must close: whitespace is part of it
+            return i + 1, True
+        k = i
+        while k < len(s) and s[k] in WS and k - i <= 8:
+            k += 1
+        if k - i > 8:  # a paragraph break: the block is over
+            self.status = DONE
+            return i, False
+        if k == len(s):
+            return i, False  # wait: what follows the whitespace decides
+        for then, words in ((_CALL, shape.next_call), (_END, shape.trail)):
+            if not words:
+                continue
+            status, j = expect_literal(s, k, words[0])
+            if status == OPEN:
+                return i, False
+            if status == DONE:
+                self.words(words[1:], then)
+                return j, self.status == OPEN
+        if shape.trail:
+            return self.fail(k, f"expected {shape.trail[0]} after the call"), False
+        self.status = DONE
+        return i, False
+
+    def end_of_reply(self) -> None:
+        if self.state == _NEXT and not self.shape.trail and self.calls:
+            self.status = DONE
+            return
+        super().end_of_reply()
+
+
+class DerivedStream(MarkerStream):
+    """The reply stream of one :class:`DerivedShape` (a subclass per shape sets both)."""
+
+    shape: ClassVar[DerivedShape]
+    body_class = _DerivedBody
