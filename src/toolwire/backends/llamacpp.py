@@ -149,6 +149,7 @@ class LlamaCppBackend(Transport):
             add_generation_prompt=True,
             enable_thinking=bool(request.think),
             call_ids=family.call_ids if family else "keep",
+            one_call_per_message=bool(family and family.one_call_per_message),
             # a template that writes past calls only beside None content (R1's distills)
             keep_call_none=detect_format(self.template).none_content,
         )

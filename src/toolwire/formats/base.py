@@ -303,6 +303,9 @@ class Family:
     prompt_markers: ClassVar[tuple[str, ...]] = ()
     #: How call ids must look in a prompt for this family's templates ("keep" or "alnum9").
     call_ids: ClassVar[CallIds] = "keep"
+    #: True when the family's templates render one call per assistant message: a turn of
+    #: several calls is rendered as one message per call, each followed by its result.
+    one_call_per_message: ClassVar[bool] = False
     #: The stream class implementing the grammar.
     stream_class: ClassVar[type[ReplyStream]]
 

@@ -79,3 +79,4 @@ class GigaChat(Family):
     label = "GigaChat function call<|role_sep|> JSON (GigaChat 3, 3.1)"
     markers = (_CALL_V3, _CALL_V31)
     stream_class = GigaChatStream
+    one_call_per_message = True

@@ -320,3 +320,4 @@ class GptOss(Family):
     label = "OpenAI harmony <|channel|>… to=functions.NAME <|message|>{JSON} (gpt-oss)"
     markers = ("<|channel|>", "<|start|>")
     stream_class = HarmonyStream
+    one_call_per_message = True

@@ -159,3 +159,4 @@ class Llama3(Family):
     label = 'Llama 3 JSON reply {"name", "parameters"} (Llama 3.1–3.3)'
     markers = (_TAG, "{")
     stream_class = Llama3Stream
+    one_call_per_message = True

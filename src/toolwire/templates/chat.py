@@ -128,6 +128,7 @@ class ChatTemplate:
         enable_thinking: bool | None = None,
         call_ids: CallIds = "keep",
         keep_call_none: bool = False,
+        one_call_per_message: bool = False,
         **extra: Any,
     ) -> str:
         """Render ``messages`` (OpenAI-style dicts) and ``tools`` into a prompt.
@@ -138,7 +139,7 @@ class ChatTemplate:
         because templates test both ``tools is not none`` and plain ``tools``.
         ``enable_thinking`` is passed only when set, since templates test ``enable_thinking is
         defined``. ``keep_call_none`` passes on a ``None`` content beside tool calls (see
-        :func:`shape_messages`). ``extra`` keywords become template variables
+        :func:`shape_messages`), and so does ``one_call_per_message``. ``extra`` keywords become template variables
         (``bos_token=""`` overrides the default, for instance); so do ``variables`` and, for a
         template that reads them, :data:`CONVENTIONAL_VARIABLES`.
 
@@ -146,7 +147,12 @@ class ChatTemplate:
         :class:`TemplateSecurityError` (it tried something the sandbox forbids; nothing ran),
         or :class:`LimitError` (it went past a limit in :mod:`toolwire.templates.sandbox`).
         """
-        shaped = shape_messages(messages, call_ids=call_ids, keep_call_none=keep_call_none)
+        shaped = shape_messages(
+            messages,
+            call_ids=call_ids,
+            keep_call_none=keep_call_none,
+            one_call_per_message=one_call_per_message,
+        )
         tool_list = normalize_tools(tools) if tools else []
         use_tool_source = bool(tool_list) and self.tool_source is not None
         template = self._template(use_tool_source)

@@ -82,6 +82,7 @@ def shape_messages(
     *,
     call_ids: CallIds = "keep",
     keep_call_none: bool = False,
+    one_call_per_message: bool = False,
 ) -> list[dict[str, Any]]:
     """Template-ready deep copies of OpenAI-style ``messages`` (the input is never changed).
 
@@ -99,6 +100,12 @@ def shape_messages(
     * A tool result without ``tool_call_id`` answers the oldest unanswered call; one without
       ``name`` gets the name of the call it answers (Kimi's and Gemma's templates print it).
     * ``call_ids="alnum9"`` maps every call id and ``tool_call_id`` through :func:`alnum9`.
+    * An assistant's reasoning goes by both names templates read: ``reasoning_content``
+      (Qwen3, GLM) and ``thinking`` (gpt-oss) — except ``thinking`` beside calls and content,
+      where gpt-oss reads the content as the reasoning and refuses both.
+    * ``one_call_per_message`` splits a turn of several calls into one assistant message per
+      call, each followed by its result (templates that render only a turn's first call, or
+      refuse more: gpt-oss, Llama 3, GigaChat).
 
     Raises :class:`~toolwire.errors.UsageError` (a ``ValueError``) for a message that is not a
     mapping, a call without a name, or an unknown ``call_ids``.
@@ -114,6 +121,7 @@ def shape_messages(
             raise UsageError(f"message {index} is a {type(message).__name__}, not a mapping")
         out = {key: copy.deepcopy(value) for key, value in message.items() if key != "tool_calls"}
         calls = message.get("tool_calls")
+        _name_reasoning(out, bool(calls))
         if keep_call_none and calls and not out.get("content"):
             out["content"] = None
         elif out.get("content") is None:
@@ -141,7 +149,52 @@ def shape_messages(
                 if "name" not in out and answered in names:
                     out["name"] = names[answered]
         shaped.append(out)
-    return shaped
+    return _one_call_each(shaped) if one_call_per_message else shaped
+
+
+def _name_reasoning(message: dict[str, Any], has_calls: bool) -> None:
+    """Give an assistant's reasoning both of the names templates read it by."""
+    if message.get("role") != "assistant":
+        return
+    reasoning, thinking = message.get("reasoning_content"), message.get("thinking")
+    if isinstance(reasoning, str) and reasoning and "thinking" not in message:
+        if not (has_calls and message.get("content")):
+            message["thinking"] = reasoning
+    elif isinstance(thinking, str) and thinking and "reasoning_content" not in message:
+        message["reasoning_content"] = thinking
+
+
+def _one_call_each(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each assistant message of several calls becomes one message per call, each followed
+    by the results that answer it among the tool messages right after the turn."""
+    out: list[dict[str, Any]] = []
+    i = 0
+    while i < len(messages):
+        message = messages[i]
+        calls = message.get("tool_calls") or []
+        if message.get("role") != "assistant" or len(calls) < 2:
+            out.append(message)
+            i += 1
+            continue
+        j = i + 1
+        while j < len(messages) and messages[j].get("role") == "tool":
+            j += 1
+        results = messages[i + 1 : j]
+        placed: set[int] = set()
+        for n, call in enumerate(calls):
+            part = dict(message, tool_calls=[call])
+            if n:  # the turn's text and reasoning go with its first call
+                part["content"] = None if message.get("content") is None else ""
+                part.pop("reasoning_content", None)
+                part.pop("thinking", None)
+            out.append(part)
+            for k, result in enumerate(results):
+                if k not in placed and result.get("tool_call_id") == call["id"]:
+                    out.append(result)
+                    placed.add(k)
+        out += [result for k, result in enumerate(results) if k not in placed]
+        i = j
+    return out
 
 
 def _shape_call(call: Any, where: str, number: int, call_ids: CallIds) -> dict[str, Any]:
