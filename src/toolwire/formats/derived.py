@@ -327,11 +327,8 @@ class _DerivedBody(TextBody):
 
     def _key(self, s: str, i: int) -> tuple[int, bool]:
         key, i = self.keys.read(self, s, i)
-        if key is None:
+        if key is None or not self.named(key, False, i):
             return i, False
-        assert self.call is not None
-        if not self.call.open(key):
-            return self.fail(i, f"the argument {key!r} is given twice"), False
         self.words(self.shape.key_mid, _VALUE_WS)
         return i, True
 

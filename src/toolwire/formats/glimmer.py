@@ -30,7 +30,7 @@ from .base import Family
 from .harmony import ChannelStream, Route, read_role, valid_name
 from .markerstream import WS, MarkerStream
 from .scan import Markers
-from .textargs import NameReader, TextArgs, TextBody
+from .textargs import NameReader, TextBody
 
 __all__ = ["Glimmer"]
 
@@ -95,16 +95,12 @@ class _AtemBody(TextBody):
         name, i = self.names.read(self, s, i)
         if name is None:
             return i, False
-        if self.state == _NAME:
-            if name != self.recipient:
-                return self.fail(i, f"the invoke names {name}, the message {self.recipient}"), False
-            self.call = TextArgs.start(self, name)
-            self.after_name = _IN_INVOKE
-        else:
-            assert self.call is not None
-            if not self.call.open(name):
-                return self.fail(i, f"the parameter {name!r} is given twice"), False
-            self.after_name = _VALUE
+        is_tool = self.state == _NAME
+        if is_tool and name != self.recipient:
+            return self.fail(i, f"the invoke names {name}, the message {self.recipient}"), False
+        if not self.named(name, is_tool, i):
+            return i, False
+        self.after_name = _IN_INVOKE if is_tool else _VALUE
         self.state = _CLOSE_NAME
         return i, True
 

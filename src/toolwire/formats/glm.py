@@ -13,7 +13,7 @@ from __future__ import annotations
 from .base import Family
 from .markerstream import DONE, WS, MarkerStream
 from .scan import Markers
-from .textargs import NameReader, TextArgs, TextBody
+from .textargs import NameReader, TextBody
 
 __all__ = ["Glm"]
 
@@ -43,18 +43,14 @@ class _GlmBody(TextBody):
             return i, True
         if state == _NAME:
             name, i = self.names.read(self, s, i)
-            if name is None:
+            if name is None or not self.named(name, True, i):
                 return i, False
-            self.call = TextArgs.start(self, name)
             self.state = _BETWEEN
             return i, True
         if state == _KEY_NAME:
             key, i = self.keys.read(self, s, i)
-            if key is None:
+            if key is None or not self.named(key, False, i):
                 return i, False
-            assert self.call is not None
-            if not self.call.open(key):
-                return self.fail(i, f"the argument {key!r} is given twice"), False
             self.state = _KEY_END
             return i, True
         if state == _KEY_END:

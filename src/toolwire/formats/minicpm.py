@@ -14,7 +14,7 @@ from __future__ import annotations
 from .base import Family
 from .markerstream import DONE, OPEN, WS, MarkerStream, expect_literal
 from .scan import Markers
-from .textargs import NameReader, TextArgs, TextBody
+from .textargs import NameReader, TextBody
 
 __all__ = ["MiniCpm5"]
 
@@ -83,16 +83,9 @@ class _MiniCpmBody(TextBody):
         """The tool's name (the call starts) or a parameter's (its value starts)."""
         reader = self.names if is_tool else self.keys
         name, i = reader.read(self, s, i)
-        if name is None:
+        if name is None or not self.named(name, is_tool, i):
             return i, False
-        if is_tool:
-            self.call = TextArgs.start(self, name)
-            self.state = _NAME_CLOSE
-            return i, True
-        assert self.call is not None
-        if not self.call.open(name):
-            return self.fail(i, f"the parameter {name!r} is given twice"), False
-        self.state = _KEY_CLOSE
+        self.state = _NAME_CLOSE if is_tool else _KEY_CLOSE
         return i, True
 
 

@@ -19,7 +19,7 @@ import re
 from .base import Family
 from .markerstream import OPEN, WS, MarkerStream
 from .scan import Markers
-from .textargs import NameReader, TextArgs, TextBody
+from .textargs import NameReader, TextBody
 
 __all__ = ["MiniMax"]
 
@@ -57,16 +57,9 @@ class _MiniMaxBody(TextBody):
         if state in (_NAME, _PNAME):
             reader = self.names if state == _NAME else self.keys
             name, i = reader.read(self, s, i)
-            if name is None:
+            if name is None or not self.named(name, state == _NAME, i):
                 return i, False
-            if state == _NAME:
-                self.call = TextArgs.start(self, name)
-                self.state = _NAME_CLOSE
-            else:
-                assert self.call is not None
-                if not self.call.open(name):
-                    return self.fail(i, f"the parameter {name!r} is given twice"), False
-                self.state = _PNAME_CLOSE
+            self.state = _NAME_CLOSE if state == _NAME else _PNAME_CLOSE
             return i, True
         if state in (_NAME_CLOSE, _PNAME_CLOSE):
             if not self.attrs:

@@ -131,6 +131,18 @@ class TextBody(Body):
         super().__init__(stream)
         self.call: TextArgs | None = None
 
+    def named(self, name: str, is_tool: bool, i: int) -> bool:
+        """A tool's name starts its call; an argument's name opens its value. False when the
+        body failed: the argument was given already."""
+        if is_tool:
+            self.call = TextArgs.start(self, name)
+            return True
+        assert self.call is not None
+        if self.call.open(name):
+            return True
+        self.fail(i, f"the argument {name!r} is given twice")
+        return False
+
     def read_value(self, s: str, i: int, ends: Markers, then: int) -> tuple[int, bool]:
         """Read the current value up to the first of ``ends``; once it is complete the body
         goes on in state ``then``. ``(where it stopped, whether the value is complete)``."""

@@ -139,9 +139,9 @@ class ChatTemplate:
         because templates test both ``tools is not none`` and plain ``tools``.
         ``enable_thinking`` is passed only when set, since templates test ``enable_thinking is
         defined``. ``keep_call_none`` passes on a ``None`` content beside tool calls (see
-        :func:`shape_messages`), and so does ``one_call_per_message``. ``extra`` keywords become template variables
-        (``bos_token=""`` overrides the default, for instance); so do ``variables`` and, for a
-        template that reads them, :data:`CONVENTIONAL_VARIABLES`.
+        :func:`shape_messages`), and so does ``one_call_per_message``. ``extra`` keywords
+        become template variables (``bos_token=""`` overrides the default, for instance); so
+        do ``variables`` and, for a template that reads them, :data:`CONVENTIONAL_VARIABLES`.
 
         Raises :class:`TemplateError` (the template failed or raised its own error),
         :class:`TemplateSecurityError` (it tried something the sandbox forbids; nothing ran),
