@@ -55,7 +55,10 @@ BUILTIN_RECIPIENT = (
     "a message to a built-in tool (python) stays text with a notice; the peer drops it"
 )
 TEXT_AROUND_JSON = "text around a bare JSON call: toolwire reads a whole-reply call only"
-UNCLOSED = "tolerance: a call whose closing tag never came is not read"
+UNCLOSED = (
+    "the family's grammar wants </tool_call>; the pipeline's drift recovery reads this shape"
+    " (recovered-unclosed-tag), the family alone does not"
+)
 BROKEN_CALL = "a call with broken JSON stays text; the peer returns it as a call"
 EOS_TOKEN = "the end-of-sentence token after the calls stays in the family's content"
 MISTRAL_NO_ARGS = "[TOOL_CALLS]name{...} without [ARGS] (the peer's tokenizer drops the token)"
