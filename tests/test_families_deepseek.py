@@ -14,7 +14,6 @@ from toolwire import (
     CallStart,
     LimitError,
     TextDelta,
-    assemble,
     detect_format,
     get_family,
     load_template,
@@ -316,38 +315,7 @@ def test_near_misses_stay_text_with_a_notice(family: str, reply: str) -> None:
 # ------------------------------------------------------------------ streaming
 
 
-def check_stream(family: str, reply: str, chunks: list[str]) -> None:
-    whole = parse(family, reply)
-    events = stream(family, chunks)
-    assert assemble(events) == whole, chunks
-    args: dict[int, list[str]] = {}
-    for event in events:
-        if isinstance(event, CallStart):
-            args[event.index] = []
-        elif isinstance(event, CallArgsDelta):
-            args[event.index].append(event.text)
-        elif isinstance(event, CallEnd):
-            assert "".join(args[event.index]).strip() == event.call.arguments_text
-        elif isinstance(event, TextDelta):
-            assert event.text
-    if not whole.notices:  # no piece of a marker reached the text
-        for marker in get_family(family).markers:
-            if marker[:2] not in whole.content:
-                assert not any(marker[:2] in e.text for e in events if isinstance(e, TextDelta))
-
-
 STREAMED = [(f, r) for f, r, _, _ in ALL] + NEAR_CASES
-
-
-@pytest.mark.parametrize(("family", "reply"), STREAMED)
-def test_every_split_point(family: str, reply: str) -> None:
-    for k in range(len(reply) + 1):
-        check_stream(family, reply, [reply[:k], reply[k:]])
-
-
-@pytest.mark.parametrize(("family", "reply"), STREAMED)
-def test_one_character_at_a_time(family: str, reply: str) -> None:
-    check_stream(family, reply, list(reply))
 
 
 # ------------------------------------------------------------------ limits

@@ -235,17 +235,6 @@ MY_REPLIES = [(f, r) for f, cases in MY_VALID.items() for r, _, _ in cases] + [
 ]
 
 
-@pytest.mark.parametrize(("family", "reply"), MY_REPLIES)
-def test_stream_every_split_point(family: str, reply: str) -> None:
-    for k in range(len(reply) + 1):
-        check_stream(family, reply, [reply[:k], reply[k:]])
-
-
-@pytest.mark.parametrize(("family", "reply"), MY_REPLIES)
-def test_stream_one_character_at_a_time(family: str, reply: str) -> None:
-    check_stream(family, reply, list(reply))
-
-
 @pytest.mark.parametrize("family", MINE)
 def test_reply_size(family: str) -> None:
     s = get_family(family).stream(max_chars=100)

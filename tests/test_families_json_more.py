@@ -227,17 +227,6 @@ def test_plain_text_is_text_without_a_notice(family: str, reply: str) -> None:
     assert (result.calls, result.content, result.notices) == ([], reply, [])
 
 
-@pytest.mark.parametrize(("family", "reply"), ALL + PLAIN)
-def test_stream_every_split_point(family: str, reply: str) -> None:
-    for k in range(len(reply) + 1):
-        check_stream(family, reply, [reply[:k], reply[k:]])
-
-
-@pytest.mark.parametrize(("family", "reply"), ALL + PLAIN)
-def test_stream_one_character_at_a_time(family: str, reply: str) -> None:
-    check_stream(family, reply, list(reply))
-
-
 @pytest.mark.parametrize("family", MINE)
 def test_reply_size_is_bounded(family: str) -> None:
     reply = WRITERS[family](WRITE)

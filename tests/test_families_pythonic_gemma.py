@@ -562,17 +562,6 @@ MY_REPLIES = (
 )
 
 
-@pytest.mark.parametrize(("family", "reply"), MY_REPLIES)
-def test_stream_every_split_point(family: str, reply: str) -> None:
-    for k in range(len(reply) + 1):
-        check_stream(family, reply, [reply[:k], reply[k:]])
-
-
-@pytest.mark.parametrize(("family", "reply"), MY_REPLIES)
-def test_stream_one_character_at_a_time(family: str, reply: str) -> None:
-    check_stream(family, reply, list(reply))
-
-
 def test_arguments_stream_while_a_string_is_written() -> None:
     from toolwire import CallArgsDelta, CallStart
 

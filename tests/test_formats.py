@@ -349,17 +349,6 @@ def check_stream(family: str, reply: str, chunks: list[str], **kw: Any) -> None:
                 assert not any(head in t for t in text_deltas)
 
 
-@pytest.mark.parametrize(("family", "reply"), ALL_REPLIES)
-def test_stream_every_split_point(family: str, reply: str) -> None:
-    for k in range(len(reply) + 1):
-        check_stream(family, reply, [reply[:k], reply[k:]])
-
-
-@pytest.mark.parametrize(("family", "reply"), ALL_REPLIES)
-def test_stream_one_character_at_a_time(family: str, reply: str) -> None:
-    check_stream(family, reply, list(reply))
-
-
 @settings(max_examples=300, deadline=None)
 @given(data=st.data(), case=st.sampled_from(ALL_REPLIES))
 def test_stream_random_chunkings(data: st.DataObject, case: tuple[str, str]) -> None:
