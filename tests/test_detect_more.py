@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from toolwire import ChatTemplate, detect_format, get_family, load_template
+from toolwire import ChatTemplate, detect_format, family_names, get_family, load_template
 from toolwire.events import CallEnd
 from toolwire.formats.base import Family, assemble
 from toolwire.formats.detect import PROBE_TOOLS
@@ -215,11 +215,15 @@ def test_prompt_claims_only_from_the_given_families() -> None:
     assert detect_format(tpl, families=[get_family("hermes")]).format == "none"
 
 
-def test_lfm2_is_not_claimed_without_its_family() -> None:
-    """LFM2's prompt shows <|tool_list_start|>, but no family registered here claims it."""
+def test_lfm2_is_claimed_from_its_prompt_by_its_family_only() -> None:
+    """LFM2 8B's template shows no calls; its prompt lists the tools in <|tool_list_start|>,
+    which the lfm2 family claims — and nothing else does."""
     tpl = template("LFM2-8B-A1B.jinja")
     assert "<|tool_list_start|>" in tpl.render([USER], PROBE_TOOLS)
-    assert detect_format(tpl).format == "none"
+    found = detect_format(tpl)
+    assert (found.format, found.via) == ("lfm2", "prompt")
+    others = [get_family(name) for name in family_names() if name != "lfm2"]
+    assert detect_format(tpl, families=others).format == "none"
 
 
 def test_a_detection_ends_in_a_family_that_streams() -> None:
