@@ -13,6 +13,10 @@ model and how its reply becomes calls.
 3. **Heal**: a refusal over tools, before the model said a word, is healed once — a refused
    schema keyword sends the tools again in the strict dialect; "takes no tools" gives them in
    words — and the lesson is kept in the transport's :class:`ModelMemory`.
+4. **Repeats** (:mod:`toolwire.pipeline.repeats`), unless ``strict``: a call repeated in one
+   reply ends the reply there (generation closed); the call whose result ends the
+   conversation, written again, is dropped, and when it was all the model said, the model is
+   asked once more without tools.
 
 Transports do I/O only (see :mod:`toolwire.pipeline.transport`), so the same reply gives the
 same calls through every one of them.
@@ -36,6 +40,7 @@ from ..formats.words import Words
 from ..prompted import tools_in_words, transcript_in_words
 from ..schemas import classify_refusal
 from .memory import Lesson
+from .repeats import Repeats
 from .request import Plan, Request
 
 if TYPE_CHECKING:
@@ -245,12 +250,27 @@ async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event,
                 yield notice
         prepared = transport.prepare(sent, plan)
         heard = _Heard(transport.send(prepared))
+        repeats = Repeats(request) if request.tools and not request.strict else None
         try:
             events = read(heard, plan, request, reasoning_open=prepared.reasoning_open)
-            async with aclosing(events) as stream:
+            async with aclosing(heard), aclosing(events) as stream:
                 async for event in stream:
-                    yield event
-            return
+                    if repeats is None:
+                        yield event
+                        continue
+                    for out in repeats.push(event):
+                        yield out
+                    if repeats.stop:
+                        break
+            if repeats is None or not repeats.stop:
+                return
+            if not repeats.retry:  # the reply ends at the repeat: generation is closed
+                yield ev.Done("tool_calls" if repeats.calls else "stop")
+                return
+            # the repeated call was all it said: asked once more, without tools, to answer
+            request = replace(request, tools=None, tool_choice=None)
+            healed.add("repeat")
+            continue
         except BackendError as exc:
             # healed only before the model said a word: nothing it wrote may be lost
             kind = classify_refusal(exc) if plan.mode == "native" and not heard.any else None
