@@ -15,6 +15,7 @@ from toolwire.backends import OpenAIBackend
 from toolwire.backends.llamacpp import LlamaCppBackend
 from toolwire.events import CallEnd, Done, Notice, TextDelta, ToolRun
 from toolwire.pipeline import ModelMemory, Request, stream_sync
+from toolwire.pipeline.repeats import ANSWER_NOW
 from toolwire.server.app import create_app
 from toolwire.testing import (
     FakeOpenAIServer,
@@ -115,6 +116,14 @@ def test_the_call_just_answered_written_again_asks_for_an_answer_without_tools()
     assert "get_weather" in notice.message
     assert len(llama.prompts) == 2
     assert "<tools>" in llama.prompts[0] and "<tools>" not in llama.prompts[1]
+    assert ANSWER_NOW in llama.prompts[1]  # asked to answer, for this retry only
+
+
+def test_an_answer_that_is_the_call_again_as_text_is_named() -> None:
+    _, backend = local(REPEAT, REPEAT)
+    events = run(backend, answered())
+    assert calls(events) == [] and text(events) == REPEAT
+    assert codes(events) == ["repeated-call", "repeated-call"] and finish(events) == "stop"
 
 
 def test_a_call_repeated_in_one_reply_is_one_call_and_generation_stops() -> None:

@@ -17,16 +17,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from .. import events as ev
 from ..arguments import prepare_arguments
 from ..errors import ArgumentsError
 from ..events import Event
+from ..formats.drift import recover_calls
 from ..messages import ToolCall
 from .request import Request
 
-__all__ = ["Repeats", "call_key"]
+__all__ = ["ANSWER_NOW", "Answer", "Repeats", "call_key", "without_tools"]
+
+#: What the model is asked, once, when it wrote again the call whose result it was just given.
+#: Sent only with that retry, never kept in the conversation: small models, shown the same
+#: conversation without tools, copy their call again as text (the default local model does).
+ANSWER_NOW = "Using the tool results above, answer my question in words; do not call a tool again."
 
 Key = tuple[str, str]
 
@@ -174,3 +181,33 @@ class Repeats:
             f"{call.name} ({call.id}) repeats a call with the same arguments and was not "
             f"returned: {why}",
         )
+
+
+def without_tools(request: Request) -> Request:
+    """The retry after the call just answered came again: no tools, and asked to answer."""
+    messages = [*request.messages, {"role": "user", "content": ANSWER_NOW}]
+    return replace(request, messages=messages, tools=None, tool_choice=None)
+
+
+class Answer:
+    """Watches the retry without tools: an answer that is the call again, as text, is named
+    (raw call markup is never shown silently)."""
+
+    stop = retry = False
+    calls = 0
+
+    def __init__(self, tools: Sequence[Mapping[str, Any]] | None) -> None:
+        self._tools = tools
+        self._text: list[str] = []
+
+    def push(self, event: Event) -> list[Event]:
+        if isinstance(event, ev.TextDelta):
+            self._text.append(event.text)
+        elif isinstance(event, ev.Done) and recover_calls("".join(self._text), self._tools):
+            notice = ev.Notice(
+                "repeated-call",
+                "asked to answer without tools, the model wrote the call again as its answer; "
+                "it was not run",
+            )
+            return [notice, event]
+        return [event]

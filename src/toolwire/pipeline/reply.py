@@ -40,7 +40,7 @@ from ..formats.words import Words
 from ..prompted import tools_in_words, transcript_in_words
 from ..schemas import classify_refusal
 from .memory import Lesson
-from .repeats import Repeats
+from .repeats import Answer, Repeats, without_tools
 from .request import Plan, Request
 
 if TYPE_CHECKING:
@@ -243,6 +243,7 @@ async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event,
     key = (transport.endpoint, transport.model)
     request = _chosen(request)  # read as offered: a named tool alone
     healed: set[str] = set()
+    retried: Sequence[Mapping[str, Any]] | None = None  # the tools of a turn asked again
     while True:
         plan, sent, notices = plan_turn(transport, request)
         if not healed:  # after healing, its own notice has said why
@@ -250,7 +251,11 @@ async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event,
                 yield notice
         prepared = transport.prepare(sent, plan)
         heard = _Heard(transport.send(prepared))
-        repeats = Repeats(request) if request.tools and not request.strict else None
+        repeats: Repeats | Answer | None = None
+        if retried is not None:
+            repeats = Answer(retried)
+        elif request.tools and not request.strict:
+            repeats = Repeats(request)
         try:
             events = read(heard, plan, request, reasoning_open=prepared.reasoning_open)
             async with aclosing(heard), aclosing(events) as stream:
@@ -268,7 +273,8 @@ async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event,
                 yield ev.Done("tool_calls" if repeats.calls else "stop")
                 return
             # the repeated call was all it said: asked once more, without tools, to answer
-            request = replace(request, tools=None, tool_choice=None)
+            retried = request.tools
+            request = without_tools(request)
             healed.add("repeat")
             continue
         except BackendError as exc:
