@@ -142,7 +142,10 @@ class Repeats:
                 finish = "tool_calls"
             elif finish == "tool_calls":  # its only calls were repeats, not returned
                 finish = "stop"
-            return [ev.Done(finish, event.usage)]
+            # a call still held never ended: given on as it came, for the reader to judge
+            held = [e for events in self._held.values() for e in events]
+            self._held.clear()
+            return [*held, ev.Done(finish, event.usage)]
         if not isinstance(event, ev.CallEnd):
             return [event]
         held = self._held.pop(event.index, [])
