@@ -162,13 +162,14 @@ def test_the_session_owns_its_arguments(server: FakeOpenAIServer) -> None:
 
 def test_the_bound_ends_with_an_answer_without_tools(server: FakeOpenAIServer) -> None:
     rec = Recorder()
-    for i in range(2):
+    for i in range(2):  # two different calls (the same call again is a repeat, not run)
         server.add_stream(
-            calls((f"c{i}", "get_weather", {"city": "Oslo"})), finish_reason="tool_calls"
+            calls((f"c{i}", "get_weather", {"city": "Oslo", "days": i + 1})),
+            finish_reason="tool_calls",
         )
     server.add_stream(text_deltas("Oslo is sunny."))
     conv = Conversation()
-    conv.add_user("Weather in Oslo, again and again.")
+    conv.add_user("Weather in Oslo, for one day, then two.")
     events = list(
         run_loop_sync(backend(server), conv, make_toolbox(rec), settings={"max_tool_iters": 2})
     )

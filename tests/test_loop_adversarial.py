@@ -160,17 +160,18 @@ def test_regression_only_the_first_choice_is_the_reply() -> None:
 
 def test_regression_a_null_index_beside_numbered_calls_is_not_a_type_error() -> None:
     # A null index is the first slot, as a missing one is (sorting int and None slots once
-    # raised TypeError out of the backend): both calls are read, each by its own id.
-    body = sse(
-        chunk({"tool_calls": [{"index": None, "id": "a", "function": {"name": "get_weather"}}]}),
-        chunk({"tool_calls": [{"index": 1, "id": "b", "function": {"name": "get_weather"}}]}),
-        "[DONE]",
-    )
+    # raised TypeError out of the backend): both calls are read, each by its own id (two
+    # different calls: the same call twice would be one, a repeat).
+    def slot(index: int | None, cid: str, city: str) -> str:
+        fn = {"name": "get_weather", "arguments": json.dumps({"city": city})}
+        return chunk({"tool_calls": [{"index": index, "id": cid, "function": fn}]})
+
+    body = sse(slot(None, "a", "Oslo"), slot(1, "b", "Rome"), "[DONE]")
     events = events_of(sse_backend(body))
     ends = [e.call for e in events if isinstance(e, CallEnd)]
     assert [(c.id, c.name, c.arguments) for c in ends] == [
-        ("a", "get_weather", {}),
-        ("b", "get_weather", {}),
+        ("a", "get_weather", {"city": "Oslo"}),
+        ("b", "get_weather", {"city": "Rome"}),
     ]
     assert events[-1] == Done("tool_calls", None)
 

@@ -134,7 +134,7 @@ def test_calls_dropped_are_told_alike_streamed_or_not(
 ) -> None:
     from toolwire.testing import tool_call_deltas
 
-    three = [(f"c{i}", "calc", '{"n": 1}') for i in range(3)]
+    three = [(f"c{i}", "calc", f'{{"n": {i}}}') for i in range(3)]  # three different calls
     body = {"model": "m", "messages": USER, "tools": [CALC], "parallel_tool_calls": False}
     server.add_stream(tool_call_deltas(three), finish_reason="tool_calls")
     whole = httpx.post(gateway + "/v1/chat/completions", json=body).json()["toolwire"]

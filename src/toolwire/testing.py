@@ -258,12 +258,14 @@ class ScriptedLlama:
     """Stands in for llama-cpp's ``Llama`` (``LlamaCppBackend(path, llama=ScriptedLlama(…))``):
     the chat template is the one given, tokens are characters, and each generation replays
     the next scripted reply (the last one again when they run out). ``prompts`` records what
-    the model was given."""
+    the model was given; ``taken`` how many tokens each generation handed out before it was
+    stopped or ran out (a reply closed early was not read to its end)."""
 
     def __init__(self, template: str, *replies: str, n_ctx: int = 100_000) -> None:
         self.metadata = {"tokenizer.chat_template": template}
         self.replies = list(replies) or [""]
         self.prompts: list[str] = []
+        self.taken: list[int] = []
         self._n_ctx = n_ctx
 
     def n_ctx(self) -> int:
@@ -284,5 +286,8 @@ class ScriptedLlama:
     def generate(self, tokens: Sequence[int], **_: Any) -> Any:
         self.prompts.append("".join(chr(t) for t in tokens))
         reply = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
-        yield from (ord(c) for c in reply)
+        self.taken.append(0)
+        for c in reply:
+            self.taken[-1] += 1
+            yield ord(c)
         yield 0

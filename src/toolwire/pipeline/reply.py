@@ -13,6 +13,10 @@ model and how its reply becomes calls.
 3. **Heal**: a refusal over tools, before the model said a word, is healed once — a refused
    schema keyword sends the tools again in the strict dialect; "takes no tools" gives them in
    words — and the lesson is kept in the transport's :class:`ModelMemory`.
+4. **Repeats** (:mod:`toolwire.pipeline.repeats`), unless ``strict``: a call repeated in one
+   reply ends the reply there (generation closed); the call whose result ends the
+   conversation, written again, is dropped, and when it was all the model said, the model is
+   asked once more without tools.
 
 Transports do I/O only (see :mod:`toolwire.pipeline.transport`), so the same reply gives the
 same calls through every one of them.
@@ -36,6 +40,7 @@ from ..formats.words import Words
 from ..prompted import tools_in_words, transcript_in_words
 from ..schemas import classify_refusal
 from .memory import Lesson
+from .repeats import Answer, Repeats, without_tools
 from .request import Plan, Request
 
 if TYPE_CHECKING:
@@ -238,6 +243,7 @@ async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event,
     key = (transport.endpoint, transport.model)
     request = _chosen(request)  # read as offered: a named tool alone
     healed: set[str] = set()
+    retried: Sequence[Mapping[str, Any]] | None = None  # the tools of a turn asked again
     while True:
         plan, sent, notices = plan_turn(transport, request)
         if not healed:  # after healing, its own notice has said why
@@ -245,12 +251,32 @@ async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event,
                 yield notice
         prepared = transport.prepare(sent, plan)
         heard = _Heard(transport.send(prepared))
+        repeats: Repeats | Answer | None = None
+        if retried is not None:
+            repeats = Answer(retried)
+        elif request.tools and not request.strict:
+            repeats = Repeats(request)
         try:
             events = read(heard, plan, request, reasoning_open=prepared.reasoning_open)
-            async with aclosing(events) as stream:
+            async with aclosing(heard), aclosing(events) as stream:
                 async for event in stream:
-                    yield event
-            return
+                    if repeats is None:
+                        yield event
+                        continue
+                    for out in repeats.push(event):
+                        yield out
+                    if repeats.stop:
+                        break
+            if repeats is None or not repeats.stop:
+                return
+            if not repeats.retry:  # the reply ends at the repeat: generation is closed
+                yield ev.Done("tool_calls" if repeats.calls else "stop")
+                return
+            # the repeated call was all it said: asked once more, without tools, to answer
+            retried = request.tools
+            request = without_tools(request)
+            healed.add("repeat")
+            continue
         except BackendError as exc:
             # healed only before the model said a word: nothing it wrote may be lost
             kind = classify_refusal(exc) if plan.mode == "native" and not heard.any else None

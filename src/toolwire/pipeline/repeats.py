@@ -1,0 +1,216 @@
+"""Calls a model repeats: one place for every transport, the loop and the gateway.
+
+Small local models, once a tool's result is back, often write the same call again, and
+again, until the token limit. Two cases are caught (both off with ``strict``):
+
+* a call repeated within one reply (same name, same arguments) is not returned, and the
+  reply ends there: generation is closed so no more tokens are spent;
+* a call identical to the one whose result ends the conversation is not returned; when
+  nothing was said before it, the model is asked once more without tools, so the user gets
+  an answer. Either way a ``repeated-call`` notice names it.
+
+Arguments are compared after typing by the tool's schema (``"3"`` and ``3`` for an integer
+are the same call), else as canonical JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from .. import events as ev
+from ..arguments import prepare_arguments
+from ..errors import ArgumentsError
+from ..events import Event
+from ..formats.drift import recover_calls
+from ..messages import ToolCall
+from .request import Request
+
+__all__ = ["ANSWER_NOW", "Answer", "Repeats", "call_key", "without_tools"]
+
+#: What the model is asked, once, when it wrote again the call whose result it was just given.
+#: Sent only with that retry, never kept in the conversation: small models, shown the same
+#: conversation without tools, copy their call again as text (the default local model does).
+ANSWER_NOW = "Using the tool results above, answer my question in words; do not call a tool again."
+
+Key = tuple[str, str]
+
+
+def _schemas(tools: Sequence[Mapping[str, Any]] | None) -> dict[str, Mapping[str, Any]]:
+    out: dict[str, Mapping[str, Any]] = {}
+    for tool in tools or ():
+        fn = tool.get("function", tool)
+        if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
+            params = fn.get("parameters")
+            out[fn["name"]] = params if isinstance(params, Mapping) else {"type": "object"}
+    return out
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def call_key(
+    name: str,
+    raw: str | Mapping[str, Any],
+    schema: Mapping[str, Any] | None,
+    *,
+    text_values: bool = False,
+) -> Key:
+    """What makes two calls the same: the name, and the arguments typed by the schema (or,
+    when they cannot be typed, as canonical JSON, or else the text as written)."""
+    if schema is not None:
+        try:
+            done = prepare_arguments(raw, schema, name=name, text_values=text_values)
+        except ArgumentsError:
+            pass
+        else:
+            return name, _canonical(done.arguments)
+    if isinstance(raw, str):
+        try:
+            return name, _canonical(json.loads(raw or "{}"))
+        except (ValueError, RecursionError):
+            return name, raw.strip()
+    return name, _canonical(dict(raw))
+
+
+def _answered(request: Request, schemas: Mapping[str, Mapping[str, Any]]) -> set[Key]:
+    """The calls whose results end the conversation: its last messages are an assistant
+    turn with calls, then their tool results."""
+    messages = list(request.messages)
+    i = len(messages)
+    while i > 0 and messages[i - 1].get("role") == "tool":
+        i -= 1
+    if i == len(messages) or i == 0:
+        return set()
+    turn = messages[i - 1]
+    if turn.get("role") != "assistant":
+        return set()
+    keys: set[Key] = set()
+    for call in turn.get("tool_calls") or ():
+        fn = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
+            continue
+        arguments = fn.get("arguments")
+        if not isinstance(arguments, (str, Mapping)):
+            arguments = "{}" if arguments is None else _canonical(arguments)
+        keys.add(call_key(fn["name"], arguments, schemas.get(fn["name"])))
+    return keys
+
+
+class Repeats:
+    """Watches one turn's events (after the grammar read them) for repeated calls.
+
+    The events of a call that may be a repeat (its name is one already called) are held until
+    the call ends, then given on or dropped whole. :attr:`stop` says the reply should end
+    now; :attr:`retry` that the model should be asked again without tools.
+    """
+
+    def __init__(self, request: Request) -> None:
+        self._schemas = _schemas(request.tools)
+        self._answered = _answered(request, self._schemas)
+        self._done: set[Key] = set()
+        self._held: dict[int, list[Event]] = {}
+        self.said = False  # text the user saw, or a call given on
+        self.calls = 0
+        self.stop = False
+        self.retry = False
+
+    def _names(self) -> set[str]:
+        return {name for name, _ in self._done | self._answered}
+
+    def push(self, event: Event) -> list[Event]:
+        """The events to give on now for ``event``."""
+        if isinstance(event, ev.CallStart):
+            if event.name in self._names():
+                self._held[event.index] = [event]
+                return []
+            return [event]
+        if isinstance(event, ev.CallArgsDelta) and event.index in self._held:
+            self._held[event.index].append(event)
+            return []
+        if isinstance(event, ev.CallAbort):
+            return [*self._held.pop(event.index, []), event]
+        if isinstance(event, ev.TextDelta):
+            self.said = self.said or bool(event.text.strip())
+            return [event]
+        if isinstance(event, ev.Done):
+            finish = event.finish_reason
+            if self.calls:
+                finish = "tool_calls"
+            elif finish == "tool_calls":  # its only calls were repeats, not returned
+                finish = "stop"
+            # a call still held never ended: given on as it came, for the reader to judge
+            held = [e for events in self._held.values() for e in events]
+            self._held.clear()
+            return [*held, ev.Done(finish, event.usage)]
+        if not isinstance(event, ev.CallEnd):
+            return [event]
+        held = self._held.pop(event.index, [])
+        call = event.call
+        key = self._key(call)
+        if key in self._done:
+            self.stop = True
+            return [self._notice(call, "it was already called in this reply; the reply ends")]
+        if key in self._answered:
+            if not self.said:
+                self.stop = self.retry = True
+                return [
+                    self._notice(
+                        call,
+                        "its result is the last thing in the conversation; the model is "
+                        "asked again without tools",
+                    )
+                ]
+            self._done.add(key)
+            return [self._notice(call, "its result is the last thing in the conversation")]
+        self._done.add(key)
+        self.said = True
+        self.calls += 1
+        return [*held, event]
+
+    def _key(self, call: ToolCall) -> Key:
+        raw: str | Mapping[str, Any] = (
+            call.arguments_text if call.arguments_text.strip() else call.arguments
+        )
+        return call_key(call.name, raw, self._schemas.get(call.name), text_values=call.text_values)
+
+    @staticmethod
+    def _notice(call: ToolCall, why: str) -> ev.Notice:
+        return ev.Notice(
+            "repeated-call",
+            f"{call.name} ({call.id}) repeats a call with the same arguments and was not "
+            f"returned: {why}",
+        )
+
+
+def without_tools(request: Request) -> Request:
+    """The retry after the call just answered came again: no tools, and asked to answer."""
+    messages = [*request.messages, {"role": "user", "content": ANSWER_NOW}]
+    return replace(request, messages=messages, tools=None, tool_choice=None)
+
+
+class Answer:
+    """Watches the retry without tools: an answer that is the call again, as text, is named
+    (raw call markup is never shown silently)."""
+
+    stop = retry = False
+    calls = 0
+
+    def __init__(self, tools: Sequence[Mapping[str, Any]] | None) -> None:
+        self._tools = tools
+        self._text: list[str] = []
+
+    def push(self, event: Event) -> list[Event]:
+        if isinstance(event, ev.TextDelta):
+            self._text.append(event.text)
+        elif isinstance(event, ev.Done) and recover_calls("".join(self._text), self._tools):
+            notice = ev.Notice(
+                "repeated-call",
+                "asked to answer without tools, the model wrote the call again as its answer; "
+                "it was not run",
+            )
+            return [notice, event]
+        return [event]
