@@ -42,3 +42,45 @@ def test_a_call_is_read_by_its_own_family_only(writer: str) -> None:
     for reader in NAMES:
         if reader != writer:
             assert get_family(reader).parse(text).calls == [], reader
+
+
+def _valid_replies() -> list[tuple[str, str]]:
+    """Every reply with calls that a family's own tests read, as (writer, reply)."""
+    from . import (
+        test_families_channels,
+        test_families_deepseek,
+        test_families_glm_kimi_minimax,
+        test_families_json_lists,
+        test_families_json_more,
+        test_families_pythonic_gemma,
+        test_families_xml_more,
+    )
+    from .replies import VALID
+
+    out = [(f, case[0]) for f, cases in VALID.items() for case in cases if case[2]]
+    for module in (
+        test_families_channels,
+        test_families_glm_kimi_minimax,
+        test_families_pythonic_gemma,
+        test_families_xml_more,
+    ):
+        out += [(f, case[0]) for f, cases in module.MY_VALID.items() for case in cases if case[2]]
+    out += [(f, reply) for f, reply, _, calls in test_families_deepseek.ALL if calls]
+    for module in (test_families_json_lists, test_families_json_more):
+        out += [(f, reply) for f, reply, _, calls in module.VALID if calls]
+    return out
+
+
+VALID_REPLIES = _valid_replies()
+
+
+def test_the_replies_cover_every_family() -> None:
+    assert {writer for writer, _ in VALID_REPLIES} >= set(NAMES) - {"pythonic"}
+
+
+@pytest.mark.parametrize("reader", NAMES)
+def test_no_family_reads_a_call_from_another_familys_replies(reader: str) -> None:
+    family = get_family(reader)
+    for writer, reply in VALID_REPLIES:
+        if writer != reader:
+            assert family.parse(reply).calls == [], (writer, reply)
