@@ -24,6 +24,7 @@ from .. import events as ev
 from ..arguments import prepare_arguments
 from ..errors import ArgumentsError
 from ..events import Event
+from ..formats.base import loads_json
 from ..formats.drift import recover_calls
 from ..messages import ToolCall
 from .request import Request
@@ -70,8 +71,8 @@ def call_key(
             return name, _canonical(done.arguments)
     if isinstance(raw, str):
         try:
-            return name, _canonical(json.loads(raw or "{}"))
-        except (ValueError, RecursionError):
+            return name, _canonical(loads_json(raw or "{}"))
+        except ValueError:
             return name, raw.strip()
     return name, _canonical(dict(raw))
 
