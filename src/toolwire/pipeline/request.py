@@ -36,6 +36,9 @@ class Request:
     tool_format: str | None = None
     #: Strict: no recovery of calls left in text, and arguments taken only as sent.
     strict: bool = False
+    #: Constrained: on an engine that can, a call the model starts is finished under a
+    #: grammar of the declared tools (see :mod:`toolwire.formats.gbnf`); off with ``strict``.
+    constrained: bool = True
     #: Provider-specific fields passed through as they are.
     extra: Mapping[str, Any] = field(default_factory=dict)
 
