@@ -34,7 +34,22 @@ RECOVERED = [
     ("```\n" + BARE + "\n```\n", "fenced-json"),
     ("<tool_call>\n" + BARE, "unclosed-tag"),
     (json.dumps({"type": "function", **CALL}), "bare-json"),
+    ("{" + BARE + "}", "doubled-braces"),
+    ("```json\n{" + json.dumps(CALL, indent=2) + "}\n```", "doubled-braces"),
 ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The call is {" + BARE + "}.",  # inside prose: never a call
+        "{" + BARE + "} and then some",
+        "{{" + BARE + "}}",  # tripled: not a shape any template teaches
+        '{{"name": "nope", "arguments": {}}}',  # not a declared tool
+    ],
+)
+def test_doubled_braces_only_around_a_whole_reply_call(text: str) -> None:
+    assert recover_calls(text, TOOLS) is None
 
 
 @pytest.mark.parametrize(("text", "shape"), RECOVERED)

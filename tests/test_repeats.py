@@ -151,6 +151,48 @@ def test_another_call_after_a_result_is_returned() -> None:
     assert codes(events) == [] and finish(events) == "tool_calls"
 
 
+#: the default model after a result: the call again, bare, then the result it was given echoed
+ECHOED = '{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n{"forecast": "sunny"}'
+#: the 1.5B model after a result: the call again in its template's doubled braces
+DOUBLED = '{{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}}'
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        ECHOED,
+        DOUBLED,
+        "```json\n" + DOUBLED + "\n```",
+        "```json\n" + ECHOED + "\n```",
+        DOUBLED + "\nThe weather is sunny.",
+    ],
+    ids=["echoed", "doubled", "fenced-doubled", "fenced-echoed", "doubled-goes-on"],
+)
+def test_the_answered_call_in_any_drift_shape_asks_for_an_answer(reply: str) -> None:
+    llama, backend = local(reply, ANSWER)
+    events = run(backend, answered())
+    assert calls(events) == [] and text(events) == ANSWER
+    assert "repeated-call" in codes(events) and finish(events) == "stop"
+    assert len(llama.prompts) == 2 and ANSWER_NOW in llama.prompts[1]
+
+
+def test_a_reply_opening_with_another_call_that_runs_on_stays_text() -> None:
+    other = ECHOED.replace("Paris", "Lyon")
+    llama, backend = local(other, ANSWER)
+    events = run(backend, answered())
+    assert calls(events) == [] and text(events) == other
+    assert codes(events) == ["call-not-read"] and len(llama.prompts) == 1
+
+
+def test_doubled_braces_are_recovered_as_a_named_repair_on_a_first_turn() -> None:
+    _, backend = local("```json\n" + DOUBLED + "\n```")
+    events = run(backend, asked())
+    assert [c.arguments for c in calls(events)] == [{"city": "Paris", "days": 3}]
+    assert codes(events) == ["recovered-doubled-braces"] and finish(events) == "tool_calls"
+    _, backend = local(DOUBLED)
+    assert calls(run(backend, asked(strict=True))) == []  # strict: no repair
+
+
 @pytest.mark.parametrize("case", ["answered", "twice"])
 def test_strict_returns_repeats_as_before(case: str) -> None:
     if case == "answered":

@@ -14,6 +14,9 @@ Shapes recovered, the whole reply being:
 ``unclosed-tag``    ``<tool_call>`` and the JSON, the closing tag never written
 ``tagged``          ``<tool_call>`` and the JSON, closed, from an engine that reads no tags
 ``json-lines``      several call objects one after another (a small model's parallel calls)
+``doubled-braces``  the call in doubled braces, ``{{"name": N, "arguments": {...}}}``, bare or
+                    in a fence: the shape some templates' own instructions show (Qwen2.5-Coder
+                    1.5B's writes ``{{"name": …}}``), so the model was taught it by its prompt
 
 When the engine cut the reply at its token limit, the complete calls before the cut are
 recovered and the unfinished one after them is dropped (the notice names the shape
@@ -27,7 +30,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .. import events as ev
@@ -77,6 +80,22 @@ def recover_calls(
             break
     if not body.startswith(("{", "[")):
         return None
+    if body.startswith("{{") and body.endswith("}}"):
+        inner = _calls_in(body[1:-1], index, lenient=lenient, cut=cut)
+        if inner is not None:
+            return inner[0], "doubled-braces"
+    found = _calls_in(body, index, lenient=lenient, cut=cut)
+    if found is None:
+        return None
+    return found[0], shape if found[1] == "json" else found[1]
+
+
+def _calls_in(
+    body: str, index: ToolIndex, *, lenient: bool, cut: bool
+) -> tuple[list[tuple[str, dict[str, Any], str]], str] | None:
+    """The calls ``body`` holds (a call, a list, or JSON lines) and ``json`` or the lines'
+    shape; None unless every value is a call to a declared tool."""
+    shape = "json"
     # several calls one after another first: the lenient reader would keep only the first
     lines = _json_values(body, cut=cut)
     if lines is not None:
@@ -168,8 +187,11 @@ class DriftGuard:
         *,
         make_id: IdMaker | None = None,
         release_on_start: bool = False,
+        answered: Callable[[str, str], bool] | None = None,
     ) -> None:
         self._tools = tools
+        # is (name, arguments JSON) the call whose result ends the conversation?
+        self._answered = answered
         self._make_id = make_id or random_call_id
         self._held: list[Event] = []
         self._texts: list[str] = []
@@ -219,15 +241,21 @@ class DriftGuard:
         )
         if found is None:
             opening = None if self._saw_call else _opening_call("".join(self._texts), self._tools)
-            if opening is not None:  # raw call markup is never shown silently
+            if opening is not None and self._answered and self._answered(opening[0], opening[2]):
+                # the call just answered, written again and run on (often with its result
+                # echoed after it): a repeat, whatever follows; the repeat check takes it
+                found = [opening], "opening-call"
+            elif opening is not None:  # raw call markup is never shown silently
                 held.append(
                     ev.Notice(
                         "call-not-read",
-                        f"the reply opens with a call to {opening} but goes on after it; "
+                        f"the reply opens with a call to {opening[0]} but goes on after it; "
                         "it stays text and nothing was run",
                     )
                 )
-            return held
+                return held
+            else:
+                return held
         calls, shape = found
         # what the family made of the drifted text (text, or a call it started and gave up)
         # gives way to the calls recovered from it
@@ -238,7 +266,13 @@ class DriftGuard:
             if not isinstance(e, dropped)
             and not (isinstance(e, ev.Notice) and e.code == "call-not-read")
         ]
-        events.append(ev.Notice(f"recovered-{shape}", f"read a call the model wrote as {shape}"))
+        why = (
+            "the call the reply opens with, the same as the one just answered; what followed "
+            "it was dropped"
+            if shape == "opening-call"
+            else f"a call the model wrote as {shape}"
+        )
+        events.append(ev.Notice(f"recovered-{shape}", f"read {why}"))
         for name, arguments, raw in calls:
             index = self._next
             self._next += 1
@@ -251,18 +285,29 @@ class DriftGuard:
         return events
 
 
-def _opening_call(text: str, tools: Sequence[Mapping[str, Any]] | None) -> str | None:
-    """The declared tool a reply's first JSON object calls, when the reply goes on after it
-    (so it was not recovered); else None. One decode of the opening: linear."""
+def _opening_call(
+    text: str, tools: Sequence[Mapping[str, Any]] | None
+) -> tuple[str, dict[str, Any], str] | None:
+    """The call a reply's first JSON object makes to a declared tool (bare, fenced or in
+    doubled braces) when the reply goes on after it, so it was not recovered:
+    ``(name, arguments, arguments JSON)``; else None. One decode of the opening: linear."""
     body = text.strip()
+    m = re.match(r"```(?:json|JSON)?[ \t]*\n", body)
+    if m:
+        body = body[m.end() :]
     if not body.startswith("{") or len(body) > _MAX_CHARS:
         return None
-    try:
-        obj, _ = json.JSONDecoder().raw_decode(body)
-    except (ValueError, RecursionError):
-        return None
-    found = _SHAPE.read(obj, ToolIndex(tools))
-    return found[0] if isinstance(found, tuple) else None
+    index = ToolIndex(tools)
+    for at in (1, 0) if body.startswith("{{") else (0,):
+        try:
+            obj, _ = json.JSONDecoder().raw_decode(body, at)
+        except (ValueError, RecursionError):
+            continue
+        found = _SHAPE.read(obj, index)
+        if isinstance(found, tuple):
+            name, args = found
+            return name, args, json.dumps(args, ensure_ascii=False)
+    return None
 
 
 _OPENINGS = ("{", "[", "```json", "```JSON", "```\n", "<tool_call>")

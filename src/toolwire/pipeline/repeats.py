@@ -119,6 +119,11 @@ class Repeats:
         self.stop = False
         self.retry = False
 
+    def answered(self, name: str, arguments: str) -> bool:
+        """Is this call (arguments as JSON text) the one whose result ends the conversation?
+        For the drift guard: a reply that opens with it and runs on is a repeat too."""
+        return call_key(name, arguments, self._schemas.get(name)) in self._answered
+
     def _names(self) -> set[str]:
         return {name for name, _ in self._done | self._answered}
 

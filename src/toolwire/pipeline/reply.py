@@ -24,7 +24,7 @@ same calls through every one of them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -184,10 +184,18 @@ class _Renumber:
 
 
 async def read(
-    raw: AsyncIterator[Event], plan: Plan, request: Request, *, reasoning_open: bool = False
+    raw: AsyncIterator[Event],
+    plan: Plan,
+    request: Request,
+    *,
+    reasoning_open: bool = False,
+    answered: Callable[[str, str], bool] | None = None,
 ) -> AsyncGenerator[Event, None]:
     """A transport's raw events read as the plan says: text through the grammar (or the
-    reader for words), thinking apart, drift recovery unless strict, and the turn's end."""
+    reader for words), thinking apart, drift recovery unless strict, and the turn's end.
+
+    ``answered`` tells the drift guard which call was just answered: a reply opening with
+    it is read as that call even when it runs on, so the repeat check can take it."""
     tools = request.tools
     parser: ReplyStream | None = None
     splitter: ReasoningSplitter | None = None
@@ -201,7 +209,7 @@ async def read(
     guard: DriftGuard | None = None
     if tools and not request.strict and plan.mode in ("native", "grammar"):
         # an engine's own call shows at its start; a grammar's may still come to nothing
-        guard = DriftGuard(tools, release_on_start=plan.mode == "native")
+        guard = DriftGuard(tools, release_on_start=plan.mode == "native", answered=answered)
     number = _Renumber()
     calls = 0
     async for event in raw:
@@ -257,7 +265,13 @@ async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event,
         elif request.tools and not request.strict:
             repeats = Repeats(request)
         try:
-            events = read(heard, plan, request, reasoning_open=prepared.reasoning_open)
+            events = read(
+                heard,
+                plan,
+                request,
+                reasoning_open=prepared.reasoning_open,
+                answered=repeats.answered if isinstance(repeats, Repeats) else None,
+            )
             async with aclosing(heard), aclosing(events) as stream:
                 async for event in stream:
                     if repeats is None:
