@@ -48,7 +48,8 @@ def test_a_generation_runs_through_the_family_parser(
     fresh_llama_backend: LlamaCppBackend,
 ) -> None:
     """At temperature 0 the model writes its call in a ```json fence, not in its template's
-    <tool_call> tags, and ends its turn; the fence is read as the call, and named."""
+    <tool_call> tags, and ends its turn; the fence is read as the call, and named. The call
+    it began is finished under the grammar of the declared tools, and that is named too."""
     request = Request(USER, TOOLS, max_tokens=60, temperature=0.0)
     events: list[Any] = list(stream_sync(fresh_llama_backend.stream(request)))
     done = events[-1]
@@ -63,7 +64,10 @@ def test_a_generation_runs_through_the_family_parser(
         ("get_weather", {"city": "Paris", "days": 3})
     ]
     assert result.calls[0].arguments_text == '{"city": "Paris", "days": 3}'
-    assert [e.code for e in events if isinstance(e, Notice)] == ["recovered-fenced-json"]
+    assert [e.code for e in events if isinstance(e, Notice)] == [
+        "constrained-call",
+        "recovered-fenced-json",
+    ]
     assert not [e for e in events if isinstance(e, TextDelta)]
 
 

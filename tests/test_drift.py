@@ -225,7 +225,9 @@ def test_the_default_model_through_the_loop(
     options = {"max_tokens": 64, "temperature": 0.0}
     events = list(run_loop_sync(fresh_llama_backend, conversation, box, request_options=options))
     assert [e.code for e in events if isinstance(e, Notice)] == [
+        "constrained-call",  # each reply opened with a call: finished under the grammar
         "recovered-bare-json",
+        "constrained-call",
         "recovered-json-lines",
         "calls-after-bound",  # the last answer is calls nobody runs, and says so
     ]

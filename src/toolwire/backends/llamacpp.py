@@ -22,7 +22,7 @@ from typing import Any
 
 from ..conversation import prune
 from ..errors import BackendError, ModelNotFoundError
-from ..events import Done, Event, TextDelta
+from ..events import Done, Event, Notice, TextDelta
 from ..formats.base import Family
 from ..formats.detect import detect_format, resolve_format
 from ..formats.reasoning import opens_reasoning
@@ -36,6 +36,7 @@ from ..pipeline import (
     plan_turn,
 )
 from ..templates import ChatTemplate
+from .generate import Generation
 
 __all__ = ["LlamaCppBackend"]
 
@@ -77,6 +78,9 @@ class LlamaCppBackend(Transport):
                 verbose=False,
             )
         self.llama = llama
+        self.seed = seed
+        # a real llama-cpp-python model samples under a grammar; a scripted one cannot
+        self.can_constrain = hasattr(llama, "_model") and hasattr(llama, "_ctx")
         self.model = Path(model_path).stem
         self.endpoint = "local:" + str(model_path)
         self.memory = memory if memory is not None else default_memory()
@@ -185,7 +189,10 @@ class LlamaCppBackend(Transport):
         max_tokens = request.max_tokens or self.default_max_tokens
         fitted, text, tokens = self._fit(request, plan, max_tokens)
         return Prepared(
-            replace(fitted, max_tokens=max_tokens), tokens, reasoning_open=opens_reasoning(text)
+            replace(fitted, max_tokens=max_tokens),
+            tokens,
+            reasoning_open=opens_reasoning(text),
+            constraint=plan.constraint,
         )
 
     async def send(self, prepared: Prepared) -> AsyncGenerator[Event, None]:
@@ -197,9 +204,7 @@ class LlamaCppBackend(Transport):
         queue: asyncio.Queue[Any] = asyncio.Queue()
         stop = threading.Event()
         worker = threading.Thread(
-            target=self._generate,
-            args=(tokens, max_tokens, request.temperature, loop, queue, stop),
-            daemon=True,
+            target=self._generate, args=(prepared, max_tokens, loop, queue, stop), daemon=True
         )
         worker.start()
         generated = 0
@@ -214,16 +219,15 @@ class LlamaCppBackend(Transport):
                 if isinstance(item, tuple):  # ("length" | "stop", count)
                     finish, generated = item
                     continue
-                yield TextDelta(item)
+                yield item if isinstance(item, Notice) else TextDelta(item)
         finally:
             stop.set()  # closing the stream stops generation
         yield Done(finish, {"prompt_tokens": len(tokens), "completion_tokens": generated})
 
     def _generate(
         self,
-        tokens: Sequence[int],
+        prepared: Prepared,
         max_tokens: int,
-        temperature: float | None,
         loop: asyncio.AbstractEventLoop,
         queue: asyncio.Queue[Any],
         stop: threading.Event,
@@ -236,30 +240,21 @@ class LlamaCppBackend(Transport):
             except RuntimeError:  # the loop closed between the check and the call
                 stop.set()
 
-        decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        count = 0
-        finish = "length"
+        temperature = prepared.request.temperature
         try:
             with self._lock:
-                temp = 0.0 if temperature is None else temperature
-                for token in self.llama.generate(tokens, temp=temp, reset=True):
-                    if stop.is_set():
-                        finish = "stop"
-                        break
-                    if self._is_end(token):
-                        finish = "stop"
-                        break
-                    count += 1
-                    data: bytes = self.llama.detokenize([token], special=True)
-                    piece = decoder.decode(data)
-                    if piece:
-                        put(piece)
-                    if count >= max_tokens:
-                        break
-            rest = decoder.decode(b"", final=True)
-            if rest:
-                put(rest)
-            put((finish, count))
+                Generation(
+                    self.llama,
+                    prepared.payload,
+                    max_tokens=max_tokens,
+                    temperature=0.0 if temperature is None else temperature,
+                    constraint=prepared.constraint if self.can_constrain else None,
+                    is_end=self._is_end,
+                    put=put,
+                    stop=stop,
+                    seed=self.seed,
+                    thinking=prepared.reasoning_open,
+                ).run()
         except Exception as exc:  # reported to the consumer as a BackendError
             put(exc)
         finally:

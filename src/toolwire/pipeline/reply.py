@@ -13,7 +13,10 @@ model and how its reply becomes calls.
 3. **Heal**: a refusal over tools, before the model said a word, is healed once — a refused
    schema keyword sends the tools again in the strict dialect; "takes no tools" gives them in
    words — and the lesson is kept in the transport's :class:`ModelMemory`.
-4. **Repeats** (:mod:`toolwire.pipeline.repeats`), unless ``strict``: a call repeated in one
+4. **Constrain** (an engine that can, unless ``strict`` or ``constrained=False``): a call
+   the model begins is finished under a grammar of the declared tools and their schemas
+   (:mod:`toolwire.formats.gbnf`); with ``tool_choice`` required, from the first token.
+5. **Repeats** (:mod:`toolwire.pipeline.repeats`), unless ``strict``: a call repeated in one
    reply ends the reply there (generation closed); the call whose result ends the
    conversation, written again, is dropped, and when it was all the model said, the model is
    asked once more without tools.
@@ -34,6 +37,7 @@ from ..errors import BackendError
 from ..events import Event
 from ..formats.base import ReplyStream
 from ..formats.drift import DriftGuard
+from ..formats.gbnf import constraint_for
 from ..formats.reasoning import ReasoningSplitter
 from ..formats.registry import FORMAT_SETTINGS, get_family
 from ..formats.words import Words
@@ -116,7 +120,15 @@ def plan_turn(transport: Transport, request: Request) -> tuple[Plan, Request, li
             plan = Plan("plain")
     if plan.mode == "plain" and sent.tools:  # tool_choice none: no tools are offered
         sent = replace(sent, tools=None, tool_choice=None)
-    if plan.mode in ("grammar", "words") and request.tool_choice == "required":
+    if plan.mode == "grammar" and transport.can_constrain and _constrains(request):
+        # a named function or "required": a call is certain, so the grammar holds throughout
+        required = request.tool_choice == "required" or isinstance(request.tool_choice, Mapping)
+        constraint = constraint_for(
+            plan.family.name if plan.family else None, sent.tools, required=required
+        )
+        plan = replace(plan, constraint=constraint)
+    forced = plan.constraint is not None and plan.constraint.required
+    if plan.mode in ("grammar", "words") and request.tool_choice == "required" and not forced:
         notices.append(
             ev.Notice(
                 "tool-choice-not-enforced",
@@ -124,6 +136,12 @@ def plan_turn(transport: Transport, request: Request) -> tuple[Plan, Request, li
             )
         )
     return plan, sent, notices
+
+
+def _constrains(request: Request) -> bool:
+    """Are this turn's calls finished under a grammar? Unless ``strict`` (the model's own
+    output, untouched) or ``constrained`` is off."""
+    return request.constrained and not request.strict
 
 
 def _chosen(request: Request) -> Request:

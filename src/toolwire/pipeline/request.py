@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from ..events import Event
 from ..formats.base import Family
+from ..formats.gbnf import Constraint
 
 __all__ = ["Backend", "Mode", "Plan", "Prepared", "Request", "stream_sync"]
 
@@ -58,6 +59,8 @@ class Plan:
     family: Family | None = None
     #: ``native``: the schema dialect the tools are shown in.
     dialect: str = "permissive"
+    #: ``grammar`` on an engine that can: how the model's calls are constrained.
+    constraint: Constraint | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,8 @@ class Prepared:
     request: Request
     payload: Any
     reasoning_open: bool = False
+    #: The plan's constraint, for an engine that applies it.
+    constraint: Constraint | None = None
 
 
 class Backend(Protocol):

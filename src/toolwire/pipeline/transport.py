@@ -40,6 +40,8 @@ class Transport(ABC):
     dialect: str = "permissive"
     #: What the process learned about models (see :mod:`toolwire.pipeline.memory`).
     memory: ModelMemory
+    #: True when the engine can finish a call under a grammar (see :mod:`toolwire.formats.gbnf`).
+    can_constrain: bool = False
 
     def count_tokens(self, text: str) -> int:
         """Tokens ``text`` takes; a rough count (4 characters a token) unless the transport

@@ -1,0 +1,180 @@
+"""One generation on a llama-cpp-python model: free text, and calls finished under a grammar.
+
+Generation runs free through ``Llama.generate`` (its prompt cache kept), each token's text
+watched by the turn's :class:`~toolwire.formats.gbnf.Constraint`. When the text shows that a
+call has begun, free generation stops; the tokens written since the call began are fed to
+the call's grammar, and generation goes on under it, token by token
+(:class:`~toolwire.backends.constrain.GrammarSampler`), until the grammar is complete and
+the model ends its turn. If the grammar refuses what was already written (the model began
+something the grammar does not describe), generation goes on free, as if no trigger had
+fired. With ``required`` the grammar holds from the first token.
+
+The caller gets each piece of text as it is decoded, a notice when a grammar took over, and
+at the end the finish reason and the number of tokens generated.
+"""
+
+from __future__ import annotations
+
+import codecs
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import events as ev
+from ..formats.gbnf import Constraint, Trigger
+from ..formats.reasoning import OPENERS
+
+__all__ = ["Generation"]
+
+_BEGUN = (
+    "the call the model began was finished under a grammar of the declared tools and their "
+    "argument schemas"
+)
+_REQUIRED = (
+    "a call is required: the reply was written under a grammar of the declared tools and "
+    "their argument schemas"
+)
+#: A reasoning block's closers: a call marker inside thinking is never constrained.
+_CLOSERS = ("</think>", "</thinking>")
+
+
+class Generation:
+    """One reply generated on ``llama`` from ``tokens``; :meth:`run` does it.
+
+    ``put`` receives text pieces (str), notices (:class:`~toolwire.events.Notice`) and, last,
+    ``(finish, count)``. ``is_end`` says whether a token ends the model's turn.
+    """
+
+    def __init__(
+        self,
+        llama: Any,
+        tokens: Sequence[int],
+        *,
+        max_tokens: int,
+        temperature: float,
+        constraint: Constraint | None,
+        is_end: Callable[[int], bool],
+        put: Callable[[Any], None],
+        stop: threading.Event,
+        seed: int = 0,
+        thinking: bool = False,
+    ) -> None:
+        self.llama = llama
+        self.prompt = list(tokens)
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.constraint = constraint
+        self.is_end = is_end
+        self.put = put
+        self.stop = stop
+        self.seed = seed
+        self.thinking = thinking
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.written: list[int] = []
+        #: the reply's text so far, and where each written token's text ends in it
+        self.text = ""
+        self.ends: list[int] = []
+
+    def run(self) -> None:
+        finish = "length"
+        if self.constraint is not None and self.constraint.required:
+            gen = self.llama.generate(self.prompt, temp=self.temperature, reset=True)
+            next(gen)  # the prompt evaluated; its free choice of a first token is not used
+            gen.close()
+            finish = self._constrained(self.constraint.grammar("required"), [], notice=_REQUIRED)
+        else:
+            finish = self._free(watch=self.constraint is not None)
+        rest = self.decoder.decode(b"", final=True)
+        if rest:
+            self.put(rest)
+        self.put((finish, len(self.written)))
+
+    # ------------------------------------------------------------------ free
+
+    def _free(self, *, watch: bool) -> str:
+        gen = self.llama.generate(self.prompt + self.written, temp=self.temperature, reset=True)
+        try:
+            for token in gen:
+                if self.stop.is_set() or self.is_end(token):
+                    return "stop"
+                self._emit(token)
+                if len(self.written) >= self.max_tokens:
+                    return "length"
+                trigger = self._trigger() if watch else None
+                if trigger is not None:
+                    gen.close()  # the last token is written but not yet evaluated
+                    return self._from_trigger(trigger)
+        finally:
+            gen.close()
+        return "length"
+
+    def _trigger(self) -> Trigger | None:
+        assert self.constraint is not None
+        searched = self.ends[-2] if len(self.ends) > 1 else 0
+        return self.constraint.trigger(self.text, searched=searched, thinking=self._thinking())
+
+    def _thinking(self) -> bool:
+        """Is the reply inside a thinking block now?"""
+        opened = max((self.text.rfind(o) for o in OPENERS), default=-1)
+        closed = max((self.text.rfind(c) for c in _CLOSERS), default=-1)
+        if opened < 0 and self.thinking:
+            return closed < 0
+        return opened > closed
+
+    def _from_trigger(self, trigger: Trigger) -> str:
+        """Constrain from the token in which the call began; free again if the grammar
+        refuses what was written since."""
+        assert self.constraint is not None
+        first = next(i for i, end in enumerate(self.ends) if end > trigger.at)
+        start = self.ends[first - 1] if first else 0
+        lead = self.text[start : trigger.at]
+        grammar = self.constraint.grammar(trigger.form, lead)
+        finish = self._constrained(grammar, self.written[first:], notice=_BEGUN)
+        if finish == "refused":
+            return self._free(watch=False)
+        return finish
+
+    # ------------------------------------------------------------------ constrained
+
+    def _constrained(self, grammar: str, fed: list[int], *, notice: str) -> str:
+        """Generate under ``grammar``, after feeding it ``fed`` (tokens written already, the
+        last of them not yet evaluated). ``refused`` when the grammar refuses ``fed``."""
+        from .constrain import GrammarSampler, last_logits
+
+        try:
+            sampler = GrammarSampler(self.llama, grammar, seed=self.seed)
+        except ValueError:
+            return "refused"
+        with sampler:
+            for token in fed:
+                if not sampler.allows(token):
+                    return "refused"
+                sampler.accept(token)
+            self.put(ev.Notice("constrained-call", notice))
+            pending = fed[-1:]
+            while len(self.written) < self.max_tokens:
+                if self.stop.is_set():
+                    return "stop"
+                if pending:
+                    self.llama.eval(pending)
+                try:
+                    token = sampler.choose(last_logits(self.llama), self.temperature)
+                except ValueError:  # the grammar allows nothing: the call is as far as it goes
+                    return "stop"
+                if self.is_end(token):
+                    return "stop"
+                sampler.accept(token)
+                self._emit(token)
+                pending = [token]
+        return "length"
+
+    # ------------------------------------------------------------------ text
+
+    def _emit(self, token: int) -> None:
+        self.written.append(token)
+        data: bytes = self.llama.detokenize([token], special=True)
+        piece = self.decoder.decode(data)
+        self.text += piece
+        self.ends.append(len(self.text))
+        if piece:
+            self.put(piece)

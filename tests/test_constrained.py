@@ -1,0 +1,276 @@
+"""Constrained calls: the grammar of the declared tools, the triggers that start it, and the
+real default model generating under it (llama-cpp-python's own grammar engine)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import jsonschema
+import pytest
+
+from toolwire.events import CallEnd, Done, Notice, TextDelta
+from toolwire.formats.gbnf import FORMS, Constraint, constraint_for
+from toolwire.pipeline import Request, plan_turn, stream_sync
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Get the weather for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "days": {"type": "integer", "minimum": 1},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            },
+            "required": ["city"],
+        },
+    },
+}
+NOTE = {
+    "type": "function",
+    "function": {
+        "name": "save_note",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "title": {"type": "string"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "meta": {"$ref": "#/$defs/meta"},
+            },
+            "required": ["title", "tags"],
+            "$defs": {"meta": {"type": "object", "properties": {"pinned": {"type": "boolean"}}}},
+        },
+    },
+}
+
+
+def weather() -> Constraint:
+    found = constraint_for("hermes", [WEATHER, NOTE])
+    assert found is not None
+    return found
+
+
+# ---------------------------------------------------------------------- triggers (pure)
+
+
+@pytest.mark.parametrize(
+    ("text", "form"),
+    [
+        ('{"name": "get_weather"', "opening"),
+        ('  \n{ "name" : "save_note"', "opening"),
+        ('```json\n{\n  "name": "get_weather"', "opening"),
+        ('{{"name": "get_weather"', "opening"),  # doubled braces, as the 1.5B's template shows
+        ("Let me check.\n<tool_call>", "family"),
+        ("<tool_call>", "family"),
+    ],
+)
+def test_a_call_beginning_triggers_the_grammar(text: str, form: str) -> None:
+    trigger = weather().trigger(text)
+    assert trigger is not None and trigger.form == form
+    assert text[trigger.at :].startswith("<tool_call>" if form == "family" else text[:1])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "get_weathe',  # the name not finished: it may yet be another word
+        '{"name": "cat joke"',  # not a declared tool: a JSON answer stays free
+        '{"city": "Paris"',  # data, not a call
+        'Here is the JSON: {"name": "get_weather"',  # not the reply's opening
+        '```python\n{"name": "get_weather"',
+        "<tool_",  # a marker not yet complete
+    ],
+)
+def test_other_text_is_never_constrained(text: str) -> None:
+    assert weather().trigger(text) is None
+
+
+def test_no_trigger_inside_thinking_and_the_search_is_incremental() -> None:
+    constraint = weather()
+    assert constraint.trigger("<think>maybe <tool_call>", thinking=True) is None
+    text = "x" * 10_000 + "<tool_call>"
+    found = constraint.trigger(text, searched=10_000 - 3)  # the marker straddles the old end
+    assert found is not None and found.at == 10_000
+    assert constraint.trigger("x" * 10_000, searched=9_990) is None
+
+
+def test_a_family_without_a_form_still_constrains_openings_and_required() -> None:
+    constraint = constraint_for("mistral", [WEATHER], required=True)
+    assert constraint is not None and constraint.form is None and constraint.required
+    assert constraint.trigger("[TOOL_CALLS]") is None
+    assert constraint.trigger('{"name": "get_weather"') is not None
+    assert constraint_for("hermes", []) is None
+    assert constraint_for("hermes", [{"type": "function", "function": {"name": ""}}]) is None
+    assert set(FORMS) <= {"hermes", *FORMS}
+
+
+def test_the_grammar_names_each_declared_tool_and_no_other_key() -> None:
+    grammar = weather().grammar("family")
+    rules = dict(line.split(" ::= ", 1) for line in grammar.splitlines())
+    assert '"<tool_call>"' in rules["block"] and '"</tool_call>"' in rules["block"]
+    assert rules["call"] == "tool0 | tool1"
+    assert '"\\"get_weather\\""' in rules["tool0"] and '"\\"save_note\\""' in rules["tool1"]
+    assert '"\\"celsius\\""' in grammar  # the enum's values, and nothing else there
+    lead = weather().grammar("family", lead='a "quoted"\n')
+    assert dict(line.split(" ::= ", 1) for line in lead.splitlines())["root"].startswith(
+        '"a \\"quoted\\"\\n" '
+    )
+
+
+# ---------------------------------------------------------------------- the real engine
+
+
+@pytest.fixture(scope="module")
+def backend(llama_backend: Any) -> Any:
+    return llama_backend
+
+
+def run(backend: Any, request: Request) -> list[Any]:
+    backend.llama.reset()
+    return list(stream_sync(backend.stream(request)))
+
+
+def codes(events: list[Any]) -> list[str]:
+    return [e.code for e in events if isinstance(e, Notice)]
+
+
+def calls(events: list[Any]) -> list[Any]:
+    return [e.call for e in events if isinstance(e, CallEnd)]
+
+
+def schema_of(name: str) -> dict[str, Any]:
+    tool = {t["function"]["name"]: t for t in (WEATHER, NOTE)}[name]
+    return dict(tool["function"]["parameters"])
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        WEATHER["function"]["parameters"],
+        NOTE["function"]["parameters"],
+        {},  # no parameters
+        {"type": "object", "properties": {"n": {"type": "number"}, "x": {"type": "null"}}},
+        {
+            "type": "object",
+            "properties": {"a": {"anyOf": [{"type": "string"}, {"type": "integer"}]}},
+        },
+        {"$ref": "https://example.com/remote.json"},  # not fetched: any object instead
+        {"type": "object", "properties": {"deep": _deep}} if (_deep := {"type": "object"}) else {},
+    ],
+)
+def test_every_grammar_is_accepted_by_the_engine(backend: Any, schema: dict[str, Any]) -> None:
+    from toolwire.backends.constrain import GrammarSampler
+
+    tool = {"type": "function", "function": {"name": "t.x-1", "parameters": schema}}
+    constraint = constraint_for("hermes", [tool])
+    assert constraint is not None
+    for form in ("family", "opening", "required"):
+        GrammarSampler(backend.llama, constraint.grammar(form)).close()
+
+
+def test_a_deep_hostile_schema_falls_back_to_any_object(backend: Any) -> None:
+    from toolwire.backends.constrain import GrammarSampler
+
+    deep: dict[str, Any] = {"type": "object"}
+    for _ in range(3000):
+        deep = {"type": "object", "properties": {"a": deep}}
+    tool = {"type": "function", "function": {"name": "t", "parameters": deep}}
+    constraint = constraint_for(None, [tool])
+    assert constraint is not None
+    grammar = constraint.grammar("opening")
+    assert "tool0-arguments-any" in grammar
+    GrammarSampler(backend.llama, grammar).close()
+
+
+def test_the_sampler_keeps_the_free_choice_when_allowed(backend: Any) -> None:
+    from toolwire.backends.constrain import GrammarSampler
+
+    yes = backend.llama.tokenize(b"yes", add_bos=False)
+    maybe = backend.llama.tokenize(b"maybe", add_bos=False)
+    with GrammarSampler(backend.llama, 'root ::= "yes" | "no"') as sampler:
+        assert sampler.allows(yes[0]) and not sampler.allows(maybe[0])
+        import numpy as np
+
+        logits = np.zeros(backend.llama.n_vocab(), dtype=np.float32)
+        logits[maybe[0]] = 10.0  # the free choice is refused: chosen again among the allowed
+        logits[yes[0]] = 5.0
+        assert sampler.choose(logits, 0.0) == yes[0]
+    with pytest.raises(ValueError):
+        GrammarSampler(backend.llama, 'root ::= "unclosed')
+
+
+def test_a_required_call_is_written_under_the_grammar_from_the_first_token(backend: Any) -> None:
+    """Asked for a joke, with a call required: a call to a declared tool, with arguments
+    its schema accepts — never a joke, never an undeclared name."""
+    ask = [{"role": "user", "content": "Tell me a joke about cats."}]
+    events = run(backend, Request(ask, [WEATHER, NOTE], tool_choice="required", max_tokens=80))
+    found = calls(events)
+    assert found and all(c.name in ("get_weather", "save_note") for c in found)
+    for call in found:
+        jsonschema.validate(call.arguments, schema_of(call.name))
+    assert "constrained-call" in codes(events) and "tool-choice-not-enforced" not in codes(events)
+    assert isinstance(events[-1], Done) and events[-1].finish_reason == "tool_calls"
+
+
+def test_a_call_the_model_begins_is_finished_under_the_grammar(backend: Any) -> None:
+    ask = [{"role": "user", "content": "What's the weather in Paris for 3 days, in celsius?"}]
+    events = run(backend, Request(ask, [WEATHER], max_tokens=80))
+    (call,) = calls(events)
+    assert call.name == "get_weather" and call.arguments["city"] == "Paris"
+    jsonschema.validate(call.arguments, schema_of("get_weather"))
+    assert codes(events)[0] == "constrained-call"
+    assert not "".join(e.text for e in events if isinstance(e, TextDelta))
+
+
+@pytest.mark.parametrize("off", [{"constrained": False}, {"strict": True}])
+def test_constrained_false_and_strict_leave_generation_free(
+    backend: Any, off: dict[str, Any]
+) -> None:
+    ask = [{"role": "user", "content": "What's the weather in Paris for 3 days?"}]
+    request = Request(ask, [WEATHER], max_tokens=80, **off)
+    plan, _, _ = plan_turn(backend, request)
+    assert plan.constraint is None
+    assert "constrained-call" not in codes(run(backend, request))
+
+
+def test_a_plain_answer_is_never_constrained(backend: Any) -> None:
+    ask = [{"role": "user", "content": "Say hello in French, one word."}]
+    events = run(backend, Request(ask, [WEATHER], max_tokens=20))
+    assert calls(events) == [] and "constrained-call" not in codes(events)
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)).strip()
+
+
+def test_stopping_mid_call_stops_the_constrained_generation(backend: Any) -> None:
+    """Closing the stream while the grammar holds ends generation (the worker sees it)."""
+    from toolwire.backends.generate import Generation
+
+    ask = [{"role": "user", "content": "Tell me a joke about cats."}]
+    request = Request(ask, [NOTE], tool_choice="required", max_tokens=200)
+    plan, sent, _ = plan_turn(backend, request)
+    prepared = backend.prepare(sent, plan)
+    stop = threading.Event()
+    pieces: list[Any] = []
+
+    def put(item: Any) -> None:
+        pieces.append(item)
+        if sum(isinstance(p, str) for p in pieces) == 3:
+            stop.set()
+
+    backend.llama.reset()
+    Generation(
+        backend.llama,
+        prepared.payload,
+        max_tokens=200,
+        temperature=0.0,
+        constraint=prepared.constraint,
+        is_end=backend._is_end,
+        put=put,
+        stop=stop,
+    ).run()
+    assert pieces[-1] == ("stop", 3)
+    assert json.dumps(pieces[:1], default=str)  # the notice came first
+    assert isinstance(pieces[0], Notice) and pieces[0].code == "constrained-call"
