@@ -19,7 +19,7 @@ import pytest
 from toolwire.bench import PromptSet, Report, parse_labbook, run_bench, summary, write_report
 from toolwire.bench.cases import Case
 from toolwire.cli import main
-from toolwire.errors import BackendError
+from toolwire.errors import BackendError, UsageError
 from toolwire.events import CallEnd, Done, Event, TextDelta
 from toolwire.messages import ToolCall
 from toolwire.pipeline import Request
@@ -358,5 +358,32 @@ def test_the_local_engine_gets_the_constrained_pass_unless_turned_off(
 
 
 def test_an_unknown_judgement_is_refused() -> None:
-    with pytest.raises(ValueError, match="no judgement 'healed'"):
+    with pytest.raises(UsageError, match="no judgement 'healed'"):
         Report("x", []).rates("healed")  # type: ignore[arg-type]
+
+
+def test_the_constrained_pass_is_judged_after_the_pipeline_recovery() -> None:
+    """Through the real reply pipeline over HTTP: an engine that leaves the call in its text.
+    The strict pass gets no call (as sent), the bench's recovery reads it (recovered), and the
+    constrained pass, not strict, gets it from the pipeline's own recovery, as a caller does.
+    (The HTTP backend is only told it can constrain; what a grammar changes is the local
+    engine's to show.)"""
+    from toolwire.backends import OpenAIBackend
+    from toolwire.testing import FakeOpenAIServer, text_deltas
+
+    class SaysItCan(OpenAIBackend):
+        can_constrain = True
+
+    reply = '{"name": "get_weather", "arguments": {"city": "Rome"}}'
+    prompts = PromptSet("mini", 1, [WEATHER], [CASES[1]])
+    with FakeOpenAIServer() as server:
+        server.add_stream(text_deltas(reply))
+        server.add_stream(text_deltas(reply))
+        backend = SaysItCan("m", base_url=server.base_url)
+        report = asyncio.run(run_bench(backend, prompts, constrained=True))
+        assert len(server.requests) == 2
+    (outcome,) = report.outcomes
+    assert outcome.calls == [] and outcome.constrained_text == ""
+    assert [c.arguments for c in outcome.recovered_calls] == [{"city": "Rome"}]
+    assert [c.arguments for c in outcome.constrained_calls] == [{"city": "Rome"}]
+    assert [report.rates(j)["call_rate"] for j in report.judgements()] == [0.0, 1.0, 1.0]

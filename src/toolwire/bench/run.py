@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
 from ..arguments import prepare_arguments
-from ..errors import ArgumentsError, ToolwireError
+from ..errors import ArgumentsError, ToolwireError, UsageError
 from ..events import CallEnd, TextDelta
 from ..formats.drift import recover_calls
 from ..pipeline import Backend, Request
@@ -105,9 +105,13 @@ class Report:
         return [j for j in JUDGEMENTS if j != "constrained" or self.constrained]
 
     def rates(self, judgement: Judgement = "sent") -> dict[str, float | None]:
-        """The six rates of one judgement (all None for a constrained pass that did not run)."""
+        """The six rates of one judgement (all None for a constrained pass that did not run).
+
+        Raises :class:`~toolwire.errors.UsageError` for a judgement that is not one of
+        :data:`~toolwire.bench.labbook.JUDGEMENTS`.
+        """
         if judgement not in JUDGEMENTS:
-            raise ValueError(f"no judgement {judgement!r}: one of {', '.join(JUDGEMENTS)}")
+            raise UsageError(f"no judgement {judgement!r}: one of {', '.join(JUDGEMENTS)}")
 
         def calls(o: Outcome) -> list[Call]:
             return o.judged(judgement)[0]
