@@ -130,8 +130,14 @@ def test_a_run_against_the_fake_server(tmp_path: Path, capsys: pytest.CaptureFix
         "multiple_calls": 0,
         "request_errors": 0,
         "recovered": 0,
+        "constrained_errors": None,
     }
     assert report["recovered_rates"] == rates  # nothing here that recovery could read
+    # an HTTP engine cannot constrain: no second pass, so no constrained judgement at all
+    assert report["constrained_rates"] is None and report["constrained_failures"] is None
+    assert report["seconds"]["constrained"] is None
+    assert 0 < report["seconds"]["sent"] <= report["duration"] + 0.01
+    assert len(server.requests) == 5  # one generation per case, not two
     assert "missed" in report["failures"] and "false-call" in report["failures"]
     entry = json.loads(book.read_text().splitlines()[0])
     assert entry["prompts"] == "mini v2" and entry["notes"] == "fake"
@@ -227,7 +233,7 @@ def test_arguments_are_judged_as_a_caller_receives_them() -> None:
     call = ToolCall("c1", "get_weather", {"city": "Oslo", "days": "3"}, text)
     report = judge_one([CallEnd(0, call), Done("tool_calls")])
     assert report.outcomes[0].failures == []
-    for rates in (report.rates(), report.rates(recovered=True)):
+    for rates in (report.rates(), report.rates("recovered")):
         assert rates["schema_valid"] == 1.0 and rates["arguments_correct"] == 1.0
 
 
@@ -252,7 +258,7 @@ def test_a_recovered_call_is_typed_by_the_schema_too() -> None:
         ("get_weather", '{"city": "Oslo", "days": "3"}')
     ]
     assert report.rates()["call_rate"] == 0.0
-    recovered = report.rates(recovered=True)
+    recovered = report.rates("recovered")
     assert recovered["schema_valid"] == 1.0 and recovered["arguments_correct"] == 1.0
 
 

@@ -142,7 +142,7 @@ def test_an_args_failure_mentioning_schema_is_not_counted_as_schema_invalid() ->
         [CallEnd(0, ToolCall("c1", "run_sql", json.loads(text), text)), Done("tool_calls")]
     )
     report = asyncio.run(run_bench(backend, prompts))
-    for rates in (report.rates(), report.rates(recovered=True)):
+    for rates in (report.rates(), report.rates("recovered")):
         assert rates["arguments_correct"] == 0.0
         assert rates["schema_valid"] == 1.0
 

@@ -339,9 +339,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         options["temperature"] = args.temperature
     if args.no_think:
         options["think"] = False
-    total = len(prompts.cases) * args.repeat
     with Progress(transient=True, disable=args.json) as bar:
-        task = bar.add_task("cases", total=total)
+        task = bar.add_task("replies", total=len(prompts.cases) * args.repeat)
         report = asyncio.run(
             run_bench(
                 backend,
@@ -350,7 +349,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                 concurrency=args.concurrency,
                 timeout=args.timeout,
                 options=options,
-                progress=lambda done, _total: bar.update(task, completed=done),
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+                # a second pass where the engine can constrain (in-process); none elsewhere
+                constrained=not args.no_constrained,
             )
         )
     result = report.to_json()
@@ -548,6 +549,11 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--max-tokens", type=int, default=256)
     b.add_argument("--tool-choice", choices=("auto", "required", "none"), default="auto")
     b.add_argument("--no-think", action="store_true")
+    b.add_argument(
+        "--no-constrained",
+        action="store_true",
+        help="skip the second, constrained pass an in-process model gets (other engines: none)",
+    )
     b.add_argument("--concurrency", type=int, default=1)
     b.add_argument("--timeout", type=float, default=120.0)
     b.add_argument("--json", action="store_true", help="the whole report as JSON")

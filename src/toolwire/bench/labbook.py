@@ -14,15 +14,18 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import LabbookError
 
 __all__ = [
     "COUNTS",
+    "JUDGEMENTS",
     "MAX_LABBOOK_BYTES",
     "MAX_LINE_BYTES",
     "RATES",
+    "RATE_KEYS",
+    "Judgement",
     "Labbook",
     "Run",
     "parse_labbook",
@@ -38,12 +41,30 @@ RATES: dict[str, str] = {
     "false_calls": "false calls",
 }
 
+#: The ways a reply is judged: ``sent``, the strict request's reply as the engine sent it;
+#: ``recovered``, that same reply text with toolwire's drift recovery; ``constrained``, the
+#: case asked again (a second generation) with a started call finished under a grammar of
+#: the tools, as a caller gets it. Each with the words a report shows it in.
+Judgement = Literal["sent", "recovered", "constrained"]
+JUDGEMENTS: dict[Judgement, str] = {
+    "sent": "as sent",
+    "recovered": "recovered",
+    "constrained": "constrained",
+}
+#: The labbook key each judgement's rates are stored under.
+RATE_KEYS: dict[Judgement, str] = {
+    "sent": "rates",
+    "recovered": "recovered_rates",
+    "constrained": "constrained_rates",
+}
+
 #: What went wrong beside the rates, counted over a run's replies.
 COUNTS: dict[str, str] = {
     "visible_calls": "calls left as visible text",
     "recovered": "calls toolwire recovered",
     "multiple_calls": "several calls in one reply",
     "request_errors": "request errors",
+    "constrained_errors": "request errors, constrained",
 }
 
 #: A labbook larger than this is refused whole.
@@ -85,10 +106,33 @@ class Run:
     failures: dict[str, list[str]] = field(default_factory=dict)
     #: The rates once toolwire's drift recovery has read each reply (older runs lack them).
     recovered_rates: dict[str, float | None] | None = None
+    #: The rates of the constrained pass (older runs, and engines that cannot, lack them).
+    constrained_rates: dict[str, float | None] | None = None
+    #: The constrained pass's failures per case.
+    constrained_failures: dict[str, list[str]] = field(default_factory=dict)
+    #: Seconds each generating pass took (``sent``, ``constrained``), when the run says.
+    seconds: dict[str, float | None] = field(default_factory=dict)
 
-    def rates_of(self, *, recovered: bool = False) -> dict[str, float | None]:
-        """The rates as sent, or after recovery (empty for older runs that lack them)."""
-        return (self.recovered_rates or {}) if recovered else self.rates
+    def rates_of(self, judgement: Judgement = "sent") -> dict[str, float | None]:
+        """One judgement's rates (empty when the run lacks it: older runs, other engines)."""
+        if judgement == "recovered":
+            return self.recovered_rates or {}
+        if judgement == "constrained":
+            return self.constrained_rates or {}
+        return self.rates
+
+    @property
+    def judgements(self) -> list[Judgement]:
+        """The judgements this run has rates for, in the order a report shows them."""
+        return [j for j in JUDGEMENTS if j == "sent" or self.rates_of(j)]
+
+    def seconds_of(self, judgement: Judgement) -> float | None:
+        """Seconds a generating pass took. A run written before passes were timed apart had
+        one pass, as sent, so its whole duration is that pass's."""
+        if judgement == "sent":
+            sent = self.seconds.get("sent")
+            return sent if sent is not None else self.duration
+        return self.seconds.get(judgement)
 
     @property
     def replies(self) -> int | None:
@@ -167,6 +211,13 @@ def _failures(value: Any) -> dict[str, list[str]]:
     return out
 
 
+def _rates(value: Any, key: str) -> dict[str, float | None] | None:
+    """A judgement's rates, or None when the run has none (older runs, other engines)."""
+    if not isinstance(value, Mapping):
+        return None
+    return {k: _number(value.get(k), f"{key}.{k}", high=1.0) for k in RATES}
+
+
 def _run(entry: Any, number: int, line: int) -> Run:
     if not isinstance(entry, Mapping):
         raise _NotARun("not a JSON object")
@@ -177,7 +228,8 @@ def _run(entry: Any, number: int, line: int) -> Run:
     counts = counts if isinstance(counts, Mapping) else {}
     # runs written before the glossary settled on "recovery" call them healed_rates
     key = "recovered_rates" if "recovered_rates" in entry else "healed_rates"
-    recovered = entry.get(key)
+    seconds = entry.get("seconds")
+    seconds = seconds if isinstance(seconds, Mapping) else {}
     temperature = entry.get("temperature")
     thinking = entry.get("thinking")
     repeat = entry.get("repeat")
@@ -191,11 +243,10 @@ def _run(entry: Any, number: int, line: int) -> Run:
         repeat=_count(repeat, "repeat"),
         duration=_number(entry.get("duration"), "duration"),
         failures=_failures(entry.get("failures")),
-        recovered_rates=(
-            {k: _number(recovered.get(k), f"{key}.{k}", high=1.0) for k in RATES}
-            if isinstance(recovered, Mapping)
-            else None
-        ),
+        recovered_rates=_rates(entry.get(key), key),
+        constrained_rates=_rates(entry.get(RATE_KEYS["constrained"]), RATE_KEYS["constrained"]),
+        constrained_failures=_failures(entry.get("constrained_failures")),
+        seconds={k: _number(seconds.get(k), f"seconds.{k}") for k in ("sent", "constrained")},
         **{k: _text(entry.get(k)) for k in _TEXTS},
     )
 

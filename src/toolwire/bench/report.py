@@ -17,7 +17,16 @@ from pathlib import Path
 
 from ..errors import LabbookError
 from .charts import Chart, draw_charts
-from .labbook import COUNTS, MAX_LABBOOK_BYTES, RATES, Labbook, Run, parse_labbook
+from .labbook import (
+    COUNTS,
+    JUDGEMENTS,
+    MAX_LABBOOK_BYTES,
+    RATES,
+    Judgement,
+    Labbook,
+    Run,
+    parse_labbook,
+)
 
 __all__ = ["MAX_RUNS", "ReportFiles", "render_html", "write_report"]
 
@@ -67,26 +76,45 @@ def _percent(value: float | None) -> str:
     return "—" if value is None else f"{value:.1%}"
 
 
-def _best(runs: Sequence[Run], key: str, *, recovered: bool = False) -> float | None:
-    values = [v for r in runs if (v := r.rates_of(recovered=recovered).get(key)) is not None]
+_JUDGED: dict[Judgement, str] = {
+    "sent": "the request strict, so the reply is the model's and engine's own",
+    "recovered": "the same reply, with toolwire's recovery of calls the engine left in the text",
+    "constrained": "the case asked again, not strict, with a call the model starts finished "
+    "under a grammar of the tools (engines that can: in-process), as a caller gets it",
+}
+
+
+def _best(runs: Sequence[Run], key: str, judgement: Judgement) -> float | None:
+    """The best value of one rate in one judgement, across runs (None with fewer than two)."""
+    values = [v for r in runs if (v := r.rates_of(judgement).get(key)) is not None]
     if len(values) < 2:
         return None
     return min(values) if key == "false_calls" else max(values)
 
 
-def _rates_table(runs: Sequence[Run], *, recovered: bool = False) -> str:
+def _rates_table(runs: Sequence[Run]) -> str:
+    """Each run's judgements side by side, one row each; a run shows the ones it has."""
     head = "".join(f"<th>{_e(t)}</th>" for t in RATES.values())
-    best = {k: _best(runs, k, recovered=recovered) for k in RATES}
+    best = {(j, k): _best(runs, k, j) for j in JUDGEMENTS for k in RATES}
     rows = []
     for r in runs:
-        rates = r.rates_of(recovered=recovered)
-        cells = []
-        for k in RATES:
-            v = rates.get(k)
-            mark = " best" if v is not None and v == best[k] else ""
-            cells.append(f'<td class="n{mark}">{_percent(v)}</td>')
-        rows.append(f"<tr><th>{_e(r.label)}</th>{''.join(cells)}</tr>")
-    return f"<table><tr><th>run</th>{head}</tr>{''.join(rows)}</table>"
+        judgements = r.judgements
+        for i, j in enumerate(judgements):
+            rates = r.rates_of(j)
+            cells = []
+            for k in RATES:
+                v = rates.get(k)
+                mark = " best" if v is not None and v == best[j, k] else ""
+                cells.append(f'<td class="n{mark}">{_percent(v)}</td>')
+            span = f' rowspan="{len(judgements)}"' if len(judgements) > 1 else ""
+            label = f"<th{span}>{_e(r.label)}</th>" if i == 0 else ""
+            rows.append(f"<tr>{label}<td>{_e(JUDGEMENTS[j])}</td>{''.join(cells)}</tr>")
+    return f"<table><tr><th>run</th><th>judged</th>{head}</tr>{''.join(rows)}</table>"
+
+
+def _per_reply(run: Run, judgement: Judgement) -> str:
+    seconds, replies = run.seconds_of(judgement), run.replies
+    return "—" if seconds is None or not replies else f"{seconds / replies:.2f}"
 
 
 def _counts_table(runs: Sequence[Run]) -> str:
@@ -97,14 +125,11 @@ def _counts_table(runs: Sequence[Run]) -> str:
             f'<td class="n">{"—" if r.counts.get(k) is None else r.counts[k]}</td>' for k in COUNTS
         )
         shown = "—" if r.replies is None else str(r.replies)
-        per = f"{r.duration / r.replies:.2f}" if r.duration is not None and r.replies else "—"
-        rows.append(
-            f'<tr><th>{_e(r.label)}</th><td class="n">{shown}</td>{cells}'
-            f'<td class="n">{per}</td></tr>'
-        )
+        per = "".join(f'<td class="n">{_per_reply(r, j)}</td>' for j in ("sent", "constrained"))
+        rows.append(f'<tr><th>{_e(r.label)}</th><td class="n">{shown}</td>{cells}{per}</tr>')
     table = (
-        f"<table><tr><th>run</th><th>replies</th>{head}<th>seconds per reply</th></tr>"
-        f"{''.join(rows)}</table>"
+        f"<table><tr><th>run</th><th>replies</th>{head}<th>seconds per reply, as sent</th>"
+        f"<th>seconds per reply, constrained</th></tr>{''.join(rows)}</table>"
     )
     notes = [
         f'<p class="warn">{_e(r.label)}: {r.counts["visible_calls"]} of {replies} replies left '
@@ -144,16 +169,17 @@ def _conditions_table(runs: Sequence[Run]) -> str:
 def _failures(runs: Sequence[Run]) -> str:
     parts = []
     for r in runs:
-        if not r.failures:
-            continue
-        items = "".join(
-            f"<li><code>{_e(case)}</code>: {_e('; '.join(found))}</li>"
-            for case, found in r.failures.items()
-        )
-        parts.append(
-            f"<details><summary>{_e(r.label)}: {_many(len(r.failures), 'case')}</summary>"
-            f"<ul>{items}</ul></details>"
-        )
+        for failures, how in ((r.failures, ""), (r.constrained_failures, ", constrained")):
+            if not failures:
+                continue
+            items = "".join(
+                f"<li><code>{_e(case)}</code>: {_e('; '.join(found))}</li>"
+                for case, found in failures.items()
+            )
+            parts.append(
+                f"<details><summary>{_e(r.label)}{how}: {_many(len(failures), 'case')}"
+                f"</summary><ul>{items}</ul></details>"
+            )
     return "".join(parts) or "<p>No case failed in any run shown.</p>"
 
 
@@ -190,13 +216,7 @@ def render_html(
         skipped = f"<h2>Lines not read</h2><ul>{items}</ul>" + (
             f"<p>and {more} more.</p>" if more > 0 else ""
         )
-    recovered = ""
-    if any(r.recovered_rates for r in runs):
-        with_recovery = [r for r in runs if r.recovered_rates]
-        recovered = (
-            "<p>With toolwire's recovery of calls the engine left in the text (the same "
-            f"replies):</p>{_rates_table(with_recovery, recovered=True)}"
-        )
+    judged = "".join(f"<li><b>{_e(JUDGEMENTS[k])}</b>: {_e(v)}</li>" for k, v in _JUDGED.items())
     meaning = "".join(f"<li><b>{_e(RATES[k])}</b>: {_e(v)}</li>" for k, v in _MEANING.items())
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
@@ -205,8 +225,9 @@ def render_html(
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>toolwire bench: {_e(source)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>How reliably each model and engine calls tools</h1><p>{intro}.</p>"
-        f"<h2>Rates</h2><p>As the engine sent each reply:</p>{_rates_table(runs)}"
-        f"{recovered}{figures[0] if figures else ''}"
+        f"<h2>Rates</h2><p>Each case judged three ways (a run shows the ones it has; older "
+        f"runs, and engines that cannot constrain, have fewer):</p><ul>{judged}</ul>"
+        f"{_rates_table(runs)}{figures[0] if figures else ''}"
         f"<p>Each rate is over the cases it means something for:</p><ul>{meaning}</ul>"
         f"<h2>What went wrong</h2>{_counts_table(runs)}{''.join(figures[1:])}"
         f"<h2>Conditions</h2>{_conditions_table(runs)}"
