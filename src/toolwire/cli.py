@@ -549,7 +549,9 @@ def _parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("models", help="the models known by name: installed? measured?")
     m.add_argument("--json", action="store_true", help="the list as JSON")
-    m.add_argument("--labbook", help="a labbook written by bench --labbook: each model's last run")
+    m.add_argument(
+        "--labbook", metavar="FILE", help="a labbook bench --labbook wrote: each model's last run"
+    )
     m.add_argument("--verify", action="store_true", help="check installed models' bytes first")
     m.set_defaults(run=_cmd_models)
 
