@@ -61,6 +61,7 @@ def test_the_22_parts_assemble_into_the_pinned_file(
                 digest.update(chunk)
     assert digest.hexdigest() == QWEN25_CODER_15B.sha256
     assert QWEN25_CODER_15B.status() == ("verified", path)
+    path.unlink()  # pytest keeps recent temporary directories: not 1.1 GB of them
 
 
 def test_detect_reads_the_1_5b_template_by_name(
