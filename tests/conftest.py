@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from toolwire.errors import ModelNotFoundError
-from toolwire.models import default_model_path, smollm2_path
+from toolwire.models import QWEN25_CODER_15B, default_model_path, smollm2_path
 
 
 def _model(find: Callable[[], Path]) -> Path:
@@ -30,6 +30,12 @@ def _model(find: Callable[[], Path]) -> Path:
 def qwen_gguf() -> Path:
     """Qwen2.5-Coder-0.5B-Instruct Q4_K_M, the default local model (has a tool template)."""
     return _model(default_model_path)
+
+
+@pytest.fixture(scope="session")
+def qwen15_gguf() -> Path:
+    """Qwen2.5-Coder-1.5B-Instruct Q4_K_M, the larger choice (the ``model-1-5b`` extra)."""
+    return _model(QWEN25_CODER_15B.path)
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,9 @@ template makes of a conversation; ``parse`` reads a reply in one family's gramma
 the reader for tools in words), whole or as a stream of chunks, and with the tools given
 prints each call's arguments typed by its schema, with the repairs that took; ``args`` reads
 a call's arguments, types and checks them, or prints the explanation a model would get
-(exit 1). Other errors are one line on stderr, exit 2.
+(exit 1); ``models`` lists the models known by name. Wherever a local GGUF model is taken,
+a known name (``qwen2.5-coder-1.5b``) works as well as a path. Other errors are one line on
+stderr, exit 2.
 """
 
 from __future__ import annotations
@@ -69,11 +71,18 @@ def _tools(path: str | None) -> list[dict[str, Any]] | None:
     return data
 
 
-def _template(path: str | None) -> tuple[ChatTemplate, str]:
-    if path is None:
-        from .models import default_model_path
+def _local_model(name_or_path: str | None) -> Path:
+    """The GGUF file a local-model argument names: a known model, a path, or the default."""
+    from .models import default_model_path, resolve_model
 
-        model = default_model_path()
+    return resolve_model(name_or_path) if name_or_path else default_model_path()
+
+
+def _template(path: str | None) -> tuple[ChatTemplate, str]:
+    from .models import known_model
+
+    if path is None or known_model(path) or not Path(path).is_file():
+        model = _local_model(path)  # a name, or the error that names the known models
         return load_template(model), str(model)
     return load_template(path), path
 
@@ -276,9 +285,8 @@ def _backend(args: argparse.Namespace) -> Any:
         key = args.api_key or os.environ.get("OPENAI_API_KEY")
         return OpenAIBackend(args.model, base_url=args.base_url, api_key=key)
     from .backends.llamacpp import LlamaCppBackend
-    from .models import default_model_path
 
-    path = Path(args.model_path) if args.model_path else default_model_path()
+    path = _local_model(args.model_path)
     return LlamaCppBackend(path, n_ctx=args.ctx, tool_format=args.tool_format or "auto")
 
 
@@ -329,9 +337,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         engine = f"openai-compatible {args.base_url}"
     else:
         from .backends.llamacpp import LlamaCppBackend
-        from .models import default_model_path
 
-        path = Path(args.local) if args.local else default_model_path()
+        path = _local_model(args.local)
         backend = LlamaCppBackend(path, n_ctx=args.ctx)
         engine = f"llama-cpp-python in-process ({path.name})"
     options: dict[str, Any] = {"tool_choice": args.tool_choice, "max_tokens": args.max_tokens}
@@ -390,6 +397,17 @@ def _cmd_bench_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_models(args: argparse.Namespace) -> int:
+    from .catalog import list_models, models_text
+
+    models = list_models(labbook=args.labbook, verify=args.verify)
+    if args.json:
+        _print_json(models)
+    else:
+        print(models_text(models, labbook=args.labbook))
+    return 0
+
+
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -419,15 +437,18 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         name = args.upstream_model
     else:
         from .backends.llamacpp import LlamaCppBackend
-        from .models import default_model_path
 
-        path = Path(args.model) if args.model else default_model_path()
+        path = _local_model(args.model)
         backend = LlamaCppBackend(path, n_ctx=args.ctx)
         name = path.stem
     app = create_app(backend, model_name=name, api_key=args.api_key)
     print(f"toolwire: serving {name} at http://{args.host}:{args.port}/v1", file=sys.stderr)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
+
+
+_MODEL_HELP = "a GGUF file or a known model's name (default: the default local model)"
+_TEMPLATE_HELP = ".jinja or .gguf file, or a known model's name (default: the default model)"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -438,23 +459,19 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("detect", help="name the tool-call format a chat template teaches")
-    d.add_argument(
-        "path", nargs="?", help=".jinja or .gguf file (default: the default local model)"
-    )
+    d.add_argument("path", nargs="?", help=_TEMPLATE_HELP)
     d.add_argument("--json", action="store_true", help="details as JSON after the first line")
     d.set_defaults(run=_cmd_detect)
 
     o = sub.add_parser(
         "doctor", help="check that tool calling works through a template, and say why not"
     )
-    o.add_argument(
-        "path", nargs="?", help=".jinja or .gguf file (default: the default local model)"
-    )
+    o.add_argument("path", nargs="?", help=_TEMPLATE_HELP)
     o.add_argument("--json", action="store_true", help="the checks as JSON")
     o.set_defaults(run=_cmd_doctor)
 
     r = sub.add_parser("render", help="print the prompt a template makes of a conversation")
-    r.add_argument("path", nargs="?", help=".jinja or .gguf file (default: the default model)")
+    r.add_argument("path", nargs="?", help=_TEMPLATE_HELP)
     r.add_argument("--messages", required=True, help="JSON file with the messages ('-': stdin)")
     r.add_argument("--tools", help="JSON file with the tools")
     r.add_argument("--no-generation-prompt", action="store_true")
@@ -500,7 +517,7 @@ def _parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("chat", help="chat with a model that can use a few safe demo tools")
     c.add_argument("--once", metavar="PROMPT", help="answer one prompt and exit")
-    c.add_argument("--model-path", help="a GGUF file (default: the default local model)")
+    c.add_argument("--model-path", help=_MODEL_HELP)
     c.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
     c.add_argument("--model", help="the model name at --base-url or Ollama")
     c.add_argument("--api-key", help="the server's key (default: $OPENAI_API_KEY)")
@@ -521,7 +538,7 @@ def _parser() -> argparse.ArgumentParser:
     c.set_defaults(run=_cmd_chat)
 
     v = sub.add_parser("serve", help="an OpenAI-compatible gateway with working tool calls")
-    v.add_argument("--model", help="a GGUF file to serve in-process (default: the default model)")
+    v.add_argument("--model", help=f"to serve in-process: {_MODEL_HELP}")
     v.add_argument("--upstream", metavar="URL", help="an OpenAI-compatible server to stand before")
     v.add_argument("--upstream-model", help="the model's name at --upstream")
     v.add_argument("--upstream-key", help="the upstream's key (default: $OPENAI_API_KEY)")
@@ -531,6 +548,14 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--ctx", type=int, default=4096, help="context size of a local model")
     v.set_defaults(run=_cmd_serve)
 
+    m = sub.add_parser("models", help="the models known by name: installed? measured?")
+    m.add_argument("--json", action="store_true", help="the list as JSON")
+    m.add_argument(
+        "--labbook", metavar="FILE", help="a labbook bench --labbook wrote: each model's last run"
+    )
+    m.add_argument("--verify", action="store_true", help="check installed models' bytes first")
+    m.set_defaults(run=_cmd_models)
+
     b = sub.add_parser("bench", help="measure how reliably a model and engine call tools")
     b.add_argument("--base-url", help="an OpenAI-compatible server")
     b.add_argument("--model", help="the model's name at --base-url")
@@ -539,8 +564,8 @@ def _parser() -> argparse.ArgumentParser:
         "--local",
         nargs="?",
         const="",
-        metavar="GGUF",
-        help="in-process (default: the default local model)",
+        metavar="MODEL",
+        help=f"in-process: {_MODEL_HELP}",
     )
     b.add_argument("--words", action="store_true", help="give the tools in words")
     b.add_argument("--prompts", help="another prompt set in the same format")

@@ -63,7 +63,9 @@ class FormatError(UsageError):
 
 
 class ModelNotFoundError(ToolwireError):
-    """A bundled model's packages are not installed, or their bytes fail the checksum."""
+    """A local model cannot be had: a bundled model's packages are not installed or its bytes
+    fail the checksum (the message names the command that fixes it), or a model was asked for
+    by a name toolwire does not know and no file has that path (the message lists the names)."""
 
 
 class ArgumentsError(ToolwireError):

