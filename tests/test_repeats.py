@@ -176,6 +176,18 @@ def test_the_answered_call_in_any_drift_shape_asks_for_an_answer(reply: str) -> 
     assert len(llama.prompts) == 2 and ANSWER_NOW in llama.prompts[1]
 
 
+def test_a_drifted_call_repeated_as_json_lines_is_one_call_and_named() -> None:
+    line = '{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}'
+    _, backend = local("\n".join([line, line.replace("3}", '"3"}'), line]))
+    events = run(backend, asked())
+    (call,) = calls(events)
+    assert call.arguments == {"city": "Paris", "days": 3}
+    assert codes(events) == ["recovered-json-lines", "repeated-call"]
+    assert finish(events) == "tool_calls"
+    assert events[-1].usage is not None  # the reply was over: read to its end, usage kept
+    assert sum(isinstance(e, Done) for e in events) == 1
+
+
 def test_a_reply_opening_with_another_call_that_runs_on_stays_text() -> None:
     other = ECHOED.replace("Paris", "Lyon")
     llama, backend = local(other, ANSWER)

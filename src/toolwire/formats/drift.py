@@ -23,7 +23,8 @@ recovered and the unfinished one after them is dropped (the notice names the sha
 ``json-lines-cut``).
 
 The same call written more than once in one reply is recovered once: small models repeat a
-call until the token limit, and a client would otherwise run the tool that many times.
+call until the token limit, and a client would otherwise run the tool that many times. (The
+reply pipeline's guard keeps the repeats, so its repeat check drops and names them.)
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ def recover_calls(
     *,
     lenient: bool = False,
     cut: bool = False,
+    repeats: bool = False,
 ) -> tuple[list[tuple[str, dict[str, Any], str]], str] | None:
     """The calls a whole reply drifted into: ``([(name, arguments, text)], shape)`` or None.
 
@@ -64,7 +66,9 @@ def recover_calls(
     ``None`` unless the reply is nothing but calls to declared tools. ``lenient`` reads the
     JSON as almost-JSON (for tools in words, where the model was only asked in prose).
     ``cut`` says the engine stopped the reply at its token limit: complete calls followed by
-    the start of another are then read as ``json-lines-cut``.
+    the start of another are then read as ``json-lines-cut``. ``repeats`` keeps a call
+    written again (for the reply pipeline's repeat check, which names it); else it is
+    read once.
     """
     index = ToolIndex(tools)
     if not index.known or len(text) > _MAX_CHARS:
@@ -81,17 +85,17 @@ def recover_calls(
     if not body.startswith(("{", "[")):
         return None
     if body.startswith("{{") and body.endswith("}}"):
-        inner = _calls_in(body[1:-1], index, lenient=lenient, cut=cut)
+        inner = _calls_in(body[1:-1], index, lenient=lenient, cut=cut, repeats=repeats)
         if inner is not None:
             return inner[0], "doubled-braces"
-    found = _calls_in(body, index, lenient=lenient, cut=cut)
+    found = _calls_in(body, index, lenient=lenient, cut=cut, repeats=repeats)
     if found is None:
         return None
     return found[0], shape if found[1] == "json" else found[1]
 
 
 def _calls_in(
-    body: str, index: ToolIndex, *, lenient: bool, cut: bool
+    body: str, index: ToolIndex, *, lenient: bool, cut: bool, repeats: bool = False
 ) -> tuple[list[tuple[str, dict[str, Any], str]], str] | None:
     """The calls ``body`` holds (a call, a list, or JSON lines) and ``json`` or the lines'
     shape; None unless every value is a call to a declared tool."""
@@ -114,7 +118,7 @@ def _calls_in(
             return None
         name, args = found
         raw = json.dumps(args, ensure_ascii=False)
-        if (name, raw) in seen:
+        if (name, raw) in seen and not repeats:
             continue  # the same call again
         seen.add((name, raw))
         calls.append((name, args, raw))
@@ -237,7 +241,9 @@ class DriftGuard:
         self._holding = False
         held, self._held = self._held, []
         found = (
-            None if self._saw_call else recover_calls("".join(self._texts), self._tools, cut=cut)
+            None
+            if self._saw_call
+            else recover_calls("".join(self._texts), self._tools, cut=cut, repeats=True)
         )
         if found is None:
             opening = None if self._saw_call else _opening_call("".join(self._texts), self._tools)

@@ -118,6 +118,7 @@ class Repeats:
         self.calls = 0
         self.stop = False
         self.retry = False
+        self.ended = False  # the reply's Done was given on
 
     def answered(self, name: str, arguments: str) -> bool:
         """Is this call (arguments as JSON text) the one whose result ends the conversation?
@@ -129,6 +130,10 @@ class Repeats:
 
     def push(self, event: Event) -> list[Event]:
         """The events to give on now for ``event``."""
+        if self.stop and not isinstance(event, (ev.Done, ev.Notice)):
+            return []  # the reply ended at the repeat: what came after it is not given on
+        if isinstance(event, ev.Done):
+            self.ended = True
         if isinstance(event, ev.CallStart):
             if event.name in self._names():
                 self._held[event.index] = [event]
@@ -202,7 +207,7 @@ class Answer:
     """Watches the retry without tools: an answer that is the call again, as text, is named
     (raw call markup is never shown silently)."""
 
-    stop = retry = False
+    stop = retry = ended = False
     calls = 0
 
     def __init__(self, tools: Sequence[Mapping[str, Any]] | None) -> None:

@@ -297,12 +297,15 @@ async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event,
                         continue
                     for out in repeats.push(event):
                         yield out
-                    if repeats.stop:
+                    # a live reply is closed at the repeat; one already over is read to
+                    # its end, for its usage
+                    if repeats.stop and (repeats.retry or not heard.done):
                         break
             if repeats is None or not repeats.stop:
                 return
             if not repeats.retry:  # the reply ends at the repeat: generation is closed
-                yield ev.Done("tool_calls" if repeats.calls else "stop")
+                if not repeats.ended:
+                    yield ev.Done("tool_calls" if repeats.calls else "stop")
                 return
             # the repeated call was all it said: asked once more, without tools, to answer
             retried = request.tools
@@ -338,13 +341,16 @@ class _Heard:
     def __init__(self, events: AsyncGenerator[Event, None]) -> None:
         self._events = events
         self.any = False
+        self.done = False  # the transport's reply is over (all that is left is in hand)
 
     def __aiter__(self) -> _Heard:
         return self
 
     async def __anext__(self) -> Event:
         event = await self._events.__anext__()
-        if not isinstance(event, ev.Done):
+        if isinstance(event, ev.Done):
+            self.done = True
+        else:
             self.any = True
         return event
 
