@@ -1,11 +1,12 @@
-"""The README's round trip on the real default model, as a new user runs it: ``toolwire
+"""The README's round trip on each packaged model, as a new user runs it: ``toolwire
 serve``'s app on the model in-process, the official ``openai`` client asks for the weather,
 gets the call, sends the result back and gets an answer in words that uses it — for five
-cities, streamed and not.
+cities, streamed and not, on the default 0.5B model and on the 1.5B.
 
 Small models, given a tool's result, write their call again (the default model repeats it
 and echoes the result); the reply pipeline asks once more for an answer. What is pinned
 here is the user's view: one call, then text that carries the result, never a second call.
+The 1.5B model writes its repeat in the doubled braces its template shows; it is the same.
 """
 
 from __future__ import annotations
@@ -35,9 +36,15 @@ WEATHER = {
 }
 
 
-@pytest.fixture(scope="module")
-def client(llama_backend: Any) -> Any:
-    with ServedApp(create_app(llama_backend)) as served:
+@pytest.fixture(scope="module", params=["qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"])
+def client(request: pytest.FixtureRequest) -> Any:
+    if request.param == "qwen2.5-coder-0.5b":
+        backend = request.getfixturevalue("llama_backend")
+    else:
+        from toolwire.backends.llamacpp import LlamaCppBackend
+
+        backend = LlamaCppBackend(request.getfixturevalue("qwen15_gguf"), n_ctx=2048, n_threads=2)
+    with ServedApp(create_app(backend)) as served:
         yield openai.OpenAI(base_url=served.url + "/v1", api_key="unused", timeout=300)
 
 
