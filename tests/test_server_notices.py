@@ -170,7 +170,8 @@ def test_parallel_calls_cut_to_one_are_reported(upstream: FakeOpenAIServer, gate
     [
         ("strict", "toolwire"),
         ({"strict": "yes"}, "toolwire.strict"),
-        ({"strict": True, "loose": 1}, "toolwire.strict"),
+        ({"strict": True, "loose": 1}, "toolwire.loose"),
+        ({"constrained": "no"}, "toolwire.constrained"),
     ],
 )
 def test_a_malformed_extension_gets_a_400_that_names_the_field(
@@ -179,6 +180,18 @@ def test_a_malformed_extension_gets_a_400_that_names_the_field(
     r = _post(gateway, {**ASK, "toolwire": extension})
     assert r.status_code == 400
     assert r.json()["error"]["param"] == field
+
+
+def test_the_extension_sets_strict_and_constrained() -> None:
+    from toolwire.server.app import _parse
+
+    body = {**ASK, "tools": TOOLS, "toolwire": {"constrained": False}}
+    request, _, _ = _parse(json.dumps(body).encode())
+    assert request.constrained is False and request.strict is False
+    request, _, _ = _parse(json.dumps({**body, "toolwire": {"strict": True}}).encode())
+    assert request.strict is True and request.constrained is True
+    request, _, _ = _parse(json.dumps({**ASK, "tools": TOOLS}).encode())
+    assert request.constrained is True
 
 
 def test_the_official_client_ignores_the_extension(

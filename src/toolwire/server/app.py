@@ -16,7 +16,8 @@ OpenAI's error shape; a failing engine a 502.
 Every completion also carries ``"toolwire": {"notices": [...]}``, a top-level extension
 that OpenAI clients ignore: each decision and recovery the pipeline made, a call it
 abandoned, arguments it repaired — in the body, or streamed in a chunk before ``[DONE]``. A
-request may send ``"toolwire": {"strict": true}``: no recovery, arguments only as sent.
+request may send ``"toolwire": {"strict": true}``: no recovery, arguments only as sent;
+``"toolwire": {"constrained": false}``: a local model's calls generated free.
 """
 
 from __future__ import annotations
@@ -64,23 +65,27 @@ def _error(status: int, message: str, kind: str, param: str | None = None) -> JS
     )
 
 
-def _options(data: Mapping[str, Any]) -> bool:
-    """The request's ``toolwire`` extension: whether it asks for strict mode."""
+_SETTINGS = ("strict", "constrained")
+
+
+def _options(data: Mapping[str, Any]) -> dict[str, bool]:
+    """The request's ``toolwire`` extension: ``strict`` and ``constrained``, as given."""
     given = data.get("toolwire")
     if given is None:
-        return False
+        return {}
     if not isinstance(given, dict):
         raise _BadRequest("'toolwire' must be an object such as {\"strict\": true}", "toolwire")
-    unknown = sorted(set(given) - {"strict"})
+    unknown = sorted(set(given) - set(_SETTINGS))
     if unknown:
         raise _BadRequest(
-            f"'toolwire' takes only 'strict', not {', '.join(map(repr, unknown))[:200]}",
-            "toolwire.strict",
+            f"'toolwire' takes only 'strict' and 'constrained', not "
+            f"{', '.join(map(repr, unknown))[:200]}",
+            "toolwire." + str(unknown[0])[:100],
         )
-    strict = given.get("strict", False)
-    if not isinstance(strict, bool):
-        raise _BadRequest("'toolwire.strict' must be true or false", "toolwire.strict")
-    return strict
+    for key, value in given.items():
+        if not isinstance(value, bool):
+            raise _BadRequest(f"'toolwire.{key}' must be true or false", f"toolwire.{key}")
+    return dict(given)
 
 
 def _parse(body: bytes) -> tuple[Request, bool, bool]:
@@ -165,13 +170,15 @@ def _parse(body: bytes) -> tuple[Request, bool, bool]:
         if not _finite(value) or value != int(value) or not 0 < value <= 10**9:
             raise _BadRequest(f"'{key}' must be a whole number of at least 1", key)
         max_tokens = max_tokens or int(value)
+    options = _options(data)
     request = Request(
         messages,
         tools or None,
         tool_choice=choice if tools else None,
         temperature=temperature,
         max_tokens=max_tokens,
-        strict=_options(data),
+        strict=options.get("strict", False),
+        constrained=options.get("constrained", True),
     )
     return request, bool(data.get("stream")), data.get("parallel_tool_calls", True) is not False
 
