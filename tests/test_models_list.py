@@ -130,6 +130,8 @@ def test_each_model_shows_its_latest_bench_run(
     by_name = {m["name"]: m["bench"] for m in listed}
     assert by_name["qwen2.5-coder-1.5b"]["rates"] == latest["rates"]
     assert by_name["qwen2.5-coder-1.5b"]["recovered_rates"] == latest["recovered_rates"]
+    # over HTTP there is no constrained pass: none is listed
+    assert by_name["qwen2.5-coder-1.5b"]["constrained_rates"] is None is latest["constrained_rates"]
     assert by_name["qwen2.5-coder-1.5b"]["labbook_line"] == 4
     assert by_name["qwen2.5-coder-1.5b"]["replies"] == 5
     assert by_name["qwen2.5-coder-0.5b"]["rates"] == small["rates"]

@@ -74,6 +74,7 @@ def _bench_json(run: Run) -> dict[str, Any]:
         "replies": run.replies,
         "rates": run.rates,
         "recovered_rates": run.recovered_rates,
+        "constrained_rates": run.constrained_rates,
     }
 
 
@@ -142,4 +143,6 @@ def models_text(models: list[dict[str, Any]], *, labbook: str | Path | None = No
         )
         if bench["recovered_rates"]:
             lines.append(f"    after recovery: {_rates_text(bench['recovered_rates'])}")
+        if bench["constrained_rates"]:
+            lines.append(f"    constrained: {_rates_text(bench['constrained_rates'])}")
     return "\n".join(lines)
