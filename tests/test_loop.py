@@ -13,6 +13,7 @@ import pytest
 
 from toolwire.backends import OpenAIBackend
 from toolwire.conversation import Conversation, prune, resolve_settings
+from toolwire.errors import ToolwireError
 from toolwire.events import CallEnd, TextDelta, ToolResult, ToolRun
 from toolwire.loop import RETRY_DELAYS, run_loop, run_loop_sync
 from toolwire.testing import FakeOpenAIServer, text_deltas, tool_call_deltas
@@ -353,3 +354,35 @@ def test_a_providers_key_goes_to_its_own_host() -> None:
     with pytest.raises(ValueError, match="unknown provider"):
         OpenAIBackend.for_provider("nowhere", "m")
     asyncio.run(client.aclose())
+
+
+def test_the_constrained_setting_reaches_every_request() -> None:
+    """``constrained`` is a setting like ``strict``: the conversation's (or the caller's)
+    value is what each turn's request carries."""
+    from toolwire.events import Done as _Done
+
+    seen: list[bool] = []
+
+    class Recording:
+        name = "recording"
+
+        async def stream(self, request: Any) -> Any:
+            seen.append(request.constrained)
+            yield _Done("stop")
+
+    box = Toolbox()
+
+    @box.tool()
+    def noop() -> str:
+        """Does nothing."""
+        return ""
+
+    for settings, expected in (({}, True), ({"constrained": False}, False)):
+        conversation = Conversation(settings=settings)
+        conversation.add_user("hi")
+        list(run_loop_sync(Recording(), conversation, box))  # type: ignore[arg-type]
+        assert seen.pop() is expected
+    conversation = Conversation(settings={"constrained": "no"})
+    conversation.add_user("hi")
+    with pytest.raises(ToolwireError):
+        list(run_loop_sync(Recording(), conversation, box))  # type: ignore[arg-type]

@@ -25,6 +25,7 @@ __all__ = ["DEFAULTS", "Conversation", "prune", "resolve_settings"]
 DEFAULTS: dict[str, Any] = {
     "tool_format": "auto",
     "strict": False,
+    "constrained": True,
     "max_tool_iters": 8,
     "read_only": False,
     "tool_timeout": 60.0,
@@ -36,7 +37,7 @@ _NONE_OK = {"tool_timeout"}
 def _valid(name: str, value: Any) -> bool:
     if name == "tool_format":
         return isinstance(value, str) and value in (*FORMAT_SETTINGS, *family_names())
-    if name in ("strict", "read_only"):
+    if name in ("strict", "constrained", "read_only"):
         return isinstance(value, bool)
     if name == "max_tool_iters":
         return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 100

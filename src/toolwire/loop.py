@@ -55,6 +55,7 @@ async def run_loop(
     it is unavailable: one try more than there are delays."""
     s = resolve_settings(settings, conversation.settings, model_default=model_default)
     options = dict(request_options or {})
+    constrained = options.pop("constrained", s["constrained"])
     for turn in range(s["max_tool_iters"] + 1):
         last = turn == s["max_tool_iters"]
         offered = [] if last else toolbox.schemas(read_only=s["read_only"])
@@ -64,6 +65,7 @@ async def run_loop(
             tool_choice="auto" if offered else None,
             tool_format=s["tool_format"] if s["tool_format"] != "auto" else None,
             strict=s["strict"],
+            constrained=constrained,
             **options,
         )
         text: list[str] = []
