@@ -9,12 +9,11 @@ generation is free until the text shows that a call has begun —
 
 * the family's own call marker (``<tool_call>`` for Hermes), outside thinking; from there
   the grammar is the family's form, one call or several;
-* a reply that opens with a call object, bare or in a ````json`` fence, as the default
-  model writes its calls: ``{"name":`` as its first key (a JSON answer that does not open
-  so stays free); from there the grammar is the call object — the name one of the
-  declared tools, the arguments its schema's — or several one after another, and the
-  reply ends with them. (The default model often opens a call right and names it wrong,
-  ``{"name": "Planning", "arguments": {...}}``: the grammar gives it a declared name.)
+* a reply that opens with a call object naming a declared tool, bare or in a ````json``
+  fence, as the default model writes its calls (``{"name": "get_weather"`` — the name
+  must be complete and declared, so a JSON answer is never turned into a call); from
+  there the grammar is that object (or several, one after another), and the reply ends
+  with them.
 
 With ``tool_choice`` ``required`` (or a named function) the grammar holds from the first
 token: the family's form when it has one, else the call object.
@@ -78,7 +77,8 @@ class Constraint:
     required: bool = False
 
     def __post_init__(self) -> None:
-        opening = r"\A\s*(?:```(?:json|JSON)?[ \t]*\n\s*)?\{\{?\s*\"name\"\s*:"
+        names = "|".join(re.escape(json.dumps(name)) for name, _ in self.tools)
+        opening = r"\A\s*(?:```(?:json|JSON)?[ \t]*\n\s*)?\{\{?\s*\"name\"\s*:\s*(?:" + names + ")"
         object.__setattr__(self, "_opening", re.compile(opening))
 
     def trigger(self, text: str, *, searched: int = 0, thinking: bool = False) -> Trigger | None:
