@@ -238,10 +238,19 @@ def test_constrained_false_and_strict_leave_generation_free(
 
 
 def test_a_plain_answer_is_never_constrained(backend: Any) -> None:
-    ask = [{"role": "user", "content": "Say hello in French, one word."}]
+    ask = [{"role": "user", "content": "Write a haiku about the sea."}]
     events = run(backend, Request(ask, [WEATHER], max_tokens=20))
     assert calls(events) == [] and "constrained-call" not in codes(events)
     assert "".join(e.text for e in events if isinstance(e, TextDelta)).strip()
+
+
+def test_a_call_to_a_tool_never_declared_is_never_made_a_declared_one(backend: Any) -> None:
+    """Asked to say hello, the model writes a call to ``say_hello``, which nobody declared:
+    the grammar never starts, so no get_weather call is invented out of it."""
+    ask = [{"role": "user", "content": "Say hello in French."}]
+    events = run(backend, Request(ask, [WEATHER], max_tokens=40))
+    assert calls(events) == [] and "constrained-call" not in codes(events)
+    assert "say_hello" in "".join(e.text for e in events if isinstance(e, TextDelta))
 
 
 def test_stopping_mid_call_stops_the_constrained_generation(backend: Any) -> None:

@@ -11,7 +11,10 @@ generation is free until the text shows that a call has begun —
   the grammar is the family's form, one call or several;
 * a reply that opens with a call object naming a declared tool, bare or in a ````json``
   fence, as the default model writes its calls (``{"name": "get_weather"`` — the name
-  must be complete and declared, so a JSON answer is never turned into a call); from
+  must be complete and declared, so a JSON answer is never turned into a call, and a
+  call the model names wrong, ``{"name": "Planning", …}``, is never made a declared one:
+  triggered at the name key instead, the 1.5B model's false calls went from 50% to 90% of
+  the bench's cases that need none); from
   there the grammar is that object (or several, one after another), and the reply ends
   with them.
 
