@@ -87,12 +87,19 @@ class GrammarSampler:
         self._lib.llama_sampler_apply(self._sampler, ctypes.byref(array))
         return np.array(self._all["logit"])
 
-    def choose(self, logits: np.ndarray, temperature: float) -> int:
+    def choose(self, logits: np.ndarray, temperature: float, end: int | None = None) -> int:
         """The next token: chosen freely, kept when the grammar allows it, else chosen again
-        among the tokens it allows. None allowed (the grammar cannot go on) is a ValueError."""
+        among the tokens it allows. None allowed (the grammar cannot go on) is a ValueError.
+
+        ``end``: the model's end-of-turn token. When the free choice is refused where the
+        grammar may end, the turn ends: the model wanted to write something that is not a
+        call, and another call is not forced out of it.
+        """
         token = _pick(logits, temperature, self._rng)
         if self.allows(token):
             return token
+        if end is not None and self.allows(end):
+            return end
         masked = self.allowed_logits(logits)
         if not np.isfinite(masked).any():
             raise ValueError("the grammar allows no token here")

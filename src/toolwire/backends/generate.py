@@ -68,6 +68,8 @@ class Generation:
         self.put = put
         self.stop = stop
         self.seed = seed
+        eos = int(llama.token_eos())
+        self.end_token = eos if eos >= 0 else None
         self.thinking = thinking
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.written: list[int] = []
@@ -158,7 +160,9 @@ class Generation:
                 if pending:
                     self.llama.eval(pending)
                 try:
-                    token = sampler.choose(last_logits(self.llama), self.temperature)
+                    token = sampler.choose(
+                        last_logits(self.llama), self.temperature, end=self.end_token
+                    )
                 except ValueError:  # the grammar allows nothing: the call is as far as it goes
                     return "stop"
                 if self.is_end(token):

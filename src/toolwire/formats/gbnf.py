@@ -15,8 +15,11 @@ generation is free until the text shows that a call has begun —
   call the model names wrong, ``{"name": "Planning", …}``, is never made a declared one:
   triggered at the name key instead, the 1.5B model's false calls went from 50% to 90% of
   the bench's cases that need none); from
-  there the grammar is that object (or several, one after another), and the reply ends
-  with them.
+  there the grammar is that one object, and the reply ends with it.
+
+Between calls, when the model's own next token is not one the grammar allows but the grammar
+may end there, the reply ends (see :mod:`toolwire.backends.constrain`): a model that wants
+to go on with something other than a call is never pushed into another one.
 
 With ``tool_choice`` ``required`` (or a named function) the grammar holds from the first
 token: the family's form when it has one, else the call object.
@@ -107,11 +110,11 @@ class Constraint:
         or ``required``)."""
         rules, call = _call_rules(self.tools, self.form.arguments if self.form else "arguments")
         if form == "opening" or (form == "required" and self.form is None):
-            # one call object, or several one after another (a small model's parallel calls)
-            fence = '"```" ("json" | "JSON")? [ \\t]* "\\n" space lines space "```"'
+            # one call object: after a call small models write more objects (the result
+            # they expect, echoed), which a grammar of calls would turn into repeated calls
+            fence = '"```" ("json" | "JSON")? [ \\t]* "\\n" space body space "```"'
             rules["body"] = f'{call} | "{{" space {call} space "}}"'
-            rules["lines"] = "body (space body)*"
-            root = f"space ({fence} | lines) space"
+            root = f"space ({fence} | body) space"
         else:
             assert self.form is not None
             block = f"{_literal(self.form.open)} space {call} space {_literal(self.form.close)}"
