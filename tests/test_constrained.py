@@ -283,3 +283,55 @@ def test_stopping_mid_call_stops_the_constrained_generation(backend: Any) -> Non
     assert pieces[-1] == ("stop", 3)
     assert json.dumps(pieces[:1], default=str)  # the notice came first
     assert isinstance(pieces[0], Notice) and pieces[0].code == "constrained-call"
+
+
+class _Triggered(Exception):
+    pass
+
+
+class _Watching(Constraint):
+    """Records where a grammar would start, instead of starting it."""
+
+    def grammar(self, form: str, lead: str = "") -> str:
+        raise _Triggered(form)
+
+
+@pytest.mark.parametrize(
+    ("reply", "opened", "fires"),
+    [
+        ("<think>maybe <tool_call> later</think>The answer.", False, False),
+        ("<think>plan</think>\n<tool_call>", False, True),
+        ("still thinking <tool_call> here</think>done", True, False),  # the prompt opened it
+        ("done thinking</think><tool_call>", True, True),
+        ("[THINK]a <tool_call>[/THINK]b", False, False),
+    ],
+)
+def test_a_marker_inside_thinking_never_starts_the_grammar(
+    reply: str, opened: bool, fires: bool
+) -> None:
+    from toolwire.backends.generate import Generation
+    from toolwire.testing import ScriptedLlama
+
+    llama = ScriptedLlama("", reply)
+    found = constraint_for("hermes", [WEATHER])
+    assert found is not None
+    watching = _Watching(found.tools, found.form)
+    pieces: list[Any] = []
+    generation = Generation(
+        llama,
+        [1],
+        max_tokens=1000,
+        temperature=0.0,
+        constraint=watching,
+        is_end=lambda t: t == 0,
+        put=pieces.append,
+        stop=threading.Event(),
+        thinking=opened,
+    )
+    if fires:
+        with pytest.raises(_Triggered, match="family"):
+            generation.run()
+    else:
+        generation.run()
+        assert "".join(p for p in pieces if isinstance(p, str)) == reply
+        assert pieces[-1] == ("stop", len(reply))

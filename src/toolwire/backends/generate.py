@@ -34,8 +34,9 @@ _REQUIRED = (
     "a call is required: the reply was written under a grammar of the declared tools and "
     "their argument schemas"
 )
-#: A reasoning block's closers: a call marker inside thinking is never constrained.
-_CLOSERS = ("</think>", "</thinking>")
+#: Where thinking opens and closes: a call marker inside thinking is never constrained.
+_MARKS = {**{o: True for o in OPENERS}, **{c: False for c in OPENERS.values()}}
+_LONGEST = max(map(len, _MARKS))
 
 
 class Generation:
@@ -70,7 +71,8 @@ class Generation:
         self.seed = seed
         eos = int(llama.token_eos())
         self.end_token = eos if eos >= 0 else None
-        self.thinking = thinking
+        #: inside a thinking block now (the prompt may have opened one)
+        self.in_thinking = thinking
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.written: list[int] = []
         #: the reply's text so far, and where each written token's text ends in it
@@ -113,15 +115,7 @@ class Generation:
     def _trigger(self) -> Trigger | None:
         assert self.constraint is not None
         searched = self.ends[-2] if len(self.ends) > 1 else 0
-        return self.constraint.trigger(self.text, searched=searched, thinking=self._thinking())
-
-    def _thinking(self) -> bool:
-        """Is the reply inside a thinking block now?"""
-        opened = max((self.text.rfind(o) for o in OPENERS), default=-1)
-        closed = max((self.text.rfind(c) for c in _CLOSERS), default=-1)
-        if opened < 0 and self.thinking:
-            return closed < 0
-        return opened > closed
+        return self.constraint.trigger(self.text, searched=searched, thinking=self.in_thinking)
 
     def _from_trigger(self, trigger: Trigger) -> str:
         """Constrain from the token in which the call began; free again if the grammar
@@ -180,5 +174,11 @@ class Generation:
         piece = self.decoder.decode(data)
         self.text += piece
         self.ends.append(len(self.text))
+        # only the new text, and what a mark may straddle, is looked at: linear in the reply
+        window = self.text[max(0, len(self.text) - len(piece) - _LONGEST + 1) :]
+        found = [(window.rfind(mark), opens) for mark, opens in _MARKS.items()]
+        at, opens = max(found)
+        if at >= 0:
+            self.in_thinking = opens
         if piece:
             self.put(piece)
