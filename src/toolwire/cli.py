@@ -24,6 +24,7 @@ from typing import Any
 
 from . import __version__
 from .arguments import prepare_arguments
+from .bench.command import add_bench_command
 from .errors import ArgumentsError, ToolwireError, UsageError
 from .formats.base import ParseResult, assemble
 from .formats.detect import detect_format
@@ -71,7 +72,7 @@ def _tools(path: str | None) -> list[dict[str, Any]] | None:
     return data
 
 
-def _local_model(name_or_path: str | None) -> Path:
+def local_model(name_or_path: str | None) -> Path:
     """The GGUF file a local-model argument names: a known model, a path, or the default."""
     from .models import default_model_path, resolve_model
 
@@ -82,7 +83,7 @@ def _template(path: str | None) -> tuple[ChatTemplate, str]:
     from .models import known_model
 
     if path is None or known_model(path) or not Path(path).is_file():
-        model = _local_model(path)  # a name, or the error that names the known models
+        model = local_model(path)  # a name, or the error that names the known models
         return load_template(model), str(model)
     return load_template(path), path
 
@@ -137,7 +138,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     template, source = _template(args.path)
     report = diagnose(template)
     if args.json:
-        _print_json({"source": source, **report.to_json()})
+        print_json({"source": source, **report.to_json()})
     else:
         try:
             print(_doctor_lines(source, report, _MARKS))
@@ -165,7 +166,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_json(data: Any) -> None:
+def print_json(data: Any) -> None:
     """JSON on stdout; text the terminal cannot encode (a lone surrogate a model sent as an
     escape) is written as JSON escapes instead of failing."""
     text = json.dumps(data, ensure_ascii=False, indent=2)
@@ -241,7 +242,7 @@ def _cmd_parse(args: argparse.Namespace) -> int:
             result = assemble(events)
         else:
             result = family.parse(text, tools, reasoning_open=args.reasoning_open)
-    _print_json(_result_json(result, tools))
+    print_json(_result_json(result, tools))
     return 0
 
 
@@ -268,7 +269,7 @@ def _cmd_args(args: argparse.Namespace) -> int:
         "repairs": list(done.repairs),
         "dropped": list(done.dropped),
     }
-    _print_json(out)
+    print_json(out)
     return 0
 
 
@@ -286,7 +287,7 @@ def _backend(args: argparse.Namespace) -> Any:
         return OpenAIBackend(args.model, base_url=args.base_url, api_key=key)
     from .backends.llamacpp import LlamaCppBackend
 
-    path = _local_model(args.model_path)
+    path = local_model(args.model_path)
     return LlamaCppBackend(path, n_ctx=args.ctx, tool_format=args.tool_format or "auto")
 
 
@@ -306,103 +307,12 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     return chat(_backend(args), once=args.once, settings=settings, request_options=options)
 
 
-def _cmd_bench(args: argparse.Namespace) -> int:
-    import asyncio
-    import datetime
-
-    from rich.progress import Progress
-
-    from .bench import load_prompts, run_bench, summary
-
-    prompts = load_prompts(args.prompts)
-    if args.words:
-        from .backends import OpenAIBackend
-
-        if not (args.base_url and args.model):
-            raise UsageError("--words needs --base-url and --model")
-        backend: Any = OpenAIBackend(
-            args.model, base_url=args.base_url, api_key=args.api_key, words=True
-        )
-        engine = f"words via {args.base_url}"
-    elif args.base_url:
-        from .backends import OpenAIBackend
-
-        if not args.model:
-            raise UsageError("--base-url needs --model NAME")
-        backend = OpenAIBackend(
-            args.model,
-            base_url=args.base_url,
-            api_key=args.api_key or os.environ.get("OPENAI_API_KEY"),
-        )
-        engine = f"openai-compatible {args.base_url}"
-    else:
-        from .backends.llamacpp import LlamaCppBackend
-
-        path = _local_model(args.local)
-        backend = LlamaCppBackend(path, n_ctx=args.ctx)
-        engine = f"llama-cpp-python in-process ({path.name})"
-    options: dict[str, Any] = {"tool_choice": args.tool_choice, "max_tokens": args.max_tokens}
-    if args.temperature is not None:
-        options["temperature"] = args.temperature
-    if args.no_think:
-        options["think"] = False
-    with Progress(transient=True, disable=args.json) as bar:
-        task = bar.add_task("replies", total=len(prompts.cases) * args.repeat)
-        report = asyncio.run(
-            run_bench(
-                backend,
-                prompts,
-                repeat=args.repeat,
-                concurrency=args.concurrency,
-                timeout=args.timeout,
-                options=options,
-                progress=lambda done, total: bar.update(task, completed=done, total=total),
-                # a second pass where the engine can constrain (in-process); none elsewhere
-                constrained=not args.no_constrained,
-            )
-        )
-    result = report.to_json()
-    if args.labbook:
-        entry = {
-            **result,
-            "model": args.model or engine,
-            "engine": engine,
-            "base_url": args.base_url,
-            "temperature": args.temperature,
-            "tool_choice": args.tool_choice,
-            "thinking": not args.no_think,
-            "repeat": args.repeat,
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "notes": args.notes or "",
-        }
-        with open(args.labbook, "a", encoding="utf-8") as book:
-            book.write(json.dumps(entry, ensure_ascii=False) + "\n")
-    if args.json:
-        _print_json(result)
-    else:
-        print(summary(report))
-    return 0
-
-
-def _cmd_bench_report(args: argparse.Namespace) -> int:
-    from .bench.report import write_report
-
-    out = args.output or str(Path(args.labbook).with_suffix(".html"))
-    files = write_report(args.labbook, out, last=args.last)
-    for n, why in files.labbook.skipped:
-        print(f"toolwire: line {n} of {args.labbook} not read: {why}", file=sys.stderr)
-    print(f"{len(files.shown)} runs drawn: {files.html}")
-    for png in files.pngs:
-        print(f"  {png}")
-    return 0
-
-
 def _cmd_models(args: argparse.Namespace) -> int:
     from .catalog import list_models, models_text
 
     models = list_models(labbook=args.labbook, verify=args.verify)
     if args.json:
-        _print_json(models)
+        print_json(models)
     else:
         print(models_text(models, labbook=args.labbook))
     return 0
@@ -438,7 +348,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     else:
         from .backends.llamacpp import LlamaCppBackend
 
-        path = _local_model(args.model)
+        path = local_model(args.model)
         backend = LlamaCppBackend(path, n_ctx=args.ctx)
         name = path.stem
     app = create_app(backend, model_name=name, api_key=args.api_key)
@@ -556,45 +466,7 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--verify", action="store_true", help="check installed models' bytes first")
     m.set_defaults(run=_cmd_models)
 
-    b = sub.add_parser("bench", help="measure how reliably a model and engine call tools")
-    b.add_argument("--base-url", help="an OpenAI-compatible server")
-    b.add_argument("--model", help="the model's name at --base-url")
-    b.add_argument("--api-key")
-    b.add_argument(
-        "--local",
-        nargs="?",
-        const="",
-        metavar="MODEL",
-        help=f"in-process: {_MODEL_HELP}",
-    )
-    b.add_argument("--words", action="store_true", help="give the tools in words")
-    b.add_argument("--prompts", help="another prompt set in the same format")
-    b.add_argument("--repeat", type=int, default=1)
-    b.add_argument("--temperature", type=float)
-    b.add_argument("--max-tokens", type=int, default=256)
-    b.add_argument("--tool-choice", choices=("auto", "required", "none"), default="auto")
-    b.add_argument("--no-think", action="store_true")
-    b.add_argument(
-        "--no-constrained",
-        action="store_true",
-        help="skip the second, constrained pass an in-process model gets (other engines: none)",
-    )
-    b.add_argument("--concurrency", type=int, default=1)
-    b.add_argument("--timeout", type=float, default=120.0)
-    b.add_argument("--json", action="store_true", help="the whole report as JSON")
-    b.add_argument("--labbook", help="append one JSON line per run to this file")
-    b.add_argument("--notes", help="free notes for the labbook")
-    b.add_argument("--ctx", type=int, default=4096)
-    b.set_defaults(run=_cmd_bench)
-    report = b.add_subparsers(title="more", metavar="report").add_parser(
-        "report", help="draw a labbook's runs side by side as one HTML page, with PNGs beside it"
-    )
-    report.add_argument("labbook", help="a labbook written by --labbook")
-    report.add_argument(
-        "-o", "--output", help="the page to write (default: the labbook's name with .html)"
-    )
-    report.add_argument("--last", type=int, help="only the latest N runs")
-    report.set_defaults(run=_cmd_bench_report)
+    add_bench_command(sub, model_help=_MODEL_HELP)
     return p
 
 

@@ -1,0 +1,150 @@
+"""``toolwire bench``: its arguments, and running it from the command line (the measuring
+itself is :mod:`toolwire.bench.run`; the page, :mod:`toolwire.bench.report`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+
+__all__ = ["add_bench_command"]
+
+
+def add_bench_command(sub: Any, *, model_help: str) -> None:
+    """Add ``bench`` and ``bench report`` to the command line's subcommands."""
+    b = sub.add_parser("bench", help="measure how reliably a model and engine call tools")
+    b.add_argument("--base-url", help="an OpenAI-compatible server")
+    b.add_argument("--model", help="the model's name at --base-url")
+    b.add_argument("--api-key")
+    b.add_argument(
+        "--local",
+        nargs="?",
+        const="",
+        metavar="MODEL",
+        help=f"in-process: {model_help}",
+    )
+    b.add_argument("--words", action="store_true", help="give the tools in words")
+    b.add_argument("--prompts", help="another prompt set in the same format")
+    b.add_argument("--repeat", type=int, default=1)
+    b.add_argument("--temperature", type=float)
+    b.add_argument("--max-tokens", type=int, default=256)
+    b.add_argument("--tool-choice", choices=("auto", "required", "none"), default="auto")
+    b.add_argument("--no-think", action="store_true")
+    b.add_argument(
+        "--no-constrained",
+        action="store_true",
+        help="skip the second, constrained pass an in-process model gets (other engines: none)",
+    )
+    b.add_argument("--concurrency", type=int, default=1)
+    b.add_argument("--timeout", type=float, default=120.0)
+    b.add_argument("--json", action="store_true", help="the whole report as JSON")
+    b.add_argument("--labbook", help="append one JSON line per run to this file")
+    b.add_argument("--notes", help="free notes for the labbook")
+    b.add_argument("--ctx", type=int, default=4096)
+    b.set_defaults(run=_cmd_bench)
+    report = b.add_subparsers(title="more", metavar="report").add_parser(
+        "report", help="draw a labbook's runs side by side as one HTML page, with PNGs beside it"
+    )
+    report.add_argument("labbook", help="a labbook written by --labbook")
+    report.add_argument(
+        "-o", "--output", help="the page to write (default: the labbook's name with .html)"
+    )
+    report.add_argument("--last", type=int, help="only the latest N runs")
+    report.set_defaults(run=_cmd_bench_report)
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    import asyncio
+    import datetime
+
+    from rich.progress import Progress
+
+    from ..cli import local_model, print_json
+    from . import load_prompts, run_bench, summary
+
+    prompts = load_prompts(args.prompts)
+    if args.words:
+        from ..backends import OpenAIBackend
+
+        if not (args.base_url and args.model):
+            raise UsageError("--words needs --base-url and --model")
+        backend: Any = OpenAIBackend(
+            args.model, base_url=args.base_url, api_key=args.api_key, words=True
+        )
+        engine = f"words via {args.base_url}"
+    elif args.base_url:
+        from ..backends import OpenAIBackend
+
+        if not args.model:
+            raise UsageError("--base-url needs --model NAME")
+        backend = OpenAIBackend(
+            args.model,
+            base_url=args.base_url,
+            api_key=args.api_key or os.environ.get("OPENAI_API_KEY"),
+        )
+        engine = f"openai-compatible {args.base_url}"
+    else:
+        from ..backends.llamacpp import LlamaCppBackend
+
+        path = local_model(args.local)
+        backend = LlamaCppBackend(path, n_ctx=args.ctx)
+        engine = f"llama-cpp-python in-process ({path.name})"
+    options: dict[str, Any] = {"tool_choice": args.tool_choice, "max_tokens": args.max_tokens}
+    if args.temperature is not None:
+        options["temperature"] = args.temperature
+    if args.no_think:
+        options["think"] = False
+    with Progress(transient=True, disable=args.json) as bar:
+        task = bar.add_task("replies", total=len(prompts.cases) * args.repeat)
+        report = asyncio.run(
+            run_bench(
+                backend,
+                prompts,
+                repeat=args.repeat,
+                concurrency=args.concurrency,
+                timeout=args.timeout,
+                options=options,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+                # a second pass where the engine can constrain (in-process); none elsewhere
+                constrained=not args.no_constrained,
+            )
+        )
+    result = report.to_json()
+    if args.labbook:
+        entry = {
+            **result,
+            "model": args.model or engine,
+            "engine": engine,
+            "base_url": args.base_url,
+            "temperature": args.temperature,
+            "tool_choice": args.tool_choice,
+            "thinking": not args.no_think,
+            "repeat": args.repeat,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "notes": args.notes or "",
+        }
+        with open(args.labbook, "a", encoding="utf-8") as book:
+            book.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    if args.json:
+        print_json(result)
+    else:
+        print(summary(report))
+    return 0
+
+
+def _cmd_bench_report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    out = args.output or str(Path(args.labbook).with_suffix(".html"))
+    files = write_report(args.labbook, out, last=args.last)
+    for n, why in files.labbook.skipped:
+        print(f"toolwire: line {n} of {args.labbook} not read: {why}", file=sys.stderr)
+    print(f"{len(files.shown)} runs drawn: {files.html}")
+    for png in files.pngs:
+        print(f"  {png}")
+    return 0
