@@ -21,7 +21,6 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from toolwire.backends.generate import Generation
 from toolwire.backends.llamacpp import LlamaCppBackend
 from toolwire.models import default_model_path
 from toolwire.pipeline import Request, plan_turn
@@ -54,16 +53,7 @@ def timed(
 
     backend.llama.reset()
     start = time.perf_counter()
-    Generation(
-        backend.llama,
-        prepared.payload,
-        max_tokens=60,
-        temperature=0.0,
-        constraint=prepared.constraint,
-        is_end=backend._is_end,
-        put=put,
-        stop=threading.Event(),
-    ).run()
+    backend.generation(prepared, put=put, stop=threading.Event(), max_tokens=60).run()
     first = stamps[0] - start
     per = (stamps[-1] - stamps[0]) / max(1, len(stamps) - 1)
     return first, per, len(stamps)

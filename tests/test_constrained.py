@@ -255,7 +255,6 @@ def test_a_call_to_a_tool_never_declared_is_never_made_a_declared_one(backend: A
 
 def test_stopping_mid_call_stops_the_constrained_generation(backend: Any) -> None:
     """Closing the stream while the grammar holds ends generation (the worker sees it)."""
-    from toolwire.backends.generate import Generation
 
     ask = [{"role": "user", "content": "Tell me a joke about cats."}]
     request = Request(ask, [NOTE], tool_choice="required", max_tokens=200)
@@ -270,16 +269,7 @@ def test_stopping_mid_call_stops_the_constrained_generation(backend: Any) -> Non
             stop.set()
 
     backend.llama.reset()
-    Generation(
-        backend.llama,
-        prepared.payload,
-        max_tokens=200,
-        temperature=0.0,
-        constraint=prepared.constraint,
-        is_end=backend._is_end,
-        put=put,
-        stop=stop,
-    ).run()
+    backend.generation(prepared, put=put, stop=stop, max_tokens=200).run()
     assert pieces[-1] == ("stop", 3)
     assert json.dumps(pieces[:1], default=str)  # the notice came first
     assert isinstance(pieces[0], Notice) and pieces[0].code == "constrained-call"

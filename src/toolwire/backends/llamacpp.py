@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import threading
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -224,6 +224,30 @@ class LlamaCppBackend(Transport):
             stop.set()  # closing the stream stops generation
         yield Done(finish, {"prompt_tokens": len(tokens), "completion_tokens": generated})
 
+    def generation(
+        self,
+        prepared: Prepared,
+        *,
+        put: Callable[[Any], None],
+        stop: threading.Event,
+        max_tokens: int | None = None,
+    ) -> Generation:
+        """One generation of ``prepared`` on this model (see :class:`Generation`); run it
+        while holding the model (``send`` does)."""
+        temperature = prepared.request.temperature
+        return Generation(
+            self.llama,
+            prepared.payload,
+            max_tokens=max_tokens or prepared.request.max_tokens or self.default_max_tokens,
+            temperature=0.0 if temperature is None else temperature,
+            constraint=prepared.constraint if self.can_constrain else None,
+            is_end=self._is_end,
+            put=put,
+            stop=stop,
+            seed=self.seed,
+            thinking=prepared.reasoning_open,
+        )
+
     def _generate(
         self,
         prepared: Prepared,
@@ -240,21 +264,9 @@ class LlamaCppBackend(Transport):
             except RuntimeError:  # the loop closed between the check and the call
                 stop.set()
 
-        temperature = prepared.request.temperature
         try:
             with self._lock:
-                Generation(
-                    self.llama,
-                    prepared.payload,
-                    max_tokens=max_tokens,
-                    temperature=0.0 if temperature is None else temperature,
-                    constraint=prepared.constraint if self.can_constrain else None,
-                    is_end=self._is_end,
-                    put=put,
-                    stop=stop,
-                    seed=self.seed,
-                    thinking=prepared.reasoning_open,
-                ).run()
+                self.generation(prepared, put=put, stop=stop, max_tokens=max_tokens).run()
         except Exception as exc:  # reported to the consumer as a BackendError
             put(exc)
         finally:
