@@ -21,9 +21,17 @@ import functools
 import json
 import re
 import ssl
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+import sys
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Mapping,
+    Sequence,
+)
 from contextlib import aclosing
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -122,6 +130,25 @@ def _retry_after(response: httpx.Response) -> int | None:
     return None
 
 
+T = TypeVar("T")
+
+if sys.version_info >= (3, 11):
+
+    async def before(deadline: float, step: Awaitable[T]) -> T:
+        """``step``'s result, or :class:`asyncio.TimeoutError` once the loop's clock passes
+        ``deadline``."""
+        async with asyncio.timeout_at(deadline):
+            return await step
+
+else:  # pragma: no cover - Python 3.10
+
+    async def before(deadline: float, step: Awaitable[T]) -> T:
+        """``step``'s result, or :class:`asyncio.TimeoutError` once the loop's clock passes
+        ``deadline``."""
+        remaining = deadline - asyncio.get_running_loop().time()
+        return await asyncio.wait_for(step, max(0.0, remaining))
+
+
 class Reply:
     """An upstream's reply as it arrives: its body in chunks, each awaited only until the
     request's deadline, the whole bounded by :data:`MAX_STREAM_BYTES`.
@@ -145,23 +172,22 @@ class Reply:
         try:
             while True:
                 try:
-                    async with asyncio.timeout_at(self.deadline):
-                        chunk = await anext(parts)
+                    chunk = await before(self.deadline, anext(parts))
                 except StopAsyncIteration:
                     return
-                except TimeoutError:
+                except asyncio.TimeoutError:
                     raise BackendError(
                         f"the reply did not end within the deadline of {self.timeout:g} s",
                         kind="timeout",
                     ) from None
                 size += len(chunk)
                 if size > limit:
-                    raise BackendError(
-                        f"the reply is longer than {limit} bytes", kind="unreadable"
-                    )
+                    raise BackendError(f"the reply is longer than {limit} bytes", kind="unreadable")
                 yield chunk
         finally:
-            await parts.aclose()
+            close = getattr(parts, "aclose", None)  # an async generator: let it clean up
+            if close is not None:
+                await close()
 
     async def text(self, limit: int) -> tuple[str, bool]:
         """The body as text, read to ``limit`` bytes at most; and whether it was all read."""
@@ -201,9 +227,8 @@ async def post_stream(
     try:
         request = http.build_request("POST", url, json=dict(body), headers=sent, timeout=limits)
         try:
-            async with asyncio.timeout_at(deadline):
-                response = await http.send(request, stream=True)
-        except TimeoutError:
+            response = await before(deadline, http.send(request, stream=True))
+        except asyncio.TimeoutError:
             raise BackendError(
                 f"{where} did not answer within the deadline of {timeout:g} s", kind="timeout"
             ) from None

@@ -143,7 +143,9 @@ class _Slots:
         self._by_index: dict[int, Any] = {}
         self._by_id: dict[str, Any] = {}
 
-    def find(self, tc: Mapping[str, Any], name: str, position: int | None) -> tuple[_PendingCall, str]:
+    def find(
+        self, tc: Mapping[str, Any], name: str, position: int | None
+    ) -> tuple[_PendingCall, str]:
         """The call ``tc`` adds to, and a notice's text when it reused another call's index.
 
         ``position`` is its place in a whole message's list (each entry a whole call)."""
