@@ -55,6 +55,8 @@ class RawUpstream:
         self._acts: queue.Queue[Act] = queue.Queue()
         self.requests: list[dict[str, Any]] = []
         self.sent: list[int] = []  # bytes each act managed to send
+        #: Acts played for every request naming the model (the queue is for the others).
+        self.for_model: dict[str, Act] = {}
         self._sock = socket.socket()
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
@@ -92,11 +94,14 @@ class RawUpstream:
                     length = int(value)
             while len(body) < length:
                 body += conn.recv(65536)
-            self.requests.append(json.loads(body or b"{}"))
-            try:
-                act = self._acts.get(timeout=5)
-            except queue.Empty:
-                return
+            sent = json.loads(body or b"{}")
+            self.requests.append(sent)
+            act = self.for_model.get(sent.get("model"))
+            if act is None:
+                try:
+                    act = self._acts.get(timeout=5)
+                except queue.Empty:
+                    return
             with contextlib.suppress(OSError):  # the client went away: what faults are about
                 act(conn)
 
@@ -540,33 +545,38 @@ def test_a_stalled_upstream_ends_within_the_deadline(upstream: RawUpstream) -> N
 
 
 def test_stalled_upstreams_do_not_starve_other_requests(upstream: RawUpstream) -> None:
-    # Twenty requests stall; each ends at its own deadline and frees its connection, so a
-    # request that comes after them is served, through the same pool.
-    from toolwire.backends.http import new_client
+    # Stalled requests fill every connection of a small pool; each ends at its deadline and
+    # frees its connection, so an ordinary request made meanwhile is served soon after.
+    async def run() -> tuple[list[Any], list[Any], float]:
+        limits = httpx.Limits(max_connections=4, max_keepalive_connections=4)
+        async with httpx.AsyncClient(limits=limits) as client:
+            upstream.for_model["stalls"] = then_stall()
+            stalls = OpenAIBackend(
+                "stalls", base_url=upstream.base_url, client=client, timeout=1.0
+            )
+            patient = backend_for(upstream, client=client, timeout=10.0)
 
-    async def run() -> tuple[list[Any], list[Any]]:
-        async with new_client(DEADLINE) as client:
-            backend = backend_for(upstream, client=client, timeout=1.0)
-            request = Request(ASK["messages"])
-
-            async def one() -> Any:
+            async def one(backend: OpenAIBackend) -> Any:
                 try:
-                    return [e async for e in backend.stream(request)]
+                    return [e async for e in backend.stream(Request(ASK["messages"]))]
                 except BackendError as exc:
                     return exc
 
-            for _ in range(20):
-                upstream.play(then_stall())
-            stalled = await asyncio.gather(*(one() for _ in range(20)))
             upstream.play(chunked(*OK_TEXT))
-            after = await one()
-            return stalled, after
+            stalled = [asyncio.create_task(one(stalls)) for _ in range(8)]
+            await asyncio.sleep(0.2)  # the pool is full
+            started = time.monotonic()
+            after = await one(patient)
+            waited = time.monotonic() - started
+            return list(await asyncio.gather(*stalled)), after, waited
 
-    started = time.monotonic()
-    stalled, after = asyncio.run(run())
+    try:
+        stalled, after, waited = asyncio.run(run())
+    finally:
+        del upstream.for_model["stalls"]
     assert all(isinstance(e, BackendError) and e.kind == "timeout" for e in stalled)
     assert [e.text for e in after if isinstance(e, TextDelta)] == ["Sunny."]
-    assert time.monotonic() - started < 6
+    assert waited < 4  # two rounds of 1 s deadlines, not the patient one's 10 s
 
 
 def test_calls_at_one_index_with_different_ids_are_kept_apart(upstream: RawUpstream) -> None:
