@@ -551,9 +551,7 @@ def test_stalled_upstreams_do_not_starve_other_requests(upstream: RawUpstream) -
         limits = httpx.Limits(max_connections=4, max_keepalive_connections=4)
         async with httpx.AsyncClient(limits=limits) as client:
             upstream.for_model["stalls"] = then_stall()
-            stalls = OpenAIBackend(
-                "stalls", base_url=upstream.base_url, client=client, timeout=1.0
-            )
+            stalls = OpenAIBackend("stalls", base_url=upstream.base_url, client=client, timeout=1.0)
             patient = backend_for(upstream, client=client, timeout=10.0)
 
             async def one(backend: OpenAIBackend) -> Any:
