@@ -40,6 +40,9 @@ def _names(tools: Sequence[Mapping[str, Any]] | None) -> frozenset[str]:
     return frozenset(names)
 
 
+_CALLS = (ev.CallStart, ev.CallArgsDelta, ev.CallAbort, ev.CallEnd)
+
+
 class Declared:
     """Passes the events of a reply, leaving out calls to tools not in ``tools``."""
 
@@ -53,7 +56,9 @@ class Declared:
         """The events to pass on, in order."""
         out: list[Event] = []
         for event in events:
-            if isinstance(event, ev.CallStart):
+            if not isinstance(event, _CALLS):
+                out.append(event)
+            elif isinstance(event, ev.CallStart):
                 if event.name not in self._names:
                     self._held.add(event.index)
                     continue
@@ -66,10 +71,8 @@ class Declared:
                     self._held.discard(event.index)
                 else:
                     out.append(replace(event, index=self._index(event.index)))
-            elif isinstance(event, ev.CallEnd):
-                out.extend(self._end(event))
             else:
-                out.append(event)
+                out.extend(self._end(event))
         return out
 
     def _index(self, index: int) -> int:
