@@ -4,7 +4,10 @@ One client for OpenAI, vLLM, llama-server, LM Studio, Ollama's ``/v1`` and the G
 Anthropic compatibility endpoints. A transport: it sends and reads; the reply pipeline
 decides the rest (tools in words, recovery, healing). Tools go in the request; streamed
 ``tool_calls`` deltas are assembled by index (id and name first, then argument fragments,
-several calls at once);
+several calls at once; an index used again by a call with another id or name is another
+call, with a ``calls-kept-apart`` notice; ``tool_calls`` sent as one object is read as one
+call, with a ``recovered-tool-calls-object`` notice); a server that ignores ``stream`` and
+answers with one JSON completion is read whole (see :class:`~toolwire.backends.http.Records`);
 ``content`` may be null; ``reasoning`` / ``reasoning_content`` become reasoning and are never
 read for calls. Built on ``httpx`` with an injectable client, so tests (and callers with
 their own proxies, retries or transports) hand in the client they want.
