@@ -490,7 +490,8 @@ class HttpTransport(Transport):
         :data:`DEFAULT_CONNECT_TIMEOUT`); a stalled upstream ends in a ``timeout``
         :class:`BackendError` when either passes."""
         for name, value in (("timeout", timeout), ("connect_timeout", connect_timeout)):
-            if value is not None and not (isinstance(value, (int, float)) and 0 < value < 1e6):
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if value is not None and not (number and 0 < value < 1e6):
                 raise UsageError(f"{name} must be a number of seconds above 0, not {value!r}")
         self.model = model
         self.base_url = self.normal_base(base_url or self.default_base_url)
