@@ -342,7 +342,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             args.upstream_model,
             base_url=args.upstream,
             api_key=args.upstream_key or os.environ.get("OPENAI_API_KEY"),
-            client=new_client(),  # one pool for every request, for as long as it serves
+            # one pool for every request, for as long as it serves
+            client=new_client(args.upstream_timeout, connect_timeout=args.connect_timeout),
+            timeout=args.upstream_timeout,
+            connect_timeout=args.connect_timeout,
         )
         name = args.upstream_model
     else:
@@ -355,6 +358,17 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     print(f"toolwire: serving {name} at http://{args.host}:{args.port}/v1", file=sys.stderr)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
+
+
+def _seconds(text: str) -> float:
+    """A number of seconds above 0, for a timeout flag."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1e6:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return value
 
 
 _MODEL_HELP = "a GGUF file or a known model's name (default: the default local model)"
@@ -452,6 +466,20 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--upstream", metavar="URL", help="an OpenAI-compatible server to stand before")
     v.add_argument("--upstream-model", help="the model's name at --upstream")
     v.add_argument("--upstream-key", help="the upstream's key (default: $OPENAI_API_KEY)")
+    v.add_argument(
+        "--upstream-timeout",
+        type=_seconds,
+        default=120.0,
+        metavar="SECONDS",
+        help="the deadline of each upstream request, to the reply's last byte (default: 120)",
+    )
+    v.add_argument(
+        "--connect-timeout",
+        type=_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="the time to connect to the upstream (default: 10)",
+    )
     v.add_argument("--host", default="127.0.0.1")
     v.add_argument("--port", type=int, default=8000)
     v.add_argument("--api-key", help="the bearer token clients must send (needed off loopback)")

@@ -11,7 +11,8 @@ Replies follow OpenAI's shape: ``arguments`` is a JSON string, ``content`` is nu
 reply is only calls, ``finish_reason`` is ``tool_calls``, streamed calls carry their own
 ``index``. Arguments are read forgivingly and typed by the tool's schema, streamed or not;
 a streamed call is sent whole when it is complete. A malformed request gets a 400 in
-OpenAI's error shape; a failing engine a 502.
+OpenAI's error shape; a failing engine the status of its failure, with a short message of
+ours (see :mod:`toolwire.server.failures`), streamed or not.
 
 Every completion also carries ``"toolwire": {"notices": [...]}``, a top-level extension
 that OpenAI clients ignore: each decision and recovery the pipeline made, a call it
@@ -26,7 +27,8 @@ import json
 import math
 import secrets
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing
 from typing import Any
 
 from starlette.applications import Starlette
@@ -36,11 +38,12 @@ from starlette.routing import Route
 
 from ..arguments import prepare_arguments
 from ..arguments.read import ReadError, read_json
-from ..errors import ArgumentsError, BackendError, ToolwireError, UsageError
+from ..errors import ArgumentsError, ToolwireError, UsageError
 from ..events import CallAbort, CallEnd, Done, Event, Notice, ReasoningDelta, TextDelta
 from ..formats.base import assemble
 from ..messages import ToolCall
 from ..pipeline import Backend, Request
+from .failures import failure
 
 __all__ = ["MAX_BODY_BYTES", "arguments_json", "create_app"]
 
@@ -362,18 +365,23 @@ def create_app(
         except _BadRequest as exc:
             return _error(exc.status, exc.message, "invalid_request_error", exc.param)
         rid = "chatcmpl-" + secrets.token_hex(12)
-        if stream:
-            return StreamingResponse(
-                _sse(backend, engine_request, rid, model_name, parallel),
-                media_type="text/event-stream",
-            )
         try:
+            if stream:
+                # the reply's first event is awaited before the 200 is sent, so a failure
+                # before it (refused, unreachable, timed out) gets its own status
+                events = _Started(backend.stream(engine_request))
+                await events.start()
+                return StreamingResponse(
+                    _sse(events, engine_request, rid, model_name, parallel),
+                    media_type="text/event-stream",
+                )
             reply = await _complete(backend, engine_request, rid, model_name, parallel)
             return Response(_dumps(reply), media_type="application/json")
         except UsageError as exc:  # a request the model behind cannot take
             return _error(400, str(exc), "invalid_request_error")
-        except (BackendError, ToolwireError) as exc:
-            return _error(502, f"the model behind the gateway failed: {exc}", "upstream_error")
+        except ToolwireError as exc:
+            failed = failure(exc)
+            return JSONResponse(failed.body(), status_code=failed.status, headers=failed.headers)
 
     return Starlette(
         routes=[
@@ -425,8 +433,36 @@ async def _complete(
     return reply
 
 
+class _Started:
+    """A reply's events with the first ones taken early: the notices the pipeline gives
+    before it sends, and the first event of the reply itself (or its failure)."""
+
+    def __init__(self, events: AsyncGenerator[Event, None]) -> None:
+        self._events = events
+        self._held: list[Event] = []
+
+    async def start(self) -> None:
+        """Take events up to the first that is not a notice; a failure is raised here."""
+        try:
+            async for event in self._events:
+                self._held.append(event)
+                if not isinstance(event, Notice):
+                    return
+        except BaseException:
+            await self._events.aclose()
+            raise
+
+    async def __aiter__(self) -> AsyncIterator[Event]:
+        async with aclosing(self._events) as events:
+            for event in self._held:
+                yield event
+            self._held = []
+            async for event in events:
+                yield event
+
+
 async def _sse(
-    backend: Backend, request: Request, rid: str, model: str, parallel: bool
+    events: _Started, request: Request, rid: str, model: str, parallel: bool
 ) -> AsyncIterator[str]:
     base = {
         "id": rid,
@@ -445,7 +481,7 @@ async def _sse(
     finish = "stop"
     notices: list[dict[str, str]] = []
     try:
-        async for event in backend.stream(request):
+        async for event in events:
             told = _notice(event)
             if told is not None:
                 notices.append(told)
@@ -466,16 +502,9 @@ async def _sse(
                 yield chunk({"reasoning_content": event.text})
             elif isinstance(event, Done):
                 finish = "tool_calls" if sent else event.finish_reason
-    except (BackendError, ToolwireError) as exc:
-        error = {
-            "error": {
-                "message": f"the model behind the gateway failed: {exc}",
-                "type": "upstream_error",
-                "param": None,
-                "code": None,
-            }
-        }
-        yield "data: " + json.dumps(error) + "\n\n"
+    except ToolwireError as exc:
+        # the 200 is sent: the failure is the stream's last event, in OpenAI's error shape
+        yield "data: " + json.dumps(failure(exc).body()) + "\n\n"
         return
     yield chunk({}, finish)
     yield "data: " + _dumps({**base, "choices": [], "toolwire": {"notices": notices}}) + "\n\n"
