@@ -14,7 +14,7 @@ import pytest
 from toolwire.backends import OpenAIBackend
 from toolwire.conversation import Conversation, prune, resolve_settings
 from toolwire.errors import ToolwireError
-from toolwire.events import CallEnd, TextDelta, ToolResult, ToolRun
+from toolwire.events import CallEnd, Notice, TextDelta, ToolResult, ToolRun
 from toolwire.loop import RETRY_DELAYS, run_loop, run_loop_sync
 from toolwire.testing import FakeOpenAIServer, text_deltas, tool_call_deltas
 from toolwire.tools import Tool, Toolbox, ToolUnavailable
@@ -142,8 +142,10 @@ def test_read_only_offers_read_tools_and_refuses_a_write_by_name(
     events = list(run_loop_sync(backend(server), conv, make_toolbox(rec)))
     offered = [t["function"]["name"] for t in server.requests[0]["tools"]]
     assert offered == ["get_weather", "flaky"]
-    (result,) = [e for e in events if isinstance(e, ToolResult)]
-    assert result.status == "denied" and not rec.calls
+    # the write tool was not offered: a call to it is not a call (a notice names it)
+    assert not [e for e in events if isinstance(e, ToolResult)] and not rec.calls
+    (notice,) = [e for e in events if isinstance(e, Notice)]
+    assert notice.code == "undeclared-tool" and "write_note" in notice.message
 
 
 def test_the_session_owns_its_arguments(server: FakeOpenAIServer) -> None:
@@ -215,8 +217,10 @@ def test_tool_failures_are_data(server: FakeOpenAIServer) -> None:
     assert rec.calls.count(("flaky", {"mode": "later"})) == 3  # one try, then one per delay
     assert results["c1"].status == "error" and "ValueError: bad luck" in results["c1"].content
     assert results["c2"].status == "unavailable" and "may be tried again" in results["c2"].content
-    assert results["c3"].status == "unknown-tool" and "get_weather" in results["c3"].content
-    assert [m["tool_call_id"] for m in server.requests[1]["messages"][2:]] == ["c1", "c2", "c3"]
+    # a tool the request never offered is not called: a notice names it
+    assert "c3" not in results
+    assert [e.code for e in events if isinstance(e, Notice)] == ["undeclared-tool"]
+    assert [m["tool_call_id"] for m in server.requests[1]["messages"][2:]] == ["c1", "c2"]
 
 
 def test_a_side_effect_that_times_out_has_an_unknown_outcome(server: FakeOpenAIServer) -> None:

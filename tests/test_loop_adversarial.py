@@ -360,13 +360,24 @@ def test_regression_the_calculator_refuses_infinite_and_nan_results() -> None:
 def test_regression_chat_prints_a_refused_call_as_well_as_its_result(
     server: FakeOpenAIServer,
 ) -> None:
-    # Every call the model made is printed ("→ nope({})") before its result, a call refused
-    # before running (unknown tool, bad arguments) too, not only its "←" result.
-    server.add_stream(tool_call_deltas([("c1", "nope", "{}")]), finish_reason="tool_calls")
+    # Every call the model made is printed ("→ word_count({})") before its result, a call
+    # refused before running (bad arguments) too, not only its "←" result.
+    server.add_stream(tool_call_deltas([("c1", "word_count", "{}")]), finish_reason="tool_calls")
     server.add_stream(text_deltas("Sorry."))
     out = io.StringIO()
     chat(OpenAIBackend("m", base_url=server.base_url), once="x", out=out)
-    assert "→ nope(" in out.getvalue()
+    assert "→ word_count(" in out.getvalue() and "[invalid]" in out.getvalue()
+
+
+def test_chat_prints_a_call_to_a_tool_never_offered_as_a_notice(
+    server: FakeOpenAIServer,
+) -> None:
+    # A call to a tool the request never declared is not a call: it is named, never run.
+    server.add_stream(tool_call_deltas([("c1", "nope", "{}")]), finish_reason="tool_calls")
+    out = io.StringIO()
+    chat(OpenAIBackend("m", base_url=server.base_url), once="x", out=out)
+    assert "did not declare" in out.getvalue() and "→ nope(" not in out.getvalue()
+    assert len(server.requests) == 1
 
 
 # ---------------------------------------------------------------- behaviour that holds
@@ -517,7 +528,7 @@ def test_tool_messages_follow_the_call_order_across_read_groups(server: FakeOpen
     conv.add_user("x")
     list(run_loop_sync(OpenAIBackend("m", base_url=server.base_url), conv, box))
     sent = server.requests[1]["messages"]
-    assert [c["id"] for c in sent[1]["tool_calls"]] == ["c1", "c2", "c3", "c4", "c5"]
+    # c3 names a tool never offered: not a call (a notice names it), the rest keep their order
+    assert [c["id"] for c in sent[1]["tool_calls"]] == ["c1", "c2", "c4", "c5"]
     tools = [(m["tool_call_id"], m["content"]) for m in sent[2:]]
-    assert [i for i, _ in tools] == ["c1", "c2", "c3", "c4", "c5"]
-    assert [c for i, c in tools if i != "c3"] == ["1", "2", "-3", "4"]
+    assert tools == [("c1", "1"), ("c2", "2"), ("c4", "-3"), ("c5", "4")]

@@ -19,6 +19,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -322,9 +323,12 @@ def _cmd_models(args: argparse.Namespace) -> int:
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-def _build_backend(entry: ModelEntry) -> Any:
+def _build_backend(
+    entry: ModelEntry, *, timeout: float = 120.0, connect_timeout: float = 10.0
+) -> Any:
     """A backend for one served model: an upstream shares one pool for as long as it
-    serves; a local model is loaded now (the gateway calls this on first use)."""
+    serves, with the request deadline and connect timeout given; a local model is loaded
+    now (the gateway calls this on first use)."""
     if entry.gguf is not None:
         from .backends.llamacpp import LlamaCppBackend
 
@@ -339,16 +343,21 @@ def _build_backend(entry: ModelEntry) -> Any:
         api_key=environment_key(entry),
         dialect=entry.dialect,
         words=entry.words,
-        client=new_client(),
+        client=new_client(timeout, connect_timeout=connect_timeout),
+        timeout=timeout,
+        connect_timeout=connect_timeout,
     )
 
 
 def _served_models(args: argparse.Namespace) -> Models:
     """The models ``serve`` stands before: a config's, or the one the flags name."""
+    build = partial(
+        _build_backend, timeout=args.upstream_timeout, connect_timeout=args.connect_timeout
+    )
     if args.config:
         if args.upstream or args.model or args.upstream_model:
             raise UsageError("--config lists the models; give no --model or --upstream with it")
-        return Models(read_config(args.config), _build_backend)
+        return Models(read_config(args.config), build)
     if args.upstream:
         entry = ModelEntry(
             args.upstream_model or "upstream",
@@ -358,11 +367,11 @@ def _served_models(args: argparse.Namespace) -> Models:
             api_key=args.upstream_key,
         )
         if not args.upstream_model:
-            return Models([], _build_backend, passed=entry)
+            return Models([], build, passed=entry)
     else:
         path = local_model(args.model)
         entry = ModelEntry(path.stem, gguf=str(path), ctx=args.ctx)
-    return Models.single(_build_backend(entry), entry.name)
+    return Models.single(build(entry), entry.name)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -381,6 +390,17 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     print(f"toolwire: serving {names} at http://{args.host}:{args.port}/v1", file=sys.stderr)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
+
+
+def _seconds(text: str) -> float:
+    """A number of seconds above 0, for a timeout flag."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1e6:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return value
 
 
 _MODEL_HELP = "a GGUF file or a known model's name (default: the default local model)"
@@ -486,6 +506,20 @@ def _parser() -> argparse.ArgumentParser:
         help="a models.toml: many models behind one address, picked by each request's model",
     )
     v.add_argument("--upstream-key", help="the upstream's key (default: $OPENAI_API_KEY)")
+    v.add_argument(
+        "--upstream-timeout",
+        type=_seconds,
+        default=120.0,
+        metavar="SECONDS",
+        help="the deadline of each upstream request, to the reply's last byte (default: 120)",
+    )
+    v.add_argument(
+        "--connect-timeout",
+        type=_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="the time to connect to the upstream (default: 10)",
+    )
     v.add_argument("--host", default="127.0.0.1")
     v.add_argument("--port", type=int, default=8000)
     v.add_argument("--api-key", help="the bearer token clients must send (needed off loopback)")

@@ -89,10 +89,27 @@ class BackendError(ToolwireError):
     """A model provider or engine failed: it refused the request, or could not be reached.
 
     ``status`` is the HTTP status when there was one (0 otherwise); ``body`` is what the
-    provider said, kept so that a refusal can be classified and healed.
+    provider said, kept so that a refusal can be classified and healed. ``kind`` says what
+    went wrong, so an edge (the gateway) can answer without repeating what the provider
+    said: ``refused`` (an HTTP error status, or an error sent mid-stream), ``unreachable``,
+    ``timeout`` (the connect timeout or the request's deadline passed), ``unreadable`` (a
+    reply that is not what the API sends: not JSON, too long, cut short, malformed),
+    ``undeclared-tool`` (with ``strict``, a call to a tool the request did not declare) or
+    ``engine`` (an engine in-process failed). ``retry_after`` is the seconds a refusing
+    provider asked to wait, when it said.
     """
 
-    def __init__(self, message: str, *, status: int = 0, body: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 0,
+        body: str = "",
+        kind: str = "engine",
+        retry_after: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.body = body
+        self.kind = kind
+        self.retry_after = retry_after

@@ -13,14 +13,12 @@ import secrets
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
-import httpx
-
 from .. import events as ev
 from ..errors import BackendError
 from ..events import Event
 from ..messages import ToolCall
 from ..pipeline import Request
-from .http import HttpTransport, Records, wire_tools
+from .http import HttpTransport, Records, Reply, wire_tools
 
 __all__ = ["OllamaBackend", "to_ollama"]
 
@@ -89,25 +87,39 @@ class OllamaBackend(HttpTransport):
         body.update(request.extra)
         return body
 
-    def read(self, response: httpx.Response) -> AsyncGenerator[Event, None]:
-        return _read_lines(response)
+    def read(self, reply: Reply) -> AsyncGenerator[Event, None]:
+        return _read_lines(reply)
 
 
-async def _read_lines(response: httpx.Response) -> AsyncGenerator[Event, None]:
+async def _read_lines(reply: Reply) -> AsyncGenerator[Event, None]:
     calls: list[ToolCall] = []
     finish = "stop"
     usage: dict[str, int] | None = None
-    records = Records(response, sse=False, who="Ollama", is_last=lambda r: bool(r.get("done")))
+    records = Records(reply, sse=False, who="Ollama", is_last=lambda r: bool(r.get("done")))
     async for chunk in records:
         message = chunk.get("message") or {}
         if not isinstance(message, dict):
             shown = json.dumps(chunk)[:200]
-            raise BackendError(f"Ollama sent a message that is not an object: {shown}")
+            raise BackendError(
+                f"Ollama sent a message that is not an object: {shown}", kind="unreadable"
+            )
         if isinstance(message.get("thinking"), str) and message["thinking"]:
             yield ev.ReasoningDelta(message["thinking"])
         if isinstance(message.get("content"), str) and message["content"]:
             yield ev.TextDelta(message["content"])
-        for call in message.get("tool_calls") or ():
+        sent = message.get("tool_calls")
+        if isinstance(sent, dict):
+            sent = [sent]
+            yield ev.Notice(
+                "recovered-tool-calls-object",
+                "Ollama sent tool_calls as one object, not a list; it was read as one call",
+            )
+        elif sent is not None and not isinstance(sent, list):
+            sent = None
+            yield ev.Notice(
+                "call-not-read", "Ollama sent tool_calls that are not a list; nothing was read"
+            )
+        for call in sent or ():
             fn = call.get("function") if isinstance(call, dict) else None
             if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
                 yield ev.Notice(
@@ -132,5 +144,5 @@ async def _read_lines(response: httpx.Response) -> AsyncGenerator[Event, None]:
             }
             usage = {k: v for k, v in counts.items() if isinstance(v, int)} or None
     if not records.ended:
-        raise BackendError("the stream ended before the reply was complete")
+        raise BackendError("the stream ended before the reply was complete", kind="unreadable")
     yield ev.Done(finish, usage)

@@ -4,7 +4,10 @@ One client for OpenAI, vLLM, llama-server, LM Studio, Ollama's ``/v1`` and the G
 Anthropic compatibility endpoints. A transport: it sends and reads; the reply pipeline
 decides the rest (tools in words, recovery, healing). Tools go in the request; streamed
 ``tool_calls`` deltas are assembled by index (id and name first, then argument fragments,
-several calls at once);
+several calls at once; an index used again by a call with another id or name is another
+call, with a ``calls-kept-apart`` notice; ``tool_calls`` sent as one object is read as one
+call, with a ``recovered-tool-calls-object`` notice); a server that ignores ``stream`` and
+answers with one JSON completion is read whole (see :class:`~toolwire.backends.http.Records`);
 ``content`` may be null; ``reasoning`` / ``reasoning_content`` become reasoning and are never
 read for calls. Built on ``httpx`` with an injectable client, so tests (and callers with
 their own proxies, retries or transports) hand in the client they want.
@@ -18,14 +21,12 @@ from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from .. import events as ev
 from ..errors import BackendError, UsageError
 from ..events import Event
 from ..messages import ToolCall
 from ..pipeline import Request
-from .http import HttpTransport, Records, wire_tools
+from .http import HttpTransport, Records, Reply, wire_tools
 
 __all__ = ["PROVIDERS", "OpenAIBackend"]
 
@@ -113,8 +114,8 @@ class OpenAIBackend(HttpTransport):
         body.update(request.extra)
         return body
 
-    def read(self, response: httpx.Response) -> AsyncGenerator[Event, None]:
-        return _read_stream(response)
+    def read(self, reply: Reply) -> AsyncGenerator[Event, None]:
+        return _read_stream(reply)
 
 
 _PROVIDER_DIALECT = {"gemini": "gemini", "anthropic": "anthropic"}
@@ -134,22 +135,78 @@ def _fresh_id() -> str:
     return "call_" + secrets.token_hex(8)
 
 
-def _slot(tc: Mapping[str, Any], calls: dict[Any, _PendingCall], by_id: dict[str, Any]) -> Any:
-    """Which call a tool_calls delta belongs to: its index; else its id; else the last."""
-    index = tc.get("index")
-    if isinstance(index, int) and not isinstance(index, bool):
-        return index
-    cid = tc.get("id")
-    if isinstance(cid, str) and cid:
-        if cid not in by_id:
-            by_id[cid] = ("id", len(by_id))
-        return by_id[cid]
-    return next(reversed(calls), ("id", 0)) if calls else ("id", 0)
+class _Slots:
+    """Which pending call each ``tool_calls`` entry belongs to: its index; else its id; else
+    the last call. An index used again by a call with another id, or with another name once
+    the first call's arguments began, is another call: the two are kept apart (some servers
+    number each call 0), never merged with the second one's arguments lost."""
+
+    def __init__(self) -> None:
+        self.calls: dict[Any, _PendingCall] = {}
+        self._by_index: dict[int, Any] = {}
+        self._by_id: dict[str, Any] = {}
+
+    def find(
+        self, tc: Mapping[str, Any], name: str, position: int | None
+    ) -> tuple[_PendingCall, str]:
+        """The call ``tc`` adds to, and a notice's text when it reused another call's index.
+
+        ``position`` is its place in a whole message's list (each entry a whole call)."""
+        cid = tc.get("id") if isinstance(tc.get("id"), str) and tc.get("id") else ""
+        index = tc.get("index")
+        if position is not None:
+            return self._new(("message", position)), ""
+        if isinstance(index, int) and not isinstance(index, bool):
+            key = self._by_index.get(index)
+            note = ""
+            if key is not None:
+                held = self.calls[key]
+                other_id = bool(cid and held.id and cid != held.id)
+                other_name = bool(name and held.index >= 0 and name != held.name)
+                if other_id or other_name:
+                    note = (
+                        f"the provider sent two calls at index {index} ({held.name or '?'} and "
+                        f"{name or held.name or '?'}); they were read as two calls"
+                    )[:300]
+                    key = None
+            if key is None:
+                key = ("index", index, len(self.calls))
+                self._by_index[index] = key
+            if cid:
+                self._by_id.setdefault(cid, key)
+            return self._new(key), note
+        if cid:
+            key = self._by_id.setdefault(cid, ("id", len(self.calls)))
+            return self._new(key), ""
+        return (self.calls[next(reversed(self.calls))] if self.calls else self._new(("id", 0))), ""
+
+    def _new(self, key: Any) -> _PendingCall:
+        return self.calls.setdefault(key, _PendingCall())
 
 
-async def _read_stream(response: httpx.Response) -> AsyncGenerator[Event, None]:
-    calls: dict[Any, _PendingCall] = {}
-    by_id: dict[str, Any] = {}
+def _entries(calls: Any) -> tuple[list[Any], ev.Notice | None]:
+    """A delta's ``tool_calls`` as a list, and a notice when they came in another shape."""
+    if calls is None or isinstance(calls, list):
+        return calls or [], None
+    if isinstance(calls, dict) and ("function" in calls or "name" in calls):
+        return [calls], ev.Notice(
+            "recovered-tool-calls-object",
+            "the provider sent tool_calls as one object, not a list; it was read as one call",
+        )
+    return [], ev.Notice(
+        "call-not-read",
+        f"the provider sent tool_calls as {type(calls).__name__}, not a list; nothing was read",
+    )
+
+
+def _unreadable(what: str, value: Any) -> BackendError:
+    shown = json.dumps(value)[:200]
+    return BackendError(f"the provider sent {what}: {shown}", kind="unreadable")
+
+
+async def _read_stream(reply: Reply) -> AsyncGenerator[Event, None]:
+    slots = _Slots()
+    calls = slots.calls
     announced = 0
     finish = ""
     usage: dict[str, int] | None = None
@@ -163,37 +220,52 @@ async def _read_stream(response: httpx.Response) -> AsyncGenerator[Event, None]:
             ev.CallArgsDelta(pending.index, held) for held in pending.args
         ]
 
-    records = Records(response, sse=True, who="the provider")
+    records = Records(reply, sse=True, who="the provider")
     async for chunk in records:
         if isinstance(chunk.get("usage"), dict):
-            usage = {k: v for k, v in chunk["usage"].items() if isinstance(v, int)}
-        for choice in chunk.get("choices") or ():
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+            usage = {
+                k: v
+                for k, v in chunk["usage"].items()
+                if isinstance(v, int) and not isinstance(v, bool)
+            }
+        choices = chunk.get("choices")
+        if choices is not None and not isinstance(choices, list):
+            raise _unreadable("choices that are not a list", choices)
+        for choice in choices or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) not in (0, None):
                 continue  # one reply: the first choice
+            whole = "delta" not in choice and "message" in choice  # a reply sent whole
             delta = choice.get("delta") or choice.get("message") or {}
             if not isinstance(delta, dict):
-                shown = json.dumps(delta)[:200]
-                raise BackendError(f"the provider sent a delta that is not an object: {shown}")
+                raise _unreadable("a delta that is not an object", delta)
             for key in ("reasoning_content", "reasoning"):
                 if isinstance(delta.get(key), str) and delta[key]:
                     yield ev.ReasoningDelta(delta[key])
             if isinstance(delta.get("content"), str) and delta["content"]:
                 yield ev.TextDelta(delta["content"])
-            for tc in delta.get("tool_calls") or ():
+            entries, notice = _entries(delta.get("tool_calls"))
+            if notice is not None:
+                yield notice
+            for position, tc in enumerate(entries):
                 if not isinstance(tc, dict):
-                    continue
-                pending = calls.setdefault(_slot(tc, calls, by_id), _PendingCall())
-                fn = tc.get("function") or {}
-                if not isinstance(fn, dict):
-                    shown = json.dumps(fn)[:200]
-                    raise BackendError(
-                        f"the provider sent a function that is not an object: {shown}"
+                    yield ev.Notice(
+                        "call-not-read", "the provider sent a call that is not an object"
                     )
+                    continue
+                fn = tc.get("function", tc if "name" in tc else {}) or {}
+                if not isinstance(fn, dict):
+                    raise _unreadable("a function that is not an object", fn)
+                name = fn["name"] if isinstance(fn.get("name"), str) else ""
+                pending, split = slots.find(tc, name, position if whole else None)
+                if split:
+                    yield ev.Notice("calls-kept-apart", split)
                 if isinstance(tc.get("id"), str) and tc["id"] and not pending.id:
                     pending.id = tc["id"]
-                if isinstance(fn.get("name"), str) and fn["name"] and pending.index < 0:
-                    pending.name += fn["name"]  # a name may come in pieces, before arguments
+                if name and pending.index < 0:
+                    pending.name += name  # a name may come in pieces, before arguments
                 piece = fn.get("arguments")
+                if whole and piece is None:
+                    piece = ""  # a whole call: its arguments are all there is
                 if isinstance(piece, dict):  # some servers send the object, not its text
                     piece = json.dumps(piece, ensure_ascii=False)
                 if isinstance(piece, str):  # arguments begun (even ""): the name is whole
@@ -207,7 +279,7 @@ async def _read_stream(response: httpx.Response) -> AsyncGenerator[Event, None]:
             if choice.get("finish_reason"):
                 finish = str(choice["finish_reason"])
     if not records.ended and not finish:
-        raise BackendError("the stream ended before the reply was complete")
+        raise BackendError("the stream ended before the reply was complete", kind="unreadable")
     for pending in calls.values():
         if pending.index < 0 and pending.name:
             for event in announce(pending):

@@ -8,7 +8,9 @@ model and how its reply becomes calls.
    in ``words``. Each decision that is not the plain default is a :class:`Notice`.
 2. **Read** (:func:`read`): the family's grammar or the lenient reader for tools in words
    turns text into calls; unless ``strict``, drift recovery reads a whole reply that is only a
-   call written in another shape (bare JSON, a fence, an unclosed tag); the turn ends in
+   call written in another shape (bare JSON, a fence, an unclosed tag); a call to a tool
+   the request did not declare is an ``undeclared-tool`` notice, never a call (with
+   ``strict``, an error: :mod:`toolwire.pipeline.declared`); the turn ends in
    ``tool_calls`` when it made any.
 3. **Heal**: a refusal over tools, before the model said a word, is healed once — a refused
    schema keyword sends the tools again in the strict dialect; "takes no tools" gives them in
@@ -43,6 +45,7 @@ from ..formats.registry import FORMAT_SETTINGS, get_family
 from ..formats.words import Words
 from ..prompted import tools_in_words, transcript_in_words
 from ..schemas import classify_refusal
+from .declared import Declared
 from .memory import Lesson
 from .repeats import Answer, Repeats, without_tools
 from .request import Plan, Request
@@ -229,6 +232,7 @@ async def read(
         # an engine's own call shows at its start; a grammar's may still come to nothing
         guard = DriftGuard(tools, release_on_start=plan.mode == "native", answered=answered)
     number = _Renumber()
+    declared = Declared(tools, strict=request.strict)
     calls = 0
     async for event in raw:
         if isinstance(event, ev.Done):
@@ -244,7 +248,7 @@ async def read(
             else:
                 out = number([event], "engine")
             out = guard.push(out) if guard is not None else out
-        for item in out:
+        for item in declared.push(out):
             calls += isinstance(item, ev.CallEnd)
             yield item
         if isinstance(event, ev.Done):

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..conversation import _estimate
-from ..events import ReasoningDelta, TextDelta
+from ..events import Event, ReasoningDelta, TextDelta
 from ..pipeline import Backend, Request
 from .core import Finish, Told, WireCall, WireError, dumps, turn, whole
 from .fields import check, options
@@ -317,9 +317,9 @@ def _stop(finish: Finish, used: bool) -> str:
     )
 
 
-async def reply(backend: Backend, call: MessagesCall, model: str) -> dict[str, Any]:
+async def reply(events: AsyncIterable[Event], call: MessagesCall, model: str) -> dict[str, Any]:
     """The whole reply, not streamed."""
-    done = await whole(backend, call.request, parallel=call.parallel)
+    done = await whole(events, call.request, parallel=call.parallel)
     notices = list(done.notices)
     uses, left = _blocks(done.calls, notices)
     content: list[dict[str, Any]] = []
@@ -347,7 +347,7 @@ def _event(kind: str, **fields: Any) -> str:
 
 
 async def reply_stream(
-    backend: Backend, call: MessagesCall, model: str, failed: Callable[[Exception], Any]
+    events: AsyncIterable[Event], call: MessagesCall, model: str, failed: Callable[[Exception], Any]
 ) -> AsyncIterator[str]:
     """The reply as Messages server-sent events: a block per run of text or thinking, a
     ``tool_use`` block per complete call (its input in one ``input_json_delta``).
@@ -377,7 +377,7 @@ async def reply_stream(
         return [_event("content_block_stop", index=index)]
 
     try:
-        async for item in turn(backend, call.request, parallel=call.parallel):
+        async for item in turn(events, call.request, parallel=call.parallel):
             if isinstance(item, (TextDelta, ReasoningDelta)):
                 kind = "text" if isinstance(item, TextDelta) else "thinking"
                 if open_kind != kind:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import secrets
-from collections.abc import Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
@@ -33,12 +33,14 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..errors import BackendError, ToolwireError, UsageError
+from ..errors import ToolwireError, UsageError
+from ..events import Event
 from ..pipeline import Backend, Request
 from .anthropic import count_tokens, error_body, parse_messages, reply, reply_stream
 from .chat import complete, complete_stream
 from .config import Models, UnknownModel
-from .core import WireError, arguments_json, dumps
+from .core import Started, WireError, arguments_json, dumps
+from .failures import Failure, failure
 from .fields import options
 from .responses import parse_responses, respond, respond_stream
 
@@ -50,11 +52,23 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 MAX_DEPTH = 64
 
 
-def _error(status: int, message: str, kind: str, param: str | None = None) -> JSONResponse:
+def _error(
+    status: int,
+    message: str,
+    kind: str,
+    param: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
     return JSONResponse(
         {"error": {"message": message, "type": kind, "param": param, "code": None}},
         status_code=status,
+        headers=headers,
     )
+
+
+def _model(data: Mapping[str, Any]) -> str | None:
+    model = data.get("model")
+    return model if isinstance(model, str) else None
 
 
 def _parse(data: Mapping[str, Any]) -> tuple[Request, bool, bool]:
@@ -182,26 +196,28 @@ def _load(body: bytes) -> dict[str, Any]:
     return data
 
 
-def _failure(exc: Exception) -> tuple[int, str] | None:
-    """The status and message a client gets for a failed turn (None: not ours to answer)."""
-    if isinstance(exc, UsageError):  # a request the model behind cannot take
-        return 400, str(exc)
-    if isinstance(exc, (BackendError, ToolwireError)):
-        return 502, f"the model behind the gateway failed: {exc}"
-    return None
-
-
 def _openai_error(exc: Exception) -> dict[str, Any] | None:
-    failure = _failure(exc)
-    if failure is None:
-        return None
-    kind = "invalid_request_error" if failure[0] == 400 else "upstream_error"
-    return {"error": {"message": failure[1], "type": kind, "param": None, "code": None}}
+    """A failure mid-stream as the OpenAI error object a last event carries."""
+    if isinstance(exc, UsageError):
+        return {
+            "error": {
+                "message": str(exc),
+                "type": "invalid_request_error",
+                "param": None,
+                "code": None,
+            }
+        }
+    return failure(exc).body() if isinstance(exc, ToolwireError) else None
 
 
 def _anthropic_error(exc: Exception) -> dict[str, Any] | None:
-    failure = _failure(exc)
-    return None if failure is None else error_body(*failure)
+    """A failure mid-stream as the Anthropic error object a last event carries."""
+    if isinstance(exc, UsageError):
+        return error_body(400, str(exc))
+    if not isinstance(exc, ToolwireError):
+        return None
+    failed = failure(exc)
+    return error_body(failed.status, failed.message)
 
 
 def create_app(
@@ -262,110 +278,107 @@ def create_app(
         served = ", ".join(models.names()[:20])
         return WireError(f"no model named {asked[:80]!r} here; served: {served}", "model", 404)
 
+    async def serve(
+        engine: Backend,
+        request: Request,
+        stream: bool,
+        whole: Callable[[AsyncIterable[Event]], Awaitable[dict[str, Any]]],
+        streamed: Callable[[AsyncIterable[Event]], AsyncIterator[str]],
+        refuse: Callable[[Failure], Response],
+    ) -> Response:
+        """One turn, whole or streamed, in the API's shape. A streamed reply's first event
+        is awaited before the 200 is sent, so a failure before it (refused, unreachable,
+        timed out) gets its own status."""
+        events = Started(engine.stream(request))
+        try:
+            if stream:
+                await events.start()
+                return StreamingResponse(streamed(events), media_type="text/event-stream")
+            return Response(dumps(await whole(events)), media_type="application/json")
+        except UsageError as exc:  # a request the model behind cannot take
+            return refuse(Failure(400, "invalid_request_error", str(exc)))
+        except ToolwireError as exc:
+            return refuse(failure(exc))
+
+    def openai_failed(failed: Failure) -> Response:
+        return JSONResponse(failed.body(), status_code=failed.status, headers=failed.headers)
+
+    def anthropic_failed(failed: Failure) -> Response:
+        body = error_body(failed.status, failed.message)
+        return JSONResponse(body, status_code=failed.status, headers=failed.headers)
+
     async def chat(request: HttpRequest) -> Response:
         try:
             data = await body_of(request)
-            engine_request, stream, parallel = _parse(data)
-            asked = data.get("model") if isinstance(data.get("model"), str) else None
-            engine = await models.backend(asked)
-            name = models.served_name(asked)
+            asked, (engine_request, stream, parallel) = _model(data), _parse(data)
+            engine, name = await models.backend(asked), models.served_name(asked)
         except WireError as exc:
             return openai_refusal(exc)
         except UnknownModel as exc:
             return openai_refusal(unknown(str(exc)))
-        if stream:
-            return StreamingResponse(
-                complete_stream(
-                    engine, engine_request, name, parallel=parallel, failed=_openai_error
-                ),
-                media_type="text/event-stream",
-            )
-        try:
-            reply = await complete(engine, engine_request, name, parallel=parallel)
-        except (BackendError, ToolwireError) as exc:
-            error = _openai_error(exc)
-            assert error is not None
-            return Response(
-                dumps(error),
-                400 if isinstance(exc, UsageError) else 502,
-                media_type="application/json",
-            )
-        return Response(dumps(reply), media_type="application/json")
+        return await serve(
+            engine,
+            engine_request,
+            stream,
+            lambda events: complete(events, engine_request, name, parallel=parallel),
+            lambda events: complete_stream(
+                events, engine_request, name, parallel=parallel, failed=_openai_error
+            ),
+            openai_failed,
+        )
 
     async def responses(request: HttpRequest) -> Response:
         try:
-            data = await body_of(request)
-            call = parse_responses(data)
-            engine = await models.backend(call.model)
-            name = models.served_name(call.model)
+            call = parse_responses(await body_of(request))
+            engine, name = await models.backend(call.model), models.served_name(call.model)
         except WireError as exc:
             return openai_refusal(exc)
         except UnknownModel as exc:
             return openai_refusal(unknown(str(exc)))
-        if call.stream:
-            return StreamingResponse(
-                respond_stream(engine, call, name, _openai_error), media_type="text/event-stream"
-            )
-        try:
-            reply = await respond(engine, call, name)
-        except (BackendError, ToolwireError) as exc:
-            error = _openai_error(exc)
-            assert error is not None
-            return Response(
-                dumps(error),
-                400 if isinstance(exc, UsageError) else 502,
-                media_type="application/json",
-            )
-        return Response(dumps(reply), media_type="application/json")
+        return await serve(
+            engine,
+            call.request,
+            call.stream,
+            lambda events: respond(events, call, name),
+            lambda events: respond_stream(events, call, name, _openai_error),
+            openai_failed,
+        )
 
     def anthropic_refusal(exc: WireError) -> Response:
-        message = (
-            f"{exc.param}: {exc.message}"
-            if exc.param and exc.param not in exc.message
-            else exc.message
-        )
+        message = exc.message
+        if exc.param and exc.param not in message:
+            message = f"{exc.param}: {message}"
         return JSONResponse(error_body(exc.status, message), status_code=exc.status)
 
     async def messages(request: HttpRequest) -> Response:
         try:
-            data = await body_of(request)
-            call = parse_messages(data)
-            engine = await models.backend(call.model)
-            name = models.served_name(call.model)
+            call = parse_messages(await body_of(request))
+            engine, name = await models.backend(call.model), models.served_name(call.model)
         except WireError as exc:
             return anthropic_refusal(exc)
         except UnknownModel as exc:
             return anthropic_refusal(unknown(str(exc)))
-        if call.stream:
-            return StreamingResponse(
-                reply_stream(engine, call, name, _anthropic_error), media_type="text/event-stream"
-            )
-        try:
-            body = await reply(engine, call, name)
-        except (BackendError, ToolwireError) as exc:
-            error = _anthropic_error(exc)
-            assert error is not None
-            return Response(
-                dumps(error),
-                400 if isinstance(exc, UsageError) else 502,
-                media_type="application/json",
-            )
-        return Response(dumps(body), media_type="application/json")
+        return await serve(
+            engine,
+            call.request,
+            call.stream,
+            lambda events: reply(events, call, name),
+            lambda events: reply_stream(events, call, name, _anthropic_error),
+            anthropic_failed,
+        )
 
     async def counted(request: HttpRequest) -> Response:
         try:
-            data = await body_of(request)
-            call = parse_messages(data)
-            engine = await models.backend(call.model)
-            tokens = count_tokens(engine, call.request)
+            call = parse_messages(await body_of(request))
+            tokens = count_tokens(await models.backend(call.model), call.request)
         except WireError as exc:
             return anthropic_refusal(exc)
         except UnknownModel as exc:
             return anthropic_refusal(unknown(str(exc)))
+        except UsageError as exc:
+            return anthropic_failed(Failure(400, "invalid_request_error", str(exc)))
         except ToolwireError as exc:
-            error = _anthropic_error(exc)
-            assert error is not None
-            return JSONResponse(error, status_code=400 if isinstance(exc, UsageError) else 502)
+            return anthropic_failed(failure(exc))
         return JSONResponse({"input_tokens": tokens})
 
     return Starlette(

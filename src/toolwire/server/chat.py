@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
 from typing import Any
 
-from ..events import ReasoningDelta, TextDelta
-from ..pipeline import Backend, Request
+from ..events import Event, ReasoningDelta, TextDelta
+from ..pipeline import Request
 from .core import Finish, Told, WireCall, dumps, turn, whole
 
 __all__ = ["complete", "complete_stream"]
@@ -42,10 +42,10 @@ def _rid() -> str:
 
 
 async def complete(
-    backend: Backend, request: Request, model: str, *, parallel: bool
+    events: AsyncIterable[Event], request: Request, model: str, *, parallel: bool
 ) -> dict[str, Any]:
     """The whole reply, not streamed."""
-    done = await whole(backend, request, parallel=parallel)
+    done = await whole(events, request, parallel=parallel)
     message: dict[str, Any] = {
         "role": "assistant",
         "content": done.text if done.text or not done.calls else None,
@@ -69,7 +69,7 @@ async def complete(
 
 
 async def complete_stream(
-    backend: Backend,
+    events: AsyncIterable[Event],
     request: Request,
     model: str,
     *,
@@ -93,7 +93,7 @@ async def complete_stream(
     notices: list[Told] = []
     finish = Finish("stop")
     try:
-        async for item in turn(backend, request, parallel=parallel):
+        async for item in turn(events, request, parallel=parallel):
             if isinstance(item, TextDelta):
                 yield chunk({"content": item.text})
             elif isinstance(item, ReasoningDelta):

@@ -11,7 +11,8 @@ calls through every API.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,11 +21,12 @@ from ..arguments.read import ReadError, read_json
 from ..errors import ArgumentsError
 from ..events import CallAbort, CallEnd, Done, Event, Notice, ReasoningDelta, TextDelta
 from ..messages import ToolCall
-from ..pipeline import Backend, Request
+from ..pipeline import Request
 
 __all__ = [
     "Finish",
     "Output",
+    "Started",
     "Told",
     "Whole",
     "WireCall",
@@ -164,7 +166,9 @@ def _told(event: Event) -> Told | None:
     return None
 
 
-async def turn(backend: Backend, request: Request, *, parallel: bool) -> AsyncIterator[Output]:
+async def turn(
+    events: AsyncIterable[Event], request: Request, *, parallel: bool
+) -> AsyncIterator[Output]:
     """The turn's outputs as every API renders them.
 
     A call is given whole once it is complete: one the model abandons never reaches the
@@ -175,7 +179,7 @@ async def turn(backend: Backend, request: Request, *, parallel: bool) -> AsyncIt
     schemas = _schemas(request)
     sent = 0
     finish = Finish("stop")
-    async for event in backend.stream(request):
+    async for event in events:
         told = _told(event)
         if told is not None:
             yield told
@@ -212,12 +216,12 @@ class Whole:
     finish: Finish = field(default_factory=lambda: Finish("stop"))
 
 
-async def whole(backend: Backend, request: Request, *, parallel: bool) -> Whole:
+async def whole(events: AsyncIterable[Event], request: Request, *, parallel: bool) -> Whole:
     """:func:`turn` read to its end."""
     out = Whole()
     text: list[str] = []
     reasoning: list[str] = []
-    async for item in turn(backend, request, parallel=parallel):
+    async for item in turn(events, request, parallel=parallel):
         if isinstance(item, TextDelta):
             text.append(item.text)
         elif isinstance(item, ReasoningDelta):
@@ -240,3 +244,32 @@ class WireError(Exception):
         self.message = message
         self.param = param
         self.status = status
+
+
+class Started:
+    """A reply's events with the first ones taken early: the notices the pipeline gives
+    before it sends, and the first event of the reply itself (or its failure) — so a
+    streamed reply's failure before it begins gets its own status, not a 200."""
+
+    def __init__(self, events: AsyncGenerator[Event, None]) -> None:
+        self._events = events
+        self._held: list[Event] = []
+
+    async def start(self) -> None:
+        """Take events up to the first that is not a notice; a failure is raised here."""
+        try:
+            async for event in self._events:
+                self._held.append(event)
+                if not isinstance(event, Notice):
+                    return
+        except BaseException:
+            await self._events.aclose()
+            raise
+
+    async def __aiter__(self) -> AsyncIterator[Event]:
+        async with aclosing(self._events) as events:
+            for event in self._held:
+                yield event
+            self._held = []
+            async for event in events:
+                yield event

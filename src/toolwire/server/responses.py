@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..events import ReasoningDelta, TextDelta
-from ..pipeline import Backend, Request
+from ..events import Event, ReasoningDelta, TextDelta
+from ..pipeline import Request
 from .core import Finish, Told, WireCall, WireError, dumps, turn, whole
 from .fields import check, options
 
@@ -303,9 +303,9 @@ def _call_item(call: WireCall, status: str = "completed") -> dict[str, Any]:
     }
 
 
-async def respond(backend: Backend, call: ResponsesCall, model: str) -> dict[str, Any]:
+async def respond(events: AsyncIterable[Event], call: ResponsesCall, model: str) -> dict[str, Any]:
     """The whole reply, not streamed."""
-    done = await whole(backend, call.request, parallel=call.parallel)
+    done = await whole(events, call.request, parallel=call.parallel)
     output: list[dict[str, Any]] = []
     if done.reasoning:
         output.append(_reasoning_item(_id("rs"), done.reasoning))
@@ -330,7 +330,7 @@ class _Events:
 
 
 async def respond_stream(
-    backend: Backend, call: ResponsesCall, model: str, failed: Any
+    events: AsyncIterable[Event], call: ResponsesCall, model: str, failed: Any
 ) -> AsyncIterator[str]:
     """The reply as Responses server-sent events.
 
@@ -421,7 +421,7 @@ async def respond_stream(
         return [*out, event("response.output_item.added", output_index=index, item=open_item)]
 
     try:
-        async for item in turn(backend, call.request, parallel=call.parallel):
+        async for item in turn(events, call.request, parallel=call.parallel):
             if isinstance(item, (TextDelta, ReasoningDelta)):
                 kind = "message" if isinstance(item, TextDelta) else "reasoning"
                 for line in opening(kind):
