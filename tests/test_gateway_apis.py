@@ -460,9 +460,9 @@ def test_upstream_failures_in_each_api_shape(upstream: FakeOpenAIServer, gateway
         json={"model": "gw", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]},
     )
     assert r.status_code == 502 and r.json()["type"] == "error"
+    # streamed, a failure before the reply begins gets its status, in the API's shape
     upstream.add_error(500, "boom")
-    with httpx.stream(
-        "POST",
+    r = httpx.post(
         gateway + "/v1/messages",
         json={
             "model": "gw",
@@ -470,15 +470,30 @@ def test_upstream_failures_in_each_api_shape(upstream: FakeOpenAIServer, gateway
             "stream": True,
             "messages": [{"role": "user", "content": "x"}],
         },
+    )
+    assert r.status_code == 502 and r.json()["error"]["type"] == "api_error"
+    assert "boom" not in r.text and "127.0.0.1" not in r.text
+    upstream.add_error(429, "slow down")
+    r = httpx.post(gateway + "/v1/responses", json={"model": "gw", "input": "x", "stream": True})
+    assert r.status_code == 429 and r.json()["error"]["type"] == "rate_limit_error"
+    # a failure after it began is the stream's last event, in the API's shape
+    half = [json.dumps({"choices": [{"index": 0, "delta": {"content": "Hel"}}]}), "{not json"]
+    upstream.add_raw(half)
+    body = {"model": "gw", "max_tokens": 5, "stream": True}
+    with httpx.stream(
+        "POST",
+        gateway + "/v1/messages",
+        json={**body, "messages": [{"role": "user", "content": "x"}]},
     ) as streamed:
         text = streamed.read().decode()
-    assert "event: message_start" in text and "event: error" in text
-    upstream.add_error(500, "boom")
+    assert "event: message_start" in text and "Hel" in text
+    assert text.rstrip().splitlines()[-2] == "event: error" and "message_stop" not in text
+    upstream.add_raw(half)
     with httpx.stream(
         "POST", gateway + "/v1/responses", json={"model": "gw", "input": "x", "stream": True}
     ) as streamed:
         text = streamed.read().decode()
-    assert "event: response.failed" in text
+    assert "Hel" in text and text.rstrip().splitlines()[-2] == "event: response.failed"
 
 
 def test_the_key_is_taken_as_bearer_or_x_api_key(upstream: FakeOpenAIServer) -> None:
