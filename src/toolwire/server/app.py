@@ -36,12 +36,14 @@ from starlette.routing import Route
 from ..errors import ToolwireError, UsageError
 from ..events import Event
 from ..pipeline import Backend, Request
+from ..store import ConversationStore
 from .anthropic import count_tokens, error_body, parse_messages, reply, reply_stream
 from .chat import complete, complete_stream
 from .config import Models, UnknownModel
 from .core import Started, WireError, arguments_json, dumps
 from .failures import Failure, failure
 from .fields import options
+from .remember import ResponseMemory
 from .responses import parse_responses, respond, respond_stream
 
 __all__ = ["MAX_BODY_BYTES", "arguments_json", "create_app"]
@@ -226,10 +228,12 @@ def create_app(
     model_name: str = "toolwire",
     api_key: str | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
+    store: ConversationStore | None = None,
 ) -> Starlette:
     """The gateway as an ASGI app in front of ``backend`` (one model, answering to any
     name, listed as ``model_name``) or of :class:`Models` (many, by name)."""
     models = backend if isinstance(backend, Models) else Models.single(backend, model_name)
+    memory = ResponseMemory(store) if store is not None else None
 
     def authorised(request: HttpRequest) -> bool:
         if api_key is None:
@@ -329,7 +333,7 @@ def create_app(
 
     async def responses(request: HttpRequest) -> Response:
         try:
-            call = parse_responses(await body_of(request))
+            call = await parse_responses(await body_of(request), memory)
             engine, name = await models.backend(call.model), models.served_name(call.model)
         except WireError as exc:
             return openai_refusal(exc)

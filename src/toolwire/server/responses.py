@@ -7,8 +7,10 @@ In: ``input`` as a string or items (messages, ``function_call``, ``function_call
 client's ``responses.stream()`` reads. The items become the Chat Completions messages the
 core takes, so every engine and every repair is the same as for the other APIs.
 
-Not served (a 400 that names the field): ``previous_response_id`` and ``store: true``
-(this gateway keeps no conversations), tools other than functions, input images and files.
+With a conversation store (``toolwire serve`` opens one), responses are stored unless the
+request says ``store: false``, and ``previous_response_id`` continues one (see
+:mod:`toolwire.server.remember`); without one, both get a 400 saying so. Not served (a 400
+that names the field): tools other than functions, input images and files.
 Fields that change nothing here (``metadata``, ``user``, ``reasoning``, ``text``,
 ``truncation``, ``include``, ``top_p``…) are accepted and ignored.
 """
@@ -22,10 +24,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..errors import ToolwireError
 from ..events import Event, ReasoningDelta, TextDelta
 from ..pipeline import Request
 from .core import Finish, Told, WireCall, WireError, dumps, turn, whole
 from .fields import check, options
+from .remember import ResponseMemory
 
 __all__ = ["ResponsesCall", "parse_responses", "respond", "respond_stream"]
 
@@ -60,9 +64,19 @@ class _Tool(BaseModel):
 class ResponsesCall:
     """A parsed Responses request: the engine request and what the reply echoes."""
 
-    def __init__(self, request: Request, fields: _Fields, stream: bool) -> None:
+    def __init__(
+        self,
+        request: Request,
+        fields: _Fields,
+        conversation: list[dict[str, Any]],
+        memory: ResponseMemory | None,
+    ) -> None:
         self.request = request
-        self.stream = stream
+        self.stream = fields.stream
+        #: The conversation without the instructions, to store with the output.
+        self.conversation = conversation
+        #: Where the response is stored, when it is.
+        self.memory = memory if memory is not None and fields.store is not False else None
         self.parallel = fields.parallel_tool_calls
         self.model = fields.model
         self.echo: dict[str, Any] = {
@@ -72,6 +86,8 @@ class ResponsesCall:
             "parallel_tool_calls": fields.parallel_tool_calls,
             "temperature": fields.temperature,
             "max_output_tokens": fields.max_output_tokens,
+            "previous_response_id": fields.previous_response_id,
+            "store": self.memory is not None,
         }
 
 
@@ -96,16 +112,14 @@ def _text(content: Any, where: str) -> str:
     return "".join(out)
 
 
-def _messages(fields: _Fields) -> list[dict[str, Any]]:
-    """The input items as Chat Completions messages (calls folded into the assistant
-    message before them, as Chat Completions has them)."""
-    messages: list[dict[str, Any]] = []
-    if fields.instructions:
-        messages.append({"role": "system", "content": fields.instructions})
+def _messages(fields: _Fields, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The input items as Chat Completions messages after ``history`` (calls folded into
+    the assistant message before them, as Chat Completions has them)."""
+    messages: list[dict[str, Any]] = list(history)
     if isinstance(fields.input, str):
         messages.append({"role": "user", "content": fields.input})
         return messages
-    called: set[str] = set()
+    called = {c["id"] for m in history for c in m.get("tool_calls") or () if "id" in c}
     for i, item in enumerate(fields.input):
         where = f"input[{i}]"
         if not isinstance(item, dict):
@@ -161,8 +175,6 @@ def _messages(fields: _Fields) -> list[dict[str, Any]]:
             )
     for m in messages:
         m.pop("_answered", None)
-    if not messages:
-        raise WireError("'input' must not be empty", "input")
     return messages
 
 
@@ -182,18 +194,29 @@ def _tools(fields: _Fields) -> list[dict[str, Any]] | None:
     return out
 
 
-def parse_responses(data: Mapping[str, Any]) -> ResponsesCall:
-    """The engine request for a Responses body (already JSON, an object)."""
+async def parse_responses(
+    data: Mapping[str, Any], memory: ResponseMemory | None = None
+) -> ResponsesCall:
+    """The engine request for a Responses body (already JSON, an object); ``memory``
+    serves ``previous_response_id`` and stores responses."""
     fields = check(_Fields, data, "")
-    if fields.previous_response_id is not None:
+    if memory is None and fields.previous_response_id is not None:
         raise WireError(
             "'previous_response_id' is not served: this gateway keeps no conversations; "
             "send the whole input instead",
             "previous_response_id",
         )
-    if fields.store:
+    if memory is None and fields.store:
         raise WireError("'store: true' is not served: this gateway keeps no conversations", "store")
-    messages = _messages(fields)
+    history = []
+    if memory is not None and fields.previous_response_id is not None:
+        history = await memory.history(fields.previous_response_id)
+    conversation = _messages(fields, history)
+    if not conversation:
+        raise WireError("'input' must not be empty", "input")
+    messages = conversation
+    if fields.instructions:
+        messages = [{"role": "system", "content": fields.instructions}, *conversation]
     tools = _tools(fields)
     choice: Any = fields.tool_choice
     if isinstance(choice, dict):
@@ -222,7 +245,7 @@ def parse_responses(data: Mapping[str, Any]) -> ResponsesCall:
         strict=settings.get("strict", False),
         constrained=settings.get("constrained", True),
     )
-    return ResponsesCall(request, fields, fields.stream)
+    return ResponsesCall(request, fields, conversation, memory)
 
 
 def _usage(finish: Finish) -> dict[str, Any] | None:
@@ -303,6 +326,39 @@ def _call_item(call: WireCall, status: str = "completed") -> dict[str, Any]:
     }
 
 
+def _said(output: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The output items as the assistant message a continuation is given."""
+    text = "".join(
+        part["text"] for item in output if item["type"] == "message" for part in item["content"]
+    )
+    calls = [
+        {
+            "id": item["call_id"],
+            "type": "function",
+            "function": {"name": item["name"], "arguments": item["arguments"]},
+        }
+        for item in output
+        if item["type"] == "function_call"
+    ]
+    message: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        message["tool_calls"] = calls
+    return [message] if text or calls else []
+
+
+async def _kept(
+    call: ResponsesCall, rid: str, model: str, output: list[dict[str, Any]]
+) -> list[Told]:
+    """Store the response when asked; a notice when the store failed (the reply stands)."""
+    if call.memory is None:
+        return []
+    try:
+        await call.memory.keep(rid, model, [*call.conversation, *_said(output)])
+    except ToolwireError as exc:
+        return [Told("response-not-stored", f"the response could not be stored: {exc}")]
+    return []
+
+
 async def respond(events: AsyncIterable[Event], call: ResponsesCall, model: str) -> dict[str, Any]:
     """The whole reply, not streamed."""
     done = await whole(events, call.request, parallel=call.parallel)
@@ -312,9 +368,9 @@ async def respond(events: AsyncIterable[Event], call: ResponsesCall, model: str)
     if done.text:
         output.append(_message_item(_id("msg"), done.text))
     output += [_call_item(c) for c in done.calls]
-    return _finished(
-        _response(_id("resp"), model, call, "in_progress", output), done.finish, done.notices
-    )
+    rid = _id("resp")
+    notices = done.notices + await _kept(call, rid, model, output)
+    return _finished(_response(rid, model, call, "in_progress", output), done.finish, notices)
 
 
 class _Events:
@@ -475,6 +531,7 @@ async def respond_stream(
         return
     for line in close():
         yield line
+    notices += await _kept(call, rid, model, output)
     final = _finished(_response(rid, model, call, "in_progress", output), finish, notices)
     kind = "response.incomplete" if final["status"] == "incomplete" else "response.completed"
     yield event(kind, response=final)
