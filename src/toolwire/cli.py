@@ -7,7 +7,9 @@ template makes of a conversation; ``parse`` reads a reply in one family's gramma
 the reader for tools in words), whole or as a stream of chunks, and with the tools given
 prints each call's arguments typed by its schema, with the repairs that took; ``args`` reads
 a call's arguments, types and checks them, or prints the explanation a model would get
-(exit 1); ``models`` lists the models known by name. Wherever a local GGUF model is taken,
+(exit 1); ``models`` lists the models known by name; ``chat --conversation NAME`` keeps a
+chat in the conversation store, and ``conversations`` lists, shows, exports and deletes what
+it keeps (:mod:`toolwire.store.command`). Wherever a local GGUF model is taken,
 a known name (``qwen2.5-coder-1.5b``) works as well as a path. Other errors are one line on
 stderr, exit 2.
 """
