@@ -388,3 +388,24 @@ def _box() -> Toolbox:
         return "r"
 
     return box
+
+
+def test_a_store_at_an_older_version_is_migrated_in_place_keeping_its_conversations(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A later schema version (made up here) is applied to a store of this one, once."""
+    from toolwire.store import db
+
+    store = ConversationStore()
+    _step(conversation := store.open("c1"), "a")
+    conversation.commit()
+    later = {**MIGRATIONS, SCHEMA_VERSION + 1: ("ALTER TABLE conversations ADD COLUMN tag TEXT",)}
+    monkeypatch.setattr(db, "MIGRATIONS", later)
+    monkeypatch.setattr(db, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    assert store.get("c1").messages == conversation.messages
+    con = sqlite3.connect(store.path)
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
+    columns = [r[1] for r in con.execute("PRAGMA table_info(conversations)")]
+    con.close()
+    assert columns.count("tag") == 1
+    assert len(store.summaries()) == 1  # opened again: nothing applied twice
