@@ -17,6 +17,7 @@ from .errors import (
     LabbookError,
     LimitError,
     ModelNotFoundError,
+    StoreError,
     TemplateError,
     TemplateSecurityError,
     ToolwireError,
@@ -41,6 +42,7 @@ from .formats.registry import family_names, get_family
 from .loop import run_loop, run_loop_sync
 from .messages import ToolCall
 from .pipeline import ModelMemory, default_memory
+from .store import ConversationStore, StoredConversation
 from .templates import ChatTemplate, GGUFInfo, load_template, read_gguf
 from .tools import Tool, Toolbox, ToolDefinitionError, ToolDenied, ToolUnavailable
 
@@ -55,6 +57,7 @@ __all__ = [
     "CallStart",
     "ChatTemplate",
     "Conversation",
+    "ConversationStore",
     "Detection",
     "Done",
     "Event",
@@ -75,6 +78,8 @@ __all__ = [
     "ReasoningDelta",
     "ReplyStream",
     "Request",
+    "StoreError",
+    "StoredConversation",
     "TemplateError",
     "TemplateSecurityError",
     "TextDelta",

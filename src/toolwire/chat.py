@@ -173,19 +173,23 @@ def chat(
     request_options: dict[str, Any] | None = None,
     stdin: TextIO | None = None,
     out: TextIO | None = None,
+    conversation: Conversation | None = None,
 ) -> int:
-    """Run a chat: one prompt (``once``) or lines from ``stdin`` until it ends."""
+    """Run a chat: one prompt (``once``) or lines from ``stdin`` until it ends.
+
+    ``settings`` are this run's (the flags): they go before the ``conversation``'s own, which
+    a resumed stored conversation brings with it and keeps."""
     out = out or sys.stdout
     stdin = stdin or sys.stdin
     box = demo_toolbox()
-    conversation = Conversation(settings=dict(settings or {}))
+    conversation = conversation if conversation is not None else Conversation()
     prompts: Iterable[str] = [once] if once is not None else _lines(stdin, out)
     for prompt in prompts:
         conversation.add_user(prompt)
-        show(
-            run_loop_sync(backend, conversation, box, request_options=request_options or {}),
-            out,
+        events = run_loop_sync(
+            backend, conversation, box, settings=settings, request_options=request_options or {}
         )
+        show(events, out)
     return 0
 
 

@@ -7,7 +7,9 @@ template makes of a conversation; ``parse`` reads a reply in one family's gramma
 the reader for tools in words), whole or as a stream of chunks, and with the tools given
 prints each call's arguments typed by its schema, with the repairs that took; ``args`` reads
 a call's arguments, types and checks them, or prints the explanation a model would get
-(exit 1); ``models`` lists the models known by name. Wherever a local GGUF model is taken,
+(exit 1); ``models`` lists the models known by name; ``chat --conversation NAME`` keeps a
+chat in the conversation store, and ``conversations`` lists, shows, exports and deletes what
+it keeps (:mod:`toolwire.store.command`). Wherever a local GGUF model is taken,
 a known name (``qwen2.5-coder-1.5b``) works as well as a path. Other errors are one line on
 stderr, exit 2.
 """
@@ -33,6 +35,7 @@ from .formats.registry import FORMAT_SETTINGS, family_names, get_family
 from .formats.words import Words
 from .messages import ToolCall
 from .server.config import ModelEntry, Models, environment_key, read_config
+from .store.command import add_conversations_command
 from .templates import ChatTemplate, load_template
 from .templates.shaping import CallIds
 
@@ -275,28 +278,30 @@ def _cmd_args(args: argparse.Namespace) -> int:
     return 0
 
 
-def _backend(args: argparse.Namespace) -> Any:
+def _backend(args: argparse.Namespace, memory: Any = None) -> Any:
     from .backends import OllamaBackend, OpenAIBackend
 
     if args.ollama is not None:
         if not args.model:
             raise UsageError("--ollama needs --model NAME")
-        return OllamaBackend(args.model, base_url=args.ollama)
+        return OllamaBackend(args.model, base_url=args.ollama, memory=memory)
     if args.base_url:
         if not args.model:
             raise UsageError("--base-url needs --model NAME")
         key = args.api_key or os.environ.get("OPENAI_API_KEY")
-        return OpenAIBackend(args.model, base_url=args.base_url, api_key=key)
+        return OpenAIBackend(args.model, base_url=args.base_url, api_key=key, memory=memory)
     from .backends.llamacpp import LlamaCppBackend
 
     path = local_model(args.model_path)
-    return LlamaCppBackend(path, n_ctx=args.ctx, tool_format=args.tool_format or "auto")
+    return LlamaCppBackend(
+        path, n_ctx=args.ctx, tool_format=args.tool_format or "auto", memory=memory
+    )
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
     from .chat import chat
 
-    settings: dict[str, Any] = {"read_only": args.read_only}
+    settings: dict[str, Any] = {"read_only": True} if args.read_only else {}
     if args.max_tool_iters is not None:
         settings["max_tool_iters"] = args.max_tool_iters
     if args.tool_format:
@@ -306,7 +311,21 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         options["temperature"] = args.temperature
     if args.think:
         options["think"] = True
-    return chat(_backend(args), once=args.once, settings=settings, request_options=options)
+    conversation = memory = None
+    if args.conversation:  # resumed with its settings, or made keeping these
+        from .store.command import open_for_chat
+
+        conversation, memory = open_for_chat(args.conversation, settings)
+    backend = _backend(args, memory)
+    if conversation is not None:
+        conversation.model = backend.model
+    return chat(
+        backend,
+        once=args.once,
+        settings=settings,
+        request_options=options,
+        conversation=conversation,
+    )
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
@@ -384,8 +403,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             f"listening on {args.host} needs --api-key TOKEN (clients send it as "
             "a bearer token); on loopback it is optional"
         )
+    from .store import ConversationStore
+
     models = _served_models(args)
-    app = create_app(models, api_key=args.api_key)
+    store = None if args.no_store else ConversationStore()
+    app = create_app(models, api_key=args.api_key, store=store)
     names = ", ".join(models.names()) or "the model each client names"
     print(f"toolwire: serving {names} at http://{args.host}:{args.port}/v1", file=sys.stderr)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
@@ -491,6 +513,11 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--tool-format", choices=[*FORMAT_SETTINGS, *family_names()])
     c.add_argument("--think", action="store_true", help="let a thinking model think")
     c.add_argument("--ctx", type=int, default=4096, help="context size of a local model")
+    c.add_argument(
+        "--conversation",
+        metavar="NAME",
+        help="keep the chat as NAME in the store, or resume NAME with its settings",
+    )
     c.set_defaults(run=_cmd_chat)
 
     v = sub.add_parser("serve", help="an OpenAI-compatible gateway with working tool calls")
@@ -520,6 +547,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="the time to connect to the upstream (default: 10)",
     )
+    v.add_argument(
+        "--no-store",
+        action="store_true",
+        help="keep no Responses conversations (previous_response_id, store: true)",
+    )
     v.add_argument("--host", default="127.0.0.1")
     v.add_argument("--port", type=int, default=8000)
     v.add_argument("--api-key", help="the bearer token clients must send (needed off loopback)")
@@ -535,6 +567,7 @@ def _parser() -> argparse.ArgumentParser:
     m.set_defaults(run=_cmd_models)
 
     add_bench_command(sub, model_help=_MODEL_HELP)
+    add_conversations_command(sub)
     return p
 
 

@@ -1,6 +1,7 @@
 """A conversation: its messages, its own settings, the session's values; and pruning.
 
-Settings survive with the conversation. Precedence, highest first: an explicit argument or
+Settings survive with the conversation (a stored one keeps them in its store, see
+:mod:`toolwire.store`). Precedence, highest first: an explicit argument or
 command-line flag, the conversation's own stored setting, the environment
 (``TOOLWIRE_TOOL_FORMAT``, validated: an invalid value warns and is ignored), the model's
 default (its detected family), then ``auto``. A conversation's format, once set, is the one
@@ -103,6 +104,12 @@ class Conversation:
 
     def add_system(self, text: str) -> None:
         self.messages.insert(0, {"role": "system", "content": text})
+
+    def commit(self) -> None:
+        """The loop calls this whenever the conversation is whole — every call it holds has
+        its result — before the next request and when a reply ends. A conversation kept in
+        a store (:class:`toolwire.store.StoredConversation`) writes its new messages here; a
+        plain one has nothing to keep."""
 
 
 def _estimate(message: Mapping[str, Any]) -> int:

@@ -19,6 +19,7 @@ __all__ = [
     "LabbookError",
     "LimitError",
     "ModelNotFoundError",
+    "StoreError",
     "TemplateError",
     "TemplateSecurityError",
     "ToolwireError",
@@ -66,6 +67,21 @@ class ModelNotFoundError(ToolwireError):
     """A local model cannot be had: a bundled model's packages are not installed or its bytes
     fail the checksum (the message names the command that fixes it), or a model was asked for
     by a name toolwire does not know and no file has that path (the message lists the names)."""
+
+
+class StoreError(ToolwireError):
+    """The conversation store cannot be used as it is; it was left untouched.
+
+    ``kind`` says why: ``"corrupt"`` (the file is not a readable toolwire store),
+    ``"newer"`` (a newer toolwire made it: its schema version is above the one this one
+    knows), ``"busy"`` (another process held it for longer than the wait allowed) or
+    ``"gone"`` (another process deleted the conversation being written). A store in one of
+    the first two states is never written to, so nothing in it is lost by trying.
+    """
+
+    def __init__(self, message: str, *, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class ArgumentsError(ToolwireError):

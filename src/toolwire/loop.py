@@ -6,7 +6,9 @@ missing arguments, an unknown tool, a write in read-only mode, an exception, a t
 becomes the result the model reads. ``max_tool_iters`` bounds the model turns that may call
 tools; after it the model gets one last turn without tools, and its answer ends the reply.
 Independent read-only calls of one turn run concurrently. Closing the event stream early
-closes the provider's stream before any pending tool runs.
+closes the provider's stream before any pending tool runs. Whenever the conversation is
+whole again — an answer, or a turn's calls all answered — its ``commit`` runs, before the
+next request: a stored conversation is written there, a step at a time.
 """
 
 from __future__ import annotations
@@ -90,6 +92,7 @@ async def run_loop(
             )
         conversation.messages.append(assistant_message("".join(text), calls))
         if not calls:
+            conversation.commit()
             return
         prepared = [_prepare(call, toolbox, conversation, s) for call in calls]
         for typed, _, failure in prepared:
@@ -99,6 +102,7 @@ async def run_loop(
         for call, result in zip(calls, results, strict=True):
             yield result
             conversation.messages.append(tool_message(call.id, call.name, result.content))
+        conversation.commit()  # every call answered: kept before the next request
 
 
 def run_loop_sync(

@@ -5,7 +5,9 @@ lesson worth keeping: the next request goes in the strict dialect, or with the t
 words, before the model says a word. Lessons are keyed by (endpoint, model), so the same
 model name on two servers learns apart; the memory holds a bounded number of models (the
 least recently used is forgotten first); it can be reset, and saved to and loaded from
-JSON (the conversation store keeps one).
+JSON. Given a ``store`` (a :class:`LessonStore`, such as
+:class:`toolwire.store.ConversationStore`), it starts with the lessons kept there and keeps
+each new one there as it is learned, so the next process starts knowing them.
 
 Every backend takes a ``memory``; without one it uses the process's default, which
 :func:`default_memory` returns (and ``default_memory().reset()`` clears).
@@ -18,11 +20,11 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import UsageError
 
-__all__ = ["Lesson", "ModelMemory", "default_memory"]
+__all__ = ["Lesson", "LessonStore", "ModelMemory", "default_memory"]
 
 #: The dialects a lesson may name (see :mod:`toolwire.schemas`).
 _DIALECTS = ("strict", "permissive", "gemini", "anthropic")
@@ -38,15 +40,34 @@ class Lesson:
     words: bool = False
 
 
-class ModelMemory:
-    """Lessons by (endpoint, model); at most ``max_models`` of them, least recent forgotten."""
+class LessonStore(Protocol):
+    """Where a memory keeps its lessons between processes (entries as :meth:`ModelMemory.to_json`
+    gives them)."""
 
-    def __init__(self, max_models: int = 1024) -> None:
+    def load_lessons(self) -> list[dict[str, Any]]:
+        """The lessons kept, least recently taught first."""
+
+    def save_lesson(self, lesson: dict[str, Any], *, keep: int) -> None:
+        """Keep one model's whole lesson, and at most ``keep`` lessons in all."""
+
+    def forget_lessons(self, endpoint: str | None = None, model: str | None = None) -> None:
+        """Forget one model's lesson, or with no arguments every lesson."""
+
+
+class ModelMemory:
+    """Lessons by (endpoint, model); at most ``max_models`` of them, least recent forgotten;
+    with a ``store``, kept there too (see the module)."""
+
+    def __init__(self, max_models: int = 1024, *, store: LessonStore | None = None) -> None:
         if isinstance(max_models, bool) or not isinstance(max_models, int) or max_models < 1:
             raise UsageError(f"max_models must be a whole number of at least 1, not {max_models!r}")
         self.max_models = max_models
         self._lessons: OrderedDict[tuple[str, str], Lesson] = OrderedDict()
         self._lock = threading.Lock()  # a gateway's requests share one memory
+        self.store: LessonStore | None = None  # set after loading: what it holds is kept
+        if store is not None:
+            self._take(store.load_lessons())
+        self.store = store
 
     def recall(self, endpoint: str, model: str) -> Lesson:
         """What this model taught at this endpoint (an empty lesson when nothing)."""
@@ -72,17 +93,24 @@ class ModelMemory:
             self._lessons[(endpoint, model)] = new
             while len(self._lessons) > self.max_models:
                 self._lessons.popitem(last=False)
-            return new
+        if self.store is not None:
+            entry = {"endpoint": endpoint, "model": model, "dialect": new.dialect}
+            self.store.save_lesson({**entry, "words": new.words}, keep=self.max_models)
+        return new
 
     def forget(self, endpoint: str, model: str) -> None:
         """Forget one model's lesson."""
         with self._lock:
             self._lessons.pop((endpoint, model), None)
+        if self.store is not None:
+            self.store.forget_lessons(endpoint, model)
 
     def reset(self) -> None:
         """Forget everything."""
         with self._lock:
             self._lessons.clear()
+        if self.store is not None:
+            self.store.forget_lessons()
 
     def __len__(self) -> int:
         return len(self._lessons)
@@ -101,9 +129,14 @@ class ModelMemory:
     def from_json(cls, data: Any, max_models: int = 1024) -> ModelMemory:
         """A memory holding the lessons :meth:`to_json` gave; entries that do not fit are
         refused with a :class:`~toolwire.errors.UsageError` naming the entry."""
+        memory = cls(max_models)
+        memory._take(data)
+        return memory
+
+    def _take(self, data: Any) -> None:
+        """Learn the lessons :meth:`to_json` gave, refusing any that do not fit."""
         if not isinstance(data, list):
             raise UsageError("a model memory is a JSON list of lessons")
-        memory = cls(max_models)
         for i, entry in enumerate(data):
             ok = (
                 isinstance(entry, dict)
@@ -114,13 +147,12 @@ class ModelMemory:
             )
             if not ok:
                 raise UsageError(f"model memory entry {i} is not a lesson")
-            memory.learn(
+            self.learn(
                 entry["endpoint"],
                 entry["model"],
                 dialect=entry.get("dialect"),
                 words=entry.get("words", False),
             )
-        return memory
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_json(), indent=1), encoding="utf-8")
