@@ -348,7 +348,6 @@ def test_strict_and_notices_alike_in_each_api(upstream: FakeOpenAIServer, gatewa
             {"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]},
             "input[0].content[0]",
         ),
-        ({"input": "x", "tools": [{"type": "web_search"}]}, "tools[0].type"),
         ({"input": "x", "tools": [{"type": "function", "name": ""}]}, "tools[0].name"),
         (
             {"input": "x", "tools": [{"type": "function", "name": "f", "parameters": "x"}]},
@@ -399,13 +398,6 @@ def test_malformed_responses_requests_name_the_field(
         (
             {"messages": [{"role": "user", "content": "x"}], "tools": [{"name": "f"}]},
             "tools[0].input_schema",
-        ),
-        (
-            {
-                "messages": [{"role": "user", "content": "x"}],
-                "tools": [{"type": "web_search_20250305", "name": "w"}],
-            },
-            "tools[0].type",
         ),
         (
             {"messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "sometimes"}},
@@ -519,3 +511,31 @@ def test_the_key_is_taken_as_bearer_or_x_api_key(upstream: FakeOpenAIServer) -> 
 
 def _openai_keyed(url: str, key: str) -> openai.OpenAI:
     return openai.OpenAI(base_url=url + "/v1", api_key=key, max_retries=0)
+
+
+def test_tools_of_other_kinds_are_left_out_with_a_notice(
+    upstream: FakeOpenAIServer, gateway: str
+) -> None:
+    upstream.add_stream(text_deltas("Hi."))
+    r = httpx.post(
+        gateway + "/v1/responses",
+        json={"model": "gw", "input": "x", "tools": [{"type": "web_search"}, RESPONSES_TOOL]},
+    ).json()
+    assert r["output"][0]["content"][0]["text"] == "Hi."
+    (told,) = [n for n in r["toolwire"]["notices"] if n["code"] == "tool-not-served"]
+    assert "tools[0]" in told["message"] and "web_search" in told["message"]
+    upstream.add_stream(text_deltas("Hi."))
+    server_tool = {"type": "web_search_20250305", "name": "web_search"}
+    r = httpx.post(
+        gateway + "/v1/messages",
+        json={
+            "model": "gw",
+            "max_tokens": 9,
+            "messages": [{"role": "user", "content": "x"}],
+            "tools": [ANTHROPIC_TOOL, server_tool],
+        },
+    ).json()
+    assert r["content"] == [{"type": "text", "text": "Hi."}]
+    assert any(n["code"] == "tool-not-served" for n in r["toolwire"]["notices"])
+    sent = [[t["function"]["name"] for t in q["tools"]] for q in upstream.requests]
+    assert sent == [["get_weather"], ["get_weather"]]

@@ -10,7 +10,8 @@ with the event sequence the official ``anthropic`` client reads. Errors come in 
 shape. The toolwire notices are a top-level ``toolwire`` field (in a stream, on
 ``message_delta``).
 
-Not served (a 400 naming the field): images and documents, ``stop_sequences``, server tools.
+Not served (a 400 naming the field): images and documents, ``stop_sequences``. Server tools
+(web search, code execution…) are left out with a ``tool-not-served`` notice.
 ``metadata``, ``top_p``, ``top_k``, ``service_tier`` change nothing here and are ignored.
 """
 
@@ -86,8 +87,17 @@ class _Choice(BaseModel):
 class MessagesCall:
     """A parsed Messages request: the engine request, whether to stream, parallel calls."""
 
-    def __init__(self, request: Request, stream: bool, parallel: bool, model: str | None) -> None:
+    def __init__(
+        self,
+        request: Request,
+        stream: bool,
+        parallel: bool,
+        model: str | None,
+        notices: list[Told],
+    ) -> None:
         self.request, self.stream, self.parallel, self.model = request, stream, parallel, model
+        #: What the request was told before the turn (tools left out).
+        self.notices = notices
 
 
 def _texts(blocks: Any, where: str) -> str:
@@ -202,17 +212,25 @@ def _messages(fields: _Fields) -> list[dict[str, Any]]:
     return out
 
 
-def _tools(fields: _Fields) -> list[dict[str, Any]] | None:
+def _tools(fields: _Fields, skipped: list[Told]) -> list[dict[str, Any]] | None:
+    """Client tools for the engine; a server tool (web search, code execution…) is left
+    out with a ``tool-not-served`` notice, so a client offering one still gets the rest."""
     if fields.tools is None:
         return None
     out = []
     for i, given in enumerate(fields.tools):
-        if isinstance(given, dict) and given.get("type") not in (None, "custom"):
-            raise WireError(
-                f"'tools[{i}].type' {str(given['type'])[:40]!r} is not served: only custom "
-                "tools with an input_schema",
-                f"tools[{i}].type",
+        kind = given.get("type") if isinstance(given, dict) else None
+        if isinstance(kind, str) and kind != "custom":
+            name = given.get("name")
+            named = f" {name[:80]!r}" if isinstance(name, str) else ""
+            skipped.append(
+                Told(
+                    "tool-not-served",
+                    f"tools[{i}] (a {kind[:40]!r} tool{named}) was left out: only tools with "
+                    "an input_schema are served",
+                )
             )
+            continue
         tool = check(_Tool, given, f"tools[{i}]")
         fn: dict[str, Any] = {"name": tool.name, "parameters": tool.input_schema}
         if tool.description is not None:
@@ -226,7 +244,8 @@ def parse_messages(data: Mapping[str, Any]) -> MessagesCall:
     fields = check(_Fields, data, "")
     if fields.stop_sequences:
         raise WireError("'stop_sequences' is not served by this gateway", "stop_sequences")
-    tools = _tools(fields)
+    skipped: list[Told] = []
+    tools = _tools(fields, skipped)
     choice: Any = None
     parallel = True
     if fields.tool_choice is not None:
@@ -265,7 +284,7 @@ def parse_messages(data: Mapping[str, Any]) -> MessagesCall:
         strict=settings.get("strict", False),
         constrained=settings.get("constrained", True),
     )
-    return MessagesCall(request, fields.stream, parallel, fields.model)
+    return MessagesCall(request, fields.stream, parallel, fields.model, skipped)
 
 
 def count_tokens(backend: Backend, request: Request) -> int:
@@ -320,7 +339,7 @@ def _stop(finish: Finish, used: bool) -> str:
 async def reply(events: AsyncIterable[Event], call: MessagesCall, model: str) -> dict[str, Any]:
     """The whole reply, not streamed."""
     done = await whole(events, call.request, parallel=call.parallel)
-    notices = list(done.notices)
+    notices = call.notices + done.notices
     uses, left = _blocks(done.calls, notices)
     content: list[dict[str, Any]] = []
     if done.reasoning:
@@ -366,7 +385,7 @@ async def reply_stream(
     index = -1
     open_kind: str | None = None
     used = False
-    notices: list[Told] = []
+    notices: list[Told] = list(call.notices)
     finish = Finish("stop")
 
     def close() -> list[str]:

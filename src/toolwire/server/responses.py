@@ -10,7 +10,9 @@ core takes, so every engine and every repair is the same as for the other APIs.
 With a conversation store (``toolwire serve`` opens one), responses are stored unless the
 request says ``store: false``, and ``previous_response_id`` continues one (see
 :mod:`toolwire.server.remember`); without one, both get a 400 saying so. Not served (a 400
-that names the field): tools other than functions, input images and files.
+that names the field): input images and files. Tools other than functions (a provider's
+own: web search, a shell, free-form ``custom`` tools) are left out with a
+``tool-not-served`` notice, so a client that offers them still gets its function tools.
 Fields that change nothing here (``metadata``, ``user``, ``reasoning``, ``text``,
 ``truncation``, ``include``, ``top_p``…) are accepted and ignored.
 """
@@ -75,6 +77,8 @@ class ResponsesCall:
         self.stream = fields.stream
         #: The conversation without the instructions, to store with the output.
         self.conversation = conversation
+        #: What the request was told before the turn (tools left out).
+        self.notices: list[Told] = []
         #: Where the response is stored, when it is.
         self.memory = memory if memory is not None and fields.store is not False else None
         self.parallel = fields.parallel_tool_calls
@@ -178,11 +182,18 @@ def _messages(fields: _Fields, history: list[dict[str, Any]]) -> list[dict[str, 
     return messages
 
 
-def _tools(fields: _Fields) -> list[dict[str, Any]] | None:
+def _tools(fields: _Fields, skipped: list[Told]) -> list[dict[str, Any]] | None:
+    """Function tools for the engine; a tool of another kind (a provider's own: web search,
+    a shell, a free-form ``custom`` tool) is left out with a ``tool-not-served`` notice,
+    so a client that offers them still gets its function tools."""
     if fields.tools is None:
         return None
     out = []
     for i, given in enumerate(fields.tools):
+        kind = given.get("type") if isinstance(given, dict) else None
+        if isinstance(kind, str) and kind != "function":
+            skipped.append(_not_served(f"tools[{i}]", kind, given.get("name")))
+            continue
         tool = check(_Tool, given, f"tools[{i}]")
         fn: dict[str, Any] = {
             "name": tool.name,
@@ -192,6 +203,14 @@ def _tools(fields: _Fields) -> list[dict[str, Any]] | None:
             fn["description"] = tool.description
         out.append({"type": "function", "function": fn})
     return out
+
+
+def _not_served(where: str, kind: str, name: Any) -> Told:
+    named = f" {name[:80]!r}" if isinstance(name, str) else ""
+    return Told(
+        "tool-not-served",
+        f"{where} (a {kind[:40]!r} tool{named}) was left out: only function tools are served",
+    )
 
 
 async def parse_responses(
@@ -217,7 +236,8 @@ async def parse_responses(
     messages = conversation
     if fields.instructions:
         messages = [{"role": "system", "content": fields.instructions}, *conversation]
-    tools = _tools(fields)
+    skipped: list[Told] = []
+    tools = _tools(fields, skipped)
     choice: Any = fields.tool_choice
     if isinstance(choice, dict):
         name = choice.get("name")
@@ -245,7 +265,9 @@ async def parse_responses(
         strict=settings.get("strict", False),
         constrained=settings.get("constrained", True),
     )
-    return ResponsesCall(request, fields, conversation, memory)
+    call = ResponsesCall(request, fields, conversation, memory)
+    call.notices = skipped
+    return call
 
 
 def _usage(finish: Finish) -> dict[str, Any] | None:
@@ -369,7 +391,7 @@ async def respond(events: AsyncIterable[Event], call: ResponsesCall, model: str)
         output.append(_message_item(_id("msg"), done.text))
     output += [_call_item(c) for c in done.calls]
     rid = _id("resp")
-    notices = done.notices + await _kept(call, rid, model, output)
+    notices = call.notices + done.notices + await _kept(call, rid, model, output)
     return _finished(_response(rid, model, call, "in_progress", output), done.finish, notices)
 
 
@@ -400,7 +422,7 @@ async def respond_stream(
     yield event("response.created", response=body)
     yield event("response.in_progress", response=body)
     output: list[dict[str, Any]] = []
-    notices: list[Told] = []
+    notices: list[Told] = list(call.notices)
     open_item: dict[str, Any] | None = None  # the message or reasoning item being written
     parts: list[str] = []
     finish = Finish("stop")
