@@ -149,19 +149,35 @@ def test_a_config_with_flags_is_refused(tmp_path: Path) -> None:
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 
 
-def test_the_local_model_loads_on_first_use_and_round_trips_in_each_api(qwen_gguf: Path) -> None:
-    """The real default model behind a config: not loaded until asked; then a tool round
-    trip through Responses and Messages, streamed and not: the call comes back typed, the
-    result goes back by id, and an answer in words arrives."""
+def test_the_local_model_loads_on_first_use_and_round_trips_in_each_api(
+    qwen_gguf: Path, two: tuple[FakeOpenAIServer, FakeOpenAIServer]
+) -> None:
+    """Two upstreams and the real default model behind one config, chosen by ``model``: the
+    local model is not loaded until asked; then a tool round trip through Responses and
+    Messages, streamed and not: the call comes back typed, the result goes back by id, and
+    an answer in words arrives."""
     built: list[str] = []
 
     def build(entry: ModelEntry) -> Any:
         built.append(entry.name)
         return _build_backend(entry)
 
-    models = Models([ModelEntry("local", gguf=str(qwen_gguf), ctx=2048)], build)
+    a, b = two
+    entries = [
+        ModelEntry("up-a", upstream=a.base_url, upstream_model="engine-a"),
+        ModelEntry("local", gguf=str(qwen_gguf), ctx=2048),
+        ModelEntry("up-b", upstream=b.base_url, upstream_model="engine-b"),
+    ]
+    models = Models(entries, build)
     with ServedApp(create_app(models)) as served:
-        assert built == []
+        for name, fake in (("up-a", a), ("up-b", b)):
+            fake.add_stream(text_deltas(f"from {name}"))
+            r = httpx.post(
+                served.url + "/v1/chat/completions",
+                json={"model": name, "messages": [{"role": "user", "content": "hi"}]},
+            )
+            assert r.json()["choices"][0]["message"]["content"] == f"from {name}"
+        assert built == ["up-a", "up-b"]  # the local model: not yet
         oa = openai.OpenAI(base_url=served.url + "/v1", api_key="x", max_retries=0, timeout=300)
         an = anthropic.Anthropic(base_url=served.url, api_key="x", max_retries=0, timeout=300)
         tool = {
@@ -252,4 +268,4 @@ def test_the_local_model_loads_on_first_use_and_round_trips_in_each_api(qwen_ggu
             model="local", messages=[{"role": "user", "content": "Hello there"}]
         )
         assert 3 <= counted.input_tokens <= 60  # exact: the template's own tokens
-    assert built == ["local"]
+    assert built == ["up-a", "up-b", "local"]  # loaded once
