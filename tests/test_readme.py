@@ -110,12 +110,27 @@ def _exec(code: str) -> None:
 def test_the_openai_client_example_calls_a_tool_through_the_gateway(
     llama_backend: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (code,) = [b for b in blocks("python") if "OpenAI(base_url=" in b]
+    (code,) = [b for b in blocks("python") if "OpenAI(base_url=" in b and "Anthropic(" not in b]
     assert "http://127.0.0.1:8000/v1" in code  # where `toolwire serve` listens
     with ServedApp(create_app(llama_backend, model_name="toolwire")) as served:
         _exec(code.replace("http://127.0.0.1:8000/v1", served.url + "/v1"))
     out = capsys.readouterr().out
     assert "name='get_weather'" in out and "Paris" in out
+
+
+def test_the_responses_and_messages_example_calls_a_tool_through_the_gateway(
+    llama_backend: Any,
+) -> None:
+    (code,) = [b for b in blocks("python") if "Anthropic(" in b]
+    with ServedApp(create_app(llama_backend, model_name="toolwire")) as served:
+        code = code.replace("http://127.0.0.1:8000/v1", served.url + "/v1")
+        space: dict[str, Any] = {"__name__": "readme"}
+        exec(compile(code.replace("http://127.0.0.1:8000", served.url), "README.md", "exec"), space)
+    (call,) = [o for o in space["response"].output if o.type == "function_call"]
+    assert call.name == "get_weather" and "oslo" in call.arguments.lower()
+    message = space["message"]
+    (use,) = [b for b in message.content if b.type == "tool_use"]
+    assert message.stop_reason == "tool_use" and use.input["city"].lower() == "oslo"
 
 
 def test_the_tool_loop_example_runs_on_the_real_model(
@@ -146,7 +161,9 @@ def test_the_tool_loop_example_runs_on_the_real_model(
 
 def test_every_other_python_example_runs() -> None:
     others = [
-        b for b in blocks("python") if "OpenAI(base_url=" not in b and "run_loop_sync" not in b
+        b
+        for b in blocks("python")
+        if "OpenAI(base_url=" not in b and "run_loop_sync" not in b and "Anthropic(" not in b
     ]
     for code in others:
         _exec(code)

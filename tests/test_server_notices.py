@@ -186,11 +186,11 @@ def test_the_extension_sets_strict_and_constrained() -> None:
     from toolwire.server.app import _parse
 
     body = {**ASK, "tools": TOOLS, "toolwire": {"constrained": False}}
-    request, _, _ = _parse(json.dumps(body).encode())
+    request, _, _ = _parse(body)
     assert request.constrained is False and request.strict is False
-    request, _, _ = _parse(json.dumps({**body, "toolwire": {"strict": True}}).encode())
+    request, _, _ = _parse({**body, "toolwire": {"strict": True}})
     assert request.strict is True and request.constrained is True
-    request, _, _ = _parse(json.dumps({**ASK, "tools": TOOLS}).encode())
+    request, _, _ = _parse({**ASK, "tools": TOOLS})
     assert request.constrained is True
 
 

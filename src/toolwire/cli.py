@@ -21,6 +21,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from .formats.detect import detect_format
 from .formats.registry import FORMAT_SETTINGS, family_names, get_family
 from .formats.words import Words
 from .messages import ToolCall
+from .server.config import ModelEntry, Models, environment_key, read_config
 from .store.command import add_conversations_command
 from .templates import ChatTemplate, load_template
 from .templates.shaping import CallIds
@@ -340,6 +342,57 @@ def _cmd_models(args: argparse.Namespace) -> int:
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
+def _build_backend(
+    entry: ModelEntry, *, timeout: float = 120.0, connect_timeout: float = 10.0
+) -> Any:
+    """A backend for one served model: an upstream shares one pool for as long as it
+    serves, with the request deadline and connect timeout given; a local model is loaded
+    now (the gateway calls this on first use)."""
+    if entry.gguf is not None:
+        from .backends.llamacpp import LlamaCppBackend
+
+        return LlamaCppBackend(local_model(entry.gguf), n_ctx=entry.ctx)
+    from .backends import OpenAIBackend
+    from .backends.http import new_client
+
+    assert entry.upstream is not None and entry.upstream_model is not None
+    return OpenAIBackend(
+        entry.upstream_model,
+        base_url=entry.upstream,
+        api_key=environment_key(entry),
+        dialect=entry.dialect,
+        words=entry.words,
+        client=new_client(timeout, connect_timeout=connect_timeout),
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+    )
+
+
+def _served_models(args: argparse.Namespace) -> Models:
+    """The models ``serve`` stands before: a config's, or the one the flags name."""
+    build = partial(
+        _build_backend, timeout=args.upstream_timeout, connect_timeout=args.connect_timeout
+    )
+    if args.config:
+        if args.upstream or args.model or args.upstream_model:
+            raise UsageError("--config lists the models; give no --model or --upstream with it")
+        return Models(read_config(args.config), build)
+    if args.upstream:
+        entry = ModelEntry(
+            args.upstream_model or "upstream",
+            upstream=args.upstream,
+            upstream_model=args.upstream_model or "-",
+            api_key_env=None if args.upstream_key else "OPENAI_API_KEY",
+            api_key=args.upstream_key,
+        )
+        if not args.upstream_model:
+            return Models([], build, passed=entry)
+    else:
+        path = local_model(args.model)
+        entry = ModelEntry(path.stem, gguf=str(path), ctx=args.ctx)
+    return Models.single(build(entry), entry.name)
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -350,31 +403,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             f"listening on {args.host} needs --api-key TOKEN (clients send it as "
             "a bearer token); on loopback it is optional"
         )
-    if args.upstream:
-        from .backends import OpenAIBackend
+    from .store import ConversationStore
 
-        if not args.upstream_model:
-            raise UsageError("--upstream needs --upstream-model NAME")
-        from .backends.http import new_client
-
-        backend: Any = OpenAIBackend(
-            args.upstream_model,
-            base_url=args.upstream,
-            api_key=args.upstream_key or os.environ.get("OPENAI_API_KEY"),
-            # one pool for every request, for as long as it serves
-            client=new_client(args.upstream_timeout, connect_timeout=args.connect_timeout),
-            timeout=args.upstream_timeout,
-            connect_timeout=args.connect_timeout,
-        )
-        name = args.upstream_model
-    else:
-        from .backends.llamacpp import LlamaCppBackend
-
-        path = local_model(args.model)
-        backend = LlamaCppBackend(path, n_ctx=args.ctx)
-        name = path.stem
-    app = create_app(backend, model_name=name, api_key=args.api_key)
-    print(f"toolwire: serving {name} at http://{args.host}:{args.port}/v1", file=sys.stderr)
+    models = _served_models(args)
+    store = None if args.no_store else ConversationStore()
+    app = create_app(models, api_key=args.api_key, store=store)
+    names = ", ".join(models.names()) or "the model each client names"
+    print(f"toolwire: serving {names} at http://{args.host}:{args.port}/v1", file=sys.stderr)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 
@@ -488,7 +523,15 @@ def _parser() -> argparse.ArgumentParser:
     v = sub.add_parser("serve", help="an OpenAI-compatible gateway with working tool calls")
     v.add_argument("--model", help=f"to serve in-process: {_MODEL_HELP}")
     v.add_argument("--upstream", metavar="URL", help="an OpenAI-compatible server to stand before")
-    v.add_argument("--upstream-model", help="the model's name at --upstream")
+    v.add_argument(
+        "--upstream-model",
+        help="the model's name at --upstream (default: the model each client names)",
+    )
+    v.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a models.toml: many models behind one address, picked by each request's model",
+    )
     v.add_argument("--upstream-key", help="the upstream's key (default: $OPENAI_API_KEY)")
     v.add_argument(
         "--upstream-timeout",
@@ -503,6 +546,11 @@ def _parser() -> argparse.ArgumentParser:
         default=10.0,
         metavar="SECONDS",
         help="the time to connect to the upstream (default: 10)",
+    )
+    v.add_argument(
+        "--no-store",
+        action="store_true",
+        help="keep no Responses conversations (previous_response_id, store: true)",
     )
     v.add_argument("--host", default="127.0.0.1")
     v.add_argument("--port", type=int, default=8000)

@@ -11,8 +11,7 @@ Replies follow OpenAI's shape: ``arguments`` is a JSON string, ``content`` is nu
 reply is only calls, ``finish_reason`` is ``tool_calls``, streamed calls carry their own
 ``index``. Arguments are read forgivingly and typed by the tool's schema, streamed or not;
 a streamed call is sent whole when it is complete. A malformed request gets a 400 in
-OpenAI's error shape; a failing engine the status of its failure, with a short message of
-ours (see :mod:`toolwire.server.failures`), streamed or not.
+OpenAI's error shape; a failing engine a 502.
 
 Every completion also carries ``"toolwire": {"notices": [...]}``, a top-level extension
 that OpenAI clients ignore: each decision and recovery the pipeline made, a call it
@@ -26,9 +25,7 @@ from __future__ import annotations
 import json
 import math
 import secrets
-import time
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from contextlib import aclosing
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
@@ -36,14 +33,18 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..arguments import prepare_arguments
-from ..arguments.read import ReadError, read_json
-from ..errors import ArgumentsError, ToolwireError, UsageError
-from ..events import CallAbort, CallEnd, Done, Event, Notice, ReasoningDelta, TextDelta
-from ..formats.base import assemble
-from ..messages import ToolCall
+from ..errors import ToolwireError, UsageError
+from ..events import Event
 from ..pipeline import Backend, Request
-from .failures import failure
+from ..store import ConversationStore
+from .anthropic import count_tokens, error_body, parse_messages, reply, reply_stream
+from .chat import complete, complete_stream
+from .config import Models, UnknownModel
+from .core import Started, WireError, arguments_json, dumps
+from .failures import Failure, failure
+from .fields import options
+from .remember import ResponseMemory
+from .responses import parse_responses, respond, respond_stream
 
 __all__ = ["MAX_BODY_BYTES", "arguments_json", "create_app"]
 
@@ -53,61 +54,34 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 MAX_DEPTH = 64
 
 
-class _BadRequest(Exception):
-    def __init__(self, message: str, param: str | None = None, status: int = 400) -> None:
-        super().__init__(message)
-        self.message = message
-        self.param = param
-        self.status = status
-
-
-def _error(status: int, message: str, kind: str, param: str | None = None) -> JSONResponse:
+def _error(
+    status: int,
+    message: str,
+    kind: str,
+    param: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
     return JSONResponse(
         {"error": {"message": message, "type": kind, "param": param, "code": None}},
         status_code=status,
+        headers=headers,
     )
 
 
-_SETTINGS = ("strict", "constrained")
+def _model(data: Mapping[str, Any]) -> str | None:
+    model = data.get("model")
+    return model if isinstance(model, str) else None
 
 
-def _options(data: Mapping[str, Any]) -> dict[str, bool]:
-    """The request's ``toolwire`` extension: ``strict`` and ``constrained``, as given."""
-    given = data.get("toolwire")
-    if given is None:
-        return {}
-    if not isinstance(given, dict):
-        raise _BadRequest("'toolwire' must be an object such as {\"strict\": true}", "toolwire")
-    unknown = sorted(set(given) - set(_SETTINGS))
-    if unknown:
-        raise _BadRequest(
-            f"'toolwire' takes only 'strict' and 'constrained', not "
-            f"{', '.join(map(repr, unknown))[:200]}",
-            "toolwire." + str(unknown[0])[:100],
-        )
-    for key, value in given.items():
-        if not isinstance(value, bool):
-            raise _BadRequest(f"'toolwire.{key}' must be true or false", f"toolwire.{key}")
-    return dict(given)
-
-
-def _parse(body: bytes) -> tuple[Request, bool, bool]:
+def _parse(data: Mapping[str, Any]) -> tuple[Request, bool, bool]:
     """The engine request, whether to stream, whether parallel calls are allowed."""
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError) as exc:
-        raise _BadRequest(f"the request body is not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise _BadRequest("the request body must be a JSON object")
-    if _deeper_than(data, MAX_DEPTH):
-        raise _BadRequest(f"the request body is nested deeper than {MAX_DEPTH} levels")
     messages = data.get("messages")
     if not isinstance(messages, list) or not messages:
-        raise _BadRequest("'messages' must be a non-empty list", "messages")
+        raise WireError("'messages' must be a non-empty list", "messages")
     called: set[str] = set()
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-            raise _BadRequest(f"messages[{i}] must be an object with a 'role'", "messages")
+            raise WireError(f"messages[{i}] must be an object with a 'role'", "messages")
         calls = m.get("tool_calls") if m["role"] == "assistant" else None
         if calls is not None:
             if not isinstance(calls, list) or not all(
@@ -116,7 +90,7 @@ def _parse(body: bytes) -> tuple[Request, bool, bool]:
                 and _a_name(c["function"].get("name"))
                 for c in calls
             ):
-                raise _BadRequest(
+                raise WireError(
                     f"messages[{i}].tool_calls must be a list of {{id, type, function}}",
                     "messages",
                 )
@@ -124,11 +98,11 @@ def _parse(body: bytes) -> tuple[Request, bool, bool]:
         if m["role"] == "tool":
             answers = m.get("tool_call_id")
             if not isinstance(answers, str):
-                raise _BadRequest(
+                raise WireError(
                     f"messages[{i}] is a tool message without a 'tool_call_id'", "messages"
                 )
             if answers not in called:
-                raise _BadRequest(
+                raise WireError(
                     f"messages[{i}].tool_call_id {answers[:80]!r} answers no call in an "
                     "earlier assistant message; it must echo the id of the call it answers",
                     "messages",
@@ -138,50 +112,50 @@ def _parse(body: bytes) -> tuple[Request, bool, bool]:
         not isinstance(tools, list)
         or not all(isinstance(t, dict) and isinstance(t.get("function"), dict) for t in tools)
     ):
-        raise _BadRequest("'tools' must be a list of {type: function, function: {...}}", "tools")
+        raise WireError("'tools' must be a list of {type: function, function: {...}}", "tools")
     for i, tool in enumerate(tools or ()):
         fn = tool["function"]
         if tool.get("type", "function") != "function":
-            raise _BadRequest(f"tools[{i}].type must be 'function'", "tools")
+            raise WireError(f"tools[{i}].type must be 'function'", "tools")
         if not _a_name(fn.get("name")):
-            raise _BadRequest(f"tools[{i}].function.name must be a non-empty string", "tools")
+            raise WireError(f"tools[{i}].function.name must be a non-empty string", "tools")
         if fn.get("parameters") is not None and not isinstance(fn["parameters"], dict):
-            raise _BadRequest(f"tools[{i}].function.parameters must be an object", "tools")
+            raise WireError(f"tools[{i}].function.parameters must be an object", "tools")
     choice = data.get("tool_choice")
     if choice is not None and choice not in ("auto", "none", "required"):
         function = choice.get("function") if isinstance(choice, dict) else None
         name = function.get("name") if isinstance(function, dict) else None
         if not isinstance(name, str):
-            raise _BadRequest(
+            raise WireError(
                 "'tool_choice' must be auto, none, required or a named function", "tool_choice"
             )
         tools = [t for t in tools or () if t["function"].get("name") == name]
         if not tools:
-            raise _BadRequest(
+            raise WireError(
                 f"tool_choice names {name[:80]!r}, which is not in 'tools'", "tool_choice"
             )
     if choice == "none":
         tools = None
     temperature = data.get("temperature")
     if temperature is not None and not _finite(temperature):
-        raise _BadRequest("'temperature' must be a number", "temperature")
+        raise WireError("'temperature' must be a number", "temperature")
     max_tokens = None
     for key in ("max_tokens", "max_completion_tokens"):
         value = data.get(key)
         if value is None:
             continue
         if not _finite(value) or value != int(value) or not 0 < value <= 10**9:
-            raise _BadRequest(f"'{key}' must be a whole number of at least 1", key)
+            raise WireError(f"'{key}' must be a whole number of at least 1", key)
         max_tokens = max_tokens or int(value)
-    options = _options(data)
+    settings = options(data)
     request = Request(
         messages,
         tools or None,
         tool_choice=choice if tools else None,
         temperature=temperature,
         max_tokens=max_tokens,
-        strict=options.get("strict", False),
-        constrained=options.get("constrained", True),
+        strict=settings.get("strict", False),
+        constrained=settings.get("constrained", True),
     )
     return request, bool(data.get("stream")), data.get("parallel_tool_calls", True) is not False
 
@@ -211,301 +185,213 @@ def _finite(value: Any) -> bool:
     return math.isfinite(value) if isinstance(value, float) else abs(value) <= 10**18
 
 
-def _dumps(value: Any) -> str:
-    """JSON text that can always be sent as UTF-8.
-
-    JSON may carry the escape of a lone surrogate (``"\\ud800"``); decoded, it cannot be
-    encoded again as UTF-8, so such a value is sent with its escapes kept instead.
-    """
-    text = json.dumps(value, ensure_ascii=False)
+def _load(body: bytes) -> dict[str, Any]:
+    """A request body as a JSON object, within the depth limit."""
     try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(value)
-    return text
+        data = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise WireError(f"the request body is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise WireError("the request body must be a JSON object")
+    if _deeper_than(data, MAX_DEPTH):
+        raise WireError(f"the request body is nested deeper than {MAX_DEPTH} levels")
+    return data
 
 
-def _schemas(request: Request) -> dict[str, Mapping[str, Any]]:
-    out: dict[str, Mapping[str, Any]] = {}
-    for tool in request.tools or ():
-        fn = tool["function"]
-        params = fn.get("parameters")
-        if isinstance(fn.get("name"), str):
-            out[fn["name"]] = params if isinstance(params, Mapping) else {"type": "object"}
-    return out
-
-
-def arguments_json(
-    call: ToolCall, schema: Mapping[str, Any] | None, *, strict: bool = False
-) -> tuple[str, Notice | None]:
-    """The call's arguments as the JSON text a client will run the tool with, and a notice
-    when they are not exactly what the model wrote.
-
-    Read forgivingly and typed by the tool's schema where that works and drops nothing
-    (``"3"`` for an integer becomes ``3``, single quotes and trailing commas are repaired;
-    with ``strict``, nothing is). Where it does not, the value as read, or else the model's
-    own text unchanged: a client must never run a tool with arguments the model did not
-    send, so an unreadable call is not made an empty one.
-    """
-    raw: str | dict[str, Any] = (
-        call.arguments_text if call.arguments_text.strip() else call.arguments
-    )
-    if schema is not None:
-        try:
-            done = prepare_arguments(
-                raw, schema, name=call.name, strict=strict, text_values=call.text_values
-            )
-        except ArgumentsError as exc:
-            problem = Notice("arguments-invalid", exc.explanation)
-        else:
-            # typed only where nothing is lost: a field the schema does not list is the
-            # client's to judge, not ours to drop
-            if not done.dropped:
-                notice = None
-                if done.repairs:
-                    notice = Notice(
-                        "arguments-repaired",
-                        f"the arguments of {call.name} ({call.id}) were repaired: "
-                        + ", ".join(done.repairs),
-                    )
-                return _dumps(done.arguments), notice
-            problem = Notice(
-                "arguments-unknown-fields",
-                f"the arguments of {call.name} ({call.id}) have fields its schema does not "
-                f"list ({', '.join(done.dropped)}); sent as the model wrote them",
-            )
-    else:
-        problem = Notice("unknown-tool", f"{call.name} is not among the request's tools")
-    if isinstance(raw, dict):
-        return _dumps(raw), problem
-    try:
-        value = read_json(raw, strict=strict).value
-    except ReadError:
-        return raw, problem
-    return (_dumps(value) if isinstance(value, dict) else raw), problem
-
-
-def _call_json(
-    call: ToolCall, index: int, schemas: Mapping[str, Mapping[str, Any]], strict: bool
-) -> tuple[dict[str, Any], Notice | None]:
-    arguments, notice = arguments_json(call, schemas.get(call.name), strict=strict)
-    wire = {
-        "index": index,
-        "id": call.id,
-        "type": "function",
-        "function": {"name": call.name, "arguments": arguments},
-    }
-    return wire, notice
-
-
-def _dropped(call: ToolCall) -> dict[str, str]:
-    """The notice for a call not sent because the client asked for one call at most."""
-    return {
-        "code": "calls-dropped",
-        "message": f"parallel_tool_calls is false: {call.name} ({call.id}) was not sent",
-    }
-
-
-def _notice(event: Event) -> dict[str, str] | None:
-    """What the client is told of a pipeline event, if anything."""
-    if isinstance(event, Notice):
-        return {"code": event.code, "message": event.message}
-    if isinstance(event, CallAbort):
+def _openai_error(exc: Exception) -> dict[str, Any] | None:
+    """A failure mid-stream as the OpenAI error object a last event carries."""
+    if isinstance(exc, UsageError):
         return {
-            "code": "call-abandoned",
-            "message": f"a call the model began ({event.id}) was not one: {event.reason}",
+            "error": {
+                "message": str(exc),
+                "type": "invalid_request_error",
+                "param": None,
+                "code": None,
+            }
         }
-    return None
+    return failure(exc).body() if isinstance(exc, ToolwireError) else None
+
+
+def _anthropic_error(exc: Exception) -> dict[str, Any] | None:
+    """A failure mid-stream as the Anthropic error object a last event carries."""
+    if isinstance(exc, UsageError):
+        return error_body(400, str(exc))
+    if not isinstance(exc, ToolwireError):
+        return None
+    failed = failure(exc)
+    return error_body(failed.status, failed.message)
 
 
 def create_app(
-    backend: Backend,
+    backend: Backend | Models,
     *,
     model_name: str = "toolwire",
     api_key: str | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
+    store: ConversationStore | None = None,
 ) -> Starlette:
-    """The gateway as an ASGI app in front of ``backend``."""
+    """The gateway as an ASGI app in front of ``backend`` (one model, answering to any
+    name, listed as ``model_name``) or of :class:`Models` (many, by name)."""
+    models = backend if isinstance(backend, Models) else Models.single(backend, model_name)
+    memory = ResponseMemory(store) if store is not None else None
 
     def authorised(request: HttpRequest) -> bool:
         if api_key is None:
             return True
-        given = request.headers.get("authorization", "")
-        return secrets.compare_digest(given.encode(), f"Bearer {api_key}".encode())
+        bearer = request.headers.get("authorization", "").encode()
+        key = request.headers.get("x-api-key", "").encode()
+        return secrets.compare_digest(bearer, f"Bearer {api_key}".encode()) or (
+            secrets.compare_digest(key, api_key.encode())
+        )
+
+    async def body_of(request: HttpRequest) -> dict[str, Any]:
+        if not authorised(request):
+            raise WireError("a valid API key is required", status=401)
+        declared = request.headers.get("content-length", "")
+        too_big = WireError(f"the request body is larger than {max_body_bytes} bytes", status=413)
+        if declared.isdigit() and int(declared) > max_body_bytes:
+            raise too_big
+        pieces: list[bytes] = []
+        size = 0
+        async for piece in request.stream():
+            size += len(piece)
+            if size > max_body_bytes:
+                raise too_big
+            pieces.append(piece)
+        body = b"".join(pieces)
+        return _load(body)
 
     async def health(_: HttpRequest) -> Response:
         return JSONResponse({"status": "ok"})
 
-    async def models(request: HttpRequest) -> Response:
+    async def listed(request: HttpRequest) -> Response:
         if not authorised(request):
-            return _error(401, "a valid bearer token is required", "authentication_error")
-        return JSONResponse(
-            {
-                "object": "list",
-                "data": [
-                    {"id": model_name, "object": "model", "created": 0, "owned_by": "toolwire"}
-                ],
-            }
-        )
+            return _error(401, "a valid API key is required", "authentication_error")
+        data = [
+            {"id": name, "object": "model", "created": 0, "owned_by": "toolwire"}
+            for name in models.names()
+        ]
+        return JSONResponse({"object": "list", "data": data})
 
-    async def chat(request: HttpRequest) -> Response:
-        if not authorised(request):
-            return _error(401, "a valid bearer token is required", "authentication_error")
-        body = b""
-        async for piece in request.stream():
-            body += piece
-            if len(body) > max_body_bytes:
-                return _error(
-                    413,
-                    f"the request body is larger than {max_body_bytes} bytes",
-                    "invalid_request_error",
-                )
-        try:
-            engine_request, stream, parallel = _parse(body)
-        except _BadRequest as exc:
-            return _error(exc.status, exc.message, "invalid_request_error", exc.param)
-        rid = "chatcmpl-" + secrets.token_hex(12)
+    def openai_refusal(exc: WireError) -> Response:
+        kinds = {401: "authentication_error", 404: "not_found_error"}
+        kind = kinds.get(exc.status, "invalid_request_error")
+        return _error(exc.status, exc.message, kind, exc.param)
+
+    def unknown(asked: str) -> WireError:
+        served = ", ".join(models.names()[:20])
+        return WireError(f"no model named {asked[:80]!r} here; served: {served}", "model", 404)
+
+    async def serve(
+        engine: Backend,
+        request: Request,
+        stream: bool,
+        whole: Callable[[AsyncIterable[Event]], Awaitable[dict[str, Any]]],
+        streamed: Callable[[AsyncIterable[Event]], AsyncIterator[str]],
+        refuse: Callable[[Failure], Response],
+    ) -> Response:
+        """One turn, whole or streamed, in the API's shape. A streamed reply's first event
+        is awaited before the 200 is sent, so a failure before it (refused, unreachable,
+        timed out) gets its own status."""
+        events = Started(engine.stream(request))
         try:
             if stream:
-                # the reply's first event is awaited before the 200 is sent, so a failure
-                # before it (refused, unreachable, timed out) gets its own status
-                events = _Started(backend.stream(engine_request))
                 await events.start()
-                return StreamingResponse(
-                    _sse(events, engine_request, rid, model_name, parallel),
-                    media_type="text/event-stream",
-                )
-            reply = await _complete(backend, engine_request, rid, model_name, parallel)
-            return Response(_dumps(reply), media_type="application/json")
+                return StreamingResponse(streamed(events), media_type="text/event-stream")
+            return Response(dumps(await whole(events)), media_type="application/json")
         except UsageError as exc:  # a request the model behind cannot take
-            return _error(400, str(exc), "invalid_request_error")
+            return refuse(Failure(400, "invalid_request_error", str(exc)))
         except ToolwireError as exc:
-            failed = failure(exc)
-            return JSONResponse(failed.body(), status_code=failed.status, headers=failed.headers)
+            return refuse(failure(exc))
+
+    def openai_failed(failed: Failure) -> Response:
+        return JSONResponse(failed.body(), status_code=failed.status, headers=failed.headers)
+
+    def anthropic_failed(failed: Failure) -> Response:
+        body = error_body(failed.status, failed.message)
+        return JSONResponse(body, status_code=failed.status, headers=failed.headers)
+
+    async def chat(request: HttpRequest) -> Response:
+        try:
+            data = await body_of(request)
+            asked, (engine_request, stream, parallel) = _model(data), _parse(data)
+            engine, name = await models.backend(asked), models.served_name(asked)
+        except WireError as exc:
+            return openai_refusal(exc)
+        except UnknownModel as exc:
+            return openai_refusal(unknown(str(exc)))
+        return await serve(
+            engine,
+            engine_request,
+            stream,
+            lambda events: complete(events, engine_request, name, parallel=parallel),
+            lambda events: complete_stream(
+                events, engine_request, name, parallel=parallel, failed=_openai_error
+            ),
+            openai_failed,
+        )
+
+    async def responses(request: HttpRequest) -> Response:
+        try:
+            call = await parse_responses(await body_of(request), memory)
+            engine, name = await models.backend(call.model), models.served_name(call.model)
+        except WireError as exc:
+            return openai_refusal(exc)
+        except UnknownModel as exc:
+            return openai_refusal(unknown(str(exc)))
+        return await serve(
+            engine,
+            call.request,
+            call.stream,
+            lambda events: respond(events, call, name),
+            lambda events: respond_stream(events, call, name, _openai_error),
+            openai_failed,
+        )
+
+    def anthropic_refusal(exc: WireError) -> Response:
+        message = exc.message
+        if exc.param and exc.param not in message:
+            message = f"{exc.param}: {message}"
+        return JSONResponse(error_body(exc.status, message), status_code=exc.status)
+
+    async def messages(request: HttpRequest) -> Response:
+        try:
+            call = parse_messages(await body_of(request))
+            engine, name = await models.backend(call.model), models.served_name(call.model)
+        except WireError as exc:
+            return anthropic_refusal(exc)
+        except UnknownModel as exc:
+            return anthropic_refusal(unknown(str(exc)))
+        return await serve(
+            engine,
+            call.request,
+            call.stream,
+            lambda events: reply(events, call, name),
+            lambda events: reply_stream(events, call, name, _anthropic_error),
+            anthropic_failed,
+        )
+
+    async def counted(request: HttpRequest) -> Response:
+        try:
+            call = parse_messages(await body_of(request))
+            tokens = count_tokens(await models.backend(call.model), call.request)
+        except WireError as exc:
+            return anthropic_refusal(exc)
+        except UnknownModel as exc:
+            return anthropic_refusal(unknown(str(exc)))
+        except UsageError as exc:
+            return anthropic_failed(Failure(400, "invalid_request_error", str(exc)))
+        except ToolwireError as exc:
+            return anthropic_failed(failure(exc))
+        return JSONResponse({"input_tokens": tokens})
 
     return Starlette(
         routes=[
             Route("/health", health, methods=["GET"]),
-            Route("/v1/models", models, methods=["GET"]),
+            Route("/v1/models", listed, methods=["GET"]),
             Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/responses", responses, methods=["POST"]),
+            Route("/v1/messages", messages, methods=["POST"]),
+            Route("/v1/messages/count_tokens", counted, methods=["POST"]),
         ]
     )
-
-
-async def _complete(
-    backend: Backend, request: Request, rid: str, model: str, parallel: bool
-) -> dict[str, Any]:
-    events = [event async for event in backend.stream(request)]
-    result = assemble(events)
-    notices = [n for n in map(_notice, events) if n is not None]
-    done = next((e for e in reversed(events) if isinstance(e, Done)), Done("stop"))
-    calls = result.calls if parallel else result.calls[:1]
-    reasoning = result.reasoning
-    message: dict[str, Any] = {
-        "role": "assistant",
-        "content": result.content if result.content or not calls else None,
-    }
-    if reasoning:
-        message["reasoning_content"] = reasoning
-    if calls:
-        schemas = _schemas(request)
-        message["tool_calls"] = []
-        for i, c in enumerate(calls):
-            wire, notice = _call_json(c, i, schemas, request.strict)
-            del wire["index"]
-            message["tool_calls"].append(wire)
-            if notice is not None:
-                notices.append({"code": notice.code, "message": notice.message})
-    notices += [_dropped(c) for c in result.calls[len(calls) :]]
-    finish = "tool_calls" if calls else done.finish_reason
-    reply: dict[str, Any] = {
-        "id": rid,
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "toolwire": {"notices": notices},
-    }
-    if done.usage:
-        usage = dict(done.usage)
-        usage["total_tokens"] = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
-        reply["usage"] = usage
-    return reply
-
-
-class _Started:
-    """A reply's events with the first ones taken early: the notices the pipeline gives
-    before it sends, and the first event of the reply itself (or its failure)."""
-
-    def __init__(self, events: AsyncGenerator[Event, None]) -> None:
-        self._events = events
-        self._held: list[Event] = []
-
-    async def start(self) -> None:
-        """Take events up to the first that is not a notice; a failure is raised here."""
-        try:
-            async for event in self._events:
-                self._held.append(event)
-                if not isinstance(event, Notice):
-                    return
-        except BaseException:
-            await self._events.aclose()
-            raise
-
-    async def __aiter__(self) -> AsyncIterator[Event]:
-        async with aclosing(self._events) as events:
-            for event in self._held:
-                yield event
-            self._held = []
-            async for event in events:
-                yield event
-
-
-async def _sse(
-    events: _Started, request: Request, rid: str, model: str, parallel: bool
-) -> AsyncIterator[str]:
-    base = {
-        "id": rid,
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": model,
-    }
-
-    def chunk(delta: Mapping[str, Any], finish: str | None = None) -> str:
-        body = {**base, "choices": [{"index": 0, "delta": dict(delta), "finish_reason": finish}]}
-        return "data: " + _dumps(body) + "\n\n"
-
-    yield chunk({"role": "assistant", "content": ""})
-    schemas = _schemas(request)
-    sent = 0
-    finish = "stop"
-    notices: list[dict[str, str]] = []
-    try:
-        async for event in events:
-            told = _notice(event)
-            if told is not None:
-                notices.append(told)
-            # A call is sent whole once it is complete: one the model abandons never reaches
-            # the client, and its arguments are the repaired ones, as in a reply not streamed.
-            if isinstance(event, CallEnd):
-                if parallel or not sent:
-                    wire, notice = _call_json(event.call, sent, schemas, request.strict)
-                    if notice is not None:
-                        notices.append({"code": notice.code, "message": notice.message})
-                    yield chunk({"tool_calls": [wire]})
-                    sent += 1
-                else:
-                    notices.append(_dropped(event.call))
-            elif isinstance(event, TextDelta):
-                yield chunk({"content": event.text})
-            elif isinstance(event, ReasoningDelta):
-                yield chunk({"reasoning_content": event.text})
-            elif isinstance(event, Done):
-                finish = "tool_calls" if sent else event.finish_reason
-    except ToolwireError as exc:
-        # the 200 is sent: the failure is the stream's last event, in OpenAI's error shape
-        yield "data: " + json.dumps(failure(exc).body()) + "\n\n"
-        return
-    yield chunk({}, finish)
-    yield "data: " + _dumps({**base, "choices": [], "toolwire": {"notices": notices}}) + "\n\n"
-    yield "data: [DONE]\n\n"

@@ -1,0 +1,454 @@
+"""Anthropic's Messages API (``POST /v1/messages``, ``/v1/messages/count_tokens``) over the
+request core.
+
+In: ``system``, ``messages`` with content blocks ``text``, ``tool_use``, ``tool_result``
+(a string or text blocks, ``is_error``) and ``thinking``; ``tools`` with ``input_schema``;
+``tool_choice`` ``auto``/``any``/``tool``/``none`` (``disable_parallel_tool_use``);
+``max_tokens``, ``temperature``, ``thinking``, ``stream``. Out: ``thinking``, ``text`` and
+``tool_use`` blocks with ``stop_reason`` ``tool_use``/``end_turn``/``max_tokens``, streamed
+with the event sequence the official ``anthropic`` client reads. Errors come in Anthropic's
+shape. The toolwire notices are a top-level ``toolwire`` field (in a stream, on
+``message_delta``).
+
+Not served (a 400 naming the field): images and documents, ``stop_sequences``. Server tools
+(web search, code execution…) are left out with a ``tool-not-served`` notice.
+``metadata``, ``top_p``, ``top_k``, ``service_tier`` change nothing here and are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..conversation import _estimate
+from ..events import Event, ReasoningDelta, TextDelta
+from ..pipeline import Backend, Request
+from .core import Finish, Told, WireCall, WireError, dumps, turn, whole
+from .fields import check, options
+
+__all__ = ["MessagesCall", "count_tokens", "error_body", "parse_messages", "reply", "reply_stream"]
+
+_STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
+_ERRORS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+
+
+def error_body(status: int, message: str) -> dict[str, Any]:
+    """An error in Anthropic's shape."""
+    return {
+        "type": "error",
+        "error": {"type": _ERRORS.get(status, "api_error"), "message": message},
+    }
+
+
+class _Fields(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    model: str | None = None
+    messages: list[Any] = Field(min_length=1)
+    system: str | list[Any] | None = None
+    max_tokens: int | None = Field(default=None, ge=1, le=10**9)
+    temperature: float | int | None = Field(default=None, ge=0, le=1)
+    tools: list[Any] | None = None
+    tool_choice: dict[str, Any] | None = None
+    thinking: dict[str, Any] | None = None
+    stream: bool = False
+    stop_sequences: list[str] | None = None
+
+
+class _Tool(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    name: str = Field(min_length=1, max_length=256)
+    description: str | None = None
+    input_schema: dict[str, Any]
+    type: Literal["custom"] | None = None
+
+
+class _Choice(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    type: Literal["auto", "any", "tool", "none"]
+    name: str | None = None
+    disable_parallel_tool_use: bool = False
+
+
+class MessagesCall:
+    """A parsed Messages request: the engine request, whether to stream, parallel calls."""
+
+    def __init__(
+        self,
+        request: Request,
+        stream: bool,
+        parallel: bool,
+        model: str | None,
+        notices: list[Told],
+    ) -> None:
+        self.request, self.stream, self.parallel, self.model = request, stream, parallel, model
+        #: What the request was told before the turn (tools left out).
+        self.notices = notices
+
+
+def _texts(blocks: Any, where: str) -> str:
+    """Text blocks (or a string) as one text."""
+    if isinstance(blocks, str):
+        return blocks
+    if not isinstance(blocks, list):
+        raise WireError(f"'{where}' must be a string or a list of text blocks", where)
+    out = []
+    for j, block in enumerate(blocks):
+        if (
+            not isinstance(block, dict)
+            or block.get("type") != "text"
+            or not isinstance(block.get("text"), str)
+        ):
+            raise WireError(
+                f"'{where}[{j}]' must be a text block; images and documents are not served",
+                f"{where}[{j}]",
+            )
+        out.append(block["text"])
+    return "\n".join(out)
+
+
+def _user(blocks: list[Any], where: str, called: set[str]) -> list[dict[str, Any]]:
+    """A user turn's blocks: tool results first (as ``tool`` messages), then its text."""
+    results: list[dict[str, Any]] = []
+    text: list[str] = []
+    for j, block in enumerate(blocks):
+        at = f"{where}[{j}]"
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text" and isinstance(block.get("text"), str):
+            text.append(block["text"])
+        elif kind == "tool_result":
+            use = block.get("tool_use_id")
+            if not isinstance(use, str) or use not in called:
+                raise WireError(
+                    f"'{at}.tool_use_id' must echo the id of an earlier tool_use block",
+                    f"{at}.tool_use_id",
+                )
+            content = _texts(block.get("content", ""), f"{at}.content")
+            is_error = block.get("is_error", False)
+            if not isinstance(is_error, bool):
+                raise WireError(f"'{at}.is_error' must be true or false", f"{at}.is_error")
+            if is_error:
+                content = f"error: {content}"
+            results.append({"role": "tool", "tool_call_id": use, "content": content})
+        else:
+            raise WireError(
+                f"'{at}' must be a text or tool_result block; images and documents are not served",
+                f"{at}.type",
+            )
+    if text:
+        results.append({"role": "user", "content": "\n".join(text)})
+    return results
+
+
+def _assistant(blocks: list[Any], where: str, called: set[str]) -> dict[str, Any]:
+    text: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for j, block in enumerate(blocks):
+        at = f"{where}[{j}]"
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text" and isinstance(block.get("text"), str):
+            text.append(block["text"])
+        elif kind == "tool_use":
+            if not isinstance(block.get("id"), str) or not block["id"]:
+                raise WireError(f"'{at}.id' must be a non-empty string", f"{at}.id")
+            if not isinstance(block.get("name"), str) or not block["name"]:
+                raise WireError(f"'{at}.name' must be a non-empty string", f"{at}.name")
+            if not isinstance(block.get("input"), dict):
+                raise WireError(f"'{at}.input' must be an object", f"{at}.input")
+            called.add(block["id"])
+            calls.append(
+                {
+                    "id": block["id"],
+                    "type": "function",
+                    "function": {"name": block["name"], "arguments": dumps(block["input"])},
+                }
+            )
+        elif kind in ("thinking", "redacted_thinking"):
+            continue  # the model's own earlier thinking: not sent back to it
+        else:
+            raise WireError(f"'{at}' must be a text, tool_use or thinking block", f"{at}.type")
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def _messages(fields: _Fields) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if fields.system:
+        out.append({"role": "system", "content": _texts(fields.system, "system")})
+    called: set[str] = set()
+    for i, given in enumerate(fields.messages):
+        where = f"messages[{i}]"
+        role = given.get("role") if isinstance(given, dict) else None
+        if role not in ("user", "assistant"):
+            raise WireError(f"'{where}.role' must be user or assistant", f"{where}.role")
+        content = given.get("content")
+        if isinstance(content, str):
+            out.append({"role": role, "content": content})
+            continue
+        if not isinstance(content, list):
+            raise WireError(
+                f"'{where}.content' must be a string or a list of blocks", f"{where}.content"
+            )
+        if role == "user":
+            out += _user(content, f"{where}.content", called)
+        else:
+            out.append(_assistant(content, f"{where}.content", called))
+    return out
+
+
+def _tools(fields: _Fields, skipped: list[Told]) -> list[dict[str, Any]] | None:
+    """Client tools for the engine; a server tool (web search, code execution…) is left
+    out with a ``tool-not-served`` notice, so a client offering one still gets the rest."""
+    if fields.tools is None:
+        return None
+    out = []
+    for i, given in enumerate(fields.tools):
+        kind = given.get("type") if isinstance(given, dict) else None
+        if isinstance(kind, str) and kind != "custom":
+            name = given.get("name")
+            named = f" {name[:80]!r}" if isinstance(name, str) else ""
+            skipped.append(
+                Told(
+                    "tool-not-served",
+                    f"tools[{i}] (a {kind[:40]!r} tool{named}) was left out: only tools with "
+                    "an input_schema are served",
+                )
+            )
+            continue
+        tool = check(_Tool, given, f"tools[{i}]")
+        fn: dict[str, Any] = {"name": tool.name, "parameters": tool.input_schema}
+        if tool.description is not None:
+            fn["description"] = tool.description
+        out.append({"type": "function", "function": fn})
+    return out
+
+
+def parse_messages(data: Mapping[str, Any]) -> MessagesCall:
+    """The engine request for a Messages body (already JSON, an object)."""
+    fields = check(_Fields, data, "")
+    if fields.stop_sequences:
+        raise WireError("'stop_sequences' is not served by this gateway", "stop_sequences")
+    skipped: list[Told] = []
+    tools = _tools(fields, skipped)
+    choice: Any = None
+    parallel = True
+    if fields.tool_choice is not None:
+        picked = check(_Choice, fields.tool_choice, "tool_choice")
+        parallel = not picked.disable_parallel_tool_use
+        if picked.type == "tool":
+            if not picked.name:
+                raise WireError("'tool_choice.name' is required with type tool", "tool_choice.name")
+            tools = [t for t in tools or () if t["function"]["name"] == picked.name]
+            if not tools:
+                raise WireError(
+                    f"tool_choice names {picked.name[:80]!r}, which is not in 'tools'",
+                    "tool_choice.name",
+                )
+            choice = {"type": "function", "function": {"name": picked.name}}
+        elif picked.type == "none":
+            tools = None
+        else:
+            choice = {"auto": "auto", "any": "required"}[picked.type]
+    think = None
+    if fields.thinking is not None:
+        kind = fields.thinking.get("type")
+        if kind not in ("enabled", "disabled", "adaptive"):
+            raise WireError(
+                "'thinking.type' must be enabled, disabled or adaptive", "thinking.type"
+            )
+        think = kind != "disabled"
+    settings = options(data)
+    request = Request(
+        _messages(fields),
+        tools or None,
+        tool_choice=choice if tools else None,
+        temperature=fields.temperature,
+        max_tokens=fields.max_tokens,
+        think=think,
+        strict=settings.get("strict", False),
+        constrained=settings.get("constrained", True),
+    )
+    return MessagesCall(request, fields.stream, parallel, fields.model, skipped)
+
+
+def count_tokens(backend: Backend, request: Request) -> int:
+    """The request's input tokens: exact where the engine renders the prompt itself (a
+    local model: its template and tokenizer), else estimated (4 characters a token)."""
+    prompt = getattr(backend, "prompt", None)
+    count = getattr(backend, "count_tokens", None)
+    if callable(prompt) and callable(count):
+        return int(count(prompt(request)))
+    tools = sum(len(json.dumps(t)) for t in request.tools or ()) // 4
+    return sum(_estimate(m) for m in request.messages) + tools
+
+
+def _msg_id() -> str:
+    return "msg_" + secrets.token_hex(12)
+
+
+def _usage(finish: Finish) -> dict[str, int]:
+    usage = finish.usage or {}
+    return {
+        "input_tokens": usage.get("prompt_tokens", 0),
+        "output_tokens": usage.get("completion_tokens", 0),
+    }
+
+
+def _blocks(calls: list[WireCall], notices: list[Told]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The calls as ``tool_use`` blocks; one whose arguments are not an object is left as
+    text (a client must never run a tool with arguments the model did not send)."""
+    blocks, texts = [], []
+    for c in calls:
+        if c.value is None:
+            notices.append(
+                Told(
+                    "call-not-sent",
+                    f"the arguments of {c.name} ({c.id}) are not an object; left as text",
+                )
+            )
+            texts.append(f"{c.name}({c.arguments})")
+        else:
+            blocks.append({"type": "tool_use", "id": c.id, "name": c.name, "input": c.value})
+    return blocks, texts
+
+
+def _stop(finish: Finish, used: bool) -> str:
+    return (
+        "tool_use"
+        if used
+        else _STOP.get(finish.reason if finish.reason != "tool_calls" else "stop", "end_turn")
+    )
+
+
+async def reply(events: AsyncIterable[Event], call: MessagesCall, model: str) -> dict[str, Any]:
+    """The whole reply, not streamed."""
+    done = await whole(events, call.request, parallel=call.parallel)
+    notices = call.notices + done.notices
+    uses, left = _blocks(done.calls, notices)
+    content: list[dict[str, Any]] = []
+    if done.reasoning:
+        content.append({"type": "thinking", "thinking": done.reasoning, "signature": ""})
+    text = "\n".join([done.text, *left]) if left else done.text
+    if text:
+        content.append({"type": "text", "text": text})
+    content += uses
+    return {
+        "id": _msg_id(),
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": _stop(done.finish, bool(uses)),
+        "stop_sequence": None,
+        "usage": _usage(done.finish),
+        "toolwire": {"notices": [n.wire() for n in notices]},
+    }
+
+
+def _event(kind: str, **fields: Any) -> str:
+    return f"event: {kind}\ndata: {dumps({'type': kind, **fields})}\n\n"
+
+
+async def reply_stream(
+    events: AsyncIterable[Event], call: MessagesCall, model: str, failed: Callable[[Exception], Any]
+) -> AsyncIterator[str]:
+    """The reply as Messages server-sent events: a block per run of text or thinking, a
+    ``tool_use`` block per complete call (its input in one ``input_json_delta``).
+    ``failed`` turns a backend error into an ``error`` event's body (None: re-raise)."""
+    start: dict[str, Any] = {
+        "id": _msg_id(),
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+    }
+    yield _event("message_start", message=start)
+    index = -1
+    open_kind: str | None = None
+    used = False
+    notices: list[Told] = list(call.notices)
+    finish = Finish("stop")
+
+    def close() -> list[str]:
+        nonlocal open_kind
+        if open_kind is None:
+            return []
+        open_kind = None
+        return [_event("content_block_stop", index=index)]
+
+    try:
+        async for item in turn(events, call.request, parallel=call.parallel):
+            if isinstance(item, (TextDelta, ReasoningDelta)):
+                kind = "text" if isinstance(item, TextDelta) else "thinking"
+                if open_kind != kind:
+                    for line in close():
+                        yield line
+                    index += 1
+                    open_kind = kind
+                    block: dict[str, Any] = (
+                        {"type": "text", "text": ""}
+                        if kind == "text"
+                        else {"type": "thinking", "thinking": "", "signature": ""}
+                    )
+                    yield _event("content_block_start", index=index, content_block=block)
+                delta = (
+                    {"type": "text_delta", "text": item.text}
+                    if kind == "text"
+                    else {"type": "thinking_delta", "thinking": item.text}
+                )
+                yield _event("content_block_delta", index=index, delta=delta)
+            elif isinstance(item, WireCall):
+                uses, texts = _blocks([item], notices)
+                for line in close():
+                    yield line
+                index += 1
+                if texts:
+                    block = {"type": "text", "text": ""}
+                    yield _event("content_block_start", index=index, content_block=block)
+                    delta = {"type": "text_delta", "text": texts[0]}
+                    yield _event("content_block_delta", index=index, delta=delta)
+                else:
+                    used = True
+                    block = {**uses[0], "input": {}}
+                    yield _event("content_block_start", index=index, content_block=block)
+                    delta = {"type": "input_json_delta", "partial_json": item.arguments}
+                    yield _event("content_block_delta", index=index, delta=delta)
+                yield _event("content_block_stop", index=index)
+            elif isinstance(item, Told):
+                notices.append(item)
+            else:
+                finish = item
+    except Exception as exc:
+        error = failed(exc)
+        if error is None:
+            raise
+        yield _event("error", error=error["error"])
+        return
+    for line in close():
+        yield line
+    yield _event(
+        "message_delta",
+        delta={"stop_reason": _stop(finish, used), "stop_sequence": None},
+        usage={"output_tokens": _usage(finish)["output_tokens"]},
+        toolwire={"notices": [n.wire() for n in notices]},
+    )
+    yield _event("message_stop")

@@ -1,0 +1,210 @@
+"""Many models behind one address: ``toolwire serve --config models.toml``.
+
+Each ``[[models]]`` entry has a ``name`` (what clients send as ``model``) and either an
+``upstream`` (an OpenAI-compatible base URL, with ``upstream_model``, ``api_key_env``,
+optional ``dialect`` and ``words``) or a ``gguf`` (a local file or a known model's name,
+loaded once, on first use, with an optional ``ctx``)::
+
+    [[models]]
+    name = "local"
+    gguf = "qwen2.5-coder-0.5b"
+
+    [[models]]
+    name = "gpt"
+    upstream = "https://api.openai.com/v1"
+    upstream_model = "gpt-4.1-mini"
+    api_key_env = "OPENAI_API_KEY"
+
+:class:`Models` is what the gateway asks for a request's backend: by name from a config,
+or the one model the flags give (which then takes any name; an upstream without
+``--upstream-model`` is asked for the model the client named).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ..pipeline import Backend
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover -- Python 3.10
+    import tomli as tomllib  # type: ignore[import-not-found]
+
+__all__ = ["ModelEntry", "Models", "UnknownModel", "environment_key", "read_config"]
+
+_KEYS = {"name", "upstream", "upstream_model", "api_key_env", "dialect", "words", "gguf", "ctx"}
+#: Names an upstream passed every client's model keeps a backend for (least recently
+#: used dropped first), so clients cannot grow the gateway without bound.
+PASSED_NAMES = 64
+
+
+class UnknownModel(LookupError):
+    """A request named a model the gateway does not serve."""
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One model the gateway serves."""
+
+    name: str
+    upstream: str | None = None
+    upstream_model: str | None = None
+    api_key_env: str | None = None
+    dialect: str | None = None
+    words: bool = False
+    gguf: str | None = None
+    ctx: int = 4096
+    #: A key given on the command line (never read from a config file: keys stay in the
+    #: environment there).
+    api_key: str | None = None
+
+
+def _entry(i: int, given: Any) -> ModelEntry:
+    where = f"models[{i}]"
+    if not isinstance(given, dict):
+        raise UsageError(f"{where} must be a table")
+    unknown = sorted(set(given) - _KEYS)
+    if unknown:
+        raise UsageError(f"{where} has keys a model entry does not take: {', '.join(unknown)}")
+    strings = ("name", "upstream", "upstream_model", "api_key_env", "dialect", "gguf")
+    for key in strings:
+        if key in given and (not isinstance(given[key], str) or not given[key]):
+            raise UsageError(f"{where}.{key} must be a non-empty string")
+    if "words" in given and not isinstance(given["words"], bool):
+        raise UsageError(f"{where}.words must be true or false")
+    if "ctx" in given and (type(given["ctx"]) is not int or not 256 <= given["ctx"] <= 10**7):
+        raise UsageError(f"{where}.ctx must be a whole number of tokens, at least 256")
+    if "name" not in given:
+        raise UsageError(f"{where} needs a name (what clients send as 'model')")
+    if ("upstream" in given) == ("gguf" in given):
+        raise UsageError(f"{where} ({given['name']}) needs either upstream or gguf, not both")
+    if "upstream" in given and "upstream_model" not in given:
+        raise UsageError(f"{where} ({given['name']}) needs upstream_model with upstream")
+    local_only = {"ctx"} & set(given) if "upstream" in given else set()
+    remote_only = {"upstream_model", "api_key_env", "dialect", "words"} & set(given)
+    if ("gguf" in given and remote_only) or local_only:
+        raise UsageError(
+            f"{where} ({given['name']}) mixes keys of a local and an upstream model: "
+            f"{', '.join(sorted(local_only | (remote_only if 'gguf' in given else set())))}"
+        )
+    return ModelEntry(**given)
+
+
+def read_config(path: str | Path) -> list[ModelEntry]:
+    """The models a config file lists; :class:`UsageError` saying what is wrong."""
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path} is not valid TOML: {exc}") from None
+    unknown = sorted(set(data) - {"models"})
+    if unknown:
+        raise UsageError(f"{path}: only [[models]] tables are read, not {', '.join(unknown)}")
+    given = data.get("models")
+    if not isinstance(given, list) or not given:
+        raise UsageError(f"{path} lists no [[models]]")
+    entries = [_entry(i, g) for i, g in enumerate(given)]
+    names = [e.name for e in entries]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UsageError(f"{path} names a model twice: {', '.join(twice)}")
+    return entries
+
+
+class Models:
+    """The backends behind the gateway, by the name a request gives.
+
+    ``build`` makes a backend for an entry (a local model is loaded on first use, in a
+    thread, once). ``passed`` is an entry whose ``upstream_model`` is left to the client:
+    any name is served by it (an upstream without ``--upstream-model``). With one entry
+    and ``any_name``, every name is that model (today's single-model flags).
+    """
+
+    def __init__(
+        self,
+        entries: list[ModelEntry],
+        build: Callable[[ModelEntry], Backend],
+        *,
+        any_name: bool = False,
+        passed: ModelEntry | None = None,
+    ) -> None:
+        self.entries: Mapping[str, ModelEntry] = {e.name: e for e in entries}
+        self._build = build
+        self._any = any_name
+        self._passed = passed
+        self._ready: dict[str, Backend] = {}
+        self._by_client: OrderedDict[str, Backend] = OrderedDict()
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    @classmethod
+    def single(cls, backend: Backend, name: str) -> Models:
+        """One ready backend that answers to every name."""
+        models = cls(
+            [ModelEntry(name, upstream="-", upstream_model=name)], lambda _: backend, any_name=True
+        )
+        models._ready[name] = backend
+        return models
+
+    def names(self) -> list[str]:
+        return list(self.entries)
+
+    def served_name(self, asked: str | None) -> str:
+        """The name a reply gives for a request that asked for ``asked``."""
+        if asked and (asked in self.entries or self._passed is not None):
+            return asked
+        if self.entries and (self._any or not asked):
+            return next(iter(self.entries))
+        raise UnknownModel(asked or "")
+
+    async def backend(self, asked: str | None) -> Backend:
+        """The backend for a request's ``model``; :class:`UnknownModel` when none serves it."""
+        if self._passed is not None and asked and asked not in self.entries:
+            return self._client_named(asked)
+        name = self.served_name(asked)
+        ready = self._ready.get(name)
+        if ready is not None:
+            return ready
+        lock = self._locks.setdefault(name, asyncio.Lock())
+        async with lock:
+            if name not in self._ready:
+                entry = self.entries[name]
+                if entry.gguf is not None:  # loading takes seconds: not on the event loop
+                    self._ready[name] = await asyncio.to_thread(self._build, entry)
+                else:
+                    self._ready[name] = self._build(entry)
+        return self._ready[name]
+
+    def _client_named(self, asked: str) -> Backend:
+        ready = self._by_client.get(asked)
+        if ready is None:
+            assert self._passed is not None
+            entry = ModelEntry(
+                asked,
+                upstream=self._passed.upstream,
+                upstream_model=asked,
+                api_key_env=self._passed.api_key_env,
+                dialect=self._passed.dialect,
+                words=self._passed.words,
+            )
+            ready = self._by_client[asked] = self._build(entry)
+            if len(self._by_client) > PASSED_NAMES:
+                self._by_client.popitem(last=False)
+        self._by_client.move_to_end(asked)
+        return ready
+
+
+def environment_key(entry: ModelEntry) -> str | None:
+    """The upstream key an entry was given, or names in the environment."""
+    if entry.api_key is not None:
+        return entry.api_key
+    return os.environ.get(entry.api_key_env) if entry.api_key_env else None

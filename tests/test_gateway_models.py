@@ -1,0 +1,271 @@
+"""Many models behind one address (``serve --config models.toml``), and the round trip
+through Responses and Anthropic Messages on the real local model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx
+import openai
+import pytest
+
+from toolwire.cli import _build_backend, _parser, _served_models
+from toolwire.errors import UsageError
+from toolwire.server import create_app
+from toolwire.server.config import ModelEntry, Models, read_config
+from toolwire.testing import FakeOpenAIServer, ServedApp, text_deltas
+
+
+@pytest.fixture
+def two() -> Iterator[tuple[FakeOpenAIServer, FakeOpenAIServer]]:
+    with FakeOpenAIServer() as a, FakeOpenAIServer() as b:
+        yield a, b
+
+
+def _config(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "models.toml"
+    path.write_text(text)
+    return path
+
+
+def test_a_config_serves_each_model_by_name(
+    tmp_path: Path, two: tuple[FakeOpenAIServer, FakeOpenAIServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = two
+    monkeypatch.setenv("KEY_B", "b-secret")
+    path = _config(
+        tmp_path,
+        f"""
+[[models]]
+name = "alpha"
+upstream = "{a.base_url}"
+upstream_model = "engine-a"
+
+[[models]]
+name = "beta"
+upstream = "{b.base_url}"
+upstream_model = "engine-b"
+api_key_env = "KEY_B"
+words = true
+""",
+    )
+    args = _parser().parse_args(["serve", "--config", str(path)])
+    with ServedApp(create_app(_served_models(args))) as served:
+        client = openai.OpenAI(base_url=served.url + "/v1", api_key="x", max_retries=0)
+        assert [m.id for m in client.models.list()] == ["alpha", "beta"]
+        a.add_stream(text_deltas("from a"))
+        b.add_stream(text_deltas("from b"))
+        chat = client.chat.completions.create(
+            model="beta", messages=[{"role": "user", "content": "hi"}]
+        )
+        assert chat.model == "beta" and chat.choices[0].message.content == "from b"
+        response = client.responses.create(model="alpha", input="hi")
+        assert response.model == "alpha" and response.output_text == "from a"
+        assert a.requests[0]["model"] == "engine-a" and b.requests[0]["model"] == "engine-b"
+        assert b.headers[0]["authorization"] == "Bearer b-secret"
+        # an unknown name: a 404 in each API's own shape, nothing sent upstream
+        with pytest.raises(openai.NotFoundError, match="no model named 'gamma'"):
+            client.chat.completions.create(
+                model="gamma", messages=[{"role": "user", "content": "x"}]
+            )
+        with pytest.raises(openai.NotFoundError):
+            client.responses.create(model="gamma", input="x")
+        with pytest.raises(anthropic.NotFoundError, match="alpha, beta"):
+            anthropic.Anthropic(base_url=served.url, api_key="x", max_retries=0).messages.create(
+                model="gamma", max_tokens=5, messages=[{"role": "user", "content": "x"}]
+            )
+        assert len(a.requests) == len(b.requests) == 1
+
+
+def test_without_upstream_model_the_clients_model_is_passed_on(
+    two: tuple[FakeOpenAIServer, FakeOpenAIServer],
+) -> None:
+    a, _ = two
+    args = _parser().parse_args(["serve", "--upstream", a.base_url])
+    with ServedApp(create_app(_served_models(args))) as served:
+        for name in ("gpt-x", "gpt-y", "gpt-x"):
+            a.add_stream(text_deltas("ok"))
+            r = httpx.post(
+                served.url + "/v1/chat/completions",
+                json={"model": name, "messages": [{"role": "user", "content": "hi"}]},
+            )
+            assert r.status_code == 200 and r.json()["model"] == name
+        r = httpx.post(
+            served.url + "/v1/chat/completions",
+            json={"messages": [{"role": "user", "content": "hi"}]},
+        )
+        assert r.status_code == 404 and r.json()["error"]["param"] == "model"
+    assert [q["model"] for q in a.requests] == ["gpt-x", "gpt-y", "gpt-x"]
+    # one pool per upstream name kept, and reused: the second gpt-x rode a kept connection
+    assert a.peers[0][1] == a.peers[2][1]
+
+
+def test_flags_keep_working_with_any_model_name(
+    two: tuple[FakeOpenAIServer, FakeOpenAIServer],
+) -> None:
+    a, _ = two
+    args = _parser().parse_args(["serve", "--upstream", a.base_url, "--upstream-model", "eng"])
+    with ServedApp(create_app(_served_models(args))) as served:
+        a.add_stream(text_deltas("ok"))
+        r = httpx.post(
+            served.url + "/v1/chat/completions",
+            json={"model": "whatever", "messages": [{"role": "user", "content": "hi"}]},
+        )
+        assert r.status_code == 200 and a.requests[0]["model"] == "eng"
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("", "lists no [[models]]"),
+        ("[[models]]\nname = 'a'\n", "either upstream or gguf"),
+        ("[[models]]\nname = 'a'\nupstream = 'http://x'\n", "needs upstream_model"),
+        ("[[models]]\nname = 'a'\ngguf = 'm.gguf'\nupstream = 'http://x'\n", "not both"),
+        ("[[models]]\nupstream = 'http://x'\nupstream_model = 'm'\n", "needs a name"),
+        ("[[models]]\nname = 'a'\ngguf = 'x'\nport = 3\n", "port"),
+        ("[[models]]\nname = 'a'\ngguf = 'x'\nctx = 'big'\n", "ctx"),
+        ("[[models]]\nname = 'a'\ngguf = 'x'\napi_key_env = 'K'\n", "mixes keys"),
+        ("[[models]]\nname = 'a'\ngguf = 'x'\n[[models]]\nname = 'a'\ngguf = 'y'\n", "twice"),
+        ("[[models]\nname=", "not valid TOML"),
+        ("[server]\nport = 3\n", "only [[models]]"),
+    ],
+)
+def test_a_bad_config_says_what_is_wrong(tmp_path: Path, text: str, says: str) -> None:
+    with pytest.raises(UsageError, match=says.replace("[", r"\[")):
+        read_config(_config(tmp_path, text))
+
+
+def test_a_config_with_flags_is_refused(tmp_path: Path) -> None:
+    path = _config(tmp_path, "[[models]]\nname = 'a'\ngguf = 'x'\n")
+    args = _parser().parse_args(["serve", "--config", str(path), "--model", "y"])
+    with pytest.raises(UsageError, match="--config"):
+        _served_models(args)
+
+
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+
+
+def test_the_local_model_loads_on_first_use_and_round_trips_in_each_api(
+    qwen_gguf: Path, two: tuple[FakeOpenAIServer, FakeOpenAIServer]
+) -> None:
+    """Two upstreams and the real default model behind one config, chosen by ``model``: the
+    local model is not loaded until asked; then a tool round trip through Responses and
+    Messages, streamed and not: the call comes back typed, the result goes back by id, and
+    an answer in words arrives."""
+    built: list[str] = []
+
+    def build(entry: ModelEntry) -> Any:
+        built.append(entry.name)
+        return _build_backend(entry)
+
+    a, b = two
+    entries = [
+        ModelEntry("up-a", upstream=a.base_url, upstream_model="engine-a"),
+        ModelEntry("local", gguf=str(qwen_gguf), ctx=2048),
+        ModelEntry("up-b", upstream=b.base_url, upstream_model="engine-b"),
+    ]
+    models = Models(entries, build)
+    with ServedApp(create_app(models)) as served:
+        for name, fake in (("up-a", a), ("up-b", b)):
+            fake.add_stream(text_deltas(f"from {name}"))
+            r = httpx.post(
+                served.url + "/v1/chat/completions",
+                json={"model": name, "messages": [{"role": "user", "content": "hi"}]},
+            )
+            assert r.json()["choices"][0]["message"]["content"] == f"from {name}"
+        assert built == ["up-a", "up-b"]  # the local model: not yet
+        oa = openai.OpenAI(base_url=served.url + "/v1", api_key="x", max_retries=0, timeout=300)
+        an = anthropic.Anthropic(base_url=served.url, api_key="x", max_retries=0, timeout=300)
+        tool = {
+            "type": "function",
+            "name": "get_weather",
+            "description": "Get the weather.",
+            "parameters": SCHEMA,
+        }
+        for stream in (False, True):
+            ask: dict[str, Any] = {
+                "model": "local",
+                "input": "What is the weather in Oslo?",
+                "tools": [tool],
+                "temperature": 0,
+            }
+            if stream:
+                with oa.responses.stream(**ask) as events:
+                    first = events.get_final_response()
+            else:
+                first = oa.responses.create(**ask)
+            (call,) = [o for o in first.output if o.type == "function_call"]
+            assert (
+                call.name == "get_weather" and json.loads(call.arguments)["city"].lower() == "oslo"
+            )
+            items = [
+                {"role": "user", "content": ask["input"]},
+                {
+                    "type": "function_call",
+                    "call_id": call.call_id,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                },
+                {
+                    "type": "function_call_output",
+                    "call_id": call.call_id,
+                    "output": '{"forecast": "snow", "temp_c": -3}',
+                },
+            ]
+            if stream:
+                with oa.responses.stream(**{**ask, "input": items}) as events:
+                    second = events.get_final_response()
+            else:
+                second = oa.responses.create(**{**ask, "input": items})
+            assert not [o for o in second.output if o.type == "function_call"]
+            assert "snow" in second.output_text.lower() or "-3" in second.output_text
+
+            zero = {"temperature": 0}  # this client no longer takes it as an argument
+            body: dict[str, Any] = {
+                "model": "local",
+                "max_tokens": 128,
+                "messages": [{"role": "user", "content": "What is the weather in Oslo?"}],
+                "tools": [
+                    {
+                        "name": "get_weather",
+                        "description": "Get the weather.",
+                        "input_schema": SCHEMA,
+                    }
+                ],
+            }
+            if stream:
+                with an.messages.stream(**body, extra_body=zero) as events:
+                    message = events.get_final_message()
+            else:
+                message = an.messages.create(**body, extra_body=zero)
+            (use,) = [b for b in message.content if b.type == "tool_use"]
+            assert message.stop_reason == "tool_use" and use.input["city"].lower() == "oslo"
+            body["messages"] += [
+                {"role": "assistant", "content": [b.model_dump() for b in message.content]},
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": use.id,
+                            "content": '{"forecast": "snow", "temp_c": -3}',
+                        }
+                    ],
+                },
+            ]
+            if stream:
+                with an.messages.stream(**body, extra_body=zero) as events:
+                    answer = events.get_final_message()
+            else:
+                answer = an.messages.create(**body, extra_body=zero)
+            text = "".join(b.text for b in answer.content if b.type == "text")
+            assert answer.stop_reason == "end_turn" and ("snow" in text.lower() or "-3" in text)
+        counted = an.messages.count_tokens(
+            model="local", messages=[{"role": "user", "content": "Hello there"}]
+        )
+        assert 3 <= counted.input_tokens <= 60  # exact: the template's own tokens
+    assert built == ["up-a", "up-b", "local"]  # loaded once
