@@ -13,9 +13,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolwire.errors import LimitError, TemplateError, TemplateSecurityError
+from toolwire.errors import LimitError, TemplateError, TemplateLimitError, TemplateSecurityError
 from toolwire.messages import ToolCall
-from toolwire.templates import ChatTemplate, load_template, normalize_tools, sandbox, shape_messages
+from toolwire.templates import (
+    ChatTemplate,
+    TemplateBudget,
+    load_template,
+    normalize_tools,
+    shape_messages,
+)
 from toolwire.templates.sandbox import MAX_ITERATIONS, MAX_OUTPUT_CHARS, MAX_TEMPLATE_BYTES
 from toolwire.templates.shaping import Arguments, alnum9
 
@@ -396,11 +402,12 @@ def test_output_limit_counts_characters() -> None:
         ChatTemplate(exact + "!").render([])
 
 
-def test_slow_loops_stop_at_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox, "MAX_RENDER_SECONDS", 0.2)
-    slow = "{% set big = [0] * 1000000 %}{% for i in range(100000) %}{{ big | join | length }}"
-    with pytest.raises(LimitError, match=r"0\.2 s"):
-        ChatTemplate(slow + "{% endfor %}").render([])
+def test_slow_loops_stop_at_the_deadline() -> None:
+    slow = "{% set big = [0] * 100000 %}{% for i in range(100000) %}{{ big | join | length }}"
+    budget = TemplateBudget(seconds=0.2, memory=10**12)
+    with pytest.raises(TemplateLimitError, match=r"0\.2 s"):
+        ChatTemplate(slow + "{% endfor %}").render([], budget=budget)
+    assert budget.exhausted
 
 
 def test_budget_is_per_render() -> None:

@@ -18,6 +18,7 @@ from .errors import (
     LimitError,
     ModelNotFoundError,
     TemplateError,
+    TemplateLimitError,
     TemplateSecurityError,
     ToolwireError,
     UsageError,
@@ -41,7 +42,7 @@ from .formats.registry import family_names, get_family
 from .loop import run_loop, run_loop_sync
 from .messages import ToolCall
 from .pipeline import ModelMemory, default_memory
-from .templates import ChatTemplate, GGUFInfo, load_template, read_gguf
+from .templates import ChatTemplate, GGUFInfo, TemplateBudget, load_template, read_gguf
 from .tools import Tool, Toolbox, ToolDefinitionError, ToolDenied, ToolUnavailable
 
 __version__ = "0.1.0"
@@ -75,7 +76,9 @@ __all__ = [
     "ReasoningDelta",
     "ReplyStream",
     "Request",
+    "TemplateBudget",
     "TemplateError",
+    "TemplateLimitError",
     "TemplateSecurityError",
     "TextDelta",
     "Tool",

@@ -21,14 +21,19 @@ import jinja2
 from jinja2 import meta
 from jinja2.exceptions import SecurityError, TemplateSyntaxError
 
-from toolwire.errors import LimitError, TemplateError, TemplateSecurityError, ToolwireError
+from toolwire.errors import (
+    TemplateError,
+    TemplateLimitError,
+    TemplateSecurityError,
+    ToolwireError,
+)
+from toolwire.templates.budget import BUDGET_KEY, TemplateBudget
 from toolwire.templates.sandbox import (
     MAX_OUTPUT_CHARS,
     MAX_TEMPLATE_BYTES,
     TEMPLATE_FILENAME,
     TemplateRaised,
     add_guards,
-    budget,
     environment,
 )
 from toolwire.templates.shaping import CallIds, normalize_tools, shape_messages
@@ -129,6 +134,7 @@ class ChatTemplate:
         call_ids: CallIds = "keep",
         keep_call_none: bool = False,
         one_call_per_message: bool = False,
+        budget: TemplateBudget | None = None,
         **extra: Any,
     ) -> str:
         """Render ``messages`` (OpenAI-style dicts) and ``tools`` into a prompt.
@@ -143,9 +149,16 @@ class ChatTemplate:
         become template variables (``bos_token=""`` overrides the default, for instance); so
         do ``variables`` and, for a template that reads them, :data:`CONVENTIONAL_VARIABLES`.
 
+        ``budget`` is the time, loop steps and memory the render may spend
+        (:class:`~toolwire.templates.budget.TemplateBudget`); pass one budget to every render of
+        one operation so that they share it. Without one, the render gets a fresh default
+        budget of its own.
+
         Raises :class:`TemplateError` (the template failed or raised its own error),
         :class:`TemplateSecurityError` (it tried something the sandbox forbids; nothing ran),
-        or :class:`LimitError` (it went past a limit in :mod:`toolwire.templates.sandbox`).
+        or :class:`TemplateLimitError` (it went past a limit or its budget; also a
+        :class:`~toolwire.errors.LimitError`). A refused render keeps nothing alive: what the
+        template built is freed before the error reaches the caller.
         """
         shaped = shape_messages(
             messages,
@@ -173,17 +186,27 @@ class ChatTemplate:
         }
         if enable_thinking is not None:
             context["enable_thinking"] = enable_thinking
+        context[BUDGET_KEY] = budget if budget is not None else TemplateBudget()
         chunks: list[str] = []
         size = 0
+        error: ToolwireError | None = None
         try:
-            with budget():
-                for chunk in template.generate(context):
-                    size += len(chunk)
-                    if size > MAX_OUTPUT_CHARS:
-                        raise LimitError(f"rendered prompt passed {MAX_OUTPUT_CHARS:,} characters")
-                    chunks.append(chunk)
+            context[BUDGET_KEY].check_time()
+            for chunk in template.generate(context):
+                size += len(chunk)
+                if size > MAX_OUTPUT_CHARS:
+                    raise TemplateLimitError(
+                        f"rendered prompt passed {MAX_OUTPUT_CHARS:,} characters"
+                    )
+                chunks.append(chunk)
         except Exception as exc:  # untrusted code: every failure is converted
-            raise self._convert(exc, use_tool_source) from exc
+            error = self._convert(exc, use_tool_source)
+            _release(exc)
+        if error is not None:
+            # raised outside the handler, so that the error holds no reference to the one it
+            # replaces (whose frames held what the template built)
+            del chunks, context
+            raise error
         return "".join(chunks)
 
     def _label(self, tool_use: bool) -> str:
@@ -214,9 +237,11 @@ class ChatTemplate:
         except TemplateSyntaxError as exc:
             raise TemplateError(
                 f"{label}: syntax error on line {exc.lineno}: {exc.message}"
-            ) from exc
+            ) from None
         except Exception as exc:  # the parser runs on untrusted text
-            raise self._convert(exc, tool_use) from exc
+            error = self._convert(exc, tool_use)
+            _release(exc)
+        raise error
 
     def _convert(self, exc: Exception, tool_use: bool) -> ToolwireError:
         """Turn whatever a template raised into one of toolwire's errors."""
@@ -230,12 +255,30 @@ class ChatTemplate:
         if isinstance(exc, SecurityError):
             return TemplateSecurityError(f"{label}: sandbox violation{where}: {exc}")
         if isinstance(exc, RecursionError):
-            return LimitError(f"{label}: recursion too deep{where}")
+            return TemplateLimitError(f"{label}: recursion too deep{where}")
         if isinstance(exc, MemoryError):
-            return LimitError(f"{label}: out of memory while rendering{where}")
+            return TemplateLimitError(f"{label}: out of memory while rendering{where}")
         if isinstance(exc, jinja2.TemplateError):
             return TemplateError(f"{label}{where}: {exc.message or type(exc).__name__}")
         return TemplateError(f"{label}{where}: {type(exc).__name__}: {exc}")
+
+
+def _release(exc: BaseException) -> None:
+    """Drop what a failed render's exception keeps alive: the frames of its traceback (and
+    of the exceptions chained to it) hold the template's values as locals, and a frame that
+    refers back to the exception forms a cycle only the garbage collector would break, so a
+    refused 500 MB value would outlive the refusal."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        traceback.clear_frames(current.__traceback__)
+        todo += [current.__cause__, current.__context__]
+        current.__traceback__ = None
+        current.__cause__ = current.__context__ = None
 
 
 def _template_line(tb: TracebackType | None) -> int | None:

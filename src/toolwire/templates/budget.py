@@ -1,0 +1,134 @@
+"""The work one template operation may do: loop steps, wall-clock time and memory.
+
+A hostile template can burn time or memory in many ways; each guard in the sandbox asks the
+budget before the work, and the budget says no for the whole operation at once. One budget
+covers one operation: a render, or a whole format detection with its dozens of renders, so
+that rendering more often never buys a template more time. The caller makes the budget and
+passes it down (:meth:`~toolwire.templates.ChatTemplate.render` takes ``budget=``); nothing
+lives in a module global, and two operations in two threads never share one.
+
+Memory is counted as the bytes of every value a template builds through a guarded operation
+(strings joined or repeated, filter and call results, formatted text, slices, captured
+output), whether or not the value is still alive: Python gives no cheap way to know what a
+template still holds, and what it has built bounds what it can hold.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from jinja2.runtime import Context
+
+from toolwire.errors import TemplateLimitError
+
+__all__ = [
+    "BUDGET_KEY",
+    "MAX_ITERATIONS",
+    "MAX_RENDER_BYTES",
+    "MAX_RENDER_SECONDS",
+    "TemplateBudget",
+    "budget_of",
+]
+
+#: Loop iterations (each ``for`` item and each item drawn from ``range``) one operation may run.
+MAX_ITERATIONS = 1_000_000
+#: Wall-clock seconds one operation may take. Published templates render in about a
+#: millisecond, and a whole format detection (some forty renders) in well under a second.
+MAX_RENDER_SECONDS = 1.0
+#: Bytes of values one operation may build in all (see the module docstring). A prompt at
+#: the output limit costs a few times its size; the rest is room.
+MAX_RENDER_BYTES = 128 * 1024 * 1024
+
+#: The render context's key for the budget: not a name a template can write.
+BUDGET_KEY = "toolwire budget"
+
+
+class TemplateBudget:
+    """What one template operation may still spend; pass the same object to every render
+    the operation makes (a detection's renders, then the prompt's).
+
+    The clock starts when the budget is made. Each guard calls :meth:`spend` (loop steps) or
+    :meth:`charge` (bytes) before the work it guards, and both read the clock, so that no
+    guarded step starts past the deadline. Once spent, a budget refuses everything:
+    :attr:`exhausted` tells a caller to stop trying.
+    """
+
+    __slots__ = (
+        "bytes_left",
+        "deadline",
+        "iterations_left",
+        "max_bytes",
+        "max_iterations",
+        "seconds",
+        "spent_reason",
+    )
+
+    def __init__(
+        self,
+        *,
+        iterations: int | None = None,
+        seconds: float | None = None,
+        memory: int | None = None,
+    ) -> None:
+        self.max_iterations = MAX_ITERATIONS if iterations is None else iterations
+        self.seconds = MAX_RENDER_SECONDS if seconds is None else seconds
+        self.max_bytes = MAX_RENDER_BYTES if memory is None else memory
+        self.iterations_left = self.max_iterations
+        self.bytes_left = self.max_bytes
+        self.deadline = time.monotonic() + self.seconds
+        #: Why the budget is spent, once it is; every later refusal repeats it.
+        self.spent_reason = ""
+
+    def __repr__(self) -> str:
+        left = max(0.0, self.deadline - time.monotonic())
+        return (
+            f"TemplateBudget(iterations_left={self.iterations_left:,}, "
+            f"bytes_left={self.bytes_left:,}, seconds_left={left:.3f})"
+        )
+
+    @property
+    def exhausted(self) -> bool:
+        """True once any part of the budget is spent (or the deadline has passed)."""
+        return bool(self.spent_reason) or time.monotonic() > self.deadline
+
+    def _refuse(self, reason: str) -> TemplateLimitError:
+        if not self.spent_reason:
+            self.spent_reason = reason
+        return TemplateLimitError(self.spent_reason)
+
+    def check_time(self) -> None:
+        """Refuse once the deadline has passed (or the budget was spent another way)."""
+        if self.spent_reason:
+            raise self._refuse(self.spent_reason)
+        if time.monotonic() > self.deadline:
+            raise self._refuse(f"chat template ran for more than {self.seconds} s in one operation")
+
+    def spend(self, units: int = 1) -> None:
+        """Spend ``units`` loop steps."""
+        self.iterations_left -= units
+        if self.iterations_left < 0:
+            raise self._refuse(
+                f"chat template ran more than {self.max_iterations:,} loop iterations "
+                "in one operation"
+            )
+        self.check_time()
+
+    def charge(self, size: int, what: str) -> None:
+        """Spend ``size`` bytes on ``what``, before it is built."""
+        self.bytes_left -= size
+        if self.bytes_left < 0:
+            raise self._refuse(
+                f"chat template built more than {self.max_bytes:,} bytes of values in one "
+                f"operation (the last: {what})"
+            )
+        self.check_time()
+
+
+def budget_of(context: Context | Any) -> TemplateBudget:
+    """The budget a render put in its context. A template compiled by the sandbox cannot
+    run without one: a render that forgot it would run unbounded."""
+    found = context.get(BUDGET_KEY) if isinstance(context, Context) else None
+    if not isinstance(found, TemplateBudget):
+        raise TemplateLimitError("chat template rendered without a budget")
+    return found
