@@ -289,12 +289,22 @@ def _f_indent(
     return args, kwargs
 
 
+def _wordwise(size: int, what: str) -> None:
+    """``wordwrap`` and ``urlize`` work word by word in Python: their text is bounded like a
+    collection's items, so that one call cannot outlast the time budget by much."""
+    if size > MAX_VALUE_ITEMS:
+        raise TemplateLimitError(
+            f"chat template passed {size:,} characters to {what} (limit {MAX_VALUE_ITEMS:,})"
+        )
+
+
 def _f_wordwrap(
     budget: TemplateBudget, ctx: Context, args: Args, kwargs: Kwargs
 ) -> tuple[Args, Kwargs]:
     wrap = _arg(args, kwargs, 4, "wrapstring", None)
     wrap_len = len(wrap) if isinstance(wrap, str) else 2
     size = _text_of(args[0], budget)
+    _wordwise(size, "wordwrap")
     _charge_chars(budget, size + (size + 1) * wrap_len, "wordwrap", args[0], wrap)
     return args, kwargs
 
@@ -426,6 +436,7 @@ def _f_urlize(
 ) -> tuple[Args, Kwargs]:
     value = args[0]
     size = _text_of(value, budget)
+    _wordwise(size, "urlize")
     extra = sum(
         len(str(x))
         for x in (_arg(args, kwargs, 3, "target", ""), _arg(args, kwargs, 4, "rel", ""))
@@ -463,7 +474,11 @@ def _f_from_json(
     text = args[0]
     if isinstance(text, str):
         check_chars(len(text), "from_json")
-        budget.charge(len(text) + 64 * (text.count(",") + 1), "from_json")
+        # every value but the first follows a comma or opens a container: a bound on the
+        # values json.loads would build, checked before it builds them
+        values = text.count(",") + text.count("[") + text.count("{") + 1
+        check_items(values, "from_json")
+        budget.charge(len(text) + 64 * values, "from_json")
     return args, kwargs
 
 
@@ -517,16 +532,20 @@ def bounded_json(budget: TemplateBudget, value: Any, **options: Any) -> str:
             f"chat template asked tojson for an indent of {width:,} (limit {MAX_JSON_INDENT})"
         )
     encoder = json.JSONEncoder(**options)
+    chunks: list[str] = []
     pieces: list[str] = []
     size = 0
     for piece in encoder.iterencode(value):
         size += len(piece)
         check_chars(size, "tojson")
         pieces.append(piece)
-        if not len(pieces) % 4096:
+        if len(pieces) >= 4096:  # small pieces cost far more than their characters
+            chunks.append("".join(pieces))
+            pieces.clear()
             budget.check_time()
-    budget.charge(size * char_bytes(*pieces) + 64, "tojson")
-    return "".join(pieces)
+    chunks.append("".join(pieces))
+    budget.charge(size * char_bytes(*chunks) + 64, "tojson")
+    return "".join(chunks)
 
 
 def charge_result(budget: TemplateBudget, result: Any, what: str) -> None:

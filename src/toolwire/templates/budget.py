@@ -16,6 +16,8 @@ template still holds, and what it has built bounds what it can hold.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from jinja2.runtime import Context
@@ -38,7 +40,7 @@ MAX_ITERATIONS = 1_000_000
 MAX_RENDER_SECONDS = 1.0
 #: Bytes of values one operation may build in all (see the module docstring). A prompt at
 #: the output limit costs a few times its size; the rest is room.
-MAX_RENDER_BYTES = 128 * 1024 * 1024
+MAX_RENDER_BYTES = 64 * 1024 * 1024
 
 #: The render context's key for the budget: not a name a template can write.
 BUDGET_KEY = "toolwire budget"
@@ -48,15 +50,18 @@ class TemplateBudget:
     """What one template operation may still spend; pass the same object to every render
     the operation makes (a detection's renders, then the prompt's).
 
-    The clock starts when the budget is made. Each guard calls :meth:`spend` (loop steps) or
-    :meth:`charge` (bytes) before the work it guards, and both read the clock, so that no
-    guarded step starts past the deadline. Once spent, a budget refuses everything:
-    :attr:`exhausted` tells a caller to stop trying.
+    The clock runs while a template renders (:meth:`running`), not while the caller compiles
+    or compares renderings, so an operation's own work never eats the template's time. Each
+    guard calls :meth:`spend` (loop steps) or :meth:`charge` (bytes) before the work it
+    guards, and both read the clock, so that no guarded step starts past the time allowed.
+    Once spent, a budget refuses everything: :attr:`exhausted` tells a caller to stop trying.
+    A budget belongs to one operation in one thread.
     """
 
     __slots__ = (
+        "_since",
+        "_used",
         "bytes_left",
-        "deadline",
         "iterations_left",
         "max_bytes",
         "max_iterations",
@@ -76,21 +81,42 @@ class TemplateBudget:
         self.max_bytes = MAX_RENDER_BYTES if memory is None else memory
         self.iterations_left = self.max_iterations
         self.bytes_left = self.max_bytes
-        self.deadline = time.monotonic() + self.seconds
+        self._used = 0.0
+        self._since: float | None = None
         #: Why the budget is spent, once it is; every later refusal repeats it.
         self.spent_reason = ""
 
     def __repr__(self) -> str:
-        left = max(0.0, self.deadline - time.monotonic())
+        left = max(0.0, self.seconds - self.used)
         return (
             f"TemplateBudget(iterations_left={self.iterations_left:,}, "
             f"bytes_left={self.bytes_left:,}, seconds_left={left:.3f})"
         )
 
     @property
+    def used(self) -> float:
+        """Seconds spent rendering so far."""
+        if self._since is None:
+            return self._used
+        return self._used + time.monotonic() - self._since
+
+    @property
     def exhausted(self) -> bool:
-        """True once any part of the budget is spent (or the deadline has passed)."""
-        return bool(self.spent_reason) or time.monotonic() > self.deadline
+        """True once any part of the budget is spent (or its time is up)."""
+        return bool(self.spent_reason) or self.used > self.seconds
+
+    @contextmanager
+    def running(self) -> Iterator[TemplateBudget]:
+        """Run the clock for the block: a render."""
+        if self._since is not None:  # already running (a render inside a render)
+            yield self
+            return
+        self._since = time.monotonic()
+        try:
+            yield self
+        finally:
+            self._used += time.monotonic() - self._since
+            self._since = None
 
     def _refuse(self, reason: str) -> TemplateLimitError:
         if not self.spent_reason:
@@ -98,10 +124,10 @@ class TemplateBudget:
         return TemplateLimitError(self.spent_reason)
 
     def check_time(self) -> None:
-        """Refuse once the deadline has passed (or the budget was spent another way)."""
+        """Refuse once its time is up (or the budget was spent another way)."""
         if self.spent_reason:
             raise self._refuse(self.spent_reason)
-        if time.monotonic() > self.deadline:
+        if self.used > self.seconds:
             raise self._refuse(f"chat template ran for more than {self.seconds} s in one operation")
 
     def spend(self, units: int = 1) -> None:

@@ -8,6 +8,7 @@ templates see what their authors tested with.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import threading
@@ -186,19 +187,21 @@ class ChatTemplate:
         }
         if enable_thinking is not None:
             context["enable_thinking"] = enable_thinking
-        context[BUDGET_KEY] = budget if budget is not None else TemplateBudget()
+        spend = budget if budget is not None else TemplateBudget()
+        context[BUDGET_KEY] = spend
         chunks: list[str] = []
         size = 0
         error: ToolwireError | None = None
         try:
-            context[BUDGET_KEY].check_time()
-            for chunk in template.generate(context):
-                size += len(chunk)
-                if size > MAX_OUTPUT_CHARS:
-                    raise TemplateLimitError(
-                        f"rendered prompt passed {MAX_OUTPUT_CHARS:,} characters"
-                    )
-                chunks.append(chunk)
+            with spend.running():
+                spend.check_time()
+                for chunk in template.generate(context):
+                    size += len(chunk)
+                    if size > MAX_OUTPUT_CHARS:
+                        raise TemplateLimitError(
+                            f"rendered prompt passed {MAX_OUTPUT_CHARS:,} characters"
+                        )
+                    chunks.append(chunk)
         except Exception as exc:  # untrusted code: every failure is converted
             error = self._convert(exc, use_tool_source)
             _release(exc)
@@ -226,14 +229,12 @@ class ChatTemplate:
         return compiled
 
     def _compile(self, source: str | None, tool_use: bool) -> jinja2.Template:
-        env = environment()
         label = self._label(tool_use)
+        text = source or ""
         try:
-            tree = env.parse(source or "")
-            self._reads[tool_use] = frozenset(meta.find_undeclared_variables(tree))
-            tree = add_guards(tree)
-            code = env.compile(tree, filename=TEMPLATE_FILENAME)
-            return env.template_class.from_code(env, code, env.make_globals(None), None)
+            compiled, reads = (
+                _compiled(text) if len(text) <= _CACHED_SOURCE_CHARS else _compile(text)
+            )
         except TemplateSyntaxError as exc:
             raise TemplateError(
                 f"{label}: syntax error on line {exc.lineno}: {exc.message}"
@@ -241,12 +242,14 @@ class ChatTemplate:
         except Exception as exc:  # the parser runs on untrusted text
             error = self._convert(exc, tool_use)
             _release(exc)
-        raise error
+            raise error from None
+        self._reads[tool_use] = reads
+        return compiled
 
     def _convert(self, exc: Exception, tool_use: bool) -> ToolwireError:
         """Turn whatever a template raised into one of toolwire's errors."""
         label = self._label(tool_use)
-        line = _template_line(exc.__traceback__)
+        line = _template_line(exc.__traceback__, self._compiled.get(tool_use))
         where = f" (line {line})" if line else ""
         if isinstance(exc, ToolwireError):  # a limit, raised by the sandbox's guards
             return type(exc)(f"{label}{where}: {exc}")
@@ -261,6 +264,26 @@ class ChatTemplate:
         if isinstance(exc, jinja2.TemplateError):
             return TemplateError(f"{label}{where}: {exc.message or type(exc).__name__}")
         return TemplateError(f"{label}{where}: {type(exc).__name__}: {exc}")
+
+
+#: Sources up to this size share one compiled template (published ones are under 32 KiB);
+#: detection renders copies of a template with other special tokens, which compile alike.
+_CACHED_SOURCE_CHARS = 64 * 1024
+
+
+def _compile(source: str) -> tuple[jinja2.Template, frozenset[str]]:
+    """Compile ``source`` in the sandbox with its guards, and the variables it reads without
+    setting them. Compiling runs none of the template's code."""
+    env = environment()
+    tree = env.parse(source)
+    reads = frozenset(meta.find_undeclared_variables(tree))
+    code = env.compile(add_guards(tree), filename=TEMPLATE_FILENAME)
+    return env.template_class.from_code(env, code, env.make_globals(None), None), reads
+
+
+#: The same, remembered: a compiled template keeps no state between renders (each render's
+#: budget and variables travel in its own context), so one compilation serves every copy.
+_compiled = functools.lru_cache(maxsize=32)(_compile)
 
 
 def _release(exc: BaseException) -> None:
@@ -281,11 +304,12 @@ def _release(exc: BaseException) -> None:
         current.__cause__ = current.__context__ = None
 
 
-def _template_line(tb: TracebackType | None) -> int | None:
-    """The template line of the innermost template frame (Jinja rewrites tracebacks so that
-    template frames carry template line numbers)."""
+def _template_line(tb: TracebackType | None, template: jinja2.Template | None) -> int | None:
+    """The template line of the innermost template frame. The sandbox keeps Jinja from
+    rewriting tracebacks (the rewritten frames would keep the template's values alive), so
+    the line is mapped from the compiled code's line here."""
     line = None
     for frame, lineno in traceback.walk_tb(tb):
         if frame.f_code.co_filename == TEMPLATE_FILENAME:
-            line = lineno
+            line = template.get_corresponding_lineno(lineno) if template is not None else None
     return line
