@@ -13,7 +13,8 @@ import hashlib
 import json
 import threading
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 import jinja2
 from jinja2 import meta
 from jinja2.exceptions import SecurityError, TemplateSyntaxError
+from jinja2.runtime import Context
 
 from toolwire.errors import (
     TemplateError,
@@ -193,9 +195,9 @@ class ChatTemplate:
         size = 0
         error: ToolwireError | None = None
         try:
-            with spend.running():
+            with spend.running(), _own_context(template, context) as ctx:
                 spend.check_time()
-                for chunk in template.generate(context):
+                for chunk in template.root_render_func(ctx):
                     size += len(chunk)
                     if size > MAX_OUTPUT_CHARS:
                         raise TemplateLimitError(
@@ -266,6 +268,22 @@ class ChatTemplate:
         return TemplateError(f"{label}{where}: {type(exc).__name__}: {exc}")
 
 
+@contextmanager
+def _own_context(template: jinja2.Template, variables: dict[str, Any]) -> Iterator[Context]:
+    """The render's Jinja context, emptied when the render ends. A macro the template
+    defines lives in the context and refers back to it: a cycle that only the garbage
+    collector would break, holding every value the template built. (Rendering through
+    ``root_render_func`` rather than ``generate`` also keeps Jinja from rewriting a failure's
+    traceback with fake frames that hold the template's variables.)"""
+    ctx = template.new_context(variables)
+    try:
+        yield ctx
+    finally:
+        ctx.vars.clear()
+        ctx.parent.clear()
+        ctx.exported_vars.clear()
+
+
 #: Sources up to this size share one compiled template (published ones are under 32 KiB);
 #: detection renders copies of a template with other special tokens, which compile alike.
 _CACHED_SOURCE_CHARS = 64 * 1024
@@ -305,9 +323,8 @@ def _release(exc: BaseException) -> None:
 
 
 def _template_line(tb: TracebackType | None, template: jinja2.Template | None) -> int | None:
-    """The template line of the innermost template frame. The sandbox keeps Jinja from
-    rewriting tracebacks (the rewritten frames would keep the template's values alive), so
-    the line is mapped from the compiled code's line here."""
+    """The template line of the innermost template frame, mapped from the compiled code's
+    line (the render keeps Jinja from rewriting tracebacks: see :func:`_own_context`)."""
     line = None
     for frame, lineno in traceback.walk_tb(tb):
         if frame.f_code.co_filename == TEMPLATE_FILENAME:

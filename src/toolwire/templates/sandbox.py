@@ -454,13 +454,6 @@ class ChatSandbox(ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset({"+", "*", "**", "%"})
     concat = staticmethod(_bounded_concat)
 
-    def handle_exception(self, source: str | None = None) -> NoReturn:
-        """Re-raise a render's exception as it is. Jinja would rewrite its traceback with
-        fake frames holding the template's variables, which no one could then free; the
-        caller maps lines itself and clears the real frames. Jinja calls this from its own
-        ``except`` block, so a bare ``raise`` re-raises what it caught."""
-        raise
-
     def unsafe_undefined(self, obj: Any, attribute: str) -> jinja2.Undefined:
         raise SecurityError(
             f"access to attribute {attribute!r} of {type(obj).__name__!r} object is unsafe"
