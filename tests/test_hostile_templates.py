@@ -19,7 +19,9 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import numpy as np
 import pytest
+from gguf import GGUFWriter
 
 import toolwire
 from toolwire.cli import main
@@ -155,6 +157,36 @@ def test_a_refused_value_in_a_macro_frame_is_freed_too() -> None:
         base = tracemalloc.get_traced_memory()[0]
         with pytest.raises(TemplateLimitError):
             ChatTemplate(source).render([])
+        current = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+        gc.enable()
+    assert current - base < 2 * 2**20, current - base
+
+
+def test_a_gguf_with_a_hostile_template_is_refused_and_freed(tmp_path: Path) -> None:
+    # what a local model's file carries goes through the same sandbox: detection (as the
+    # local backend runs it), then renders, each refused and freed at once
+    path = tmp_path / "hostile.gguf"
+    writer = GGUFWriter(path, "llama")
+    writer.add_chat_template((CORPUS_DIR / "mem-retain-append.jinja").read_text())
+    writer.add_tensor("token_embd.weight", np.zeros((4, 8), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    template = load_template(path)
+    gc.collect()
+    gc.disable()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        start = time.monotonic()
+        assert detect_format(template).format == "none"
+        assert time.monotonic() - start <= SECONDS
+        for _ in range(4):
+            with pytest.raises(TemplateLimitError):
+                template.render(MESSAGES)
         current = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()

@@ -22,7 +22,8 @@ from toolwire.templates import (
     normalize_tools,
     shape_messages,
 )
-from toolwire.templates.sandbox import MAX_ITERATIONS, MAX_OUTPUT_CHARS, MAX_TEMPLATE_BYTES
+from toolwire.templates import budget as budget_module
+from toolwire.templates.sandbox import MAX_OUTPUT_CHARS, MAX_TEMPLATE_BYTES
 from toolwire.templates.shaping import Arguments, alnum9
 
 FIXTURES = Path(__file__).parent / "fixtures" / "chat_templates"
@@ -410,15 +411,14 @@ def test_slow_loops_stop_at_the_deadline() -> None:
     assert budget.exhausted
 
 
-def test_budget_is_per_render() -> None:
-    # Each inner step spends two units (the loop and the range item): ~MAX_ITERATIONS / 2.
-    side = int((MAX_ITERATIONS / 4) ** 0.5)
-    loop = ChatTemplate(
-        "{% for i in range(" + str(side) + ") %}{% for j in range(" + str(side) + ") %}"
-        "{% endfor %}{% endfor %}"
-    )
+def test_budget_is_per_render(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without a budget of its own, each render gets a fresh default one.
+    monkeypatch.setattr(budget_module, "MAX_ITERATIONS", 1000)
+    loop = ChatTemplate("{% for i in range(300) %}{% endfor %}")  # 600 units: loop and range
     for _ in range(5):
         assert loop.render([]) == ""
+    with pytest.raises(TemplateLimitError, match="1,000 loop iterations"):
+        ChatTemplate("{% for i in range(600) %}{% endfor %}").render([])
 
 
 def test_source_size_limit() -> None:

@@ -185,6 +185,8 @@ def grown_case_size(s: Any) -> int:
 
 
 def _split(budget: TemplateBudget, s: Any, args: Args, kwargs: Kwargs) -> tuple[Args, Kwargs]:
+    if set(kwargs) - {"sep", "maxsplit"}:
+        return args, kwargs  # the method refuses them itself
     sep = _arg(args, kwargs, 0, "sep", None)
     asked = _arg(args, kwargs, 1, "maxsplit", -1)
     bounded = MAX_VALUE_ITEMS if not isinstance(asked, int) or asked < 0 else asked

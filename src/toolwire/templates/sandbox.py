@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 import types
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
@@ -72,6 +73,7 @@ from toolwire.templates.sizes import (
     format_spec_width,
     printf_size,
     text_size,
+    weight,
 )
 
 __all__ = [
@@ -250,6 +252,7 @@ def _own(value: Any, budget: TemplateBudget) -> Any:
     large list over and over for free."""
     if isinstance(value, list) and not isinstance(value, _TemplateList):
         budget.spend(len(value))
+        budget.charge(8 * len(value) + 64, "a namespace list")
         return _TemplateList(value)
     return value
 
@@ -263,7 +266,12 @@ class _TemplateNamespace(Namespace):
         if isinstance(value, _TemplateList):
             check_items(len(value) + 1, f"namespace attribute {name!r}")
         budget: TemplateBudget = object.__getattribute__(self, "_toolwire_budget")
+        attrs: dict[str, Any] = object.__getattribute__(self, "_Namespace__attrs")
+        old = attrs.get(name)
         Namespace.__setitem__(self, name, _own(value, budget))
+        # held now by ``old`` and getrefcount's argument alone: freed on return
+        if old is not None and sys.getrefcount(old) <= 2:
+            budget.refund(weight(old))
 
 
 @pass_context
@@ -460,7 +468,7 @@ class ChatSandbox(ImmutableSandboxedEnvironment):
         )
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
-        if isinstance(obj, _TemplateList) and attr in ("append", "pop"):
+        if type(obj) is _TemplateList and attr in ("append", "pop"):
             return True
         return super().is_safe_attribute(obj, attr, value)
 
@@ -510,7 +518,8 @@ class ChatSandbox(ImmutableSandboxedEnvironment):
         elif operator == "%" and isinstance(left, str):
             size = printf_size(left, right, budget)
             check_chars(size, "a % format")
-            budget.charge(size * 4 + 64, "a % format")
+            args = right if isinstance(right, tuple) else (right,)
+            budget.charge(size * char_bytes(left, *args) + 64, "a % format")
         elif operator == "*":
             for seq, times in ((left, right), (right, left)):
                 if isinstance(seq, sequences) and isinstance(times, int):

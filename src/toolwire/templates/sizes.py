@@ -79,10 +79,19 @@ def weight(value: Any) -> int:
     return sys.getsizeof(value) if isinstance(value, (str, bytes, *_SEQUENCES, dict)) else 64
 
 
+#: CPython's header of a compact non-ASCII string (``sys.getsizeof`` of one with no
+#: characters would be this plus one terminating character).
+_HEADER = sys.getsizeof("\xe9") - 2
+
+
 def char_bytes(*texts: Any) -> int:
-    """Bytes per character of a string built from ``texts``: 1 when all are ASCII, else 4
-    (CPython stores a string at the width of its widest character)."""
-    return 1 if all(not isinstance(t, str) or t.isascii() for t in texts) else 4
+    """Bytes per character of a string built from ``texts``: CPython stores a string at the
+    width of its widest character (1, 2 or 4 bytes), which its size tells without a scan."""
+    width = 1
+    for text in texts:
+        if isinstance(text, str) and not text.isascii():
+            width = max(width, (sys.getsizeof(text) - _HEADER) // (len(text) + 1))
+    return min(max(width, 1), 4)
 
 
 class _Over(Exception):
