@@ -25,6 +25,7 @@ from toolwire.templates.sizes import (
     MAX_VALUE_ITEMS,
     char_bytes,
     check_chars,
+    check_compared,
     check_items,
     check_value,
     printf_size,
@@ -259,6 +260,9 @@ def method_check(
     if isinstance(owner, type) and name == "fromkeys":
         args, kwargs = _fromkeys(budget, owner, args, kwargs)
         return args, kwargs, True
+    if isinstance(owner, LoopContext) and name == "changed":  # compares with the last
+        for arg in args:
+            check_compared(arg, arg, budget)
     if isinstance(obj, LoopContext) and args:  # a recursive loop's next level counts too
         return (ticking(budget, args[0]), *args[1:]), kwargs, True
     if isinstance(owner, (list, dict, set, Namespace)):
@@ -484,7 +488,30 @@ def _f_from_json(
     return args, kwargs
 
 
+def _f_compares(
+    budget: TemplateBudget, ctx: Context, args: Args, kwargs: Kwargs
+) -> tuple[Args, Kwargs]:
+    """A filter that compares, hashes or lowers every item (``sort``, ``unique`` …): a list
+    holding one 4 MB string a thousand times is small, but sorting it compares gigabytes.
+    The text of its items is bounded like one value's."""
+    value = args[0]
+    if not isinstance(value, (str, list, tuple, dict, set, frozenset)):
+        value = materialize(budget, value, "a filter's items")
+    if text_size(value, MAX_VALUE_CHARS, budget) > MAX_VALUE_CHARS:
+        raise TemplateLimitError(
+            f"chat template passed items of more than {MAX_VALUE_CHARS:,} characters in all "
+            "to a filter that compares them"
+        )
+    return (value, *args[1:]), kwargs
+
+
 FILTER_CHECKS: dict[str, FilterCheck] = {
+    "sort": _f_compares,
+    "unique": _f_compares,
+    "dictsort": _f_compares,
+    "groupby": _f_compares,
+    "min": _f_compares,
+    "max": _f_compares,
     "center": _f_center,
     "indent": _f_indent,
     "wordwrap": _f_wordwrap,

@@ -24,31 +24,26 @@ templates at scale may still run them in a process with an OS memory limit.
 from __future__ import annotations
 
 import functools
-import json
-import sys
+import operator
 import types
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import datetime
 from string import Formatter
-from typing import Any, NoReturn, overload
+from typing import Any
 
 import jinja2
 from jinja2 import nodes, pass_context
-from jinja2.exceptions import SecurityError, TemplateRuntimeError
+from jinja2.exceptions import SecurityError
 from jinja2.ext import Extension, loopcontrols
 from jinja2.parser import Parser
 from jinja2.runtime import Context
-from jinja2.sandbox import MAX_RANGE as _JINJA_MAX_RANGE
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
-from jinja2.utils import Namespace, _PassArg, generate_lorem_ipsum
+from jinja2.utils import _PassArg
 from jinja2.visitor import NodeTransformer
 from markupsafe import EscapeFormatter, Markup
 
-from toolwire.errors import TemplateLimitError
 from toolwire.templates.bounds import (
     FILTER_CHECKS,
     MAX_INT_BITS,
-    bounded_json,
     charge_result,
     check_int_bits,
     filter_check,
@@ -68,12 +63,25 @@ from toolwire.templates.sizes import (
     MAX_VALUE_ITEMS,
     char_bytes,
     check_chars,
+    check_compared,
     check_items,
     check_value,
     format_spec_width,
     printf_size,
+    repr_size,
     text_size,
-    weight,
+)
+from toolwire.templates.values import (
+    MAX_RANGE,
+    TemplateList,
+    TemplateRaised,
+    counted_range,
+    from_json,
+    lipsum,
+    namespace,
+    raise_exception,
+    strftime_now,
+    tojson,
 )
 
 __all__ = [
@@ -100,17 +108,11 @@ __all__ = [
 MAX_TEMPLATE_BYTES = 1024 * 1024
 #: Largest rendered prompt (characters); rendering stops as soon as the output passes it.
 MAX_OUTPUT_CHARS = MAX_VALUE_CHARS
-#: Largest single ``range(...)`` (Jinja's own sandbox limit).
-MAX_RANGE = _JINJA_MAX_RANGE
 
 #: The file name Jinja gives template frames in tracebacks; errors look it up to report a line.
 TEMPLATE_FILENAME = "<chat template>"
 #: The hidden filter every ``{% set x %}…{% endset %}`` block's text passes through.
 _CAPTURED = "toolwire captured"
-
-
-class TemplateRaised(TemplateRuntimeError):
-    """Raised by a template's own ``raise_exception(message)``; carries its message verbatim."""
 
 
 def _bounded_concat(parts: Iterable[str]) -> str:
@@ -120,169 +122,6 @@ def _bounded_concat(parts: Iterable[str]) -> str:
     texts = list(parts)
     check_chars(sum(len(text) for text in texts), "captured output")
     return "".join(texts)
-
-
-class _CountedRange(Sequence[int]):
-    """``range`` that spends one loop step of the budget per item it yields.
-
-    Templates index ``range`` results, take ``|length`` of them and reverse them, so this is a
-    full sequence rather than a generator; only iteration spends.
-    """
-
-    __slots__ = ("_budget", "_range")
-
-    def __init__(self, rng: range, budget: TemplateBudget) -> None:
-        self._range = rng
-        self._budget = budget
-
-    def __len__(self) -> int:
-        return len(self._range)
-
-    @overload
-    def __getitem__(self, index: int) -> int: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> _CountedRange: ...
-
-    def __getitem__(self, index: int | slice) -> int | _CountedRange:
-        if isinstance(index, slice):
-            return _CountedRange(self._range[index], self._budget)
-        return self._range[index]
-
-    def __iter__(self) -> Iterator[int]:
-        for item in self._range:
-            self._budget.spend()
-            yield item
-
-    def __reversed__(self) -> Iterator[int]:
-        return iter(_CountedRange(self._range[::-1], self._budget))
-
-    def __contains__(self, item: object) -> bool:
-        return item in self._range
-
-    def __repr__(self) -> str:
-        return repr(self._range)
-
-
-@pass_context
-def _range(context: Context, *args: int) -> _CountedRange:
-    rng = range(*args)
-    if len(rng) > MAX_RANGE:
-        raise TemplateLimitError(
-            f"chat template asked for a range of {len(rng):,} items (limit {MAX_RANGE:,})"
-        )
-    return _CountedRange(rng, budget_of(context))
-
-
-@pass_context
-def _lipsum(context: Context, n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str:
-    """Jinja's ``lipsum``, refused before it writes past the size limit (each of ``n``
-    paragraphs has up to ``max`` words of up to 15 characters)."""
-    count = n if isinstance(n, int) else 0
-    words = max if isinstance(max, int) else 0
-    size = count * (words * 16 + 16)
-    check_chars(size, "lipsum")
-    budget_of(context).charge(size, "lipsum")
-    return generate_lorem_ipsum(n, html, min, max)
-
-
-def _raise_exception(message: Any) -> NoReturn:
-    raise TemplateRaised(str(message))
-
-
-def _strftime_now(fmt: str) -> str:
-    check_chars(len(fmt) * 16, "strftime_now")
-    return datetime.now().strftime(fmt)
-
-
-@pass_context
-def _tojson(
-    context: Context,
-    value: Any,
-    ensure_ascii: bool = False,
-    indent: int | str | None = None,
-    separators: tuple[str, str] | None = None,
-    sort_keys: bool = False,
-) -> str:
-    """transformers' ``tojson``: plain ``json.dumps``, non-ASCII kept by default.
-
-    Jinja's built-in escapes ``<``, ``>``, ``&`` and ``'`` for HTML, which would change the
-    prompt a model was trained on. The result is a plain ``str``: a ``Markup`` would escape
-    whatever a template later appends to it with ``+`` or ``%``, and autoescape is off anyway.
-    Generators (from ``map``, ``select`` …) serialise as lists, as in llama.cpp. The text is
-    written a piece at a time and refused as soon as it passes the size limit.
-    """
-    return bounded_json(
-        budget_of(context),
-        value,
-        ensure_ascii=ensure_ascii,
-        indent=indent,
-        separators=separators,
-        sort_keys=sort_keys,
-        default=_json_default,
-    )
-
-
-def _json_default(value: Any) -> Any:
-    """Serialise what Jinja itself produces: ``map``/``select`` results are generators
-    (llama.cpp's DeepSeek R1 template writes ``tools | map(attribute='function') | tojson``)."""
-    if isinstance(value, (Iterator, _CountedRange)):
-        items = []
-        for item in value:
-            items.append(item)
-            check_items(len(items), "tojson")
-        return items
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
-def _from_json(text: str) -> Any:
-    """llama.cpp's ``from_json`` filter (DeepSeek V3.2 and V4 templates use it)."""
-    return json.loads(text)
-
-
-class _TemplateList(list[Any]):
-    """A list a template keeps in its own ``namespace``. It may grow one item at a time:
-    Kimi K2's template queues tool-call ids with ``ns.ids.append`` / ``ns.ids.pop(0)``, which
-    llama.cpp allows; every other list stays immutable."""
-
-
-def _own(value: Any, budget: TemplateBudget) -> Any:
-    """A list stored in a namespace becomes the template's own copy (the caller's data is
-    never appended to); copying spends one loop step per item, so a loop cannot copy a
-    large list over and over for free."""
-    if isinstance(value, list) and not isinstance(value, _TemplateList):
-        budget.spend(len(value))
-        budget.charge(8 * len(value) + 64, "a namespace list")
-        return _TemplateList(value)
-    return value
-
-
-class _TemplateNamespace(Namespace):
-    """``namespace()`` whose attributes are size-checked, so a loop cannot double a string
-    held in it until memory runs out. It keeps the budget of the render that made it."""
-
-    def __setitem__(self, name: str, value: Any) -> None:
-        check_value(value, f"namespace attribute {name!r}")
-        if isinstance(value, _TemplateList):
-            check_items(len(value) + 1, f"namespace attribute {name!r}")
-        budget: TemplateBudget = object.__getattribute__(self, "_toolwire_budget")
-        attrs: dict[str, Any] = object.__getattribute__(self, "_Namespace__attrs")
-        old = attrs.get(name)
-        Namespace.__setitem__(self, name, _own(value, budget))
-        # held now by ``old`` and getrefcount's argument alone: freed on return
-        if old is not None and sys.getrefcount(old) <= 2:
-            budget.refund(weight(old))
-
-
-@pass_context
-def _namespace(context: Context, *args: Any, **kwargs: Any) -> Namespace:
-    budget = budget_of(context)
-    attrs = dict(*args, **kwargs)
-    for value in attrs.values():
-        check_value(value, "namespace()")
-    made = _TemplateNamespace({key: _own(value, budget) for key, value in attrs.items()})
-    object.__setattr__(made, "_toolwire_budget", budget)
-    return made
 
 
 class GenerationTag(Extension):
@@ -329,6 +168,12 @@ class Guards(Extension):
         budget.charge(size * char_bytes(*parts) + 64, "a ~ concatenation")
         return "".join([str(part) for part in parts])
 
+    def compare(self, context: Context, left: Any, op: str, right: Any) -> Any:
+        """``left op right`` (``==``, ``<``, ``in`` …), measured first when both sides are
+        containers (see :func:`~toolwire.templates.sizes.check_compared`)."""
+        check_compared(left, right, budget_of(context))
+        return _COMPARE[op](left, right)
+
     def subscript(self, context: Context, obj: Any, start: Any, stop: Any, step: Any) -> Any:
         """``obj[start:stop:step]``, charged before the copy is made."""
         key = slice(start, stop, step)
@@ -342,6 +187,35 @@ class Guards(Extension):
             )
             budget_of(context).charge(count * per_item + 64, "a slice")
         return obj[key]
+
+
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "lt": operator.lt,
+    "lteq": operator.le,
+    "gt": operator.gt,
+    "gteq": operator.ge,
+    "in": lambda a, b: a in b,
+    "notin": lambda a, b: a not in b,
+}
+#: Jinja's tests that compare their two values.
+_COMPARING_TESTS = frozenset(
+    {"==", "eq", "equalto", "!=", "ne", ">", "gt", "greaterthan", "ge", ">=", "<", "lt"}
+    | {"lessthan", "<=", "le", "in"}
+)
+
+
+def _bounded_test(test: Callable[..., Any]) -> Callable[..., Any]:
+    """A comparing test (``x is eq(y)``, ``select('in', y)``), measured like ``==``."""
+
+    @pass_context
+    @functools.wraps(test)
+    def bounded(context: Context, value: Any, other: Any) -> bool:
+        check_compared(value, other, budget_of(context))
+        return bool(test(value, other))
+
+    return bounded
 
 
 @pass_context
@@ -364,6 +238,18 @@ class _Guarder(NodeTransformer):
     def visit_Concat(self, node: nodes.Concat) -> nodes.Node:
         self.generic_visit(node)
         return self._call("concat", list(node.nodes), node.lineno)
+
+    def visit_Compare(self, node: nodes.Compare) -> nodes.Node:
+        # a < b < c becomes compare(a, <, b) and compare(b, <, c), as Python reads it
+        self.generic_visit(node)
+        left = node.expr
+        result: nodes.Expr | None = None
+        for operand in node.ops:
+            op = nodes.Const(operand.op, lineno=node.lineno)
+            call = self._call("compare", [left, op, operand.expr], node.lineno)
+            result = call if result is None else nodes.And(result, call, lineno=node.lineno)
+            left = operand.expr
+        return result if result is not None else node
 
     def visit_Getitem(self, node: nodes.Getitem) -> nodes.Node:
         self.generic_visit(node)
@@ -444,6 +330,15 @@ class _BoundedFormatter(SandboxedFormatter):
         check_chars(self._size, "str.format")
         return super().vformat(format_string, args, kwargs)
 
+    def convert_field(self, value: Any, conversion: str | None) -> Any:
+        """``!r``, ``!s`` and ``!a`` build the text before :meth:`format_field` sees it:
+        measure it first (``!a`` escapes a character into at most ten)."""
+        if conversion in ("r", "s", "a"):
+            measure = text_size if conversion == "s" else repr_size
+            size = measure(value, MAX_VALUE_CHARS, self._budget)
+            check_chars(size * (10 if conversion == "a" else 1), "str.format")
+        return super().convert_field(value, conversion)
+
     def format_field(self, value: Any, format_spec: str) -> Any:
         width = format_spec_width(format_spec)
         self._size += max(width, text_size(value, MAX_VALUE_CHARS, self._budget))
@@ -468,7 +363,7 @@ class ChatSandbox(ImmutableSandboxedEnvironment):
         )
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
-        if type(obj) is _TemplateList and attr in ("append", "pop"):
+        if type(obj) is TemplateList and attr in ("append", "pop"):
             return True
         return super().is_safe_attribute(obj, attr, value)
 
@@ -574,14 +469,17 @@ def environment() -> ChatSandbox:
         extensions=[loopcontrols, GenerationTag, Guards],
     )
     filters = dict(env.filters)
-    filters["tojson"] = _tojson
-    filters["from_json"] = _from_json
+    filters["tojson"] = tojson
+    filters["from_json"] = from_json
     filters["sum"] = jinja2.pass_environment(sum_filter)
     env.filters = {name: _bounded_filter(name, f) for name, f in filters.items()}
     env.filters[_CAPTURED] = _captured
-    env.globals["range"] = _range
-    env.globals["lipsum"] = _lipsum
-    env.globals["namespace"] = _namespace
-    env.globals["raise_exception"] = _raise_exception
-    env.globals["strftime_now"] = _strftime_now
+    tests: dict[str, Any] = env.tests  # Jinja types its tests as plain functions
+    for name in _COMPARING_TESTS & set(tests):
+        tests[name] = _bounded_test(tests[name])
+    env.globals["range"] = counted_range
+    env.globals["lipsum"] = lipsum
+    env.globals["namespace"] = namespace
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = strftime_now
     return env

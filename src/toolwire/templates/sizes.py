@@ -25,6 +25,7 @@ __all__ = [
     "MAX_VALUE_CHARS",
     "MAX_VALUE_ITEMS",
     "check_chars",
+    "check_compared",
     "check_items",
     "check_value",
     "format_spec_width",
@@ -198,6 +199,22 @@ def repr_size(value: Any, limit: int, budget: TemplateBudget | None = None) -> i
     except _Over:
         return limit + 1
     return walk.total
+
+
+_CONTAINERS = (*_SEQUENCES, dict, *_VIEWS)
+
+
+def check_compared(left: Any, right: Any, budget: TemplateBudget | None) -> None:
+    """Refuse to compare two containers whose text passes :data:`MAX_VALUE_CHARS`: Python
+    compares a list item by item, so two lists that each hold one inner list twice, forty
+    levels deep, are small but take 2**40 steps to compare (in C, where no clock is read)."""
+    if isinstance(left, _CONTAINERS) and isinstance(right, _CONTAINERS):
+        for side in (left, right):
+            if text_size(side, MAX_VALUE_CHARS, budget) > MAX_VALUE_CHARS:
+                raise TemplateLimitError(
+                    f"chat template compared values of more than {MAX_VALUE_CHARS:,} "
+                    "characters as text"
+                )
 
 
 #: The digits of a format spec: its width and precision (``>10.3f``), or a fill digit.
