@@ -13,10 +13,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolwire.errors import LimitError, TemplateError, TemplateSecurityError
+from toolwire.errors import LimitError, TemplateError, TemplateLimitError, TemplateSecurityError
 from toolwire.messages import ToolCall
-from toolwire.templates import ChatTemplate, load_template, normalize_tools, sandbox, shape_messages
-from toolwire.templates.sandbox import MAX_ITERATIONS, MAX_OUTPUT_CHARS, MAX_TEMPLATE_BYTES
+from toolwire.templates import (
+    ChatTemplate,
+    TemplateBudget,
+    load_template,
+    normalize_tools,
+    shape_messages,
+)
+from toolwire.templates import budget as budget_module
+from toolwire.templates.sandbox import MAX_OUTPUT_CHARS, MAX_TEMPLATE_BYTES
 from toolwire.templates.shaping import Arguments, alnum9
 
 FIXTURES = Path(__file__).parent / "fixtures" / "chat_templates"
@@ -396,22 +403,22 @@ def test_output_limit_counts_characters() -> None:
         ChatTemplate(exact + "!").render([])
 
 
-def test_slow_loops_stop_at_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox, "MAX_RENDER_SECONDS", 0.2)
-    slow = "{% set big = [0] * 1000000 %}{% for i in range(100000) %}{{ big | join | length }}"
-    with pytest.raises(LimitError, match=r"0\.2 s"):
-        ChatTemplate(slow + "{% endfor %}").render([])
+def test_slow_loops_stop_at_the_deadline() -> None:
+    slow = "{% set big = [0] * 100000 %}{% for i in range(100000) %}{{ big | join | length }}"
+    budget = TemplateBudget(seconds=0.2, memory=10**12)
+    with pytest.raises(TemplateLimitError, match=r"0\.2 s"):
+        ChatTemplate(slow + "{% endfor %}").render([], budget=budget)
+    assert budget.exhausted
 
 
-def test_budget_is_per_render() -> None:
-    # Each inner step spends two units (the loop and the range item): ~MAX_ITERATIONS / 2.
-    side = int((MAX_ITERATIONS / 4) ** 0.5)
-    loop = ChatTemplate(
-        "{% for i in range(" + str(side) + ") %}{% for j in range(" + str(side) + ") %}"
-        "{% endfor %}{% endfor %}"
-    )
+def test_budget_is_per_render(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without a budget of its own, each render gets a fresh default one.
+    monkeypatch.setattr(budget_module, "MAX_ITERATIONS", 1000)
+    loop = ChatTemplate("{% for i in range(300) %}{% endfor %}")  # 600 units: loop and range
     for _ in range(5):
         assert loop.render([]) == ""
+    with pytest.raises(TemplateLimitError, match="1,000 loop iterations"):
+        ChatTemplate("{% for i in range(600) %}{% endfor %}").render([])
 
 
 def test_source_size_limit() -> None:

@@ -19,6 +19,7 @@ from .errors import (
     ModelNotFoundError,
     StoreError,
     TemplateError,
+    TemplateLimitError,
     TemplateSecurityError,
     ToolwireError,
     UsageError,
@@ -43,7 +44,7 @@ from .loop import run_loop, run_loop_sync
 from .messages import ToolCall
 from .pipeline import ModelMemory, default_memory
 from .store import ConversationStore, StoredConversation
-from .templates import ChatTemplate, GGUFInfo, load_template, read_gguf
+from .templates import ChatTemplate, GGUFInfo, TemplateBudget, load_template, read_gguf
 from .tools import Tool, Toolbox, ToolDefinitionError, ToolDenied, ToolUnavailable
 
 __version__ = "0.1.0"
@@ -80,7 +81,9 @@ __all__ = [
     "Request",
     "StoreError",
     "StoredConversation",
+    "TemplateBudget",
     "TemplateError",
+    "TemplateLimitError",
     "TemplateSecurityError",
     "TextDelta",
     "Tool",

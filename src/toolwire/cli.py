@@ -36,7 +36,7 @@ from .formats.words import Words
 from .messages import ToolCall
 from .server.config import ModelEntry, Models, environment_key, read_config
 from .store.command import add_conversations_command
-from .templates import ChatTemplate, load_template
+from .templates import ChatTemplate, TemplateBudget, load_template
 from .templates.shaping import CallIds
 
 __all__ = ["main"]
@@ -156,7 +156,8 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 def _cmd_render(args: argparse.Namespace) -> int:
     template, _ = _template(args.path)
     tools = _tools(args.tools)
-    family = detect_format(template).family
+    budget = TemplateBudget()  # one for the command: detection's renders and the prompt's
+    family = detect_format(template, budget=budget).family
     call_ids: CallIds = args.call_ids or (family.call_ids if family else "keep")
     prompt = template.render(
         _messages(args.messages),
@@ -164,6 +165,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
         add_generation_prompt=not args.no_generation_prompt,
         enable_thinking=args.enable_thinking,
         call_ids=call_ids,
+        budget=budget,
     )
     sys.stdout.write(prompt)
     if not prompt.endswith("\n"):

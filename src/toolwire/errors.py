@@ -21,6 +21,7 @@ __all__ = [
     "ModelNotFoundError",
     "StoreError",
     "TemplateError",
+    "TemplateLimitError",
     "TemplateSecurityError",
     "ToolwireError",
     "UsageError",
@@ -49,6 +50,14 @@ class TemplateError(ToolwireError):
 
 class TemplateSecurityError(TemplateError):
     """A chat template tried something the sandbox forbids; nothing was run."""
+
+
+class TemplateLimitError(TemplateError, LimitError):
+    """A chat template went past a limit of the sandbox (size, time, memory, loop steps).
+
+    Both a :class:`TemplateError` (the template failed) and a :class:`LimitError` (a bound
+    stopped it), so code catching either keeps working.
+    """
 
 
 class GGUFError(ToolwireError):

@@ -26,7 +26,7 @@ from typing import Any
 from ..arguments import prepare_arguments
 from ..errors import ArgumentsError, FormatError, LimitError, TemplateError
 from ..messages import ToolCall
-from ..templates import ChatTemplate
+from ..templates import ChatTemplate, TemplateBudget
 from ..templates.shaping import CallIds
 from .base import Family
 from .derived import DerivedShape
@@ -274,6 +274,7 @@ def assistant_text(
     *,
     call_ids: CallIds = "keep",
     keep_call_none: bool = False,
+    budget: TemplateBudget | None = None,
 ) -> tuple[str, bool]:
     """The text a template puts in the model's mouth for ``turn``, and whether it starts
     inside a thinking block the generation prompt opened.
@@ -282,11 +283,18 @@ def assistant_text(
     ``keep_call_none``, a ``None`` content beside calls reaches the template as ``None``); what the
     second adds, cut at the end of the turn, is what the model writes. Raises
     :class:`~toolwire.errors.TemplateError` or :class:`~toolwire.errors.LimitError` when the
-    template refuses either conversation.
+    template refuses either conversation. Both renders spend ``budget`` (a fresh one for the
+    pair when none is given).
     """
     probe = _with_sentinels(template)
+    budget = budget if budget is not None else TemplateBudget()
     a = probe.render(
-        list(before), tools, add_generation_prompt=True, call_ids=call_ids, datetime=_PROBE_DATETIME
+        list(before),
+        tools,
+        add_generation_prompt=True,
+        call_ids=call_ids,
+        datetime=_PROBE_DATETIME,
+        budget=budget,
     )
     b = probe.render(
         [*before, *turn],
@@ -295,6 +303,7 @@ def assistant_text(
         call_ids=call_ids,
         keep_call_none=keep_call_none,
         datetime=_PROBE_DATETIME,
+        budget=budget,
     )
     p = _back_off(b, _lcp(a, b))
     ends = [*probe.end_tokens, _SENTINEL_EOS, *COMMON_END_TOKENS]
@@ -309,7 +318,7 @@ def assistant_text(
     return text, opens_reasoning(b[:p])
 
 
-def _probe(template: ChatTemplate, families: Sequence[Family]) -> Detection:
+def _probe(template: ChatTemplate, families: Sequence[Family], budget: TemplateBudget) -> Detection:
     errors: list[str] = []
     rendered = False
     first_text = ""
@@ -322,14 +331,21 @@ def _probe(template: ChatTemplate, families: Sequence[Family]) -> Detection:
                 _turn([PROBE_CALL], content, results),
                 PROBE_TOOLS,
                 keep_call_none=content is None,
+                budget=budget,
             )
             prompt_opens = opens_reasoning(
                 _with_sentinels(template).render(
-                    before, PROBE_TOOLS, add_generation_prompt=True, datetime=_PROBE_DATETIME
+                    before,
+                    PROBE_TOOLS,
+                    add_generation_prompt=True,
+                    datetime=_PROBE_DATETIME,
+                    budget=budget,
                 )
             )
         except (TemplateError, LimitError) as exc:
             errors.append(str(exc))
+            if budget.exhausted:  # every later attempt would be refused at once
+                return Detection("none", "", False, (), tuple(errors))
             continue
         rendered = True
         found = tuple(
@@ -341,10 +357,10 @@ def _probe(template: ChatTemplate, families: Sequence[Family]) -> Detection:
             )
         if not first_text:
             first_text, first_open = text, prompt_opens
-    derived = _derive(template)
+    derived = _derive(template, budget)
     if derived is not None:
         return derived
-    claimed = _prompt_claim(template, families)
+    claimed = _prompt_claim(template, families, budget)
     if claimed is not None:
         return Detection(claimed, first_text, first_open, (claimed,), via="prompt")
     if rendered:  # an attempt the template refused is no error when another rendered
@@ -352,11 +368,11 @@ def _probe(template: ChatTemplate, families: Sequence[Family]) -> Detection:
     return Detection("none", "", False, (), tuple(errors))
 
 
-def _derive(template: ChatTemplate) -> Detection | None:
+def _derive(template: ChatTemplate, budget: TemplateBudget) -> Detection | None:
     """Learn the grammar from renderings of one and of two calls, and keep it only when its
     family reads both renderings back exactly."""
     for before, content, results in _attempts():
-        if results:  # the tool's turn would be learned as the end of the calls
+        if results or budget.exhausted:  # a tool's turn would be learned as the calls' end
             continue
         try:
             none = content is None
@@ -366,6 +382,7 @@ def _derive(template: ChatTemplate) -> Detection | None:
                 _turn(DERIVE_CALLS[:1], content, results),
                 DERIVE_TOOLS,
                 keep_call_none=none,
+                budget=budget,
             )
             two, opened_two = assistant_text(
                 template,
@@ -373,9 +390,14 @@ def _derive(template: ChatTemplate) -> Detection | None:
                 _turn(DERIVE_CALLS, content, results),
                 DERIVE_TOOLS,
                 keep_call_none=none,
+                budget=budget,
             )
             prompt = _with_sentinels(template).render(
-                before, DERIVE_TOOLS, add_generation_prompt=True, datetime=_PROBE_DATETIME
+                before,
+                DERIVE_TOOLS,
+                add_generation_prompt=True,
+                datetime=_PROBE_DATETIME,
+                budget=budget,
             )
         except (TemplateError, LimitError):
             continue
@@ -398,7 +420,9 @@ def _derive(template: ChatTemplate) -> Detection | None:
     return None
 
 
-def _prompt_claim(template: ChatTemplate, families: Sequence[Family]) -> str | None:
+def _prompt_claim(
+    template: ChatTemplate, families: Sequence[Family], budget: TemplateBudget
+) -> str | None:
     """The family whose ``prompt_markers`` the prompt with tools shows and the prompt without
     tools does not: a template that renders no calls but states the format in words."""
     claimants = [fam for fam in families if fam.prompt_markers]
@@ -407,8 +431,8 @@ def _prompt_claim(template: ChatTemplate, families: Sequence[Family]) -> str | N
     probe = _with_sentinels(template)
     for before in ([_USER], [_SYSTEM, _USER]):
         try:
-            told = probe.render(before, PROBE_TOOLS, datetime=_PROBE_DATETIME)
-            plain = probe.render(before, None, datetime=_PROBE_DATETIME)
+            told = probe.render(before, PROBE_TOOLS, datetime=_PROBE_DATETIME, budget=budget)
+            plain = probe.render(before, None, datetime=_PROBE_DATETIME, budget=budget)
         except (TemplateError, LimitError):
             continue
         for fam in claimants:
@@ -422,14 +446,26 @@ _CACHE_SIZE = 64
 _LOCK = threading.Lock()
 
 
-def detect_format(template: ChatTemplate, *, families: Sequence[Family] | None = None) -> Detection:
+def detect_format(
+    template: ChatTemplate,
+    *,
+    families: Sequence[Family] | None = None,
+    budget: TemplateBudget | None = None,
+) -> Detection:
     """Detect the template's tool-call family (cached by the template's hash and tokens).
 
     ``families`` replaces the registered families (not cached): ``families=()`` asks for a
     learned grammar alone, as a test of derivation on templates a family already reads.
+
+    Every render of one detection spends one ``budget`` (a fresh
+    :class:`~toolwire.templates.TemplateBudget` when none is given): a template gets the
+    time and memory of one operation however many renders detection makes. Pass the budget
+    of a larger operation (``toolwire render`` detects, then renders) to share it. A detection
+    cut short by its budget is ``none`` with the refusals in ``errors``, and is not cached.
     """
+    budget = budget if budget is not None else TemplateBudget()
     if families is not None:
-        return _probe(template, tuple(families))
+        return _probe(template, tuple(families), budget)
     variables = repr(sorted(template.variables.items()))  # they may change what renders
     key = (
         template.sha256,
@@ -443,7 +479,9 @@ def detect_format(template: ChatTemplate, *, families: Sequence[Family] | None =
         if hit is not None:
             _CACHE.move_to_end(key)
             return hit
-    found = _probe(template, tuple(_FAMILIES.values()))
+    found = _probe(template, tuple(_FAMILIES.values()), budget)
+    if budget.exhausted:  # cut short: another try with a fresh budget may find more
+        return found
     with _LOCK:
         _CACHE[key] = found
         while len(_CACHE) > _CACHE_SIZE:

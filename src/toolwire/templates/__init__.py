@@ -3,13 +3,15 @@
 * :class:`ChatTemplate` renders a Hugging Face / GGUF Jinja chat template in a sandbox.
 * :func:`load_template` reads one from a ``.jinja`` file or a GGUF model.
 * :func:`read_gguf` reads a GGUF file's template and special tokens (:class:`GGUFInfo`).
+* :class:`TemplateBudget` is the time, loop steps and memory one operation's renders share.
 * :func:`shape_messages` and :func:`normalize_tools` put OpenAI-style messages and tools in
   the shape every published template accepts (``render`` applies both).
 
-Limits on template size, output size and work are constants in
-:mod:`toolwire.templates.sandbox`.
+Limits on template size, output size and value sizes are constants in
+:mod:`toolwire.templates.sandbox`; the default budget's are in :mod:`toolwire.templates.budget`.
 """
 
+from toolwire.templates.budget import TemplateBudget
 from toolwire.templates.chat import ChatTemplate
 from toolwire.templates.gguf import GGUFInfo, read_gguf
 from toolwire.templates.load import load_template
@@ -18,6 +20,7 @@ from toolwire.templates.shaping import normalize_tools, shape_messages
 __all__ = [
     "ChatTemplate",
     "GGUFInfo",
+    "TemplateBudget",
     "load_template",
     "normalize_tools",
     "read_gguf",

@@ -8,11 +8,13 @@ templates see what their authors tested with.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import threading
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any
@@ -20,15 +22,21 @@ from typing import Any
 import jinja2
 from jinja2 import meta
 from jinja2.exceptions import SecurityError, TemplateSyntaxError
+from jinja2.runtime import Context
 
-from toolwire.errors import LimitError, TemplateError, TemplateSecurityError, ToolwireError
+from toolwire.errors import (
+    TemplateError,
+    TemplateLimitError,
+    TemplateSecurityError,
+    ToolwireError,
+)
+from toolwire.templates.budget import BUDGET_KEY, TemplateBudget
 from toolwire.templates.sandbox import (
     MAX_OUTPUT_CHARS,
     MAX_TEMPLATE_BYTES,
     TEMPLATE_FILENAME,
     TemplateRaised,
     add_guards,
-    budget,
     environment,
 )
 from toolwire.templates.shaping import CallIds, normalize_tools, shape_messages
@@ -129,6 +137,7 @@ class ChatTemplate:
         call_ids: CallIds = "keep",
         keep_call_none: bool = False,
         one_call_per_message: bool = False,
+        budget: TemplateBudget | None = None,
         **extra: Any,
     ) -> str:
         """Render ``messages`` (OpenAI-style dicts) and ``tools`` into a prompt.
@@ -143,9 +152,16 @@ class ChatTemplate:
         become template variables (``bos_token=""`` overrides the default, for instance); so
         do ``variables`` and, for a template that reads them, :data:`CONVENTIONAL_VARIABLES`.
 
+        ``budget`` is the time, loop steps and memory the render may spend
+        (:class:`~toolwire.templates.budget.TemplateBudget`); pass one budget to every render of
+        one operation so that they share it. Without one, the render gets a fresh default
+        budget of its own.
+
         Raises :class:`TemplateError` (the template failed or raised its own error),
         :class:`TemplateSecurityError` (it tried something the sandbox forbids; nothing ran),
-        or :class:`LimitError` (it went past a limit in :mod:`toolwire.templates.sandbox`).
+        or :class:`TemplateLimitError` (it went past a limit or its budget; also a
+        :class:`~toolwire.errors.LimitError`). A refused render keeps nothing alive: what the
+        template built is freed before the error reaches the caller.
         """
         shaped = shape_messages(
             messages,
@@ -173,17 +189,29 @@ class ChatTemplate:
         }
         if enable_thinking is not None:
             context["enable_thinking"] = enable_thinking
+        spend = budget if budget is not None else TemplateBudget()
+        context[BUDGET_KEY] = spend
         chunks: list[str] = []
         size = 0
+        error: ToolwireError | None = None
         try:
-            with budget():
-                for chunk in template.generate(context):
+            with spend.running(), _own_context(template, context) as ctx:
+                spend.check_time()
+                for chunk in template.root_render_func(ctx):
                     size += len(chunk)
                     if size > MAX_OUTPUT_CHARS:
-                        raise LimitError(f"rendered prompt passed {MAX_OUTPUT_CHARS:,} characters")
+                        raise TemplateLimitError(
+                            f"rendered prompt passed {MAX_OUTPUT_CHARS:,} characters"
+                        )
                     chunks.append(chunk)
         except Exception as exc:  # untrusted code: every failure is converted
-            raise self._convert(exc, use_tool_source) from exc
+            error = self._convert(exc, use_tool_source)
+            _release(exc)
+        if error is not None:
+            # raised outside the handler, so that the error holds no reference to the one it
+            # replaces (whose frames held what the template built)
+            del chunks, context
+            raise error
         return "".join(chunks)
 
     def _label(self, tool_use: bool) -> str:
@@ -203,25 +231,27 @@ class ChatTemplate:
         return compiled
 
     def _compile(self, source: str | None, tool_use: bool) -> jinja2.Template:
-        env = environment()
         label = self._label(tool_use)
+        text = source or ""
         try:
-            tree = env.parse(source or "")
-            self._reads[tool_use] = frozenset(meta.find_undeclared_variables(tree))
-            tree = add_guards(tree)
-            code = env.compile(tree, filename=TEMPLATE_FILENAME)
-            return env.template_class.from_code(env, code, env.make_globals(None), None)
+            compiled, reads = (
+                _compiled(text) if len(text) <= _CACHED_SOURCE_CHARS else _compile(text)
+            )
         except TemplateSyntaxError as exc:
             raise TemplateError(
                 f"{label}: syntax error on line {exc.lineno}: {exc.message}"
-            ) from exc
+            ) from None
         except Exception as exc:  # the parser runs on untrusted text
-            raise self._convert(exc, tool_use) from exc
+            error = self._convert(exc, tool_use)
+            _release(exc)
+            raise error from None
+        self._reads[tool_use] = reads
+        return compiled
 
     def _convert(self, exc: Exception, tool_use: bool) -> ToolwireError:
         """Turn whatever a template raised into one of toolwire's errors."""
         label = self._label(tool_use)
-        line = _template_line(exc.__traceback__)
+        line = _template_line(exc.__traceback__, self._compiled.get(tool_use))
         where = f" (line {line})" if line else ""
         if isinstance(exc, ToolwireError):  # a limit, raised by the sandbox's guards
             return type(exc)(f"{label}{where}: {exc}")
@@ -230,19 +260,73 @@ class ChatTemplate:
         if isinstance(exc, SecurityError):
             return TemplateSecurityError(f"{label}: sandbox violation{where}: {exc}")
         if isinstance(exc, RecursionError):
-            return LimitError(f"{label}: recursion too deep{where}")
+            return TemplateLimitError(f"{label}: recursion too deep{where}")
         if isinstance(exc, MemoryError):
-            return LimitError(f"{label}: out of memory while rendering{where}")
+            return TemplateLimitError(f"{label}: out of memory while rendering{where}")
         if isinstance(exc, jinja2.TemplateError):
             return TemplateError(f"{label}{where}: {exc.message or type(exc).__name__}")
         return TemplateError(f"{label}{where}: {type(exc).__name__}: {exc}")
 
 
-def _template_line(tb: TracebackType | None) -> int | None:
-    """The template line of the innermost template frame (Jinja rewrites tracebacks so that
-    template frames carry template line numbers)."""
+@contextmanager
+def _own_context(template: jinja2.Template, variables: dict[str, Any]) -> Iterator[Context]:
+    """The render's Jinja context, emptied when the render ends. A macro the template
+    defines lives in the context and refers back to it: a cycle that only the garbage
+    collector would break, holding every value the template built. (Rendering through
+    ``root_render_func`` rather than ``generate`` also keeps Jinja from rewriting a failure's
+    traceback with fake frames that hold the template's variables.)"""
+    ctx = template.new_context(variables)
+    try:
+        yield ctx
+    finally:
+        ctx.vars.clear()
+        ctx.parent.clear()
+        ctx.exported_vars.clear()
+
+
+#: Sources up to this size share one compiled template (published ones are under 32 KiB);
+#: detection renders copies of a template with other special tokens, which compile alike.
+_CACHED_SOURCE_CHARS = 64 * 1024
+
+
+def _compile(source: str) -> tuple[jinja2.Template, frozenset[str]]:
+    """Compile ``source`` in the sandbox with its guards, and the variables it reads without
+    setting them. Compiling runs none of the template's code."""
+    env = environment()
+    tree = env.parse(source)
+    reads = frozenset(meta.find_undeclared_variables(tree))
+    code = env.compile(add_guards(tree), filename=TEMPLATE_FILENAME)
+    return env.template_class.from_code(env, code, env.make_globals(None), None), reads
+
+
+#: The same, remembered: a compiled template keeps no state between renders (each render's
+#: budget and variables travel in its own context), so one compilation serves every copy.
+_compiled = functools.lru_cache(maxsize=32)(_compile)
+
+
+def _release(exc: BaseException) -> None:
+    """Drop what a failed render's exception keeps alive: the frames of its traceback (and
+    of the exceptions chained to it) hold the template's values as locals, and a frame that
+    refers back to the exception forms a cycle only the garbage collector would break, so a
+    refused 500 MB value would outlive the refusal."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        traceback.clear_frames(current.__traceback__)
+        todo += [current.__cause__, current.__context__]
+        current.__traceback__ = None
+        current.__cause__ = current.__context__ = None
+
+
+def _template_line(tb: TracebackType | None, template: jinja2.Template | None) -> int | None:
+    """The template line of the innermost template frame, mapped from the compiled code's
+    line (the render keeps Jinja from rewriting tracebacks: see :func:`_own_context`)."""
     line = None
     for frame, lineno in traceback.walk_tb(tb):
         if frame.f_code.co_filename == TEMPLATE_FILENAME:
-            line = lineno
+            line = template.get_corresponding_lineno(lineno) if template is not None else None
     return line

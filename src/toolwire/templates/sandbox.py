@@ -1,4 +1,4 @@
-"""The sandbox chat templates render in, and the limits that bound their work.
+"""The sandbox chat templates render in, and the guards that bound their work.
 
 Chat templates are code from strangers: a GGUF file carries one, and rendering it must neither
 run anything nor hang nor exhaust memory. Rendering happens in Jinja's
@@ -8,291 +8,120 @@ templates behave as their authors tested them), tightened where transformers is 
 * an unsafe attribute (``__globals__``, ``__class__``, ``list.append`` …) raises
   :class:`jinja2.exceptions.SecurityError` at once, where Jinja would hand back an undefined
   value that renders as an empty string;
-* compiling runs nothing (the constant-folding optimizer is off);
-* every ``for`` loop and every item of ``range`` spends from one budget per render, which
-  also carries a deadline;
-* values that could grow without bound (``+``, ``*``, ``**``, ``%``, ``~``, call arguments
-  and results, filter results, namespace attributes, captured macro and block output) are
-  checked against a size limit.
+* compiling runs nothing (the constant-folding optimizer is off, and no guarded operation
+  can be folded);
+* every size is checked before the allocation: operators (``+``, ``*``, ``**``, ``%``,
+  ``~``), slices, string methods and filters with widths or counts (:mod:`.bounds`), output
+  of any value (:mod:`.sizes` measures ``str()`` of a list without building it);
+* every loop step, every guarded allocation and the clock are counted against one
+  :class:`~toolwire.templates.budget.TemplateBudget` per operation, which the render puts in
+  the template's context, under a key no template can name.
 
-These bound the common ways a template could burn time or memory; they are not a hard memory
-cap. A host that renders hostile templates at scale should still run them in a process with
-an OS memory limit.
+A refusal raises :class:`~toolwire.errors.TemplateLimitError`. A host that renders hostile
+templates at scale may still run them in a process with an OS memory limit.
 """
 
 from __future__ import annotations
 
 import functools
-import json
-import time
+import operator
+import types
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
-from datetime import datetime
-from typing import Any, NoReturn, overload
+from string import Formatter
+from typing import Any
 
 import jinja2
-from jinja2 import nodes
-from jinja2.exceptions import SecurityError, TemplateRuntimeError
+from jinja2 import nodes, pass_context
+from jinja2.exceptions import SecurityError
 from jinja2.ext import Extension, loopcontrols
 from jinja2.parser import Parser
 from jinja2.runtime import Context
-from jinja2.sandbox import MAX_RANGE as _JINJA_MAX_RANGE
-from jinja2.sandbox import ImmutableSandboxedEnvironment
-from jinja2.utils import Namespace
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
+from jinja2.utils import _PassArg
 from jinja2.visitor import NodeTransformer
+from markupsafe import EscapeFormatter, Markup
 
-from toolwire.errors import LimitError
+from toolwire.templates.bounds import (
+    FILTER_CHECKS,
+    MAX_INT_BITS,
+    charge_result,
+    check_int_bits,
+    filter_check,
+    method_check,
+    sum_filter,
+)
+from toolwire.templates.budget import (
+    BUDGET_KEY,
+    MAX_ITERATIONS,
+    MAX_RENDER_BYTES,
+    MAX_RENDER_SECONDS,
+    TemplateBudget,
+    budget_of,
+)
+from toolwire.templates.sizes import (
+    MAX_VALUE_CHARS,
+    MAX_VALUE_ITEMS,
+    char_bytes,
+    check_chars,
+    check_compared,
+    check_items,
+    check_value,
+    format_spec_width,
+    printf_size,
+    repr_size,
+    text_size,
+)
+from toolwire.templates.values import (
+    MAX_RANGE,
+    TemplateList,
+    TemplateRaised,
+    counted_range,
+    from_json,
+    lipsum,
+    namespace,
+    raise_exception,
+    strftime_now,
+    tojson,
+)
 
 __all__ = [
+    "BUDGET_KEY",
+    "MAX_INT_BITS",
     "MAX_ITERATIONS",
     "MAX_OUTPUT_CHARS",
-    "MAX_POWER_BITS",
     "MAX_RANGE",
+    "MAX_RENDER_BYTES",
     "MAX_RENDER_SECONDS",
     "MAX_TEMPLATE_BYTES",
     "MAX_VALUE_CHARS",
+    "MAX_VALUE_ITEMS",
     "TEMPLATE_FILENAME",
     "ChatSandbox",
     "Guards",
+    "TemplateBudget",
     "TemplateRaised",
     "add_guards",
-    "budget",
     "environment",
 ]
 
 #: Largest template source accepted (UTF-8 bytes). Published templates are under 32 KiB.
 MAX_TEMPLATE_BYTES = 1024 * 1024
 #: Largest rendered prompt (characters); rendering stops as soon as the output passes it.
-MAX_OUTPUT_CHARS = 4 * 1024 * 1024
-#: Loop iterations (each ``for`` item and each item drawn from ``range``) allowed in one render.
-MAX_ITERATIONS = 1_000_000
-#: Wall-clock time one render may spend looping; checked between loop iterations. Published
-#: templates render in under a millisecond.
-MAX_RENDER_SECONDS = 10.0
-#: Largest single ``range(...)`` (Jinja's own sandbox limit).
-MAX_RANGE = _JINJA_MAX_RANGE
-#: Largest string or collection a template may build (with ``+``, ``*``, ``%``, ``~`` or as
-#: captured macro / block output), pass to or get back from a call or filter, or store in a
-#: ``namespace``.
-MAX_VALUE_CHARS = MAX_OUTPUT_CHARS
-#: Largest integer (in bits) that ``**`` may produce.
-MAX_POWER_BITS = 4096
+MAX_OUTPUT_CHARS = MAX_VALUE_CHARS
 
 #: The file name Jinja gives template frames in tracebacks; errors look it up to report a line.
 TEMPLATE_FILENAME = "<chat template>"
-
-
-class TemplateRaised(TemplateRuntimeError):
-    """Raised by a template's own ``raise_exception(message)``; carries its message verbatim."""
-
-
-class _Budget:
-    """The work one render may still do. Held in a context variable, so that renders in
-    different threads (or interleaved generators) never share a count.
-
-    Besides counting iterations it reads the clock at each one (tens of nanoseconds, against
-    microseconds for a Jinja loop step): the count bounds how often a loop body runs, not
-    how slow one run is (a filter over a large list), and the deadline bounds that.
-    """
-
-    __slots__ = ("deadline", "left", "seconds", "total")
-
-    def __init__(self, iterations: int, seconds: float) -> None:
-        self.total = iterations
-        self.left = iterations
-        self.seconds = seconds
-        self.deadline = time.monotonic() + seconds
-
-    def spend(self, units: int = 1) -> None:
-        self.left -= units
-        if self.left < 0:
-            raise LimitError(
-                f"chat template ran more than {self.total:,} loop iterations in one render"
-            )
-        if time.monotonic() > self.deadline:
-            raise LimitError(f"chat template looped for more than {self.seconds} s in one render")
-
-
-_BUDGET: ContextVar[_Budget | None] = ContextVar("toolwire_template_budget", default=None)
-
-
-@contextmanager
-def budget(iterations: int | None = None, seconds: float | None = None) -> Iterator[None]:
-    """Give the renders inside a ``with budget():`` block a fresh budget: ``iterations``
-    (default :data:`MAX_ITERATIONS`) and ``seconds`` (default :data:`MAX_RENDER_SECONDS`)."""
-    token = _BUDGET.set(
-        _Budget(
-            MAX_ITERATIONS if iterations is None else iterations,
-            MAX_RENDER_SECONDS if seconds is None else seconds,
-        )
-    )
-    try:
-        yield
-    finally:
-        _BUDGET.reset(token)
-
-
-def _spend(units: int = 1) -> None:
-    current = _BUDGET.get()
-    if current is not None:
-        current.spend(units)
-
-
-def _check_joined(parts: Sequence[str], what: str) -> None:
-    """Refuse to join strings whose total length passes :data:`MAX_VALUE_CHARS`."""
-    total = sum(len(part) for part in parts)
-    if total > MAX_VALUE_CHARS:
-        raise LimitError(
-            f"chat template built a str of {total:,} characters in {what} "
-            f"(limit {MAX_VALUE_CHARS:,})"
-        )
+#: The hidden filter every ``{% set x %}…{% endset %}`` block's text passes through.
+_CAPTURED = "toolwire captured"
 
 
 def _bounded_concat(parts: Iterable[str]) -> str:
     """The environment's ``concat``: joins the output a macro, a ``{% set %}`` block or a
-    ``caller()`` collected, which never reaches the streamed output's limit."""
+    ``caller()`` collected, refused before joining past :data:`MAX_VALUE_CHARS` (what it
+    builds is charged where the text arrives: a call's result or the ``set`` block's)."""
     texts = list(parts)
-    _check_joined(texts, "captured output")
+    check_chars(sum(len(text) for text in texts), "captured output")
     return "".join(texts)
-
-
-def _check_size(value: Any, what: str) -> None:
-    """Refuse a string or collection past :data:`MAX_VALUE_CHARS`."""
-    sized = isinstance(value, (str, bytes, list, tuple, dict, set, frozenset))
-    if sized and len(value) > MAX_VALUE_CHARS:
-        raise LimitError(
-            f"chat template built a {type(value).__name__} of {len(value):,} items "
-            f"in {what} (limit {MAX_VALUE_CHARS:,})"
-        )
-
-
-class _CountedRange(Sequence[int]):
-    """``range`` that spends one unit of the render budget per item it yields.
-
-    Templates index ``range`` results, take ``|length`` of them and reverse them, so this is a
-    full sequence rather than a generator; only iteration spends.
-    """
-
-    __slots__ = ("_range",)
-
-    def __init__(self, rng: range) -> None:
-        self._range = rng
-
-    def __len__(self) -> int:
-        return len(self._range)
-
-    @overload
-    def __getitem__(self, index: int) -> int: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> _CountedRange: ...
-
-    def __getitem__(self, index: int | slice) -> int | _CountedRange:
-        if isinstance(index, slice):
-            return _CountedRange(self._range[index])
-        return self._range[index]
-
-    def __iter__(self) -> Iterator[int]:
-        for item in self._range:
-            _spend()
-            yield item
-
-    def __reversed__(self) -> Iterator[int]:
-        return iter(_CountedRange(self._range[::-1]))
-
-    def __contains__(self, item: object) -> bool:
-        return item in self._range
-
-    def __repr__(self) -> str:
-        return repr(self._range)
-
-
-def _range(*args: int) -> _CountedRange:
-    rng = range(*args)
-    if len(rng) > MAX_RANGE:
-        raise LimitError(
-            f"chat template asked for a range of {len(rng):,} items (limit {MAX_RANGE:,})"
-        )
-    return _CountedRange(rng)
-
-
-def _raise_exception(message: Any) -> NoReturn:
-    raise TemplateRaised(str(message))
-
-
-def _strftime_now(fmt: str) -> str:
-    return datetime.now().strftime(fmt)
-
-
-def _tojson(
-    value: Any,
-    ensure_ascii: bool = False,
-    indent: int | str | None = None,
-    separators: tuple[str, str] | None = None,
-    sort_keys: bool = False,
-) -> str:
-    """transformers' ``tojson``: plain ``json.dumps``, non-ASCII kept by default.
-
-    Jinja's built-in escapes ``<``, ``>``, ``&`` and ``'`` for HTML, which would change the
-    prompt a model was trained on. The result is a plain ``str``: a ``Markup`` would escape
-    whatever a template later appends to it with ``+`` or ``%``, and autoescape is off anyway.
-    Generators (from ``map``, ``select`` …) serialise as lists, as in llama.cpp.
-    """
-    return json.dumps(
-        value,
-        ensure_ascii=ensure_ascii,
-        indent=indent,
-        separators=separators,
-        sort_keys=sort_keys,
-        default=_json_default,
-    )
-
-
-def _json_default(value: Any) -> Any:
-    """Serialise what Jinja itself produces: ``map``/``select`` results are generators
-    (llama.cpp's DeepSeek R1 template writes ``tools | map(attribute='function') | tojson``)."""
-    if isinstance(value, (Iterator, _CountedRange)):
-        return list(value)
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
-def _from_json(text: str) -> Any:
-    """llama.cpp's ``from_json`` filter (DeepSeek V3.2 and V4 templates use it)."""
-    _check_size(text, "from_json")
-    return json.loads(text)
-
-
-class _TemplateList(list[Any]):
-    """A list a template keeps in its own ``namespace``. It may grow one item at a time:
-    Kimi K2's template queues tool-call ids with ``ns.ids.append`` / ``ns.ids.pop(0)``, which
-    llama.cpp allows; every other list stays immutable."""
-
-
-def _own(value: Any) -> Any:
-    """A list stored in a namespace becomes the template's own copy (the caller's data is
-    never appended to); copying spends one budget unit per item, so a loop cannot copy a
-    large list over and over for free."""
-    if isinstance(value, list) and not isinstance(value, _TemplateList):
-        _spend(len(value))
-        return _TemplateList(value)
-    return value
-
-
-class _TemplateNamespace(Namespace):
-    """``namespace()`` whose attributes are size-checked, so a loop cannot double a string
-    held in it until memory runs out."""
-
-    def __setitem__(self, name: str, value: Any) -> None:
-        _check_size(value, f"namespace attribute {name!r}")
-        Namespace.__setitem__(self, name, _own(value))
-
-
-def _namespace(*args: Any, **kwargs: Any) -> Namespace:
-    attrs = dict(*args, **kwargs)
-    for value in attrs.values():
-        _check_size(value, "namespace()")
-    return _TemplateNamespace({key: _own(value) for key, value in attrs.items()})
 
 
 class GenerationTag(Extension):
@@ -317,27 +146,89 @@ class Guards(Extension):
     """Runtime checks that :func:`add_guards` splices into a template before it compiles.
 
     Not a tag: each ``for`` loop's iterable becomes a call of :meth:`loop`, each ``~`` a call
-    of :meth:`concat`. The calls go through an extension attribute, which template code
-    cannot name or shadow.
+    of :meth:`concat`, each slice a call of :meth:`subscript`, each with the render's context
+    (which holds the budget). The calls go through an extension attribute, which template
+    code cannot name or shadow.
     """
 
-    def loop(self, iterable: Iterable[Any]) -> Iterator[Any]:
-        """Spend one unit of the render budget per item."""
+    def loop(self, context: Context, iterable: Iterable[Any]) -> Iterator[Any]:
+        """Spend one loop step per item."""
+        budget = budget_of(context)
         for item in iterable:
-            _spend()
+            budget.spend()
             yield item
 
-    def concat(self, *parts: Any) -> str:
+    def concat(self, context: Context, *parts: Any) -> str:
         """``a ~ b ~ …``, refused before joining when the result would pass the size limit."""
-        texts = [str(part) for part in parts]
-        _check_joined(texts, "a ~ concatenation")
-        return "".join(texts)
+        budget = budget_of(context)
+        size = 0
+        for part in parts:
+            size += text_size(part, MAX_VALUE_CHARS, budget)
+            check_chars(size, "a ~ concatenation")
+        budget.charge(size * char_bytes(*parts) + 64, "a ~ concatenation")
+        return "".join([str(part) for part in parts])
+
+    def compare(self, context: Context, left: Any, op: str, right: Any) -> Any:
+        """``left op right`` (``==``, ``<``, ``in`` …), measured first when both sides are
+        containers (see :func:`~toolwire.templates.sizes.check_compared`)."""
+        check_compared(left, right, budget_of(context))
+        return _COMPARE[op](left, right)
+
+    def subscript(self, context: Context, obj: Any, start: Any, stop: Any, step: Any) -> Any:
+        """``obj[start:stop:step]``, charged before the copy is made."""
+        key = slice(start, stop, step)
+        if isinstance(obj, (str, bytes, list, tuple)):
+            try:
+                count = len(range(len(obj))[key])
+            except (TypeError, ValueError):
+                count = 0  # the slice itself raises below
+            per_item = (
+                char_bytes(obj) if isinstance(obj, str) else 1 if isinstance(obj, bytes) else 8
+            )
+            budget_of(context).charge(count * per_item + 64, "a slice")
+        return obj[key]
+
+
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "lt": operator.lt,
+    "lteq": operator.le,
+    "gt": operator.gt,
+    "gteq": operator.ge,
+    "in": lambda a, b: a in b,
+    "notin": lambda a, b: a not in b,
+}
+#: Jinja's tests that compare their two values.
+_COMPARING_TESTS = frozenset(
+    {"==", "eq", "equalto", "!=", "ne", ">", "gt", "greaterthan", "ge", ">=", "<", "lt"}
+    | {"lessthan", "<=", "le", "in"}
+)
+
+
+def _bounded_test(test: Callable[..., Any]) -> Callable[..., Any]:
+    """A comparing test (``x is eq(y)``, ``select('in', y)``), measured like ``==``."""
+
+    @pass_context
+    @functools.wraps(test)
+    def bounded(context: Context, value: Any, other: Any) -> bool:
+        check_compared(value, other, budget_of(context))
+        return bool(test(value, other))
+
+    return bounded
+
+
+@pass_context
+def _captured(context: Context, text: str) -> str:
+    """The hidden filter of ``{% set x %}`` blocks: charges the captured text."""
+    charge_result(budget_of(context), text, "a {% set %} block")
+    return text
 
 
 class _Guarder(NodeTransformer):
     def _call(self, method: str, args: list[Any], lineno: int) -> nodes.Call:
         attr = nodes.ExtensionAttribute(Guards.identifier, method, lineno=lineno)
-        return nodes.Call(attr, args, [], None, None, lineno=lineno)
+        return nodes.Call(attr, [nodes.ContextReference(), *args], [], None, None, lineno=lineno)
 
     def visit_For(self, node: nodes.For) -> nodes.Node:
         self.generic_visit(node)
@@ -348,35 +239,116 @@ class _Guarder(NodeTransformer):
         self.generic_visit(node)
         return self._call("concat", list(node.nodes), node.lineno)
 
+    def visit_Compare(self, node: nodes.Compare) -> nodes.Node:
+        # a < b < c becomes compare(a, <, b) and compare(b, <, c), as Python reads it
+        self.generic_visit(node)
+        left = node.expr
+        result: nodes.Expr | None = None
+        for operand in node.ops:
+            op = nodes.Const(operand.op, lineno=node.lineno)
+            call = self._call("compare", [left, op, operand.expr], node.lineno)
+            result = call if result is None else nodes.And(result, call, lineno=node.lineno)
+            left = operand.expr
+        return result if result is not None else node
+
+    def visit_Getitem(self, node: nodes.Getitem) -> nodes.Node:
+        self.generic_visit(node)
+        if not isinstance(node.arg, nodes.Slice):
+            return node
+        bounds = [
+            part if part is not None else nodes.Const(None, lineno=node.lineno)
+            for part in (node.arg.start, node.arg.stop, node.arg.step)
+        ]
+        return self._call("subscript", [node.node, *bounds], node.lineno)
+
+    def visit_AssignBlock(self, node: nodes.AssignBlock) -> nodes.Node:
+        self.generic_visit(node)
+        node.filter = nodes.Filter(node.filter, _CAPTURED, [], [], None, None, lineno=node.lineno)
+        return node
+
 
 def add_guards(tree: nodes.Template) -> nodes.Template:
-    """Route every ``for`` loop and every ``~`` in ``tree`` through :class:`Guards`."""
+    """Route every ``for`` loop, ``~``, slice and ``{% set %}`` block in ``tree`` through
+    :class:`Guards`."""
     _Guarder().visit(tree)
     return tree
 
 
-#: Filters whose integer arguments are widths: ``center(10**9)`` would allocate a gigabyte.
-_WIDTH_FILTERS = frozenset({"center", "indent", "wordwrap"})
+def _bounded_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap filter ``name`` so that its arguments are checked (and, for a filter with a
+    check in :data:`~toolwire.templates.bounds.FILTER_CHECKS`, its result's size computed
+    and charged) before it runs, and its result bounded after."""
+    wants = _PassArg.from_obj(func)
+    checked = name in FILTER_CHECKS
 
-
-def _bounded_filter(func: Callable[..., Any], *, widths: bool = False) -> Callable[..., Any]:
-    """Wrap a filter so that its result is size-checked and, for ``widths``, a huge width is
-    refused before the filter allocates it."""
-
-    @functools.wraps(func)  # keeps Jinja's pass_context / pass_eval_context marker
-    def bounded(*args: Any, **kwargs: Any) -> Any:
-        if widths:
-            for arg in (*args[1:], *kwargs.values()):
-                if isinstance(arg, int) and abs(arg) > MAX_VALUE_CHARS:
-                    raise LimitError(
-                        f"chat template passed a width of {arg} to a filter "
-                        f"(limit {MAX_VALUE_CHARS:,})"
-                    )
-        result = func(*args, **kwargs)
-        _check_size(result, "a filter result")
+    @functools.wraps(func)
+    def bounded(context: Context, *args: Any, **kwargs: Any) -> Any:
+        budget = budget_of(context)
+        args, kwargs = filter_check(name, budget, context, args, kwargs)
+        if wants is _PassArg.context:
+            result = func(context, *args, **kwargs)
+        elif wants is _PassArg.eval_context:
+            result = func(context.eval_ctx, *args, **kwargs)
+        elif wants is _PassArg.environment:
+            result = func(context.environment, *args, **kwargs)
+        else:
+            result = func(*args, **kwargs)
+        if checked or (args and result is args[0]):
+            check_value(result, f"the {name} filter's result")
+        else:
+            charge_result(budget, result, f"the {name} filter's result")
         return result
 
+    bounded.jinja_pass_arg = _PassArg.context  # type: ignore[attr-defined]
     return bounded
+
+
+@pass_context
+def _finalize(context: Context, value: Any) -> Any:
+    """Every ``{{ value }}`` is measured before Jinja calls ``str()`` on it: a small list
+    may print as gigabytes."""
+    if type(value) is str or isinstance(value, Markup):
+        return value
+    budget = budget_of(context)
+    size = text_size(value, MAX_VALUE_CHARS, budget)
+    check_chars(size, "output")
+    budget.charge(size * 4 + 64, "output")
+    return value
+
+
+class _BoundedFormatter(SandboxedFormatter):
+    """``str.format`` that measures each field before formatting it and refuses once the
+    text would pass the size limit."""
+
+    def __init__(self, env: ChatSandbox, budget: TemplateBudget, **kwargs: Any) -> None:
+        super().__init__(env, **kwargs)
+        self._budget = budget
+        self._size = 0
+
+    def vformat(self, format_string: str, args: Sequence[Any], kwargs: Any) -> str:
+        self._size = len(format_string)
+        check_chars(self._size, "str.format")
+        return super().vformat(format_string, args, kwargs)
+
+    def convert_field(self, value: Any, conversion: str | None) -> Any:
+        """``!r``, ``!s`` and ``!a`` build the text before :meth:`format_field` sees it:
+        measure it first (``!a`` escapes a character into at most ten)."""
+        if conversion in ("r", "s", "a"):
+            measure = text_size if conversion == "s" else repr_size
+            size = measure(value, MAX_VALUE_CHARS, self._budget)
+            check_chars(size * (10 if conversion == "a" else 1), "str.format")
+        return super().convert_field(value, conversion)
+
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        width = format_spec_width(format_spec)
+        self._size += max(width, text_size(value, MAX_VALUE_CHARS, self._budget))
+        check_chars(self._size, "str.format")
+        self._budget.check_time()
+        return super().format_field(value, format_spec)
+
+
+class _BoundedEscapeFormatter(_BoundedFormatter, EscapeFormatter):
+    pass
 
 
 class ChatSandbox(ImmutableSandboxedEnvironment):
@@ -391,35 +363,73 @@ class ChatSandbox(ImmutableSandboxedEnvironment):
         )
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
-        if isinstance(obj, _TemplateList) and attr in ("append", "pop"):
+        if type(obj) is TemplateList and attr in ("append", "pop"):
             return True
         return super().is_safe_attribute(obj, attr, value)
 
-    def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
-        if operator == "+":
-            grows = isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple))
-            if grows and len(left) + len(right) > MAX_VALUE_CHARS:
-                raise LimitError(
-                    f"chat template added up a {type(left).__name__} past {MAX_VALUE_CHARS:,} items"
-                )
-        elif operator == "%" and isinstance(left, str):
-            args = right if isinstance(right, tuple) else (right,)
-            _check_joined([left, *(arg for arg in args if isinstance(arg, str))], "a % format")
-            result = super().call_binop(context, operator, left, right)
-            _check_size(result, "a % format")
+    def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
+        """``str.format`` / ``format_map`` through :class:`_BoundedFormatter`."""
+        if not isinstance(value, (types.MethodType, types.BuiltinMethodType)):
+            return None
+        if value.__name__ not in ("format", "format_map") or not isinstance(value.__self__, str):
+            return None
+        text: str = value.__self__
+        is_map = value.__name__ == "format_map"
+        env = self
+
+        @pass_context
+        def bounded_format(context: Context, *args: Any, **kwargs: Any) -> str:
+            budget = budget_of(context)
+            if is_map:
+                if kwargs or len(args) != 1:
+                    raise TypeError("format_map() takes exactly one argument")
+                kwargs, args = args[0], ()
+            formatter: Formatter
+            if isinstance(text, Markup):
+                formatter = _BoundedEscapeFormatter(env, budget, escape=text.escape)
+            else:
+                formatter = _BoundedFormatter(env, budget)
+            result = type(text)(formatter.vformat(text, args, kwargs))
+            charge_result(budget, result, "str.format")
             return result
+
+        return bounded_format
+
+    def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
+        budget = budget_of(context)
+        texts = (str, bytes)
+        sequences = (str, bytes, list, tuple)
+        if operator == "+":
+            if isinstance(left, sequences) and isinstance(right, sequences):
+                size = len(left) + len(right)
+                if isinstance(left, texts):
+                    check_chars(size, "a + addition")
+                    budget.charge(size * char_bytes(left, right) + 64, "a + addition")
+                else:
+                    check_items(size, "a + addition")
+                    budget.charge(8 * size + 64, "a + addition")
+            elif isinstance(left, int) and isinstance(right, int):
+                check_int_bits(max(left.bit_length(), right.bit_length()) + 1, "a + addition")
+        elif operator == "%" and isinstance(left, str):
+            size = printf_size(left, right, budget)
+            check_chars(size, "a % format")
+            args = right if isinstance(right, tuple) else (right,)
+            budget.charge(size * char_bytes(left, *args) + 64, "a % format")
         elif operator == "*":
             for seq, times in ((left, right), (right, left)):
-                repeats = isinstance(seq, (str, list, tuple)) and isinstance(times, int)
-                if repeats and len(seq) * times > MAX_VALUE_CHARS:
-                    raise LimitError(
-                        f"chat template repeated a {type(seq).__name__} past "
-                        f"{MAX_VALUE_CHARS:,} items"
-                    )
+                if isinstance(seq, sequences) and isinstance(times, int):
+                    size = len(seq) * max(times, 0)
+                    if isinstance(seq, texts):
+                        check_chars(size, "a * repetition")
+                        budget.charge(size * char_bytes(seq) + 64, "a * repetition")
+                    else:
+                        check_items(size, "a * repetition")
+                        budget.charge(8 * size + 64, "a * repetition")
+            if isinstance(left, int) and isinstance(right, int):
+                check_int_bits(left.bit_length() + right.bit_length(), "a * product")
         elif operator == "**" and isinstance(left, int) and isinstance(right, int):
-            big = right > 0 and max(left.bit_length(), 1) * right > MAX_POWER_BITS
-            if big:
-                raise LimitError(f"chat template raised to a power past {MAX_POWER_BITS} bits")
+            grows = right > 0 and abs(left) > 1
+            check_int_bits(left.bit_length() * right if grows else 1, "a ** power")
         return super().call_binop(context, operator, left, right)
 
     def call(
@@ -429,33 +439,47 @@ class ChatSandbox(ImmutableSandboxedEnvironment):
         *args: Any,
         **kwargs: Any,
     ) -> Any:
+        if isinstance(getattr(__obj, "__self__", None), Guards):
+            return __context.call(__obj, *args, **kwargs)  # the guards check for themselves
+        budget = budget_of(__context)
         for arg in args:
-            _check_size(arg, "a call argument")
+            check_value(arg, "a call argument")
         for key, arg in kwargs.items():
             if key not in ("_loop_vars", "_block_vars", "caller"):
-                _check_size(arg, "a call argument")
+                check_value(arg, "a call argument")
+        args, kwargs, builds = method_check(budget, __obj, args, kwargs)
         result = super().call(__context, __obj, *args, **kwargs)
-        _check_size(result, "a call result")
+        owner = getattr(__obj, "__self__", None)
+        if builds and result is not owner and not any(result is arg for arg in args):
+            charge_result(budget, result, "a call result")
+        else:
+            check_value(result, "a call result")
         return result
 
 
 @functools.lru_cache(maxsize=1)
 def environment() -> ChatSandbox:
     """The shared sandbox. Built once: an environment holds no per-render state (the budget
-    lives in a context variable), and building one is the slow part of a first render."""
+    travels in each render's context), and building one is the slow part of a first render."""
     env = ChatSandbox(
         trim_blocks=True,
         lstrip_blocks=True,
         optimized=False,
+        finalize=_finalize,
         extensions=[loopcontrols, GenerationTag, Guards],
     )
-    env.filters = {
-        name: _bounded_filter(f, widths=name in _WIDTH_FILTERS) for name, f in env.filters.items()
-    }
-    env.filters["tojson"] = _bounded_filter(_tojson)
-    env.filters["from_json"] = _bounded_filter(_from_json)
-    env.globals["range"] = _range
-    env.globals["namespace"] = _namespace
-    env.globals["raise_exception"] = _raise_exception
-    env.globals["strftime_now"] = _strftime_now
+    filters = dict(env.filters)
+    filters["tojson"] = tojson
+    filters["from_json"] = from_json
+    filters["sum"] = jinja2.pass_environment(sum_filter)
+    env.filters = {name: _bounded_filter(name, f) for name, f in filters.items()}
+    env.filters[_CAPTURED] = _captured
+    tests: dict[str, Any] = env.tests  # Jinja types its tests as plain functions
+    for name in _COMPARING_TESTS & set(tests):
+        tests[name] = _bounded_test(tests[name])
+    env.globals["range"] = counted_range
+    env.globals["lipsum"] = lipsum
+    env.globals["namespace"] = namespace
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = strftime_now
     return env
