@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -42,6 +42,13 @@ MAX_ITERATIONS = 1_000_000
 #: Wall-clock seconds one operation may take. Published templates render in about a
 #: millisecond, and a whole format detection (some forty renders) in well under a second.
 MAX_RENDER_SECONDS = 1.0
+#: Seconds a render is given beyond :data:`MAX_RENDER_SECONDS` per message and per
+#: character of the conversation, up to :data:`MAX_SCALED_SECONDS`: a template's honest
+#: work grows with its input (the slowest published ones take about 12 ms a message), a
+#: hostile template's does not need to, so a small input keeps a tight budget.
+SECONDS_PER_MESSAGE = 0.015
+SECONDS_PER_CHARACTER = 1 / 200_000
+MAX_SCALED_SECONDS = 30.0
 #: Bytes of values one operation may build in all (see the module docstring). A prompt at
 #: the output limit costs a few times its size; the rest is room.
 MAX_RENDER_BYTES = 64 * 1024 * 1024
@@ -93,6 +100,18 @@ class TemplateBudget:
         self._deadline = math.inf
         #: Why the budget is spent, once it is; every later refusal repeats it.
         self.spent_reason = ""
+
+    @classmethod
+    def for_input(cls, messages: Sequence[Mapping[str, Any]]) -> TemplateBudget:
+        """The default budget for rendering ``messages``: the time grows with the
+        conversation (see :data:`SECONDS_PER_MESSAGE`), the other limits stay fixed."""
+        characters = sum(len(str(m.get("content") or "")) for m in messages)
+        seconds = (
+            MAX_RENDER_SECONDS
+            + SECONDS_PER_MESSAGE * len(messages)
+            + SECONDS_PER_CHARACTER * characters
+        )
+        return cls(seconds=min(seconds, MAX_SCALED_SECONDS))
 
     def __repr__(self) -> str:
         left = max(0.0, self.seconds - self.used)

@@ -154,8 +154,8 @@ class ChatTemplate:
 
         ``budget`` is the time, loop steps and memory the render may spend
         (:class:`~toolwire.templates.budget.TemplateBudget`); pass one budget to every render of
-        one operation so that they share it. Without one, the render gets a fresh default
-        budget of its own.
+        one operation so that they share it. Without one, the render gets a fresh budget of its
+        own, its time scaled to the conversation (:meth:`TemplateBudget.for_input`).
 
         Raises :class:`TemplateError` (the template failed or raised its own error),
         :class:`TemplateSecurityError` (it tried something the sandbox forbids; nothing ran),
@@ -189,7 +189,7 @@ class ChatTemplate:
         }
         if enable_thinking is not None:
             context["enable_thinking"] = enable_thinking
-        spend = budget if budget is not None else TemplateBudget()
+        spend = budget if budget is not None else TemplateBudget.for_input(shaped)
         context[BUDGET_KEY] = spend
         chunks: list[str] = []
         size = 0
