@@ -211,13 +211,20 @@ class ReplyStream:
     # -- public
 
     def feed(self, chunk: str) -> list[Event]:
-        if self._finished:
-            raise UsageError("feed() after finish(): a reply stream reads one reply")
+        self._check(len(chunk))
         self._size += len(chunk)
-        if self._size > self._max_chars:
-            raise LimitError(f"the reply is longer than {self._max_chars} characters")
         self._split(self._reasoning.feed(chunk))
         return self._take()
+
+    def _check(self, more: int) -> None:
+        """Refuse a chunk of ``more`` characters before reading it: after ``finish()``, or
+        when the reply would pass its limit (a stream that holds a piece back before it
+        feeds it on counts that piece in ``more``)."""
+        if self._finished:
+            raise UsageError("feed() after finish(): a reply stream reads one reply")
+        if self._size + more > self._max_chars:
+            self._size = self._max_chars + 1  # refused once, refused from then on
+            raise LimitError(f"the reply is longer than {self._max_chars} characters")
 
     def finish(self) -> list[Event]:
         if self._finished:

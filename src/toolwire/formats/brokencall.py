@@ -63,8 +63,13 @@ class ResyncBody(Body):
         """Inside a call, only the call breaks; elsewhere the whole block fails."""
         if self._piece is None or self.state == self.resync:
             return super().fail(i, reason)
-        for index, cid in self.started[self._mark :]:
+        broken = self.started[self._mark :]
+        for index, cid in broken:
             self.stream._abort(index, cid, reason)
+        # a call read whole before what broke it (its end token missing) is aborted too:
+        # it must not also end as a call
+        gone = {index for index, _cid in broken}
+        self.calls = [(index, call) for index, call in self.calls if index not in gone]
         del self.started[self._mark :]
         self._why = reason
         self._broke = True

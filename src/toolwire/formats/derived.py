@@ -34,7 +34,7 @@ from .jsoncall import JsonCall
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, MAX_HELD, OPEN, WS, Body, MarkerStream, expect_literal
 from .scan import Markers
-from .textargs import _BAD_NAME, MAX_NAME, NameReader, TextArgs, TextBody
+from .textargs import NameReader, TextArgs, TextBody
 
 __all__ = ["NUMBER", "DerivedShape", "DerivedStream"]
 
@@ -144,13 +144,10 @@ class _Name(NameReader):
     """
 
     def read(self, body: Body, s: str, i: int) -> tuple[str | None, int]:
-        m = self._stop.search(s, i)
-        stop = len(s) if m is None else m.start()
-        bad = _BAD_NAME.search(s, i, stop)
-        cut = min(bad.start() if bad else stop, i + max(0, MAX_NAME - self._size))
-        if cut < stop:
-            body.fail(cut, f"a malformed {self._what}")
-            return None, cut
+        _stop, bad = self._look(s, i)
+        if bad >= 0:
+            body.fail(bad, f"a malformed {self._what}")
+            return None, bad
         return super().read(body, s, i)
 
 

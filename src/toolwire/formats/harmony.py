@@ -166,8 +166,13 @@ class ChannelStream(MarkerStream):
         self._header_size = 0
 
     def _read_header(self, s: str, i: int) -> int:
-        j, end = self._in_header.scan(s, i)
         room = MAX_HEADER - self._header_size
+        # the end is looked for only as far as a header may reach: else a reply of many
+        # header openers, none ended, is read once per opener (quadratic)
+        reach = i + room + len(self.header_end)
+        j, end = self._in_header.scan(s, i, reach)
+        if not end and reach < len(s):
+            j = len(s)  # no end within reach: longer than any header
         if j - i > room:  # cut where it outgrows the limit, however the reply was chunked
             self._header.append(s[i : i + room])
             self._not_a_header(

@@ -122,8 +122,9 @@ class _KimiBody(ResyncBody):
 
     def _id(self, s: str, i: int) -> int:
         """Read the call id up to the next ``<``; announce the call once it is whole."""
-        j = s.find("<", i)
-        stop = len(s) if j < 0 else j
+        # looked for no further than an id may reach: the text after it is not read here
+        j = s.find("<", i, i + MAX_NAME + 32 + 1)
+        stop = min(len(s), i + MAX_NAME + 32 + 1) if j < 0 else j
         self.id_parts.append(s[i:stop])
         if sum(map(len, self.id_parts)) > MAX_NAME + 32:
             return self.fail(i, "a malformed call id")
@@ -199,6 +200,7 @@ class KimiK2Stream(BlockStream, OpeningsStream):
     def feed(self, chunk: str) -> list[Event]:
         if not self._watching or self.strict:
             return super().feed(chunk)
+        self._check(len(self._pending) + len(chunk))  # the piece held is still to be counted
         s = self._pending + chunk
         j, token = _CALL_TOKENS.scan(s)
         self._pending = "" if token else s[j:]

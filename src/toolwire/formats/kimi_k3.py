@@ -146,8 +146,11 @@ class _ToolsBody(Body):
 
     def _attrs(self, s: str, i: int) -> tuple[int, bool]:
         """A tag's attributes, up to its ``<|sep|>``."""
-        j, end = _ATTRS_END.scan(s, i)
         room = _MAX_ATTRS - self.attrs_size
+        reach = i + room + len(_SEP)  # no further than attributes may reach (else quadratic)
+        j, end = _ATTRS_END.scan(s, i, reach)
+        if not end and reach < len(s):
+            j = len(s)  # no end within reach: too long
         if j - i > room:  # fail where they outgrow the limit, however the reply was chunked
             return self.fail(i + room, "a tag's attributes are too long"), False
         self.attrs.append(s[i:j])

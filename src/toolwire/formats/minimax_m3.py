@@ -225,6 +225,9 @@ class _ThinkSplitter(ReasoningSplitter):
         self._closers = Markers((_END_THINK,))
         self._deciding = not opened
         self._plain = False
+        #: Whitespace at the start, held (as pieces) until the opening decides what it is.
+        self._space: list[str] = []
+        #: The opening after that whitespace: only ever a start of one of the two markers.
         self._start = ""
 
     def feed(self, text: str) -> list[tuple[bool, str]]:
@@ -232,25 +235,31 @@ class _ThinkSplitter(ReasoningSplitter):
             return [(False, text)] if text else []
         if not self._deciding:
             return super().feed(text)
-        start = self._start + text
-        body = start.lstrip()
+        if self._start:
+            body = self._start + text
+        else:  # still in the leading whitespace: only this chunk is stripped (linear)
+            body = text.lstrip()
+            self._space.append(text[: len(text) - len(body)])
         if _THINK.startswith(body) or _END_THINK.startswith(body):  # not yet known
-            self._start = start
+            self._start = body
             return []
         self._deciding = False
         self._start = ""
+        space = "".join(self._space)
+        self._space = []
         if body.startswith(_THINK):
             return super().feed(body[len(_THINK) :])
         if body.startswith(_END_THINK):  # no thinking: the closer alone, read as one
             return super().feed(body)
         self._plain = True
-        return [(False, start)]
+        return [(False, space + body)]
 
     def finish(self) -> list[tuple[bool, str]]:
         if self._plain:
             return []
         if self._deciding:
-            start, self._start = self._start, ""
+            start = "".join(self._space) + self._start
+            self._space, self._start = [], ""
             return [(False, start)] if start else []
         return super().finish()
 

@@ -32,30 +32,33 @@ class Markers:
         self._end = re.compile("(?:" + "|".join(map(re.escape, starts)) + r")\Z").search
         self._longest_start = max(len(m) for m in found) - 1
 
-    def find(self, text: str, start: int = 0) -> tuple[int, str]:
-        """The first marker in ``text[start:]``: ``(position, marker)``, or ``(-1, "")``."""
-        m = self._search(text, start)
+    def find(self, text: str, start: int = 0, end: int | None = None) -> tuple[int, str]:
+        """The first marker in ``text[start:end]``: ``(position, marker)``, or ``(-1, "")``."""
+        m = self._search(text, start) if end is None else self._search(text, start, end)
         if m is None:
             return -1, ""
         return m.start(), m.group()
 
-    def scan(self, text: str, start: int = 0) -> tuple[int, str]:
-        """Read ``text[start:]`` up to the first marker: ``(position, marker)``.
+    def scan(self, text: str, start: int = 0, end: int | None = None) -> tuple[int, str]:
+        """Read ``text[start:end]`` up to the first marker: ``(position, marker)``.
 
         With no marker in it, ``marker`` is ``""`` and ``position`` is where the piece to hold
-        back begins: ``text[start:position]`` is free of markers either way.
+        back begins: ``text[start:position]`` is free of markers either way. ``end`` bounds
+        the search for a reader that wants a marker only within reach (a header's end).
         """
-        j, marker = self.find(text, start)
+        j, marker = self.find(text, start, end)
         if marker:
             return j, marker
-        return len(text) - self.held(text, start), ""
+        stop = len(text) if end is None else min(end, len(text))
+        return stop - self.held(text, start, stop), ""
 
-    def held(self, text: str, start: int = 0) -> int:
-        """Length of the longest end of ``text[start:]`` that could begin a marker.
+    def held(self, text: str, start: int = 0, end: int | None = None) -> int:
+        """Length of the longest end of ``text[start:end]`` that could begin a marker.
 
         That end must be held back: the next chunk may complete the marker.
         """
         if self._longest_start == 0:
             return 0  # one-character markers: nothing can be partial
-        m = self._end(text, max(start, len(text) - self._longest_start))
+        stop = len(text) if end is None else min(end, len(text))
+        m = self._end(text, max(start, stop - self._longest_start), stop)
         return 0 if m is None else m.end() - m.start()

@@ -87,8 +87,9 @@ class _SolarBody(ArgsBody):
 
     def _id(self, s: str, i: int) -> tuple[int, bool]:
         """The call id runs up to the next ``<``."""
-        j = s.find("<", i)
-        stop = len(s) if j < 0 else j
+        # looked for no further than an id may reach: the text after it is not read here
+        j = s.find("<", i, i + MAX_NAME + 1)
+        stop = min(len(s), i + MAX_NAME + 1) if j < 0 else j
         self.id_parts.append(s[i:stop])
         if sum(map(len, self.id_parts)) > MAX_NAME:
             return self.fail(i, "a malformed call id"), False

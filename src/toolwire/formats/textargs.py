@@ -9,6 +9,7 @@ the JSON of the mapping of strings while it grows.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -27,28 +28,39 @@ class NameReader:
     """A name read up to the first of its ``stops``, across chunks.
 
     A name holding whitespace or markup (``<>{}[]"'=``) is no name: the body fails. The
-    stop itself is not consumed.
+    stop itself is not consumed. Each character is looked at once, and no further than a
+    name may reach: a reply of many markers, each opening a name whose stop never comes,
+    must not be read once per marker (quadratic).
     """
 
     def __init__(self, stops: str, what: str) -> None:
-        self._stop = re.compile("[" + re.escape(stops) + "]")
+        self._stops = frozenset(stops)
+        self._first = _stop_or_bad(stops)
         self._what = what
         self._parts: list[str] = []
         self._size = 0
 
+    def _look(self, s: str, i: int) -> tuple[int, int]:
+        """``(stop, bad)``: where the name's stop is in ``s[i:]`` and where the name breaks
+        (a character no name holds, or the one past its length limit); -1 for neither."""
+        room = MAX_NAME - self._size
+        end = min(len(s), i + room + 1)
+        m = self._first.search(s, i, end)
+        if m is not None:
+            return (m.start(), -1) if m.group() in self._stops else (-1, m.start())
+        return -1, (i + room if end - i > room else -1)
+
     def read(self, body: Body, s: str, i: int) -> tuple[str | None, int]:
         """``(name, where it stopped)``; ``None`` while more is needed or when the body failed."""
-        m = self._stop.search(s, i)
-        stop = len(s) if m is None else m.start()
-        piece = s[i:stop]
-        self._size += len(piece)
-        if _BAD_NAME.search(piece) or self._size > MAX_NAME:
+        stop, bad = self._look(s, i)
+        if bad >= 0:
             body.fail(i, f"a malformed {self._what}")
             return None, i
-        self._parts.append(piece)
-        if m is None:
-            return None, stop
-        name = "".join(self._parts)
+        if stop < 0:
+            self._parts.append(s[i:])
+            self._size += len(s) - i
+            return None, len(s)
+        name = "".join(self._parts) + s[i:stop]
         self._parts = []
         self._size = 0
         if not name:
@@ -58,6 +70,12 @@ class NameReader:
 
 
 _BAD_NAME = re.compile(r"[\s<>{}\[\]\"'=]")
+
+
+@functools.cache
+def _stop_or_bad(stops: str) -> re.Pattern[str]:
+    """The first character that ends a name (one of ``stops``) or that no name holds."""
+    return re.compile("[" + re.escape(stops) + "]|" + _BAD_NAME.pattern)
 
 
 class TextArgs:
