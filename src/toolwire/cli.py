@@ -319,41 +319,72 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
+#: Where ``serve --workers N`` leaves its options for the worker processes (JSON).
+_SERVE_ENV = "TOOLWIRE_SERVE"
+
+
+def _gateway(options: dict[str, Any]) -> Any:
+    """The gateway app ``serve`` runs, from its options (one place for one worker or many)."""
+    from .server import create_app
+
+    if options["upstream"]:
+        from .backends import OpenAIBackend
+        from .backends.http import new_client
+
+        backend: Any = OpenAIBackend(
+            options["name"],
+            base_url=options["upstream"],
+            api_key=options["upstream_key"],
+            client=new_client(),  # one pool for every request, for as long as it serves
+        )
+    else:
+        from .backends.llamacpp import LlamaCppBackend
+
+        backend = LlamaCppBackend(Path(options["model"]), n_ctx=options["ctx"])
+    return create_app(backend, model_name=options["name"], api_key=options["api_key"])
+
+
+def serve_app() -> Any:
+    """The gateway app of one ``serve --workers N`` process: uvicorn starts each worker from
+    an import string, not an app, so each builds its own from the options ``serve`` left in
+    ``$TOOLWIRE_SERVE``."""
+    return _gateway(json.loads(os.environ[_SERVE_ENV]))
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
-
-    from .server import create_app
 
     if args.host not in _LOOPBACK and not args.api_key:
         raise UsageError(
             f"listening on {args.host} needs --api-key TOKEN (clients send it as "
             "a bearer token); on loopback it is optional"
         )
+    if args.workers < 1:
+        raise UsageError(f"--workers must be at least 1, not {args.workers}")
+    options: dict[str, Any] = {"upstream": args.upstream, "api_key": args.api_key}
     if args.upstream:
-        from .backends import OpenAIBackend
-
         if not args.upstream_model:
             raise UsageError("--upstream needs --upstream-model NAME")
-        from .backends.http import new_client
-
-        backend: Any = OpenAIBackend(
-            args.upstream_model,
-            base_url=args.upstream,
-            api_key=args.upstream_key or os.environ.get("OPENAI_API_KEY"),
-            client=new_client(),  # one pool for every request, for as long as it serves
-        )
-        name = args.upstream_model
+        options["name"] = args.upstream_model
+        options["upstream_key"] = args.upstream_key or os.environ.get("OPENAI_API_KEY")
     else:
-        from .backends.llamacpp import LlamaCppBackend
-
         path = local_model(args.model)
-        backend = LlamaCppBackend(path, n_ctx=args.ctx)
-        name = path.stem
-    app = create_app(backend, model_name=name, api_key=args.api_key)
-    print(f"toolwire: serving {name} at http://{args.host}:{args.port}/v1", file=sys.stderr)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        options.update(name=path.stem, model=str(path), ctx=args.ctx)
+    where = f"http://{args.host}:{args.port}/v1"
+    many = f" from {args.workers} processes" if args.workers > 1 else ""
+    print(f"toolwire: serving {options['name']} at {where}{many}", file=sys.stderr)
+    if args.workers == 1:
+        uvicorn.run(_gateway(options), host=args.host, port=args.port, log_level="warning")
+    else:
+        os.environ[_SERVE_ENV] = json.dumps(options)
+        uvicorn.run(
+            "toolwire.cli:serve_app",
+            factory=True,
+            workers=args.workers,
+            host=args.host,
+            port=args.port,
+            log_level="warning",
+        )
     return 0
 
 
@@ -456,6 +487,14 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--port", type=int, default=8000)
     v.add_argument("--api-key", help="the bearer token clients must send (needed off loopback)")
     v.add_argument("--ctx", type=int, default=4096, help="context size of a local model")
+    v.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="serve from N processes, for more than one core (each learns on its own what "
+        "it learns about models, and each loads a local model)",
+    )
     v.set_defaults(run=_cmd_serve)
 
     m = sub.add_parser("models", help="the models known by name: installed? measured?")
