@@ -569,8 +569,9 @@ def main() -> int:
             _process("gateway", upstream.url, args.client_per_request, args.profile)
         )
         servers = {"direct": upstream, "gateway": gateway}
-        for stream in (True,) if args.streamed_only else (False, True):
-            for c in levels:
+        # by concurrency, then streamed or not: the peak memory grows with the load
+        for c in levels:
+            for stream in (True,) if args.streamed_only else (False, True):
                 n, rounds = (c, min(args.rounds, 2)) if c > MANY else (args.requests, args.rounds)
                 label = f"{'streamed' if stream else 'not streamed'}, c={c}"
                 m = asyncio.run(measure(servers, stream, c, n, rounds, args.one_client))
