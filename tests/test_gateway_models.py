@@ -13,9 +13,10 @@ import httpx
 import openai
 import pytest
 
-from toolwire.cli import _build_backend, _parser, _served_models
+from toolwire.cli import _parser
 from toolwire.errors import UsageError
 from toolwire.server import create_app
+from toolwire.server.command import _build_backend, _served_models
 from toolwire.server.config import ModelEntry, Models, read_config
 from toolwire.testing import FakeOpenAIServer, ServedApp, text_deltas
 

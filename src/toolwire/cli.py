@@ -21,7 +21,6 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ from .formats.detect import detect_format
 from .formats.registry import FORMAT_SETTINGS, family_names, get_family
 from .formats.words import Words
 from .messages import ToolCall
-from .server.config import ModelEntry, Models, environment_key, read_config
+from .server.command import add_serve_command
 from .store.command import add_conversations_command
 from .templates import ChatTemplate, TemplateBudget, load_template
 from .templates.shaping import CallIds
@@ -341,92 +340,6 @@ def _cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
-_LOOPBACK = ("127.0.0.1", "localhost", "::1")
-
-
-def _build_backend(
-    entry: ModelEntry, *, timeout: float = 120.0, connect_timeout: float = 10.0
-) -> Any:
-    """A backend for one served model: an upstream shares one pool for as long as it
-    serves, with the request deadline and connect timeout given; a local model is loaded
-    now (the gateway calls this on first use)."""
-    if entry.gguf is not None:
-        from .backends.llamacpp import LlamaCppBackend
-
-        return LlamaCppBackend(local_model(entry.gguf), n_ctx=entry.ctx)
-    from .backends import OpenAIBackend
-    from .backends.http import new_client
-
-    assert entry.upstream is not None and entry.upstream_model is not None
-    return OpenAIBackend(
-        entry.upstream_model,
-        base_url=entry.upstream,
-        api_key=environment_key(entry),
-        dialect=entry.dialect,
-        words=entry.words,
-        client=new_client(timeout, connect_timeout=connect_timeout),
-        timeout=timeout,
-        connect_timeout=connect_timeout,
-    )
-
-
-def _served_models(args: argparse.Namespace) -> Models:
-    """The models ``serve`` stands before: a config's, or the one the flags name."""
-    build = partial(
-        _build_backend, timeout=args.upstream_timeout, connect_timeout=args.connect_timeout
-    )
-    if args.config:
-        if args.upstream or args.model or args.upstream_model:
-            raise UsageError("--config lists the models; give no --model or --upstream with it")
-        return Models(read_config(args.config), build)
-    if args.upstream:
-        entry = ModelEntry(
-            args.upstream_model or "upstream",
-            upstream=args.upstream,
-            upstream_model=args.upstream_model or "-",
-            api_key_env=None if args.upstream_key else "OPENAI_API_KEY",
-            api_key=args.upstream_key,
-        )
-        if not args.upstream_model:
-            return Models([], build, passed=entry)
-    else:
-        path = local_model(args.model)
-        entry = ModelEntry(path.stem, gguf=str(path), ctx=args.ctx)
-    return Models.single(build(entry), entry.name)
-
-
-def _cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from .server import create_app
-
-    if args.host not in _LOOPBACK and not args.api_key:
-        raise UsageError(
-            f"listening on {args.host} needs --api-key TOKEN (clients send it as "
-            "a bearer token); on loopback it is optional"
-        )
-    from .store import ConversationStore
-
-    models = _served_models(args)
-    store = None if args.no_store else ConversationStore()
-    app = create_app(models, api_key=args.api_key, store=store)
-    names = ", ".join(models.names()) or "the model each client names"
-    print(f"toolwire: serving {names} at http://{args.host}:{args.port}/v1", file=sys.stderr)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
-    return 0
-
-
-def _seconds(text: str) -> float:
-    """A number of seconds above 0, for a timeout flag."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < 1e6:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
-    return value
-
-
 _MODEL_HELP = "a GGUF file or a known model's name (default: the default local model)"
 _TEMPLATE_HELP = ".jinja or .gguf file, or a known model's name (default: the default model)"
 
@@ -522,43 +435,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     c.set_defaults(run=_cmd_chat)
 
-    v = sub.add_parser("serve", help="an OpenAI-compatible gateway with working tool calls")
-    v.add_argument("--model", help=f"to serve in-process: {_MODEL_HELP}")
-    v.add_argument("--upstream", metavar="URL", help="an OpenAI-compatible server to stand before")
-    v.add_argument(
-        "--upstream-model",
-        help="the model's name at --upstream (default: the model each client names)",
-    )
-    v.add_argument(
-        "--config",
-        metavar="FILE",
-        help="a models.toml: many models behind one address, picked by each request's model",
-    )
-    v.add_argument("--upstream-key", help="the upstream's key (default: $OPENAI_API_KEY)")
-    v.add_argument(
-        "--upstream-timeout",
-        type=_seconds,
-        default=120.0,
-        metavar="SECONDS",
-        help="the deadline of each upstream request, to the reply's last byte (default: 120)",
-    )
-    v.add_argument(
-        "--connect-timeout",
-        type=_seconds,
-        default=10.0,
-        metavar="SECONDS",
-        help="the time to connect to the upstream (default: 10)",
-    )
-    v.add_argument(
-        "--no-store",
-        action="store_true",
-        help="keep no Responses conversations (previous_response_id, store: true)",
-    )
-    v.add_argument("--host", default="127.0.0.1")
-    v.add_argument("--port", type=int, default=8000)
-    v.add_argument("--api-key", help="the bearer token clients must send (needed off loopback)")
-    v.add_argument("--ctx", type=int, default=4096, help="context size of a local model")
-    v.set_defaults(run=_cmd_serve)
+    add_serve_command(sub, model_help=_MODEL_HELP)
 
     m = sub.add_parser("models", help="the models known by name: installed? measured?")
     m.add_argument("--json", action="store_true", help="the list as JSON")
