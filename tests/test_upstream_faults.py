@@ -95,6 +95,13 @@ def _stream(*pieces: bytes) -> Callable[[RawUpstream], Act]:
     return lambda server: chunked(*pieces)
 
 
+def _hang_up_twice(upstream: RawUpstream) -> Act:
+    """A hang-up before any reply is tried once more (a kept-alive connection may have been
+    closed as it was reused): the fault is the server hanging up on both."""
+    upstream.play(hang_up)
+    return hang_up
+
+
 FAULTS = [
     Fault("400-json", lambda s: respond(400, error_json("max_tokens too large")), 400,
           "invalid_request_error"),
@@ -124,7 +131,7 @@ FAULTS = [
           502),
     Fault("error-mid-stream", _stream(chunk({"content": "Hel"}),
           b"data: " + error_json("overloaded mid-way") + b"\n\n"), 502),
-    Fault("hang-up-before-reply", lambda s: hang_up, 502),
+    Fault("hang-up-before-reply", lambda s: _hang_up_twice(s), 502),
     Fault("not-http", lambda s: raw(b"SSH-2.0-OpenSSH " + SECRET.encode() + b"\r\n\r\n"), 502),
     Fault("broken-chunked-encoding", lambda s: raw(
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"

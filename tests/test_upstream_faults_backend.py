@@ -40,6 +40,7 @@ from .upstream_fake import (
     chunked,
     endless,
     events_of,
+    hang_up,
     respond,
     then_stall,
 )
@@ -296,3 +297,18 @@ def test_the_count() -> None:
     # each gateway fault is tried streamed and not.
     assert len(FAULTS) + len(BACKEND_CASES) >= 49
     assert len({f.name for f in FAULTS} | set(BACKEND_CASES)) == len(FAULTS) + len(BACKEND_CASES)
+
+
+def test_a_connection_closed_before_any_reply_is_tried_once_more(upstream: RawUpstream) -> None:
+    """A server closing a kept-alive connection as it is reused answers nothing: the
+    request goes once more; a second hang-up is the server's answer (unreachable)."""
+    before = len(upstream.requests)
+    upstream.play(hang_up, chunked(chunk({"content": "Hi there."}), chunk({}, "stop"), DONE))
+    events = events_of(backend_for(upstream))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Hi there."
+    assert len(upstream.requests) == before + 2
+    upstream.play(hang_up, hang_up)
+    with pytest.raises(BackendError) as raised:
+        events_of(backend_for(upstream))
+    assert raised.value.kind == "unreachable"
+    assert len(upstream.requests) == before + 4

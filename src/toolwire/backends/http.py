@@ -227,6 +227,24 @@ class Reply:
         return kept.decode("utf-8", "replace"), True
 
 
+async def _send(http: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
+    """Send ``request``; once more if the server closed the connection before answering.
+
+    A server may close a kept-alive connection just as it is reused (its idle timeout, or a
+    server with few connection slots, such as llama-server): the request then fails with no
+    reply at all, so nothing was done, and it goes again on another connection. A second
+    such failure is the server's answer.
+    """
+    try:
+        return await http.send(request, stream=True)
+    except httpx.RemoteProtocolError as exc:
+        # httpcore's words for a connection closed with no byte of a reply; a reply that
+        # is not HTTP is an answer, not tried again
+        if "without sending a response" not in str(exc):
+            raise
+        return await http.send(request, stream=True)
+
+
 async def post_stream(
     client: httpx.AsyncClient | None,
     url: str,
@@ -254,7 +272,7 @@ async def post_stream(
     try:
         request = http.build_request("POST", url, json=dict(body), headers=sent, timeout=limits)
         try:
-            response = await before(deadline, http.send(request, stream=True))
+            response = await before(deadline, _send(http, request))
         except asyncio.TimeoutError:
             raise BackendError(
                 f"{where} did not answer within the deadline of {timeout:g} s", kind="timeout"
