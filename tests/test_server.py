@@ -197,31 +197,34 @@ def test_tool_choice_none_sends_no_tools_and_parallel_false_keeps_one(
         (b"[]", None),
         (b'{"messages": []}', "messages"),
         # a tool message must answer a call an earlier assistant message made, by its id
-        (json.dumps({**ASK, "messages": [*ASK["messages"], RESULT]}).encode(), "messages"),
+        (
+            json.dumps({**ASK, "messages": [*ASK["messages"], RESULT]}).encode(),
+            "messages[1].tool_call_id",
+        ),
         (
             json.dumps(
                 {**ASK, "messages": [*ASK["messages"], CALLED, {**RESULT, "tool_call_id": "zz"}]}
             ).encode(),
-            "messages",
+            "messages[2].tool_call_id",
         ),
         (
             json.dumps(
                 {**ASK, "messages": [*ASK["messages"], CALLED, {"role": "tool", "content": "x"}]}
             ).encode(),
-            "messages",
+            "messages[2].tool_call_id",
         ),
         (
             json.dumps(
                 {**ASK, "messages": [*ASK["messages"], {**CALLED, "tool_calls": "x"}]}
             ).encode(),
-            "messages",
+            "messages[1].tool_calls",
         ),
-        (json.dumps({**ASK, "tools": [1]}).encode(), "tools"),
+        (json.dumps({**ASK, "tools": [1]}).encode(), "tools[0]"),
         (
             json.dumps(
                 {**ASK, "tool_choice": {"type": "function", "function": {"name": "zz"}}}
             ).encode(),
-            "tool_choice",
+            "tool_choice.function.name",
         ),
     ],
 )

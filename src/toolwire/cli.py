@@ -325,6 +325,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from .server import create_app
+    from .server.guard import uvicorn_settings
 
     if args.host not in _LOOPBACK and not args.api_key:
         raise UsageError(
@@ -353,7 +354,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         name = path.stem
     app = create_app(backend, model_name=name, api_key=args.api_key)
     print(f"toolwire: serving {name} at http://{args.host}:{args.port}/v1", file=sys.stderr)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    # slow clients: deadlines for each request's headers and body (toolwire.server.guard)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", **uvicorn_settings())
     return 0
 
 

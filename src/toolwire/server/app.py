@@ -11,7 +11,8 @@ Replies follow OpenAI's shape: ``arguments`` is a JSON string, ``content`` is nu
 reply is only calls, ``finish_reason`` is ``tool_calls``, streamed calls carry their own
 ``index``. Arguments are read forgivingly and typed by the tool's schema, streamed or not;
 a streamed call is sent whole when it is complete. A malformed request gets a 400 in
-OpenAI's error shape; a failing engine a 502.
+OpenAI's error shape, whose ``param`` is the path of the field at fault (see
+:mod:`toolwire.server.validate`), before the backend is called; a failing engine a 502.
 
 Every completion also carries ``"toolwire": {"notices": [...]}``, a top-level extension
 that OpenAI clients ignore: each decision and recovery the pipeline made, a call it
@@ -22,14 +23,16 @@ request may send ``"toolwire": {"strict": true}``: no recovery, arguments only a
 
 from __future__ import annotations
 
+import asyncio
 import json
-import math
 import secrets
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -41,171 +44,48 @@ from ..events import CallAbort, CallEnd, Done, Event, Notice, ReasoningDelta, Te
 from ..formats.base import assemble
 from ..messages import ToolCall
 from ..pipeline import Backend, Request
+from .validate import RequestError, validate_chat_request
 
-__all__ = ["MAX_BODY_BYTES", "arguments_json", "create_app"]
+__all__ = ["BODY_TIMEOUT", "MAX_BODY_BYTES", "arguments_json", "create_app"]
 
 #: Request bodies larger than this are refused with 413.
 MAX_BODY_BYTES = 8 * 1024 * 1024
-#: Request bodies nested deeper than this are refused with 400.
-MAX_DEPTH = 64
+#: Seconds a client has to send the whole request body; then it gets a 408.
+BODY_TIMEOUT = 30.0
+#: Bodies larger than this are checked in a worker thread, so the event loop (``/health``,
+#: other streams) is not held while a large request is read.
+_THREAD_FROM = 64 * 1024
+_CLOSE = {"connection": "close"}
 
 
-class _BadRequest(Exception):
-    def __init__(self, message: str, param: str | None = None, status: int = 400) -> None:
-        super().__init__(message)
-        self.message = message
-        self.param = param
-        self.status = status
-
-
-def _error(status: int, message: str, kind: str, param: str | None = None) -> JSONResponse:
+def _error(
+    status: int,
+    message: str,
+    kind: str,
+    param: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
     return JSONResponse(
         {"error": {"message": message, "type": kind, "param": param, "code": None}},
         status_code=status,
+        headers=headers,
     )
 
 
-_SETTINGS = ("strict", "constrained")
+class _BodyTooLarge(Exception):
+    pass
 
 
-def _options(data: Mapping[str, Any]) -> dict[str, bool]:
-    """The request's ``toolwire`` extension: ``strict`` and ``constrained``, as given."""
-    given = data.get("toolwire")
-    if given is None:
-        return {}
-    if not isinstance(given, dict):
-        raise _BadRequest("'toolwire' must be an object such as {\"strict\": true}", "toolwire")
-    unknown = sorted(set(given) - set(_SETTINGS))
-    if unknown:
-        raise _BadRequest(
-            f"'toolwire' takes only 'strict' and 'constrained', not "
-            f"{', '.join(map(repr, unknown))[:200]}",
-            "toolwire." + str(unknown[0])[:100],
-        )
-    for key, value in given.items():
-        if not isinstance(value, bool):
-            raise _BadRequest(f"'toolwire.{key}' must be true or false", f"toolwire.{key}")
-    return dict(given)
-
-
-def _parse(body: bytes) -> tuple[Request, bool, bool]:
-    """The engine request, whether to stream, whether parallel calls are allowed."""
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError) as exc:
-        raise _BadRequest(f"the request body is not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise _BadRequest("the request body must be a JSON object")
-    if _deeper_than(data, MAX_DEPTH):
-        raise _BadRequest(f"the request body is nested deeper than {MAX_DEPTH} levels")
-    messages = data.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise _BadRequest("'messages' must be a non-empty list", "messages")
-    called: set[str] = set()
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-            raise _BadRequest(f"messages[{i}] must be an object with a 'role'", "messages")
-        calls = m.get("tool_calls") if m["role"] == "assistant" else None
-        if calls is not None:
-            if not isinstance(calls, list) or not all(
-                isinstance(c, dict)
-                and isinstance(c.get("function"), dict)
-                and _a_name(c["function"].get("name"))
-                for c in calls
-            ):
-                raise _BadRequest(
-                    f"messages[{i}].tool_calls must be a list of {{id, type, function}}",
-                    "messages",
-                )
-            called.update(c["id"] for c in calls if isinstance(c.get("id"), str))
-        if m["role"] == "tool":
-            answers = m.get("tool_call_id")
-            if not isinstance(answers, str):
-                raise _BadRequest(
-                    f"messages[{i}] is a tool message without a 'tool_call_id'", "messages"
-                )
-            if answers not in called:
-                raise _BadRequest(
-                    f"messages[{i}].tool_call_id {answers[:80]!r} answers no call in an "
-                    "earlier assistant message; it must echo the id of the call it answers",
-                    "messages",
-                )
-    tools = data.get("tools")
-    if tools is not None and (
-        not isinstance(tools, list)
-        or not all(isinstance(t, dict) and isinstance(t.get("function"), dict) for t in tools)
-    ):
-        raise _BadRequest("'tools' must be a list of {type: function, function: {...}}", "tools")
-    for i, tool in enumerate(tools or ()):
-        fn = tool["function"]
-        if tool.get("type", "function") != "function":
-            raise _BadRequest(f"tools[{i}].type must be 'function'", "tools")
-        if not _a_name(fn.get("name")):
-            raise _BadRequest(f"tools[{i}].function.name must be a non-empty string", "tools")
-        if fn.get("parameters") is not None and not isinstance(fn["parameters"], dict):
-            raise _BadRequest(f"tools[{i}].function.parameters must be an object", "tools")
-    choice = data.get("tool_choice")
-    if choice is not None and choice not in ("auto", "none", "required"):
-        function = choice.get("function") if isinstance(choice, dict) else None
-        name = function.get("name") if isinstance(function, dict) else None
-        if not isinstance(name, str):
-            raise _BadRequest(
-                "'tool_choice' must be auto, none, required or a named function", "tool_choice"
-            )
-        tools = [t for t in tools or () if t["function"].get("name") == name]
-        if not tools:
-            raise _BadRequest(
-                f"tool_choice names {name[:80]!r}, which is not in 'tools'", "tool_choice"
-            )
-    if choice == "none":
-        tools = None
-    temperature = data.get("temperature")
-    if temperature is not None and not _finite(temperature):
-        raise _BadRequest("'temperature' must be a number", "temperature")
-    max_tokens = None
-    for key in ("max_tokens", "max_completion_tokens"):
-        value = data.get(key)
-        if value is None:
-            continue
-        if not _finite(value) or value != int(value) or not 0 < value <= 10**9:
-            raise _BadRequest(f"'{key}' must be a whole number of at least 1", key)
-        max_tokens = max_tokens or int(value)
-    options = _options(data)
-    request = Request(
-        messages,
-        tools or None,
-        tool_choice=choice if tools else None,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        strict=options.get("strict", False),
-        constrained=options.get("constrained", True),
-    )
-    return request, bool(data.get("stream")), data.get("parallel_tool_calls", True) is not False
-
-
-def _a_name(value: Any) -> bool:
-    return isinstance(value, str) and bool(value)
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Is the decoded JSON nested deeper than ``limit`` (schemas are copied recursively)?"""
-    stack = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
-    return False
-
-
-def _finite(value: Any) -> bool:
-    """A JSON number that is not NaN or infinite (Python's json reads both)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    return math.isfinite(value) if isinstance(value, float) else abs(value) <= 10**18
+async def _read_body(request: HttpRequest, limit: int) -> bytes:
+    """The body, its pieces kept in a list and joined once: linear however it is split."""
+    pieces: list[bytes] = []
+    size = 0
+    async for piece in request.stream():
+        size += len(piece)
+        if size > limit:
+            raise _BodyTooLarge
+        pieces.append(piece)
+    return b"".join(pieces)
 
 
 def _dumps(value: Any) -> str:
@@ -321,8 +201,15 @@ def create_app(
     model_name: str = "toolwire",
     api_key: str | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
+    body_timeout: float = BODY_TIMEOUT,
 ) -> Starlette:
-    """The gateway as an ASGI app in front of ``backend``."""
+    """The gateway as an ASGI app in front of ``backend``.
+
+    A request is checked whole by :func:`~toolwire.server.validate.validate_chat_request`
+    before the backend sees it; its body must arrive within ``body_timeout`` seconds and
+    ``max_body_bytes`` bytes (a slow or endless body gets a 408 or 413, and the connection is
+    closed). Headers are bounded by the server: see :mod:`toolwire.server.guard`.
+    """
 
     def authorised(request: HttpRequest) -> bool:
         if api_key is None:
@@ -348,19 +235,33 @@ def create_app(
     async def chat(request: HttpRequest) -> Response:
         if not authorised(request):
             return _error(401, "a valid bearer token is required", "authentication_error")
-        body = b""
-        async for piece in request.stream():
-            body += piece
-            if len(body) > max_body_bytes:
-                return _error(
-                    413,
-                    f"the request body is larger than {max_body_bytes} bytes",
-                    "invalid_request_error",
-                )
+        # the rest of a body not read cannot be skipped: the connection is closed after
         try:
-            engine_request, stream, parallel = _parse(body)
-        except _BadRequest as exc:
+            body = await asyncio.wait_for(_read_body(request, max_body_bytes), body_timeout)
+        except _BodyTooLarge:
+            return _error(
+                413,
+                f"the request body is larger than {max_body_bytes} bytes",
+                "invalid_request_error",
+                headers=_CLOSE,
+            )
+        except asyncio.TimeoutError:
+            return _error(
+                408,
+                f"the request body was not received within {body_timeout:g} s",
+                "invalid_request_error",
+                headers=_CLOSE,
+            )
+        except ClientDisconnect:
+            return Response(status_code=400, headers=_CLOSE)
+        try:
+            if len(body) >= _THREAD_FROM:
+                checked = await run_in_threadpool(validate_chat_request, body)
+            else:
+                checked = validate_chat_request(body)
+        except RequestError as exc:
             return _error(exc.status, exc.message, "invalid_request_error", exc.param)
+        engine_request, stream, parallel = checked
         rid = "chatcmpl-" + secrets.token_hex(12)
         if stream:
             return StreamingResponse(
