@@ -140,8 +140,7 @@ def _check_values(data: Any) -> None:
             else:
                 for key, value in item.items():
                     if _lone_surrogate(key):
-                        link = (link, key)
-                        problem = "this key holds a lone surrogate, which is not text"
+                        problem = "has a key holding a lone surrogate, which is not text"
                         break
                     stack.append((value, depth + 1, (link, key)))
         elif isinstance(item, list):
@@ -171,7 +170,9 @@ def _path(keys: Any) -> str:
         if isinstance(key, int):
             out += f"[{key}]"
         elif not str(key).startswith(TAG):
-            out += f".{str(key)[:100]}" if out else str(key)[:100]
+            # any key the client sent, made sendable (a lone surrogate escaped)
+            name = str(key)[:100].encode("utf-8", "backslashreplace").decode("utf-8")
+            out += f".{name}" if out else name
     return out
 
 
