@@ -10,10 +10,10 @@ call and no upstream request.
 The body is read as strict JSON first: UTF-8 only, no ``NaN`` or ``Infinity`` (Python's json
 reads both; no other JSON reader does), no number too large for a float, no lone surrogate
 (``"\\ud800"`` decodes to a string that cannot be encoded again), no key given twice (two
-readers may keep different ones), nested at most :data:`MAX_DEPTH` levels (schemas are copied
-recursively). Then the models, strictly typed — nothing is coerced: ``"stream": "yes"`` and
-``"parallel_tool_calls": "no"`` are refused, not read as true, and ``1.0`` is not a whole
-number.
+readers may keep different ones). Then the models, strictly typed — nothing is coerced:
+``"stream": "yes"`` and ``"parallel_tool_calls": "no"`` are refused, not read as true, and
+``1.0`` is not a whole number; free-form values (a tool's schema) are nested at most
+:data:`~toolwire.server.chat_request.MAX_DEPTH` levels (they are copied recursively later).
 
 What each field gets is declared in :mod:`toolwire.server.chat_request`.
 """
@@ -30,12 +30,9 @@ from pydantic import ValidationError
 
 from ..errors import UsageError
 from ..pipeline import Request
-from .chat_request import TAG, ChatCompletionsRequest, NamedToolChoice, ToolwireOptions
+from .chat_request import MAX_DEPTH, MESSAGES, TAG, ChatCompletionsRequest
 
 __all__ = ["MAX_DEPTH", "RequestError", "validate_chat_request"]
-
-#: Request bodies nested deeper than this are refused.
-MAX_DEPTH = 64
 
 
 class RequestError(UsageError):
@@ -63,37 +60,25 @@ class _Refused:
 
 
 class _Duplicated(dict[str, Any]):
-    """An object in which a key was given twice."""
+    """An object in which a key was given twice: ``key``."""
 
-    key: str = ""
-
-
-def _constant(name: str) -> _Refused:
-    return _Refused(f"{name} is not a JSON number")
-
-
-def _float(text: str) -> float | _Refused:
-    value = float(text)
-    if math.isfinite(value):
-        return value
-    return _Refused(f"the number {text[:40]} is too large")
-
-
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    made = dict(pairs)
-    if len(made) == len(pairs):
-        return made
-    out = _Duplicated(made)
-    seen: set[str] = set()
-    for key, _ in pairs:
-        if key in seen:
-            out.key = key
-            break
-        seen.add(key)
-    return out
+    def __init__(self, made: dict[str, Any], key: str) -> None:
+        super().__init__(made)
+        self.key = key
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: What the raw text must hold for a lone surrogate to be decoded: the escape of one half.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _repeated(pairs: list[tuple[str, Any]]) -> str:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            return key
+        seen.add(key)
+    return ""
 
 
 def _lone_surrogate(text: str) -> bool:
@@ -101,20 +86,46 @@ def _lone_surrogate(text: str) -> bool:
 
 
 def _decode(body: bytes) -> Any:
-    """The body as JSON, refusing what strict JSON readers refuse (see the module's doc)."""
+    """The body as JSON, refusing what strict JSON readers refuse (see the module's doc).
+
+    The decoder marks what it refuses (``NaN``, a float too large, a key given twice) and the
+    raw text tells whether a surrogate escape is there; only then is the decoded value
+    walked, to name the path at fault: a body of 200,000 small messages is not walked value
+    by value."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RequestError(f"the request body is not UTF-8 (byte {exc.start})") from None
+    marked: list[bool] = []
+
+    def constant(name: str) -> _Refused:
+        marked.append(True)
+        return _Refused(f"{name} is not a JSON number")
+
+    def number(digits: str) -> float | _Refused:
+        value = float(digits)
+        if math.isfinite(value):
+            return value
+        marked.append(True)
+        return _Refused(f"the number {digits[:40]} is too large")
+
+    def mapping(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        made = dict(pairs)
+        if len(made) == len(pairs):
+            return made
+        marked.append(True)
+        return _Duplicated(made, _repeated(pairs))
+
     try:
         data = json.loads(
-            text, parse_constant=_constant, parse_float=_float, object_pairs_hook=_object
+            text, parse_constant=constant, parse_float=number, object_pairs_hook=mapping
         )
     except RecursionError:
-        raise RequestError(f"the request body is nested deeper than {MAX_DEPTH} levels") from None
+        raise RequestError("the request body is nested too deep to read") from None
     except ValueError as exc:
         raise RequestError(f"the request body is not JSON: {str(exc)[:200]}") from None
-    _check_values(data)
+    if marked or _SURROGATE_ESCAPE.search(text):
+        _check_values(data)
     return data
 
 
@@ -122,19 +133,17 @@ Link = Union[tuple["Link", str | int], None]  # noqa: UP007 - a recursive alias
 
 
 def _check_values(data: Any) -> None:
-    """Refuse refused numbers, lone surrogates, repeated keys and deep nesting, naming the
-    path. One pass, iterative; a path is built only for the value at fault."""
-    stack: list[tuple[Any, int, Link]] = [(data, 0, None)]
+    """Refuse refused numbers, lone surrogates and repeated keys, naming the path. One pass,
+    iterative; a path is built only for the value at fault."""
+    stack: list[tuple[Any, Link]] = [(data, None)]
     while stack:
-        item, depth, link = stack.pop()
+        item, link = stack.pop()
         problem = None
         if isinstance(item, str):
             if _lone_surrogate(item):
                 problem = "holds a lone surrogate (\\ud800-\\udfff), which is not text"
         elif isinstance(item, dict):
-            if depth >= MAX_DEPTH:
-                problem = f"is nested deeper than {MAX_DEPTH} levels"
-            elif isinstance(item, _Duplicated):
+            if isinstance(item, _Duplicated):
                 link = (link, item.key)
                 problem = "this key is given twice in one object"
             else:
@@ -142,12 +151,9 @@ def _check_values(data: Any) -> None:
                     if _lone_surrogate(key):
                         problem = "has a key holding a lone surrogate, which is not text"
                         break
-                    stack.append((value, depth + 1, (link, key)))
+                    stack.append((value, (link, key)))
         elif isinstance(item, list):
-            if depth >= MAX_DEPTH:
-                problem = f"is nested deeper than {MAX_DEPTH} levels"
-            else:
-                stack.extend((value, depth + 1, (link, i)) for i, value in enumerate(item))
+            stack.extend((value, (link, i)) for i, value in enumerate(item))
         elif isinstance(item, _Refused):
             problem = item.reason
         if problem is not None:
@@ -235,30 +241,59 @@ def _explain(error: Mapping[str, Any]) -> RequestError:
     return RequestError(f"{path or 'the request body'}: {message}", path or None)
 
 
+#: Messages are checked this many at a time: pydantic holds the GIL through one call, and a
+#: worker thread checking a large body must let the event loop run between slices.
+_SLICE = 2000
+
+
+def _checked(data: Any) -> ChatCompletionsRequest:
+    """The request as its model, its messages checked a slice at a time."""
+    messages = data.get("messages") if isinstance(data, dict) else None
+    if not isinstance(messages, list) or len(messages) <= _SLICE:
+        messages = []
+    try:
+        if not messages:
+            return ChatCompletionsRequest.model_validate(data)
+        parsed = ChatCompletionsRequest.model_validate({**data, "messages": messages[:_SLICE]})
+    except ValidationError as exc:
+        raise _refusal(exc.errors(include_url=False)) from None
+    for start in range(_SLICE, len(messages), _SLICE):
+        try:
+            MESSAGES.validate_python(messages[start : start + _SLICE])
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            for error in errors:
+                index, *rest = error["loc"]
+                error["loc"] = ("messages", start + int(index), *rest)
+            raise _refusal(errors) from None
+    return parsed
+
+
+def _refusal(errors: list[Any]) -> RequestError:
+    """The first error, saying how many more there are."""
+    first = _explain(errors[0])
+    if len(errors) > 1:
+        first.message += f" (and {len(errors) - 1} more problem(s))"
+        first.args = (first.message,)
+    return first
+
+
 def validate_chat_request(body: bytes) -> tuple[Request, bool, bool]:
     """The engine request of a Chat Completions body, whether to stream, and whether parallel
     calls are allowed; a :class:`RequestError` naming the field for anything malformed."""
     data = _decode(body)
-    try:
-        parsed = ChatCompletionsRequest.model_validate(data)
-    except ValidationError as exc:
-        errors = exc.errors(include_url=False)
-        first = _explain(errors[0])
-        if len(errors) > 1:
-            first.message += f" (and {len(errors) - 1} more problem(s))"
-            first.args = (first.message,)
-        raise first from None
+    parsed = _checked(data)
     _check_calls_answered(data["messages"])
     tools = _check_tools(parsed, data.get("tools"))
-    options = parsed.toolwire or ToolwireOptions()
+    options = parsed.toolwire or {}
     request = Request(
         data["messages"],
         tools or None,
         tool_choice=data.get("tool_choice") if tools else None,
         temperature=parsed.temperature,
         max_tokens=parsed.max_tokens or parsed.max_completion_tokens,
-        strict=bool(options.strict),
-        constrained=options.constrained is not False,
+        strict=bool(options.get("strict")),
+        constrained=options.get("constrained") is not False,
     )
     return request, bool(parsed.stream), parsed.parallel_tool_calls is not False
 
@@ -285,7 +320,7 @@ def _check_tools(
     only it is offered), ``none`` offers none, ``required`` needs some."""
     seen: set[str] = set()
     for i, tool in enumerate(parsed.tools or ()):
-        name = tool.function.name
+        name = tool["function"]["name"]
         if name in seen:
             raise RequestError(
                 f"tools[{i}].function.name {name!r} names a tool given before it",
@@ -293,8 +328,8 @@ def _check_tools(
             )
         seen.add(name)
     choice = parsed.tool_choice
-    if isinstance(choice, NamedToolChoice):
-        name = choice.function.name
+    if isinstance(choice, dict):
+        name = choice["function"]["name"]
         chosen = [t for t in tools or () if t["function"]["name"] == name]
         if not chosen:
             raise RequestError(
