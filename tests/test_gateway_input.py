@@ -316,11 +316,18 @@ def test_a_large_body_in_small_pieces_does_not_hold_health(shape: str) -> None:
     assert len(waits) >= 5 and max(waits) < 1.0, waits
 
 
-def test_a_body_past_the_limit_gets_a_413_and_no_backend_call() -> None:
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
+def test_a_body_past_the_limit_gets_a_413_and_no_backend_call(declared: bool) -> None:
+    """Declared too large, it is refused before it is read; sent in chunks with no length,
+    as soon as it passes the limit."""
     backend = Recorder()
+    sent = json.dumps({"messages": [{"role": "user", "content": "x" * 200_000}]}).encode()
+    content: Any = (
+        sent if declared else iter([sent[i : i + 4096] for i in range(0, len(sent), 4096)])
+    )
     with served(create_app(backend, max_body_bytes=100_000)) as url:
-        sent = {"messages": [{"role": "user", "content": "x" * 200_000}]}
-        r = httpx.post(url + "/v1/chat/completions", json=sent, timeout=10)
+        r = httpx.post(url + "/v1/chat/completions", content=content, timeout=10)
     assert r.status_code == 413
     assert r.json()["error"]["type"] == "invalid_request_error"
+    assert r.headers["connection"] == "close"
     assert backend.requests == []

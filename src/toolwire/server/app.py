@@ -77,7 +77,11 @@ class _BodyTooLarge(Exception):
 
 
 async def _read_body(request: HttpRequest, limit: int) -> bytes:
-    """The body, its pieces kept in a list and joined once: linear however it is split."""
+    """The body, its pieces kept in a list and joined once: linear however it is split. One
+    declared too large is refused before a byte of it is read."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _BodyTooLarge
     pieces: list[bytes] = []
     size = 0
     async for piece in request.stream():
