@@ -1,6 +1,7 @@
-"""The Chat Completions request, declared: one pydantic model per object of OpenAI's wire,
-strict (nothing coerced: ``"stream": "yes"`` is refused, not read as true; ``1.0`` is not a
-whole number) and closed (a field not declared is refused). Unions are picked by a tag (the
+"""The Chat Completions request, declared: a pydantic model of the request, and a pydantic
+TypedDict for each object inside it, all strict (nothing coerced: ``"stream": "yes"`` is
+refused, not read as true; ``1.0`` is not a whole number) and closed (a field not declared
+is refused). Unions are picked by a tag (the
 ``role``, a part's ``type``, the JSON kind of the value) so that a wrong value gets one
 error naming its field, not one per member tried.
 
@@ -105,10 +106,6 @@ def _by_field(field: str, what: str, **members: Any) -> Any:
 #: instance per message, which counts for a body of 200,000 messages.
 _STRICT = ConfigDict(strict=True, extra="forbid")
 _strict = with_config(_STRICT)
-
-
-class _Strict(BaseModel):
-    model_config = _STRICT
 
 
 def _refused(why: str) -> Callable[[Any], Any]:
@@ -374,8 +371,10 @@ Penalty = Annotated[float, Field(ge=-2, le=2)]
 Tokens = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
 
 
-class ChatCompletionsRequest(_Strict):
+class ChatCompletionsRequest(BaseModel):
     """Every field of a Chat Completions request, as the gateway takes it (module doc)."""
+
+    model_config = _STRICT
 
     messages: Annotated[list[Message], Field(min_length=1)]
     model: str | None = None

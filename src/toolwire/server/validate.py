@@ -232,6 +232,8 @@ def _explain(error: Mapping[str, Any]) -> RequestError:
         message = "is required"
     elif kind == "too_short" and not error.get("input"):
         message = "must not be empty"
+    elif kind == "string_pattern_mismatch" and path.endswith("function.name"):
+        message = "must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or '_'"
     elif kind in _TYPES:
         message = f"must be {_TYPES[kind]}, not {_json_kind(error.get('input'))}"
     elif kind == "literal_error" and any(path.startswith(p) for p in _FRIENDLY):
