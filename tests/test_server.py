@@ -229,7 +229,7 @@ def test_tool_choice_none_sends_no_tools_and_parallel_false_keeps_one(
     ],
 )
 def test_malformed_requests_get_a_400_in_openais_shape(
-    gateway: str, body: bytes, param: str | None
+    upstream: FakeOpenAIServer, gateway: str, body: bytes, param: str | None
 ) -> None:
     r = httpx.post(
         gateway + "/v1/chat/completions",
@@ -241,6 +241,7 @@ def test_malformed_requests_get_a_400_in_openais_shape(
     error = r.json()["error"]
     assert error["type"] == "invalid_request_error" and error["message"]
     assert error["param"] == param
+    assert upstream.requests == []  # refused before any upstream call
 
 
 def test_a_tool_message_that_echoes_its_call_goes_through(
