@@ -123,7 +123,8 @@ def test_a_malformed_request_gets_a_400_naming_the_field_and_no_backend_call(
 def test_each_error_leaves_the_connection_open_for_the_next_request(
     gateway: tuple[str, Recorder, Peers],
 ) -> None:
-    """One client, one connection: every malformed kind, each followed by a good request."""
+    """One client, one connection: every malformed kind, plain and streamed, each followed by
+    a good request (streamed after a streamed one)."""
     url, backend, peers = gateway
     start = len(peers.ports)
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
@@ -133,9 +134,13 @@ def test_each_error_leaves_the_connection_open_for_the_next_request(
             good = post(client, url, BASE)
             assert good.status_code == 200, kind
             assert good.json()["choices"][0]["message"]["content"] == "ok"
+            assert post(client, url, streamed(sent)).status_code == 400, kind
+            good = post(client, url, streamed(BASE))
+            assert good.status_code == 200, kind
+            assert good.text.rstrip().endswith("data: [DONE]")
     assert len(set(peers.ports[start:])) == 1
-    assert len(peers.ports) - start == 2 * len(MALFORMED)
-    assert len(backend.requests) >= len(MALFORMED)
+    assert len(peers.ports) - start == 4 * len(MALFORMED)
+    assert len(backend.requests) >= 2 * len(MALFORMED)
 
 
 # --------------------------------------------------------------------------- valid requests
