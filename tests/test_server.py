@@ -197,36 +197,39 @@ def test_tool_choice_none_sends_no_tools_and_parallel_false_keeps_one(
         (b"[]", None),
         (b'{"messages": []}', "messages"),
         # a tool message must answer a call an earlier assistant message made, by its id
-        (json.dumps({**ASK, "messages": [*ASK["messages"], RESULT]}).encode(), "messages"),
+        (
+            json.dumps({**ASK, "messages": [*ASK["messages"], RESULT]}).encode(),
+            "messages[1].tool_call_id",
+        ),
         (
             json.dumps(
                 {**ASK, "messages": [*ASK["messages"], CALLED, {**RESULT, "tool_call_id": "zz"}]}
             ).encode(),
-            "messages",
+            "messages[2].tool_call_id",
         ),
         (
             json.dumps(
                 {**ASK, "messages": [*ASK["messages"], CALLED, {"role": "tool", "content": "x"}]}
             ).encode(),
-            "messages",
+            "messages[2].tool_call_id",
         ),
         (
             json.dumps(
                 {**ASK, "messages": [*ASK["messages"], {**CALLED, "tool_calls": "x"}]}
             ).encode(),
-            "messages",
+            "messages[1].tool_calls",
         ),
-        (json.dumps({**ASK, "tools": [1]}).encode(), "tools"),
+        (json.dumps({**ASK, "tools": [1]}).encode(), "tools[0]"),
         (
             json.dumps(
                 {**ASK, "tool_choice": {"type": "function", "function": {"name": "zz"}}}
             ).encode(),
-            "tool_choice",
+            "tool_choice.function.name",
         ),
     ],
 )
 def test_malformed_requests_get_a_400_in_openais_shape(
-    gateway: str, body: bytes, param: str | None
+    upstream: FakeOpenAIServer, gateway: str, body: bytes, param: str | None
 ) -> None:
     r = httpx.post(
         gateway + "/v1/chat/completions",
@@ -238,6 +241,7 @@ def test_malformed_requests_get_a_400_in_openais_shape(
     error = r.json()["error"]
     assert error["type"] == "invalid_request_error" and error["message"]
     assert error["param"] == param
+    assert upstream.requests == []  # refused before any upstream call
 
 
 def test_a_tool_message_that_echoes_its_call_goes_through(

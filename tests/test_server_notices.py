@@ -183,7 +183,7 @@ def test_a_malformed_extension_gets_a_400_that_names_the_field(
 
 
 def test_the_extension_sets_strict_and_constrained() -> None:
-    from toolwire.server.app import _parse
+    from toolwire.server.validate import validate_chat as _parse
 
     body = {**ASK, "tools": TOOLS, "toolwire": {"constrained": False}}
     request, _, _ = _parse(body)

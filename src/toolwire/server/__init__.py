@@ -1,5 +1,14 @@
 """The OpenAI-compatible gateway."""
 
-from .app import MAX_BODY_BYTES, create_app
+from .app import BODY_TIMEOUT, MAX_BODY_BYTES, create_app
+from .guard import uvicorn_settings
+from .validate import RequestError, validate_chat_request
 
-__all__ = ["MAX_BODY_BYTES", "create_app"]
+__all__ = [
+    "BODY_TIMEOUT",
+    "MAX_BODY_BYTES",
+    "RequestError",
+    "create_app",
+    "uvicorn_settings",
+    "validate_chat_request",
+]

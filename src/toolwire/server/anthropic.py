@@ -27,8 +27,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..conversation import _estimate
 from ..events import Event, ReasoningDelta, TextDelta
 from ..pipeline import Backend, Request
-from .core import Finish, Told, WireCall, WireError, dumps, turn, whole
+from .core import Finish, Told, WireCall, dumps, turn, whole
 from .fields import check, options
+from .validate import RequestError
 
 __all__ = ["MessagesCall", "count_tokens", "error_body", "parse_messages", "reply", "reply_stream"]
 
@@ -105,7 +106,7 @@ def _texts(blocks: Any, where: str) -> str:
     if isinstance(blocks, str):
         return blocks
     if not isinstance(blocks, list):
-        raise WireError(f"'{where}' must be a string or a list of text blocks", where)
+        raise RequestError(f"'{where}' must be a string or a list of text blocks", where)
     out = []
     for j, block in enumerate(blocks):
         if (
@@ -113,7 +114,7 @@ def _texts(blocks: Any, where: str) -> str:
             or block.get("type") != "text"
             or not isinstance(block.get("text"), str)
         ):
-            raise WireError(
+            raise RequestError(
                 f"'{where}[{j}]' must be a text block; images and documents are not served",
                 f"{where}[{j}]",
             )
@@ -133,19 +134,19 @@ def _user(blocks: list[Any], where: str, called: set[str]) -> list[dict[str, Any
         elif kind == "tool_result":
             use = block.get("tool_use_id")
             if not isinstance(use, str) or use not in called:
-                raise WireError(
+                raise RequestError(
                     f"'{at}.tool_use_id' must echo the id of an earlier tool_use block",
                     f"{at}.tool_use_id",
                 )
             content = _texts(block.get("content", ""), f"{at}.content")
             is_error = block.get("is_error", False)
             if not isinstance(is_error, bool):
-                raise WireError(f"'{at}.is_error' must be true or false", f"{at}.is_error")
+                raise RequestError(f"'{at}.is_error' must be true or false", f"{at}.is_error")
             if is_error:
                 content = f"error: {content}"
             results.append({"role": "tool", "tool_call_id": use, "content": content})
         else:
-            raise WireError(
+            raise RequestError(
                 f"'{at}' must be a text or tool_result block; images and documents are not served",
                 f"{at}.type",
             )
@@ -164,11 +165,11 @@ def _assistant(blocks: list[Any], where: str, called: set[str]) -> dict[str, Any
             text.append(block["text"])
         elif kind == "tool_use":
             if not isinstance(block.get("id"), str) or not block["id"]:
-                raise WireError(f"'{at}.id' must be a non-empty string", f"{at}.id")
+                raise RequestError(f"'{at}.id' must be a non-empty string", f"{at}.id")
             if not isinstance(block.get("name"), str) or not block["name"]:
-                raise WireError(f"'{at}.name' must be a non-empty string", f"{at}.name")
+                raise RequestError(f"'{at}.name' must be a non-empty string", f"{at}.name")
             if not isinstance(block.get("input"), dict):
-                raise WireError(f"'{at}.input' must be an object", f"{at}.input")
+                raise RequestError(f"'{at}.input' must be an object", f"{at}.input")
             called.add(block["id"])
             calls.append(
                 {
@@ -180,7 +181,7 @@ def _assistant(blocks: list[Any], where: str, called: set[str]) -> dict[str, Any
         elif kind in ("thinking", "redacted_thinking"):
             continue  # the model's own earlier thinking: not sent back to it
         else:
-            raise WireError(f"'{at}' must be a text, tool_use or thinking block", f"{at}.type")
+            raise RequestError(f"'{at}' must be a text, tool_use or thinking block", f"{at}.type")
     message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
     if calls:
         message["tool_calls"] = calls
@@ -196,13 +197,13 @@ def _messages(fields: _Fields) -> list[dict[str, Any]]:
         where = f"messages[{i}]"
         role = given.get("role") if isinstance(given, dict) else None
         if role not in ("user", "assistant"):
-            raise WireError(f"'{where}.role' must be user or assistant", f"{where}.role")
+            raise RequestError(f"'{where}.role' must be user or assistant", f"{where}.role")
         content = given.get("content")
         if isinstance(content, str):
             out.append({"role": role, "content": content})
             continue
         if not isinstance(content, list):
-            raise WireError(
+            raise RequestError(
                 f"'{where}.content' must be a string or a list of blocks", f"{where}.content"
             )
         if role == "user":
@@ -243,7 +244,7 @@ def parse_messages(data: Mapping[str, Any]) -> MessagesCall:
     """The engine request for a Messages body (already JSON, an object)."""
     fields = check(_Fields, data, "")
     if fields.stop_sequences:
-        raise WireError("'stop_sequences' is not served by this gateway", "stop_sequences")
+        raise RequestError("'stop_sequences' is not served by this gateway", "stop_sequences")
     skipped: list[Told] = []
     tools = _tools(fields, skipped)
     choice: Any = None
@@ -253,10 +254,12 @@ def parse_messages(data: Mapping[str, Any]) -> MessagesCall:
         parallel = not picked.disable_parallel_tool_use
         if picked.type == "tool":
             if not picked.name:
-                raise WireError("'tool_choice.name' is required with type tool", "tool_choice.name")
+                raise RequestError(
+                    "'tool_choice.name' is required with type tool", "tool_choice.name"
+                )
             tools = [t for t in tools or () if t["function"]["name"] == picked.name]
             if not tools:
-                raise WireError(
+                raise RequestError(
                     f"tool_choice names {picked.name[:80]!r}, which is not in 'tools'",
                     "tool_choice.name",
                 )
@@ -269,7 +272,7 @@ def parse_messages(data: Mapping[str, Any]) -> MessagesCall:
     if fields.thinking is not None:
         kind = fields.thinking.get("type")
         if kind not in ("enabled", "disabled", "adaptive"):
-            raise WireError(
+            raise RequestError(
                 "'thinking.type' must be enabled, disabled or adaptive", "thinking.type"
             )
         think = kind != "disabled"

@@ -22,13 +22,14 @@ request may send ``"toolwire": {"strict": true}``: no recovery, arguments only a
 
 from __future__ import annotations
 
-import json
-import math
+import asyncio
 import secrets
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -40,16 +41,21 @@ from ..store import ConversationStore
 from .anthropic import count_tokens, error_body, parse_messages, reply, reply_stream
 from .chat import complete, complete_stream
 from .config import Models, UnknownModel
-from .core import Started, WireError, arguments_json, dumps
+from .core import Started, arguments_json, dumps
 from .failures import Failure, failure
-from .fields import options
 from .remember import ResponseMemory
 from .responses import parse_responses, respond, respond_stream
+from .validate import RequestError, decode_body, validate_chat
 
-__all__ = ["MAX_BODY_BYTES", "arguments_json", "create_app"]
+__all__ = ["BODY_TIMEOUT", "MAX_BODY_BYTES", "arguments_json", "create_app"]
 
 #: Request bodies larger than this are refused with 413.
 MAX_BODY_BYTES = 8 * 1024 * 1024
+#: Seconds a client has to send the whole request body; then it gets a 408.
+BODY_TIMEOUT = 30.0
+#: Bodies larger than this are decoded in a worker thread, so the event loop (``/health``,
+#: other streams) is not held while a large request is read.
+_THREAD_FROM = 64 * 1024
 #: Request bodies nested deeper than this are refused with 400.
 MAX_DEPTH = 64
 
@@ -73,97 +79,6 @@ def _model(data: Mapping[str, Any]) -> str | None:
     return model if isinstance(model, str) else None
 
 
-def _parse(data: Mapping[str, Any]) -> tuple[Request, bool, bool]:
-    """The engine request, whether to stream, whether parallel calls are allowed."""
-    messages = data.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise WireError("'messages' must be a non-empty list", "messages")
-    called: set[str] = set()
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-            raise WireError(f"messages[{i}] must be an object with a 'role'", "messages")
-        calls = m.get("tool_calls") if m["role"] == "assistant" else None
-        if calls is not None:
-            if not isinstance(calls, list) or not all(
-                isinstance(c, dict)
-                and isinstance(c.get("function"), dict)
-                and _a_name(c["function"].get("name"))
-                for c in calls
-            ):
-                raise WireError(
-                    f"messages[{i}].tool_calls must be a list of {{id, type, function}}",
-                    "messages",
-                )
-            called.update(c["id"] for c in calls if isinstance(c.get("id"), str))
-        if m["role"] == "tool":
-            answers = m.get("tool_call_id")
-            if not isinstance(answers, str):
-                raise WireError(
-                    f"messages[{i}] is a tool message without a 'tool_call_id'", "messages"
-                )
-            if answers not in called:
-                raise WireError(
-                    f"messages[{i}].tool_call_id {answers[:80]!r} answers no call in an "
-                    "earlier assistant message; it must echo the id of the call it answers",
-                    "messages",
-                )
-    tools = data.get("tools")
-    if tools is not None and (
-        not isinstance(tools, list)
-        or not all(isinstance(t, dict) and isinstance(t.get("function"), dict) for t in tools)
-    ):
-        raise WireError("'tools' must be a list of {type: function, function: {...}}", "tools")
-    for i, tool in enumerate(tools or ()):
-        fn = tool["function"]
-        if tool.get("type", "function") != "function":
-            raise WireError(f"tools[{i}].type must be 'function'", "tools")
-        if not _a_name(fn.get("name")):
-            raise WireError(f"tools[{i}].function.name must be a non-empty string", "tools")
-        if fn.get("parameters") is not None and not isinstance(fn["parameters"], dict):
-            raise WireError(f"tools[{i}].function.parameters must be an object", "tools")
-    choice = data.get("tool_choice")
-    if choice is not None and choice not in ("auto", "none", "required"):
-        function = choice.get("function") if isinstance(choice, dict) else None
-        name = function.get("name") if isinstance(function, dict) else None
-        if not isinstance(name, str):
-            raise WireError(
-                "'tool_choice' must be auto, none, required or a named function", "tool_choice"
-            )
-        tools = [t for t in tools or () if t["function"].get("name") == name]
-        if not tools:
-            raise WireError(
-                f"tool_choice names {name[:80]!r}, which is not in 'tools'", "tool_choice"
-            )
-    if choice == "none":
-        tools = None
-    temperature = data.get("temperature")
-    if temperature is not None and not _finite(temperature):
-        raise WireError("'temperature' must be a number", "temperature")
-    max_tokens = None
-    for key in ("max_tokens", "max_completion_tokens"):
-        value = data.get(key)
-        if value is None:
-            continue
-        if not _finite(value) or value != int(value) or not 0 < value <= 10**9:
-            raise WireError(f"'{key}' must be a whole number of at least 1", key)
-        max_tokens = max_tokens or int(value)
-    settings = options(data)
-    request = Request(
-        messages,
-        tools or None,
-        tool_choice=choice if tools else None,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        strict=settings.get("strict", False),
-        constrained=settings.get("constrained", True),
-    )
-    return request, bool(data.get("stream")), data.get("parallel_tool_calls", True) is not False
-
-
-def _a_name(value: Any) -> bool:
-    return isinstance(value, str) and bool(value)
-
-
 def _deeper_than(value: Any, limit: int) -> bool:
     """Is the decoded JSON nested deeper than ``limit`` (schemas are copied recursively)?"""
     stack = [(value, 0)]
@@ -178,24 +93,37 @@ def _deeper_than(value: Any, limit: int) -> bool:
     return False
 
 
-def _finite(value: Any) -> bool:
-    """A JSON number that is not NaN or infinite (Python's json reads both)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    return math.isfinite(value) if isinstance(value, float) else abs(value) <= 10**18
-
-
 def _load(body: bytes) -> dict[str, Any]:
-    """A request body as a JSON object, within the depth limit."""
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError) as exc:
-        raise WireError(f"the request body is not JSON: {exc}") from None
+    """A request body as a JSON object: strict JSON (see :func:`decode_body`), within the
+    depth limit."""
+    data = decode_body(body)
     if not isinstance(data, dict):
-        raise WireError("the request body must be a JSON object")
+        raise RequestError("the request body must be a JSON object")
     if _deeper_than(data, MAX_DEPTH):
-        raise WireError(f"the request body is nested deeper than {MAX_DEPTH} levels")
+        raise RequestError(f"the request body is nested deeper than {MAX_DEPTH} levels")
     return data
+
+
+async def _read_body(request: HttpRequest, limit: int) -> bytes:
+    """The body, its pieces kept in a list and joined once: linear however it is split. One
+    declared too large is refused before a byte of it is read."""
+    too_big = RequestError(f"the request body is larger than {limit} bytes", status=413)
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_big
+    pieces: list[bytes] = []
+    size = 0
+    async for piece in request.stream():
+        size += len(piece)
+        if size > limit:
+            raise too_big
+        pieces.append(piece)
+    return b"".join(pieces)
+
+
+def _closing(exc: RequestError) -> dict[str, str] | None:
+    """A body refused before it was read whole (408, 413) leaves the connection unusable."""
+    return {"connection": "close"} if exc.status in (408, 413) else None
 
 
 def _openai_error(exc: Exception) -> dict[str, Any] | None:
@@ -229,9 +157,17 @@ def create_app(
     api_key: str | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     store: ConversationStore | None = None,
+    body_timeout: float = BODY_TIMEOUT,
 ) -> Starlette:
     """The gateway as an ASGI app in front of ``backend`` (one model, answering to any
-    name, listed as ``model_name``) or of :class:`Models` (many, by name)."""
+    name, listed as ``model_name``) or of :class:`Models` (many, by name).
+
+    A request is checked whole (Chat Completions by
+    :func:`~toolwire.server.validate.validate_chat`) before the backend sees it; its body
+    must arrive within ``body_timeout`` seconds and ``max_body_bytes`` bytes (a slow or
+    endless body gets a 408 or 413, and the connection is closed). Headers are bounded by
+    the server: see :mod:`toolwire.server.guard`. ``store`` keeps Responses conversations.
+    """
     models = backend if isinstance(backend, Models) else Models.single(backend, model_name)
     memory = ResponseMemory(store) if store is not None else None
 
@@ -245,20 +181,21 @@ def create_app(
         )
 
     async def body_of(request: HttpRequest) -> dict[str, Any]:
+        """The request's body, decoded: within ``max_body_bytes`` and ``body_timeout`` (the
+        rest of a body not read cannot be skipped: the connection is closed after)."""
         if not authorised(request):
-            raise WireError("a valid API key is required", status=401)
-        declared = request.headers.get("content-length", "")
-        too_big = WireError(f"the request body is larger than {max_body_bytes} bytes", status=413)
-        if declared.isdigit() and int(declared) > max_body_bytes:
-            raise too_big
-        pieces: list[bytes] = []
-        size = 0
-        async for piece in request.stream():
-            size += len(piece)
-            if size > max_body_bytes:
-                raise too_big
-            pieces.append(piece)
-        body = b"".join(pieces)
+            raise RequestError("a valid API key is required", status=401)
+        try:
+            body = await asyncio.wait_for(_read_body(request, max_body_bytes), body_timeout)
+        except asyncio.TimeoutError:
+            raise RequestError(
+                f"the request body was not received within {body_timeout:g} s", status=408
+            ) from None
+        except ClientDisconnect:
+            raise RequestError("the client went away before its body ended") from None
+        # a large body is decoded off the event loop, so /health and other streams go on
+        if len(body) >= _THREAD_FROM:
+            return await run_in_threadpool(_load, body)
         return _load(body)
 
     async def health(_: HttpRequest) -> Response:
@@ -273,14 +210,14 @@ def create_app(
         ]
         return JSONResponse({"object": "list", "data": data})
 
-    def openai_refusal(exc: WireError) -> Response:
+    def openai_refusal(exc: RequestError) -> Response:
         kinds = {401: "authentication_error", 404: "not_found_error"}
         kind = kinds.get(exc.status, "invalid_request_error")
-        return _error(exc.status, exc.message, kind, exc.param)
+        return _error(exc.status, exc.message, kind, exc.param, _closing(exc))
 
-    def unknown(asked: str) -> WireError:
+    def unknown(asked: str) -> RequestError:
         served = ", ".join(models.names()[:20])
-        return WireError(f"no model named {asked[:80]!r} here; served: {served}", "model", 404)
+        return RequestError(f"no model named {asked[:80]!r} here; served: {served}", "model", 404)
 
     async def serve(
         engine: Backend,
@@ -314,9 +251,9 @@ def create_app(
     async def chat(request: HttpRequest) -> Response:
         try:
             data = await body_of(request)
-            asked, (engine_request, stream, parallel) = _model(data), _parse(data)
+            asked, (engine_request, stream, parallel) = _model(data), validate_chat(data)
             engine, name = await models.backend(asked), models.served_name(asked)
-        except WireError as exc:
+        except RequestError as exc:
             return openai_refusal(exc)
         except UnknownModel as exc:
             return openai_refusal(unknown(str(exc)))
@@ -335,7 +272,7 @@ def create_app(
         try:
             call = await parse_responses(await body_of(request), memory)
             engine, name = await models.backend(call.model), models.served_name(call.model)
-        except WireError as exc:
+        except RequestError as exc:
             return openai_refusal(exc)
         except UnknownModel as exc:
             return openai_refusal(unknown(str(exc)))
@@ -348,17 +285,18 @@ def create_app(
             openai_failed,
         )
 
-    def anthropic_refusal(exc: WireError) -> Response:
+    def anthropic_refusal(exc: RequestError) -> Response:
         message = exc.message
         if exc.param and exc.param not in message:
             message = f"{exc.param}: {message}"
-        return JSONResponse(error_body(exc.status, message), status_code=exc.status)
+        body = error_body(exc.status, message)
+        return JSONResponse(body, status_code=exc.status, headers=_closing(exc))
 
     async def messages(request: HttpRequest) -> Response:
         try:
             call = parse_messages(await body_of(request))
             engine, name = await models.backend(call.model), models.served_name(call.model)
-        except WireError as exc:
+        except RequestError as exc:
             return anthropic_refusal(exc)
         except UnknownModel as exc:
             return anthropic_refusal(unknown(str(exc)))
@@ -375,7 +313,7 @@ def create_app(
         try:
             call = parse_messages(await body_of(request))
             tokens = count_tokens(await models.backend(call.model), call.request)
-        except WireError as exc:
+        except RequestError as exc:
             return anthropic_refusal(exc)
         except UnknownModel as exc:
             return anthropic_refusal(unknown(str(exc)))

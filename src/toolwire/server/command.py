@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import UsageError
 from .config import ModelEntry, Models, environment_key, read_config
+from .guard import uvicorn_settings
 
 __all__ = ["add_serve_command", "serve_app"]
 
@@ -102,12 +103,14 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise UsageError(f"--workers must be at least 1, not {args.workers}")
     if args.config:
         read_config(args.config)  # a bad config is told here, not by each worker
+    # slow clients: deadlines for each request's headers and body (toolwire.server.guard)
+    guarded = uvicorn_settings()
     where = f"http://{args.host}:{args.port}/v1"
     many = f" from {args.workers} processes" if args.workers > 1 else ""
     if args.workers == 1:
         app = _gateway(args)
         print(f"toolwire: serving at {where}{many}", file=sys.stderr)
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", **guarded)
         return 0
     options = {k: v for k, v in vars(args).items() if not callable(v)}
     os.environ[_SERVE_ENV] = json.dumps(options)
@@ -119,6 +122,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         log_level="warning",
+        **guarded,
     )
     return 0
 

@@ -30,7 +30,6 @@ __all__ = [
     "Told",
     "Whole",
     "WireCall",
-    "WireError",
     "arguments_json",
     "dumps",
     "turn",
@@ -234,16 +233,6 @@ async def whole(events: AsyncIterable[Event], request: Request, *, parallel: boo
             out.finish = item
     out.text, out.reasoning = "".join(text), "".join(reasoning)
     return out
-
-
-class WireError(Exception):
-    """A request an API adapter refuses: the status, our message, and the field it names."""
-
-    def __init__(self, message: str, param: str | None = None, status: int = 400) -> None:
-        super().__init__(message)
-        self.message = message
-        self.param = param
-        self.status = status
 
 
 class Started:

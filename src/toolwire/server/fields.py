@@ -1,6 +1,6 @@
 """Reading request fields for every API: declared models, errors that name the field.
 
-A malformed field is refused with a :class:`~toolwire.server.core.WireError` whose
+A malformed field is refused with a :class:`~toolwire.server.core.RequestError` whose
 ``param`` is its path (``tools[0].name``), so a client learns what to fix, in the error
 shape of the API it speaks.
 """
@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .core import WireError
+from .validate import RequestError
 
 __all__ = ["check", "options", "path"]
 
@@ -35,7 +35,7 @@ def path(where: str, loc: tuple[int | str, ...]) -> str:
 
 
 def check(model: type[M], data: Any, where: str) -> M:
-    """``data`` read as ``model``; the first problem as a :class:`WireError`."""
+    """``data`` read as ``model``; the first problem as a :class:`RequestError`."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -44,7 +44,9 @@ def check(model: type[M], data: Any, where: str) -> M:
         message = first["msg"]
         if first["type"] == "missing":
             message = "is required"
-        raise WireError(f"'{field}' {message[:200]}" if field else message[:200], field) from None
+        raise RequestError(
+            f"'{field}' {message[:200]}" if field else message[:200], field
+        ) from None
 
 
 def options(data: Mapping[str, Any]) -> dict[str, bool]:
@@ -53,15 +55,15 @@ def options(data: Mapping[str, Any]) -> dict[str, bool]:
     if given is None:
         return {}
     if not isinstance(given, dict):
-        raise WireError("'toolwire' must be an object such as {\"strict\": true}", "toolwire")
+        raise RequestError("'toolwire' must be an object such as {\"strict\": true}", "toolwire")
     unknown = sorted(set(given) - set(_SETTINGS))
     if unknown:
-        raise WireError(
+        raise RequestError(
             f"'toolwire' takes only 'strict' and 'constrained', not "
             f"{', '.join(map(repr, unknown))[:200]}",
             "toolwire." + str(unknown[0])[:100],
         )
     for key, value in given.items():
         if not isinstance(value, bool):
-            raise WireError(f"'toolwire.{key}' must be true or false", f"toolwire.{key}")
+            raise RequestError(f"'toolwire.{key}' must be true or false", f"toolwire.{key}")
     return dict(given)

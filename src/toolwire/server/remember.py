@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import ToolwireError, UsageError
 from ..store import ConversationStore
-from .core import WireError
+from .validate import RequestError
 
 __all__ = ["ResponseMemory"]
 
@@ -34,7 +34,7 @@ class ResponseMemory:
         try:
             found = self.store.get(previous)
         except UsageError:
-            raise WireError(
+            raise RequestError(
                 f"previous_response_id {previous[:80]!r} names no stored response",
                 "previous_response_id",
                 404,
@@ -48,7 +48,7 @@ class ResponseMemory:
         except ToolwireError as exc:
             if isinstance(exc, UsageError):
                 raise
-            raise WireError(f"the response store cannot be read: {exc}", status=503) from None
+            raise RequestError(f"the response store cannot be read: {exc}", status=503) from None
 
     def _keep(self, rid: str, model: str, messages: Sequence[Mapping[str, Any]]) -> None:
         conversation = self.store.open(rid, model=model)

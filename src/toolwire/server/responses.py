@@ -29,9 +29,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import ToolwireError
 from ..events import Event, ReasoningDelta, TextDelta
 from ..pipeline import Request
-from .core import Finish, Told, WireCall, WireError, dumps, turn, whole
+from .core import Finish, Told, WireCall, dumps, turn, whole
 from .fields import check, options
 from .remember import ResponseMemory
+from .validate import RequestError
 
 __all__ = ["ResponsesCall", "parse_responses", "respond", "respond_stream"]
 
@@ -100,14 +101,14 @@ def _text(content: Any, where: str) -> str:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
-        raise WireError(f"'{where}' must be a string or a list of text parts", where)
+        raise RequestError(f"'{where}' must be a string or a list of text parts", where)
     out: list[str] = []
     for j, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
         if kind not in ("input_text", "output_text", "text") or not isinstance(
             part.get("text"), str
         ):
-            raise WireError(
+            raise RequestError(
                 f"'{where}[{j}]' must be a text part such as "
                 '{"type": "input_text", "text": "..."}; images and files are not served',
                 f"{where}[{j}]",
@@ -127,12 +128,12 @@ def _messages(fields: _Fields, history: list[dict[str, Any]]) -> list[dict[str, 
     for i, item in enumerate(fields.input):
         where = f"input[{i}]"
         if not isinstance(item, dict):
-            raise WireError(f"'{where}' must be an object", where)
+            raise RequestError(f"'{where}' must be an object", where)
         kind = item.get("type", "message")
         if kind == "message":
             role = item.get("role")
             if role not in ("user", "system", "developer", "assistant"):
-                raise WireError(
+                raise RequestError(
                     f"'{where}.role' must be user, system, developer or assistant",
                     f"{where}.role",
                 )
@@ -141,7 +142,9 @@ def _messages(fields: _Fields, history: list[dict[str, Any]]) -> list[dict[str, 
         elif kind == "function_call":
             for key in ("call_id", "name", "arguments"):
                 if not isinstance(item.get(key), str) or not item[key]:
-                    raise WireError(f"'{where}.{key}' must be a non-empty string", f"{where}.{key}")
+                    raise RequestError(
+                        f"'{where}.{key}' must be a non-empty string", f"{where}.{key}"
+                    )
             call = {
                 "id": item["call_id"],
                 "type": "function",
@@ -158,7 +161,7 @@ def _messages(fields: _Fields, history: list[dict[str, Any]]) -> list[dict[str, 
         elif kind == "function_call_output":
             call_id = item.get("call_id")
             if not isinstance(call_id, str) or call_id not in called:
-                raise WireError(
+                raise RequestError(
                     f"'{where}.call_id' must echo the call_id of an earlier function_call",
                     f"{where}.call_id",
                 )
@@ -172,7 +175,7 @@ def _messages(fields: _Fields, history: list[dict[str, Any]]) -> list[dict[str, 
         elif kind == "reasoning":
             continue  # the model's own earlier thinking: not sent back to it
         else:
-            raise WireError(
+            raise RequestError(
                 f"'{where}.type' {str(kind)[:40]!r} is not served: message, function_call, "
                 "function_call_output or reasoning",
                 f"{where}.type",
@@ -220,19 +223,21 @@ async def parse_responses(
     serves ``previous_response_id`` and stores responses."""
     fields = check(_Fields, data, "")
     if memory is None and fields.previous_response_id is not None:
-        raise WireError(
+        raise RequestError(
             "'previous_response_id' is not served: this gateway keeps no conversations; "
             "send the whole input instead",
             "previous_response_id",
         )
     if memory is None and fields.store:
-        raise WireError("'store: true' is not served: this gateway keeps no conversations", "store")
+        raise RequestError(
+            "'store: true' is not served: this gateway keeps no conversations", "store"
+        )
     history = []
     if memory is not None and fields.previous_response_id is not None:
         history = await memory.history(fields.previous_response_id)
     conversation = _messages(fields, history)
     if not conversation:
-        raise WireError("'input' must not be empty", "input")
+        raise RequestError("'input' must not be empty", "input")
     messages = conversation
     if fields.instructions:
         messages = [{"role": "system", "content": fields.instructions}, *conversation]
@@ -242,14 +247,14 @@ async def parse_responses(
     if isinstance(choice, dict):
         name = choice.get("name")
         if choice.get("type") != "function" or not isinstance(name, str):
-            raise WireError(
+            raise RequestError(
                 "'tool_choice' must be auto, none, required or "
                 '{"type": "function", "name": "..."}',
                 "tool_choice",
             )
         tools = [t for t in tools or () if t["function"]["name"] == name]
         if not tools:
-            raise WireError(
+            raise RequestError(
                 f"tool_choice names {name[:80]!r}, which is not in 'tools'", "tool_choice"
             )
         choice = {"type": "function", "function": {"name": name}}

@@ -1,0 +1,360 @@
+"""The gateway's request check: body bytes in, ``(Request, stream, parallel)`` out, or a
+:class:`RequestError` that names the field at fault (``tools[0].function.name``).
+
+It is one function, :func:`validate_chat_request`, over declared pydantic models of every
+Chat Completions request field, so that the later wire APIs (Responses, Anthropic Messages)
+can sit beside it as other functions into the same :class:`~toolwire.pipeline.Request`. The
+request is checked whole, before the backend sees any of it: a malformed one costs no model
+call and no upstream request.
+
+The body is read as strict JSON first: UTF-8 only, no ``NaN`` or ``Infinity`` (Python's json
+reads both; no other JSON reader does), no number too large for a float, no lone surrogate
+(``"\\ud800"`` decodes to a string that cannot be encoded again), no key given twice (two
+readers may keep different ones). Then the models, strictly typed — nothing is coerced:
+``"stream": "yes"`` and ``"parallel_tool_calls": "no"`` are refused, not read as true, and
+``1.0`` is not a whole number; free-form values (a tool's schema) are nested at most
+:data:`~toolwire.server.chat_request.MAX_DEPTH` levels (they are copied recursively later).
+
+What each field gets is declared in :mod:`toolwire.server.chat_request`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from typing import Any, Union
+
+from pydantic import ValidationError
+
+from ..errors import UsageError
+from ..pipeline import Request
+from .chat_request import MAX_DEPTH, MESSAGES, TAG, ChatCompletionsRequest
+
+__all__ = [
+    "MAX_DEPTH",
+    "RequestError",
+    "decode_body",
+    "validate_chat",
+    "validate_chat_request",
+]
+
+
+class RequestError(UsageError):
+    """A request the gateway refuses: ``message`` for the client, ``param`` the field at fault
+    (a path such as ``messages[2].content``; None for the body as a whole), ``status`` the
+    HTTP status (400)."""
+
+    def __init__(self, message: str, param: str | None = None, status: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.status = status
+
+
+# --------------------------------------------------------------------------- strict JSON
+
+
+class _Refused:
+    """Stands where the JSON held a value refused at the edge, until its path is known."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+class _Duplicated(dict[str, Any]):
+    """An object in which a key was given twice: ``key``."""
+
+    def __init__(self, made: dict[str, Any], key: str) -> None:
+        super().__init__(made)
+        self.key = key
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: What the raw text must hold for a lone surrogate to be decoded: the escape of one half.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _repeated(pairs: list[tuple[str, Any]]) -> str:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            return key
+        seen.add(key)
+    return ""
+
+
+def _lone_surrogate(text: str) -> bool:
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def _decode(body: bytes) -> Any:
+    """The body as JSON, refusing what strict JSON readers refuse (see the module's doc).
+
+    The decoder marks what it refuses (``NaN``, a float too large, a key given twice) and the
+    raw text tells whether a surrogate escape is there; only then is the decoded value
+    walked, to name the path at fault: a body of 200,000 small messages is not walked value
+    by value."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RequestError(f"the request body is not UTF-8 (byte {exc.start})") from None
+    marked: list[bool] = []
+
+    def constant(name: str) -> _Refused:
+        marked.append(True)
+        return _Refused(f"{name} is not a JSON number")
+
+    def number(digits: str) -> float | _Refused:
+        value = float(digits)
+        if math.isfinite(value):
+            return value
+        marked.append(True)
+        return _Refused(f"the number {digits[:40]} is too large")
+
+    def mapping(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        made = dict(pairs)
+        if len(made) == len(pairs):
+            return made
+        marked.append(True)
+        return _Duplicated(made, _repeated(pairs))
+
+    try:
+        data = json.loads(
+            text, parse_constant=constant, parse_float=number, object_pairs_hook=mapping
+        )
+    except RecursionError:
+        raise RequestError("the request body is nested too deep to read") from None
+    except ValueError as exc:
+        raise RequestError(f"the request body is not JSON: {str(exc)[:200]}") from None
+    if marked or _SURROGATE_ESCAPE.search(text):
+        _check_values(data)
+    return data
+
+
+Link = Union[tuple["Link", str | int], None]  # noqa: UP007 - a recursive alias
+
+
+def _check_values(data: Any) -> None:
+    """Refuse refused numbers, lone surrogates and repeated keys, naming the path. One pass,
+    iterative; a path is built only for the value at fault."""
+    stack: list[tuple[Any, Link]] = [(data, None)]
+    while stack:
+        item, link = stack.pop()
+        problem = None
+        if isinstance(item, str):
+            if _lone_surrogate(item):
+                problem = "holds a lone surrogate (\\ud800-\\udfff), which is not text"
+        elif isinstance(item, dict):
+            if isinstance(item, _Duplicated):
+                link = (link, item.key)
+                problem = "this key is given twice in one object"
+            else:
+                for key, value in item.items():
+                    if _lone_surrogate(key):
+                        problem = "has a key holding a lone surrogate, which is not text"
+                        break
+                    stack.append((value, (link, key)))
+        elif isinstance(item, list):
+            stack.extend((value, (link, i)) for i, value in enumerate(item))
+        elif isinstance(item, _Refused):
+            problem = item.reason
+        if problem is not None:
+            path = _linked_path(link)
+            raise RequestError(f"{path or 'the request body'}: {problem}", path or None)
+
+
+def _linked_path(link: Link) -> str:
+    keys: list[str | int] = []
+    while link is not None:
+        link, key = link
+        keys.append(key)
+    return _path(reversed(keys))
+
+
+def _path(keys: Any) -> str:
+    """``("tools", 0, "function", "name")`` as ``tools[0].function.name``."""
+    out = ""
+    for key in keys:
+        if isinstance(key, int):
+            out += f"[{key}]"
+        elif not str(key).startswith(TAG):
+            # any key the client sent, made sendable (a lone surrogate escaped)
+            name = str(key)[:100].encode("utf-8", "backslashreplace").decode("utf-8")
+            out += f".{name}" if out else name
+    return out
+
+
+_FRIENDLY = {
+    "response_format.type": "is not served (only text): the gateway cannot promise JSON",
+    "modalities": "is not served (only text): the gateway answers in text",
+}
+#: pydantic's words for a wrong type, in JSON's.
+_TYPES = {
+    "string_type": "a string",
+    "bool_type": "true or false",
+    "int_type": "a whole number",
+    "float_type": "a number",
+    "dict_type": "an object",
+    "model_type": "an object",
+    "list_type": "a list",
+    "none_required": "null",
+}
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    for types, kind in (
+        (str, "a string"),
+        (int, "a whole number"),
+        (float, "a number"),
+        (dict, "an object"),
+        (list, "a list"),
+    ):
+        if isinstance(value, types):
+            return kind
+    return "something else"
+
+
+def _explain(error: Mapping[str, Any]) -> RequestError:
+    """One pydantic error as the client reads it: the path, and what is wrong there."""
+    loc = list(error["loc"])
+    kind = error["type"]
+    if kind in ("wrong_role", "wrong_type") and isinstance(error.get("input"), dict):
+        loc.append(kind.removeprefix("wrong_"))
+    path = _path(loc)
+    message = str(error["msg"])
+    if not path and kind in ("model_type", "dict_type"):
+        return RequestError("the request body must be a JSON object")
+    if kind == "extra_forbidden":
+        message = "is not a field of the request here"
+    elif kind == "missing":
+        message = "is required"
+    elif kind == "too_short" and not error.get("input"):
+        message = "must not be empty"
+    elif kind == "string_pattern_mismatch" and path.endswith("function.name"):
+        message = "must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or '_'"
+    elif kind in _TYPES:
+        message = f"must be {_TYPES[kind]}, not {_json_kind(error.get('input'))}"
+    elif kind == "literal_error" and any(path.startswith(p) for p in _FRIENDLY):
+        message = next(f for p, f in _FRIENDLY.items() if path.startswith(p))
+    else:
+        message = message[0].lower() + message[1:]
+    return RequestError(f"{path or 'the request body'}: {message}", path or None)
+
+
+#: Messages are checked this many at a time: pydantic holds the GIL through one call, and a
+#: worker thread checking a large body must let the event loop run between slices.
+_SLICE = 2000
+
+
+def _checked(data: Any) -> ChatCompletionsRequest:
+    """The request as its model, its messages checked a slice at a time."""
+    messages = data.get("messages") if isinstance(data, dict) else None
+    if not isinstance(messages, list) or len(messages) <= _SLICE:
+        messages = []
+    try:
+        if not messages:
+            return ChatCompletionsRequest.model_validate(data)
+        parsed = ChatCompletionsRequest.model_validate({**data, "messages": messages[:_SLICE]})
+    except ValidationError as exc:
+        raise _refusal(exc.errors(include_url=False)) from None
+    for start in range(_SLICE, len(messages), _SLICE):
+        try:
+            MESSAGES.validate_python(messages[start : start + _SLICE])
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            for error in errors:
+                index, *rest = error["loc"]
+                error["loc"] = ("messages", start + int(index), *rest)
+            raise _refusal(errors) from None
+    return parsed
+
+
+def _refusal(errors: list[Any]) -> RequestError:
+    """The first error, saying how many more there are."""
+    first = _explain(errors[0])
+    if len(errors) > 1:
+        first.message += f" (and {len(errors) - 1} more problem(s))"
+        first.args = (first.message,)
+    return first
+
+
+def decode_body(body: bytes) -> Any:
+    """A request body read as strict JSON (every API's), or a :class:`RequestError` naming
+    what it refuses and where."""
+    return _decode(body)
+
+
+def validate_chat_request(body: bytes) -> tuple[Request, bool, bool]:
+    """The engine request of a Chat Completions body, whether to stream, and whether parallel
+    calls are allowed; a :class:`RequestError` naming the field for anything malformed."""
+    return validate_chat(_decode(body))
+
+
+def validate_chat(data: Any) -> tuple[Request, bool, bool]:
+    """:func:`validate_chat_request` for a body already decoded by :func:`decode_body`."""
+    parsed = _checked(data)
+    _check_calls_answered(data["messages"])
+    tools = _check_tools(parsed, data.get("tools"))
+    options = parsed.toolwire or {}
+    request = Request(
+        data["messages"],
+        tools or None,
+        tool_choice=data.get("tool_choice") if tools else None,
+        temperature=parsed.temperature,
+        max_tokens=parsed.max_tokens or parsed.max_completion_tokens,
+        strict=bool(options.get("strict")),
+        constrained=options.get("constrained") is not False,
+    )
+    return request, bool(parsed.stream), parsed.parallel_tool_calls is not False
+
+
+def _check_calls_answered(messages: list[dict[str, Any]]) -> None:
+    """Each tool message answers a call an earlier assistant message made, by its id."""
+    called: set[str] = set()
+    for i, message in enumerate(messages):
+        for call in message.get("tool_calls") or () if message["role"] == "assistant" else ():
+            if isinstance(call.get("id"), str):
+                called.add(call["id"])
+        if message["role"] == "tool" and message["tool_call_id"] not in called:
+            raise RequestError(
+                f"messages[{i}].tool_call_id {message['tool_call_id'][:80]!r} answers no call "
+                "in an earlier assistant message; it must echo the id of the call it answers",
+                f"messages[{i}].tool_call_id",
+            )
+
+
+def _check_tools(
+    parsed: ChatCompletionsRequest, tools: list[dict[str, Any]] | None
+) -> list[dict[str, Any]] | None:
+    """The tools the turn may call: unique names; ``tool_choice`` names one of them (then
+    only it is offered), ``none`` offers none, ``required`` needs some."""
+    seen: set[str] = set()
+    for i, tool in enumerate(parsed.tools or ()):
+        name = tool["function"]["name"]
+        if name in seen:
+            raise RequestError(
+                f"tools[{i}].function.name {name!r} names a tool given before it",
+                f"tools[{i}].function.name",
+            )
+        seen.add(name)
+    choice = parsed.tool_choice
+    if isinstance(choice, dict):
+        name = choice["function"]["name"]
+        chosen = [t for t in tools or () if t["function"]["name"] == name]
+        if not chosen:
+            raise RequestError(
+                f"tool_choice.function.name {name[:80]!r} is not in 'tools'",
+                "tool_choice.function.name",
+            )
+        return chosen
+    if choice == "required" and not tools:
+        raise RequestError("tool_choice 'required' needs 'tools' to call", "tool_choice")
+    return None if choice == "none" else tools
