@@ -56,8 +56,6 @@ BODY_TIMEOUT = 30.0
 #: Bodies larger than this are decoded in a worker thread, so the event loop (``/health``,
 #: other streams) is not held while a large request is read.
 _THREAD_FROM = 64 * 1024
-#: Request bodies nested deeper than this are refused with 400.
-MAX_DEPTH = 64
 
 
 def _error(
@@ -79,28 +77,12 @@ def _model(data: Mapping[str, Any]) -> str | None:
     return model if isinstance(model, str) else None
 
 
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Is the decoded JSON nested deeper than ``limit`` (schemas are copied recursively)?"""
-    stack = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
-    return False
-
-
 def _load(body: bytes) -> dict[str, Any]:
-    """A request body as a JSON object: strict JSON (see :func:`decode_body`), within the
-    depth limit."""
+    """A request body as a JSON object: strict JSON within the depth limit (see
+    :func:`decode_body`)."""
     data = decode_body(body)
     if not isinstance(data, dict):
         raise RequestError("the request body must be a JSON object")
-    if _deeper_than(data, MAX_DEPTH):
-        raise RequestError(f"the request body is nested deeper than {MAX_DEPTH} levels")
     return data
 
 

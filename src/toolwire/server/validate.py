@@ -33,6 +33,7 @@ from ..pipeline import Request
 from .chat_request import MAX_DEPTH, MESSAGES, TAG, ChatCompletionsRequest
 
 __all__ = [
+    "MAX_BODY_DEPTH",
     "MAX_DEPTH",
     "RequestError",
     "decode_body",
@@ -286,16 +287,48 @@ def _refusal(errors: list[Any]) -> RequestError:
     return first
 
 
+#: Request bodies nested deeper than this (from the body itself) are refused with 400.
+MAX_BODY_DEPTH = 64
+
+
+def _check_depth(data: Any, limit: int = MAX_BODY_DEPTH) -> None:
+    """Refuse a body nested deeper than ``limit``, naming the path where it goes too deep
+    (values are copied recursively later). One pass, iterative; a path is built only for
+    the value at fault."""
+    stack: list[tuple[Any, Link, int]] = [(data, None, 0)]
+    while stack:
+        item, link, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.items()
+        elif isinstance(item, list):
+            children = enumerate(item)
+        else:
+            continue
+        if depth >= limit and item:
+            path = _linked_path(link)
+            raise RequestError(
+                f"{path or 'the request body'}: is nested deeper than {limit} levels",
+                path or None,
+            )
+        stack.extend(
+            (value, (link, key), depth + 1)
+            for key, value in children
+            if isinstance(value, (dict, list))
+        )
+
+
 def decode_body(body: bytes) -> Any:
-    """A request body read as strict JSON (every API's), or a :class:`RequestError` naming
-    what it refuses and where."""
-    return _decode(body)
+    """A request body read as strict JSON (every API's), within :data:`MAX_BODY_DEPTH`
+    levels, or a :class:`RequestError` naming what it refuses and where."""
+    data = _decode(body)
+    _check_depth(data)
+    return data
 
 
 def validate_chat_request(body: bytes) -> tuple[Request, bool, bool]:
     """The engine request of a Chat Completions body, whether to stream, and whether parallel
     calls are allowed; a :class:`RequestError` naming the field for anything malformed."""
-    return validate_chat(_decode(body))
+    return validate_chat(decode_body(body))
 
 
 def validate_chat(data: Any) -> tuple[Request, bool, bool]:
