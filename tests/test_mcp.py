@@ -512,3 +512,26 @@ def test_the_local_model_calls_an_mcp_tool(llama_backend: Any, marker: Path) -> 
     calls = [m for m in marks(marker) if m["tool"] == "read_note"]
     assert calls and calls[0]["pid"] != os.getpid()
     assert "← buy milk" in out.getvalue()
+
+
+def test_the_readmes_mcp_examples_are_what_chat_reads(tmp_path: Path) -> None:
+    """The README's MCP blocks are not run (they name servers not shipped here): their
+    config is read as chat reads it, and each command line parses to the servers it names."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## MCP servers", 1)[1].split("\n## ", 1)[0]
+    (toml,) = re.findall(r"^```toml\n(.*?)^```$", section, re.M | re.S)
+    config = tmp_path / "mcp.toml"
+    config.write_text(toml)
+    specs = read_config(str(config))
+    assert [(s.command, s.url, s.name, s.prefix) for s in specs] == [
+        (("python", "my_server.py"), "", "my_server", ""),
+        ((), "http://127.0.0.1:8000/mcp", "docs", "docs"),
+    ]
+    (shell,) = re.findall(r"^```shell\n(.*?)^```$", section, re.M | re.S)
+    parsed = [McpSpec.parse(a) for ln in shell.splitlines() for a in _mcp_args(ln)]
+    assert [s.name for s in parsed] == ["my_server", "127.0.0.1:8000", "server-everything"]
+
+
+def _mcp_args(line: str) -> list[str]:
+    argv = shlex.split(line)
+    return [argv[i + 1] for i, a in enumerate(argv) if a == "--mcp"]
