@@ -22,7 +22,7 @@ from mcp.server.mcpserver import Image
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ListToolsResult, ToolAnnotations
 
-#: A 1x1 PNG, 67 bytes.
+#: A 1x1 PNG, 68 bytes.
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c6360"
     "000000000500010d0a2db40000000049454e44ae426082"

@@ -535,3 +535,39 @@ def test_the_readmes_mcp_examples_are_what_chat_reads(tmp_path: Path) -> None:
 def _mcp_args(line: str) -> list[str]:
     argv = shlex.split(line)
     return [argv[i + 1] for i, a in enumerate(argv) if a == "--mcp"]
+
+
+def test_the_loop_never_repeats_a_call_of_unknown_outcome_and_asks_sync_confirm(
+    upstream: FakeOpenAIServer,
+) -> None:
+    """The same rules for a local tool: a lost answer is not retried, and a plain confirm
+    function (run in a thread) refuses a call before it runs."""
+    from toolwire.loop import run_loop_sync
+    from toolwire.tools import Tool, ToolOutcomeUnknown
+
+    ran: list[str] = []
+
+    def send(to: str) -> str:
+        ran.append(to)
+        raise ToolOutcomeUnknown("the line went dead")
+
+    box = Toolbox([Tool.from_function(send), Tool.from_function(lambda: "x", name="other")])
+    upstream.add_stream(
+        tool_call_deltas([("c1", "send", '{"to": "a"}'), ("c2", "other", "{}")]),
+        finish_reason="tool_calls",
+    )
+    upstream.add_stream(text_deltas("Checking."))
+    events = list(
+        run_loop_sync(
+            OpenAIBackend("m", base_url=upstream.base_url),
+            Conversation(),
+            box,
+            confirm=lambda call: call.name != "other",
+        )
+    )
+    results = {e.name: e for e in events if isinstance(e, ToolResult)}
+    assert ran == ["a"]  # once: an unknown outcome is never tried again
+    assert results["send"].status == "unknown-outcome"
+    assert "the line went dead" in results["send"].content
+    assert "check before calling it again" in results["send"].content
+    assert results["other"].status == "denied"

@@ -194,6 +194,7 @@ class McpServer:
         self._tools: list[Tool] = []
         self._hints: dict[str, ToolHints] = {}
         self._remote: dict[str, str] = {}  # toolwire name -> the server's name
+        self._listed: list[str] = []
 
     async def __aenter__(self) -> McpServer:
         await self.connect()
@@ -311,7 +312,7 @@ class McpServer:
         taken = set(self._remote.values())
         return [
             f"MCP server {self.name}: tool {n!r} left out (its name or schema cannot be offered)"
-            for n in getattr(self, "_listed", [])
+            for n in self._listed
             if n not in taken
         ]
 
