@@ -41,11 +41,19 @@ from .formats.base import Family, ParseResult, ReplyStream, assemble
 from .formats.detect import Detection, detect_format, resolve_format
 from .formats.registry import family_names, get_family
 from .loop import run_loop, run_loop_sync
+from .mcp import McpConnectError, McpServer, McpSpec, McpToolError
 from .messages import ToolCall
 from .pipeline import ModelMemory, default_memory
 from .store import ConversationStore, StoredConversation
 from .templates import ChatTemplate, GGUFInfo, TemplateBudget, load_template, read_gguf
-from .tools import Tool, Toolbox, ToolDefinitionError, ToolDenied, ToolUnavailable
+from .tools import (
+    Tool,
+    Toolbox,
+    ToolDefinitionError,
+    ToolDenied,
+    ToolOutcomeUnknown,
+    ToolUnavailable,
+)
 
 __version__ = "0.1.0"
 
@@ -69,6 +77,10 @@ __all__ = [
     "LabbookError",
     "LimitError",
     "LlamaCppBackend",
+    "McpConnectError",
+    "McpServer",
+    "McpSpec",
+    "McpToolError",
     "ModelMemory",
     "ModelNotFoundError",
     "Notice",
@@ -90,6 +102,7 @@ __all__ = [
     "ToolCall",
     "ToolDefinitionError",
     "ToolDenied",
+    "ToolOutcomeUnknown",
     "ToolResult",
     "ToolRun",
     "ToolUnavailable",

@@ -2,7 +2,8 @@
 
 The demo tools only compute or read: ``calculator`` (arithmetic, parsed and evaluated by
 hand — never ``eval``), ``current_time`` and ``word_count``. Each call and its result are
-printed as they happen, and the answer streams as it comes.
+printed as they happen, and the answer streams as it comes. Given a ``toolbox`` (the tools
+of MCP servers, say) the chat uses it instead, and ``confirm`` is asked before each call.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from .conversation import Conversation
 from .errors import UsageError
 from .events import CallEnd, Event, Notice, TextDelta, ToolResult, ToolRun
-from .loop import run_loop_sync
+from .loop import Confirm, run_loop_sync
 from .messages import ToolCall
 from .pipeline import Backend
 from .tools import Toolbox
@@ -174,20 +175,28 @@ def chat(
     stdin: TextIO | None = None,
     out: TextIO | None = None,
     conversation: Conversation | None = None,
+    toolbox: Toolbox | None = None,
+    confirm: Confirm | None = None,
 ) -> int:
     """Run a chat: one prompt (``once``) or lines from ``stdin`` until it ends.
 
     ``settings`` are this run's (the flags): they go before the ``conversation``'s own, which
-    a resumed stored conversation brings with it and keeps."""
+    a resumed stored conversation brings with it and keeps. ``toolbox`` replaces the demo
+    tools; ``confirm`` is asked before each call runs (a refusal is what the model reads)."""
     out = out or sys.stdout
     stdin = stdin or sys.stdin
-    box = demo_toolbox()
+    box = toolbox if toolbox is not None else demo_toolbox()
     conversation = conversation if conversation is not None else Conversation()
     prompts: Iterable[str] = [once] if once is not None else _lines(stdin, out)
     for prompt in prompts:
         conversation.add_user(prompt)
         events = run_loop_sync(
-            backend, conversation, box, settings=settings, request_options=request_options or {}
+            backend,
+            conversation,
+            box,
+            settings=settings,
+            request_options=request_options or {},
+            confirm=confirm,
         )
         show(events, out)
     return 0

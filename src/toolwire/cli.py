@@ -320,12 +320,27 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     backend = _backend(args, memory)
     if conversation is not None:
         conversation.model = backend.model
-    return chat(
-        backend,
-        once=args.once,
-        settings=settings,
-        request_options=options,
-        conversation=conversation,
+    with _mcp_tools(args) as (toolbox, confirm):
+        return chat(
+            backend,
+            once=args.once,
+            settings=settings,
+            request_options=options,
+            conversation=conversation,
+            toolbox=toolbox,
+            confirm=confirm,
+        )
+
+
+def _mcp_tools(args: argparse.Namespace) -> Any:
+    """``--mcp`` and ``--mcp-config``: their tools replace the demo tools."""
+    from .mcp_cli import chat_tools
+
+    def warn(line: str) -> None:
+        print(f"toolwire: {line}", file=sys.stderr, flush=True)
+
+    return chat_tools(
+        args.mcp or [], args.mcp_config, yes=args.yes, stdin=sys.stdin, out=sys.stdout, warn=warn
     )
 
 
@@ -408,7 +423,9 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--name", help="the tool's name in explanations")
     a.set_defaults(run=_cmd_args)
 
-    c = sub.add_parser("chat", help="chat with a model that can use a few safe demo tools")
+    c = sub.add_parser(
+        "chat", help="chat with a model that can use a few safe demo tools, or MCP servers' tools"
+    )
     c.add_argument("--once", metavar="PROMPT", help="answer one prompt and exit")
     c.add_argument("--model-path", help=_MODEL_HELP)
     c.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
@@ -432,6 +449,19 @@ def _parser() -> argparse.ArgumentParser:
         "--conversation",
         metavar="NAME",
         help="keep the chat as NAME in the store, or resume NAME with its settings",
+    )
+    c.add_argument(
+        "--mcp",
+        action="append",
+        metavar="COMMAND|URL",
+        help="an MCP server's tools instead of the demo tools: a command run over stdio "
+        '(quoted, e.g. "python server.py") or a streamable HTTP URL; repeatable',
+    )
+    c.add_argument(
+        "--mcp-config", metavar="FILE", help="a TOML file listing MCP servers ([[mcp]] tables)"
+    )
+    c.add_argument(
+        "--yes", action="store_true", help="run destructive MCP tools without asking first"
     )
     c.set_defaults(run=_cmd_chat)
 

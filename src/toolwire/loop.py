@@ -8,7 +8,11 @@ tools; after it the model gets one last turn without tools, and its answer ends 
 Independent read-only calls of one turn run concurrently. Closing the event stream early
 closes the provider's stream before any pending tool runs. Whenever the conversation is
 whole again — an answer, or a turn's calls all answered — its ``commit`` runs, before the
-next request: a stored conversation is written there, a step at a time.
+next request: a stored conversation is written there, a step at a time. A ``confirm``
+callback, when given, is asked before each call runs (after its checks): a refusal is a
+``denied`` result the model reads, and nothing runs. A tool that raises
+:class:`ToolOutcomeUnknown` (its connection dropped mid-call) gets an ``unknown-outcome``
+result, never a retry.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import asyncio
 import hashlib
 import inspect
 import json
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
 
@@ -29,15 +33,19 @@ from .formats.drift import recover_calls
 from .formats.words import HOW_TO_CALL, UNREADABLE
 from .messages import ToolCall, assistant_message, tool_message
 from .pipeline import Backend, Request, stream_sync
-from .tools import Tool, Toolbox, ToolDenied, ToolUnavailable
+from .tools import Tool, Toolbox, ToolDenied, ToolOutcomeUnknown, ToolUnavailable
 
-__all__ = ["RETRY_DELAYS", "run_loop", "run_loop_sync"]
+__all__ = ["RETRY_DELAYS", "Confirm", "run_loop", "run_loop_sync"]
 
 _MAX_RESULT_CHARS = 64 * 1024
 
 #: Waits before running a call again after the tool said it is unavailable (nothing was done,
 #: so running it again is safe, with the same arguments and operation id).
 RETRY_DELAYS = (0.2, 1.0)
+
+#: Asked before a checked call runs; False refuses it. A plain function runs in a thread (it
+#: may wait for a person); it is never timed, as the tool's own time starts after it.
+Confirm = Callable[[ToolCall], "bool | Awaitable[bool]"]
 
 
 async def run_loop(
@@ -49,12 +57,14 @@ async def run_loop(
     model_default: Mapping[str, Any] | None = None,
     request_options: Mapping[str, Any] | None = None,
     retry_delays: Sequence[float] = RETRY_DELAYS,
+    confirm: Confirm | None = None,
 ) -> AsyncIterator[Event]:
     """Run the conversation's next reply; yields every event, including tool runs and
     results. The conversation gains the assistant turns and tool messages as they happen.
 
     ``retry_delays`` are the waits, in seconds, before each new try of a call whose tool said
-    it is unavailable: one try more than there are delays."""
+    it is unavailable: one try more than there are delays. ``confirm`` is asked before each
+    checked call runs; a refusal is the ``denied`` result the model reads."""
     s = resolve_settings(settings, conversation.settings, model_default=model_default)
     options = dict(request_options or {})
     constrained = options.pop("constrained", s["constrained"])
@@ -95,6 +105,8 @@ async def run_loop(
             conversation.commit()
             return
         prepared = [_prepare(call, toolbox, conversation, s) for call in calls]
+        if confirm is not None:
+            prepared = [await _confirmed(p, confirm) for p in prepared]
         for typed, _, failure in prepared:
             if failure is None:
                 yield ToolRun(typed)
@@ -172,6 +184,28 @@ def _prepare(
     return typed, tool, None
 
 
+async def _confirmed(
+    prepared: tuple[ToolCall, Tool | None, ToolResult | None], confirm: Confirm
+) -> tuple[ToolCall, Tool | None, ToolResult | None]:
+    """A checked call as it is once asked about: unchanged, or refused before it runs."""
+    call, tool, failure = prepared
+    if failure is not None:
+        return prepared
+    if inspect.iscoroutinefunction(confirm):
+        answer = await confirm(call)
+    else:
+        answer = await asyncio.to_thread(confirm, call)
+        if inspect.isawaitable(answer):
+            answer = await answer
+    if answer is True:
+        return prepared
+    return call, tool, _denied(call, "it was not confirmed")
+
+
+def _denied(call: ToolCall, reason: object) -> ToolResult:
+    return ToolResult(call.id, call.name, f"{call.name} was refused: {reason}", "denied")
+
+
 async def _run_all(
     prepared: list[tuple[ToolCall, Tool | None, ToolResult | None]],
     s: Mapping[str, Any],
@@ -247,7 +281,15 @@ async def _run_once(call: ToolCall, tool: Tool, s: Mapping[str, Any]) -> ToolRes
             "unavailable",
         )
     except ToolDenied as exc:
-        return ToolResult(call.id, call.name, f"{call.name} was refused: {exc}", "denied")
+        return _denied(call, exc)
+    except ToolOutcomeUnknown as exc:
+        return ToolResult(
+            call.id,
+            call.name,
+            f"{call.name} did not finish ({exc}). It may or may not have taken effect: "
+            "check before calling it again.",
+            "unknown-outcome",
+        )
     except Exception as exc:  # the tool's failure is data for the model, never swallowed
         return ToolResult(
             call.id, call.name, f"{call.name} failed: {type(exc).__name__}: {exc}", "error"

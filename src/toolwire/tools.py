@@ -20,7 +20,14 @@ import pydantic
 
 from .errors import ToolwireError
 
-__all__ = ["Tool", "ToolDefinitionError", "ToolDenied", "ToolUnavailable", "Toolbox"]
+__all__ = [
+    "Tool",
+    "ToolDefinitionError",
+    "ToolDenied",
+    "ToolOutcomeUnknown",
+    "ToolUnavailable",
+    "Toolbox",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,6 +42,13 @@ class ToolUnavailable(ToolwireError):
     """Raised by a tool that cannot serve now but may later (a rate limit, a service down).
 
     Nothing happened, so the call may be made again.
+    """
+
+
+class ToolOutcomeUnknown(ToolwireError):
+    """Raised by a tool whose call was sent but whose answer never came (its connection
+    dropped mid-call): it may or may not have taken effect, so it is never run again by
+    itself; the model is told to check first.
     """
 
 
