@@ -31,14 +31,13 @@ from mcp_types import (
 )
 
 from toolwire.backends import OpenAIBackend
-from toolwire.chat import chat
 from toolwire.cli import main
 from toolwire.conversation import Conversation
 from toolwire.errors import UsageError
 from toolwire.events import ToolResult
 from toolwire.loop import run_loop
 from toolwire.mcp import McpConnectError, McpServer, McpSpec, McpToolError, result_text
-from toolwire.mcp_cli import McpHost, read_config
+from toolwire.mcp_cli import read_config
 from toolwire.testing import FakeOpenAIServer, text_deltas, tool_call_deltas
 from toolwire.tools import Toolbox
 
@@ -493,25 +492,59 @@ def test_a_bad_config_is_refused_with_the_reason(tmp_path: Path, text: str, mess
 # -- the real local model
 
 
-def test_the_local_model_calls_an_mcp_tool(llama_backend: Any, marker: Path) -> None:
-    """Qwen2.5-Coder-0.5B, in-process, with the server's read-only tools over stdio."""
-    llama_backend.llama.reset()
-    warnings: list[str] = []
-    with McpHost([McpSpec.parse(stdio_command(marker))], warn=warnings.append) as host:
-        box = Toolbox([t for t in host.tools() if t.name == "read_note"])
-        out = io.StringIO()
-        code = chat(
-            llama_backend,
-            once="Read the note named todo with the read_note tool.",
-            out=out,
-            toolbox=box,
-            settings={"max_tool_iters": 1, "read_only": True},
-            request_options={"max_tokens": 64, "temperature": 0},
-        )
-    assert code == 0 and warnings == []
-    calls = [m for m in marks(marker) if m["tool"] == "read_note"]
-    assert calls and calls[0]["pid"] != os.getpid()
-    assert "← buy milk" in out.getvalue()
+def _toolwire(*argv: str, home: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``toolwire ARGV`` as a user runs it: a subprocess, from this checkout's sources."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(SERVER.parent.parent / "src"),
+        "TOOLWIRE_HOME": str(home),
+        "PYTHONIOENCODING": "utf-8",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "toolwire", *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=SERVER.parent.parent,
+    )
+
+
+#: One short question on the real model: read-only (four tools offered), one turn with tools.
+LOCAL = ("--read-only", "--max-tool-iters", "1", "--max-tokens", "64", "--temperature", "0")
+
+
+@pytest.mark.parametrize(
+    ("transport", "note", "text"), [("stdio", "todo", "buy milk"), ("http", "plan", "ship it")]
+)
+def test_toolwire_chat_once_on_the_local_model_runs_the_call_in_the_server(
+    transport: str,
+    note: str,
+    text: str,
+    local_gguf: Path,
+    marker: Path,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Qwen2.5-Coder-0.5B in-process, ``toolwire chat --once`` in a subprocess, the server's
+    tools over stdio and over streamable HTTP: the call runs in the server's process."""
+    target = stdio_command(marker) if transport == "stdio" else request.getfixturevalue("http_url")
+    done = _toolwire(
+        "chat",
+        "--model-path",
+        str(local_gguf),
+        "--mcp",
+        target,
+        *LOCAL,
+        "--once",
+        f"Read the note named {note}.",
+        home=tmp_path / "home",
+    )
+    assert done.returncode == 0, done.stderr
+    assert f'→ read_note({{"name": "{note}"}})\n← {text}\n' in done.stdout
+    assert "toolwire:" not in done.stderr  # no server left out, no tool left out
+    (mark,) = [m for m in marks(marker) if m["tool"] == "read_note"]
+    assert mark["args"] == {"name": note} and mark["pid"] != os.getpid()
 
 
 def test_the_readmes_mcp_examples_are_what_chat_reads(tmp_path: Path) -> None:
