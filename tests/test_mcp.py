@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -84,15 +85,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def http_url(marker: Path) -> Iterator[str]:
-    """The test server over streamable HTTP on 127.0.0.1; stopped after the test."""
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(SERVER), "http", str(port), "--marker", str(marker)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+@contextmanager
+def serving(argv: list[str], port: int) -> Iterator[str]:
+    """A server process listening on 127.0.0.1:``port``; its MCP URL while it runs."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -111,6 +107,15 @@ def http_url(marker: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
+
+
+@pytest.fixture
+def http_url(marker: Path) -> Iterator[str]:
+    """The test server over streamable HTTP on 127.0.0.1; stopped after the test."""
+    port = _free_port()
+    argv = [sys.executable, str(SERVER), "http", str(port), "--marker", str(marker)]
+    with serving(argv, port) as url:
+        yield url
 
 
 def script(upstream: FakeOpenAIServer, name: str, arguments: dict[str, Any], answer: str) -> None:
@@ -547,27 +552,73 @@ def test_toolwire_chat_once_on_the_local_model_runs_the_call_in_the_server(
     assert mark["args"] == {"name": note} and mark["pid"] != os.getpid()
 
 
-def test_the_readmes_mcp_examples_are_what_chat_reads(tmp_path: Path) -> None:
-    """The README's MCP blocks are not run (they name servers not shipped here): their
-    config is read as chat reads it, and each command line parses to the servers it names."""
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## MCP servers", 1)[1].split("\n## ", 1)[0]
-    (toml,) = re.findall(r"^```toml\n(.*?)^```$", section, re.M | re.S)
+def _readme_mcp_section() -> str:
+    readme = (SERVER.parent.parent / "README.md").read_text(encoding="utf-8")
+    return readme.split("## MCP servers", 1)[1].split("\n## ", 1)[0]
+
+
+def _readme_argv(line: str, port: int) -> list[str]:
+    """A README line as argv: its port made ``port``, ``python`` this interpreter."""
+    argv = shlex.split(line.replace("8001", str(port)), comments=True)
+    if argv[-1] == "&":
+        argv.pop()
+    for i, arg in enumerate(argv):
+        if arg.startswith("python "):  # inside --mcp "python …"
+            argv[i] = shlex.join([sys.executable, *shlex.split(arg)[1:]])
+    return [sys.executable, *argv[1:]] if argv[0] == "python" else argv
+
+
+def test_the_readmes_mcp_example_runs_on_the_local_model(local_gguf: Path, tmp_path: Path) -> None:
+    """The README's MCP lines as a user runs them from a checkout: the shipped example server
+    over stdio, then over streamable HTTP, each one ``--once`` on the default local model."""
+    (block,) = re.findall(r"^```shell\n(.*?)^```$", _readme_mcp_section(), re.M | re.S)
+    lines = [ln for ln in block.splitlines() if ln.strip()]
+    assert len(lines) == 3 and lines[1].startswith("python examples/mcp_notes.py --http")
+    port = _free_port()
+    chats = [_readme_argv(lines[0], port), _readme_argv(lines[2], port)]
+    assert all(argv[0] == "toolwire" and "--once" in argv for argv in chats)
+    done = _toolwire(*chats[0][1:], home=tmp_path)
+    assert done.returncode == 0, done.stderr
+    outputs = [done.stdout]
+    with serving(_readme_argv(lines[1], port), port):
+        done = _toolwire(*chats[1][1:], home=tmp_path)
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout)
+    # each call ran in the example server: only it knows the notes' texts
+    assert '→ read_note({"name": "todo"})\n← buy milk\n' in outputs[0]
+    assert '→ read_note({"name": "plan"})\n← ship it\n' in outputs[1]
+
+
+def test_the_readmes_mcp_config_is_what_chat_reads_and_uses(
+    tmp_path: Path,
+    upstream: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The README's config file, both servers up (the example server over stdio and over
+    streamable HTTP): chat offers the notes tools twice, the HTTP ones prefixed, and a
+    prefixed call runs in the HTTP server under the server's own name."""
+    (toml,) = re.findall(r"^```toml\n(.*?)^```$", _readme_mcp_section(), re.M | re.S)
+    port = _free_port()
     config = tmp_path / "mcp.toml"
-    config.write_text(toml)
+    config.write_text(toml.replace("8001", str(port)))
     specs = read_config(str(config))
-    assert [(s.command, s.url, s.name, s.prefix) for s in specs] == [
-        (("python", "my_server.py"), "", "my_server", ""),
-        ((), "http://127.0.0.1:8000/mcp", "docs", "docs"),
+    assert [(s.command, s.url, s.name, s.prefix, s.timeout) for s in specs] == [
+        (("python", "examples/mcp_notes.py"), "", "mcp_notes", "", None),
+        ((), f"http://127.0.0.1:{port}/mcp", "remote", "remote", 30.0),
     ]
-    (shell,) = re.findall(r"^```shell\n(.*?)^```$", section, re.M | re.S)
-    parsed = [McpSpec.parse(a) for ln in shell.splitlines() for a in _mcp_args(ln)]
-    assert [s.name for s in parsed] == ["my_server", "127.0.0.1:8000", "server-everything"]
-
-
-def _mcp_args(line: str) -> list[str]:
-    argv = shlex.split(line)
-    return [argv[i + 1] for i, a in enumerate(argv) if a == "--mcp"]
+    monkeypatch.chdir(SERVER.parent.parent)
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    notes = ["read_note", "list_notes", "add_note", "delete_note"]
+    script(upstream, "remote_add_note", {"name": "x", "text": "from afar"}, "Added.")
+    example = [sys.executable, "examples/mcp_notes.py", "--http", str(port)]
+    with serving(example, port):
+        code, out, err = run_chat(
+            upstream, "--mcp-config", str(config), monkeypatch=monkeypatch, capsys=capsys
+        )
+    assert code == 0, err
+    assert offered(upstream) == notes + [f"remote_{n}" for n in notes]
+    assert "← added x\nAdded.\n" in out and "toolwire:" not in err
 
 
 def test_the_loop_never_repeats_a_call_of_unknown_outcome_and_asks_sync_confirm(
