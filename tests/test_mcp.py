@@ -52,6 +52,8 @@ ALL_TOOLS = [
     "stats",
     "snapshot",
     "fail",
+    "slow",
+    "book",
     "crash",
     "crash_idempotent",
 ]
@@ -403,6 +405,57 @@ def test_a_server_that_will_not_start_is_one_line_and_the_chat_goes_on(
         "no such command: no-such-mcp-server-x; going on without it"
     ]
     assert "Traceback" not in err
+
+
+def test_a_call_past_its_timeout_is_an_unknown_outcome_and_the_server_serves_on(
+    marker: Path,
+    tmp_path: Path,
+    upstream: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The server's ``timeout`` bounds each call, as a local tool's does: a write that has
+    not answered in time may have taken effect (never retried), and the next call works."""
+    config = tmp_path / "mcp.toml"
+    config.write_text(f"[[mcp]]\ncommand = {json.dumps(stdio_command(marker))}\ntimeout = 1\n")
+    upstream.add_stream(
+        tool_call_deltas([("c1", "slow", '{"seconds": 30}')]), finish_reason="tool_calls"
+    )
+    script(upstream, "read_note", {"name": "todo"}, "Still here.")
+    started = time.monotonic()
+    code, out, err = run_chat(
+        upstream, "--mcp-config", str(config), monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert code == 0, err
+    assert time.monotonic() - started < 20  # not the 30 s the call asked for
+    (slow,) = [m for m in upstream.requests[1]["messages"] if m["role"] == "tool"]
+    assert slow["content"] == (
+        "slow did not finish within 1 s. It may or may not have taken effect: "
+        "check before calling it again."
+    )
+    assert "[unknown-outcome]" in out and out.endswith("← buy milk\nStill here.\n")
+    assert [m["tool"] for m in marks(marker)] == ["slow", "read_note"]  # slow ran once
+    assert "toolwire:" not in err  # a slow call is no lost server
+
+
+def test_an_operation_id_parameter_is_the_loops_never_the_models(
+    marker: Path,
+    upstream: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    script(upstream, "book", {"room": "a", "operation_id": "mine"}, "Booked.")
+    code, out, err = run_chat(
+        upstream, "--mcp", stdio_command(marker), monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert code == 0, err
+    (book,) = [t for t in upstream.requests[0]["tools"] if t["function"]["name"] == "book"]
+    assert book["function"]["parameters"]["properties"].keys() == {"room"}
+    assert book["function"]["parameters"]["required"] == ["room"]
+    (mark,) = marks(marker)
+    assert mark["args"]["room"] == "a"
+    assert re.fullmatch(r"op-[0-9a-f]{24}", mark["args"]["operation_id"])  # not "mine"
+    assert "← booked a" in out
 
 
 @pytest.mark.parametrize(
