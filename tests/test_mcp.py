@@ -490,6 +490,11 @@ def test_a_server_that_dies_mid_call_is_one_line_and_the_chat_goes_on(
     assert [m["tool"] for m in marks(marker)] == [tool]  # ran once, never repeated
     results = [m for m in upstream.requests[-1]["messages"] if m["role"] == "tool"]
     assert "is not connected" in results[-1]["content"]  # the later call did nothing
+    first = results[0]["content"]
+    if status == "unavailable":  # idempotent: tried again by the loop, which found it gone
+        assert first.startswith(f"{tool} is unavailable for now (") and "not connected" in first
+    else:  # never tried again: the model reads the lost answer and is told to check first
+        assert "was lost during the call" in first and "check before calling it again" in first
 
 
 def test_the_same_tool_name_twice_is_left_out_or_kept_with_a_prefix(
