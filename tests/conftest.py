@@ -44,15 +44,27 @@ def smollm2_gguf() -> Path:
     return _model(smollm2_path)
 
 
-@pytest.fixture(scope="session")
-def llama_backend(qwen_gguf: Path) -> object:
-    """The default model in-process (llama-cpp-python, the ``local`` extra)."""
+def _need_llama_cpp() -> None:
     try:
         import llama_cpp  # noqa: F401
     except ImportError as exc:
         if os.environ.get("CI"):
             pytest.fail(f"llama-cpp-python missing under CI: {exc}")
         pytest.skip("llama-cpp-python not installed: pip install 'toolwire[local]'")
+
+
+@pytest.fixture(scope="session")
+def local_gguf(qwen_gguf: Path) -> Path:
+    """The default model's file, for a test that runs ``toolwire`` on it in a subprocess:
+    the model and the in-process engine are both there (under CI, a test fails otherwise)."""
+    _need_llama_cpp()
+    return qwen_gguf
+
+
+@pytest.fixture(scope="session")
+def llama_backend(qwen_gguf: Path) -> object:
+    """The default model in-process (llama-cpp-python, the ``local`` extra)."""
+    _need_llama_cpp()
     from toolwire.backends.llamacpp import LlamaCppBackend
 
     return LlamaCppBackend(qwen_gguf, n_ctx=2048, n_threads=2)

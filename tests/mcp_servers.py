@@ -6,8 +6,9 @@ to the marker file (the process id, the tool, its arguments), so a test can prov
 ran here, in the server's process. ``--page-size N`` lists the tools N to a page.
 
 The tools cover each MCP annotation and each kind of result: read-only, destructive,
-idempotent, unannotated; text, structured content, an image, ``isError``; and two that
-end the process mid-call (one idempotent, one not).
+idempotent, unannotated; text, structured content, an image, ``isError``; one that takes
+its time, one that takes an operation id; and two that end the process mid-call (one
+idempotent, one not).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import os
 from typing import Any
 
+import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Image
 from mcp.server.mcpserver.exceptions import ToolError
@@ -107,6 +109,19 @@ def build(marker: str | None) -> PagedServer:
         """Always fails, with the reason given."""
         mark("fail", reason=reason)
         raise ToolError(f"the disk is full ({reason})")
+
+    @server.tool(annotations=ADDITIVE)
+    async def slow(seconds: float) -> str:
+        """Takes its time (the server goes on serving other calls meanwhile)."""
+        mark("slow", seconds=seconds)
+        await anyio.sleep(seconds)
+        return "finished"
+
+    @server.tool(annotations=IDEMPOTENT)
+    def book(room: str, operation_id: str) -> str:
+        """Book a room; the same operation id books it once."""
+        mark("book", room=room, operation_id=operation_id)
+        return f"booked {room}"
 
     @server.tool(annotations=ADDITIVE)
     def crash() -> str:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +32,13 @@ from mcp_types import (
 )
 
 from toolwire.backends import OpenAIBackend
-from toolwire.chat import chat
 from toolwire.cli import main
 from toolwire.conversation import Conversation
 from toolwire.errors import UsageError
 from toolwire.events import ToolResult
 from toolwire.loop import run_loop
 from toolwire.mcp import McpConnectError, McpServer, McpSpec, McpToolError, result_text
-from toolwire.mcp_cli import McpHost, read_config
+from toolwire.mcp_cli import read_config
 from toolwire.testing import FakeOpenAIServer, text_deltas, tool_call_deltas
 from toolwire.tools import Toolbox
 
@@ -52,6 +52,8 @@ ALL_TOOLS = [
     "stats",
     "snapshot",
     "fail",
+    "slow",
+    "book",
     "crash",
     "crash_idempotent",
 ]
@@ -85,15 +87,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def http_url(marker: Path) -> Iterator[str]:
-    """The test server over streamable HTTP on 127.0.0.1; stopped after the test."""
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(SERVER), "http", str(port), "--marker", str(marker)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+@contextmanager
+def serving(argv: list[str], port: int) -> Iterator[str]:
+    """A server process listening on 127.0.0.1:``port``; its MCP URL while it runs."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -112,6 +109,15 @@ def http_url(marker: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
+
+
+@pytest.fixture
+def http_url(marker: Path) -> Iterator[str]:
+    """The test server over streamable HTTP on 127.0.0.1; stopped after the test."""
+    port = _free_port()
+    argv = [sys.executable, str(SERVER), "http", str(port), "--marker", str(marker)]
+    with serving(argv, port) as url:
+        yield url
 
 
 def script(upstream: FakeOpenAIServer, name: str, arguments: dict[str, Any], answer: str) -> None:
@@ -401,6 +407,57 @@ def test_a_server_that_will_not_start_is_one_line_and_the_chat_goes_on(
     assert "Traceback" not in err
 
 
+def test_a_call_past_its_timeout_is_an_unknown_outcome_and_the_server_serves_on(
+    marker: Path,
+    tmp_path: Path,
+    upstream: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The server's ``timeout`` bounds each call, as a local tool's does: a write that has
+    not answered in time may have taken effect (never retried), and the next call works."""
+    config = tmp_path / "mcp.toml"
+    config.write_text(f"[[mcp]]\ncommand = {json.dumps(stdio_command(marker))}\ntimeout = 1\n")
+    upstream.add_stream(
+        tool_call_deltas([("c1", "slow", '{"seconds": 30}')]), finish_reason="tool_calls"
+    )
+    script(upstream, "read_note", {"name": "todo"}, "Still here.")
+    started = time.monotonic()
+    code, out, err = run_chat(
+        upstream, "--mcp-config", str(config), monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert code == 0, err
+    assert time.monotonic() - started < 20  # not the 30 s the call asked for
+    (slow,) = [m for m in upstream.requests[1]["messages"] if m["role"] == "tool"]
+    assert slow["content"] == (
+        "slow did not finish within 1 s. It may or may not have taken effect: "
+        "check before calling it again."
+    )
+    assert "[unknown-outcome]" in out and out.endswith("← buy milk\nStill here.\n")
+    assert [m["tool"] for m in marks(marker)] == ["slow", "read_note"]  # slow ran once
+    assert "toolwire:" not in err  # a slow call is no lost server
+
+
+def test_an_operation_id_parameter_is_the_loops_never_the_models(
+    marker: Path,
+    upstream: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    script(upstream, "book", {"room": "a", "operation_id": "mine"}, "Booked.")
+    code, out, err = run_chat(
+        upstream, "--mcp", stdio_command(marker), monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert code == 0, err
+    (book,) = [t for t in upstream.requests[0]["tools"] if t["function"]["name"] == "book"]
+    assert book["function"]["parameters"]["properties"].keys() == {"room"}
+    assert book["function"]["parameters"]["required"] == ["room"]
+    (mark,) = marks(marker)
+    assert mark["args"]["room"] == "a"
+    assert re.fullmatch(r"op-[0-9a-f]{24}", mark["args"]["operation_id"])  # not "mine"
+    assert "← booked a" in out
+
+
 @pytest.mark.parametrize(
     ("tool", "status"), [("crash", "unknown-outcome"), ("crash_idempotent", "unavailable")]
 )
@@ -433,6 +490,11 @@ def test_a_server_that_dies_mid_call_is_one_line_and_the_chat_goes_on(
     assert [m["tool"] for m in marks(marker)] == [tool]  # ran once, never repeated
     results = [m for m in upstream.requests[-1]["messages"] if m["role"] == "tool"]
     assert "is not connected" in results[-1]["content"]  # the later call did nothing
+    first = results[0]["content"]
+    if status == "unavailable":  # idempotent: tried again by the loop, which found it gone
+        assert first.startswith(f"{tool} is unavailable for now (") and "not connected" in first
+    else:  # never tried again: the model reads the lost answer and is told to check first
+        assert "was lost during the call" in first and "check before calling it again" in first
 
 
 def test_the_same_tool_name_twice_is_left_out_or_kept_with_a_prefix(
@@ -493,48 +555,128 @@ def test_a_bad_config_is_refused_with_the_reason(tmp_path: Path, text: str, mess
 # -- the real local model
 
 
-def test_the_local_model_calls_an_mcp_tool(llama_backend: Any, marker: Path) -> None:
-    """Qwen2.5-Coder-0.5B, in-process, with the server's read-only tools over stdio."""
-    llama_backend.llama.reset()
-    warnings: list[str] = []
-    with McpHost([McpSpec.parse(stdio_command(marker))], warn=warnings.append) as host:
-        box = Toolbox([t for t in host.tools() if t.name == "read_note"])
-        out = io.StringIO()
-        code = chat(
-            llama_backend,
-            once="Read the note named todo with the read_note tool.",
-            out=out,
-            toolbox=box,
-            settings={"max_tool_iters": 1, "read_only": True},
-            request_options={"max_tokens": 64, "temperature": 0},
-        )
-    assert code == 0 and warnings == []
-    calls = [m for m in marks(marker) if m["tool"] == "read_note"]
-    assert calls and calls[0]["pid"] != os.getpid()
-    assert "← buy milk" in out.getvalue()
+def _toolwire(*argv: str, home: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``toolwire ARGV`` as a user runs it: a subprocess, from this checkout's sources."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(SERVER.parent.parent / "src"),
+        "TOOLWIRE_HOME": str(home),
+        "PYTHONIOENCODING": "utf-8",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "toolwire", *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=SERVER.parent.parent,
+    )
 
 
-def test_the_readmes_mcp_examples_are_what_chat_reads(tmp_path: Path) -> None:
-    """The README's MCP blocks are not run (they name servers not shipped here): their
-    config is read as chat reads it, and each command line parses to the servers it names."""
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## MCP servers", 1)[1].split("\n## ", 1)[0]
-    (toml,) = re.findall(r"^```toml\n(.*?)^```$", section, re.M | re.S)
+#: One short question on the real model: read-only (four tools offered), one turn with tools.
+LOCAL = ("--read-only", "--max-tool-iters", "1", "--max-tokens", "64", "--temperature", "0")
+
+
+@pytest.mark.parametrize(
+    ("transport", "note", "text"), [("stdio", "todo", "buy milk"), ("http", "plan", "ship it")]
+)
+def test_toolwire_chat_once_on_the_local_model_runs_the_call_in_the_server(
+    transport: str,
+    note: str,
+    text: str,
+    local_gguf: Path,
+    marker: Path,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Qwen2.5-Coder-0.5B in-process, ``toolwire chat --once`` in a subprocess, the server's
+    tools over stdio and over streamable HTTP: the call runs in the server's process."""
+    target = stdio_command(marker) if transport == "stdio" else request.getfixturevalue("http_url")
+    done = _toolwire(
+        "chat",
+        "--model-path",
+        str(local_gguf),
+        "--mcp",
+        target,
+        *LOCAL,
+        "--once",
+        f"Read the note named {note}.",
+        home=tmp_path / "home",
+    )
+    assert done.returncode == 0, done.stderr
+    assert f'→ read_note({{"name": "{note}"}})\n← {text}\n' in done.stdout
+    assert "toolwire:" not in done.stderr  # no server left out, no tool left out
+    (mark,) = [m for m in marks(marker) if m["tool"] == "read_note"]
+    assert mark["args"] == {"name": note} and mark["pid"] != os.getpid()
+
+
+def _readme_mcp_section() -> str:
+    readme = (SERVER.parent.parent / "README.md").read_text(encoding="utf-8")
+    return readme.split("## MCP servers", 1)[1].split("\n## ", 1)[0]
+
+
+def _readme_argv(line: str, port: int) -> list[str]:
+    """A README line as argv: its port made ``port``, ``python`` this interpreter."""
+    argv = shlex.split(line.replace("8001", str(port)), comments=True)
+    if argv[-1] == "&":
+        argv.pop()
+    for i, arg in enumerate(argv):
+        if arg.startswith("python "):  # inside --mcp "python …"
+            argv[i] = shlex.join([sys.executable, *shlex.split(arg)[1:]])
+    return [sys.executable, *argv[1:]] if argv[0] == "python" else argv
+
+
+def test_the_readmes_mcp_example_runs_on_the_local_model(local_gguf: Path, tmp_path: Path) -> None:
+    """The README's MCP lines as a user runs them from a checkout: the shipped example server
+    over stdio, then over streamable HTTP, each one ``--once`` on the default local model."""
+    (block,) = re.findall(r"^```shell\n(.*?)^```$", _readme_mcp_section(), re.M | re.S)
+    lines = [ln for ln in block.splitlines() if ln.strip()]
+    assert len(lines) == 3 and lines[1].startswith("python examples/mcp_notes.py --http")
+    port = _free_port()
+    chats = [_readme_argv(lines[0], port), _readme_argv(lines[2], port)]
+    assert all(argv[0] == "toolwire" and "--once" in argv for argv in chats)
+    done = _toolwire(*chats[0][1:], home=tmp_path)
+    assert done.returncode == 0, done.stderr
+    outputs = [done.stdout]
+    with serving(_readme_argv(lines[1], port), port):
+        done = _toolwire(*chats[1][1:], home=tmp_path)
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout)
+    # each call ran in the example server: only it knows the notes' texts
+    assert '→ read_note({"name": "todo"})\n← buy milk\n' in outputs[0]
+    assert '→ read_note({"name": "plan"})\n← ship it\n' in outputs[1]
+
+
+def test_the_readmes_mcp_config_is_what_chat_reads_and_uses(
+    tmp_path: Path,
+    upstream: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The README's config file, both servers up (the example server over stdio and over
+    streamable HTTP): chat offers the notes tools twice, the HTTP ones prefixed, and a
+    prefixed call runs in the HTTP server under the server's own name."""
+    (toml,) = re.findall(r"^```toml\n(.*?)^```$", _readme_mcp_section(), re.M | re.S)
+    port = _free_port()
     config = tmp_path / "mcp.toml"
-    config.write_text(toml)
+    config.write_text(toml.replace("8001", str(port)))
     specs = read_config(str(config))
-    assert [(s.command, s.url, s.name, s.prefix) for s in specs] == [
-        (("python", "my_server.py"), "", "my_server", ""),
-        ((), "http://127.0.0.1:8000/mcp", "docs", "docs"),
+    assert [(s.command, s.url, s.name, s.prefix, s.timeout) for s in specs] == [
+        (("python", "examples/mcp_notes.py"), "", "mcp_notes", "", None),
+        ((), f"http://127.0.0.1:{port}/mcp", "remote", "remote", 30.0),
     ]
-    (shell,) = re.findall(r"^```shell\n(.*?)^```$", section, re.M | re.S)
-    parsed = [McpSpec.parse(a) for ln in shell.splitlines() for a in _mcp_args(ln)]
-    assert [s.name for s in parsed] == ["my_server", "127.0.0.1:8000", "server-everything"]
-
-
-def _mcp_args(line: str) -> list[str]:
-    argv = shlex.split(line)
-    return [argv[i + 1] for i, a in enumerate(argv) if a == "--mcp"]
+    monkeypatch.chdir(SERVER.parent.parent)
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    notes = ["read_note", "list_notes", "add_note", "delete_note"]
+    script(upstream, "remote_add_note", {"name": "x", "text": "from afar"}, "Added.")
+    example = [sys.executable, "examples/mcp_notes.py", "--http", str(port)]
+    with serving(example, port):
+        code, out, err = run_chat(
+            upstream, "--mcp-config", str(config), monkeypatch=monkeypatch, capsys=capsys
+        )
+    assert code == 0, err
+    assert offered(upstream) == notes + [f"remote_{n}" for n in notes]
+    assert "← added x\nAdded.\n" in out and "toolwire:" not in err
 
 
 def test_the_loop_never_repeats_a_call_of_unknown_outcome_and_asks_sync_confirm(

@@ -16,6 +16,9 @@ asks before it runs one), and is idempotent only with ``idempotentHint``. A call
 connection drops mid-call may be tried again only if the tool is read-only or idempotent
 (:class:`ToolUnavailable`); otherwise its outcome is unknown (:class:`ToolOutcomeUnknown`)
 and it is never repeated. A call to a server that is not connected did nothing: unavailable.
+Each call has the tool loop's timeout (the server's ``timeout``, else the conversation's
+``tool_timeout``); a tool whose input schema has an ``operation_id`` parameter gets the loop's
+operation id for the call there (the same on a retry), and the model neither sees nor sets it.
 
 Results reach the model as text: text blocks as they are, structured content as JSON when
 there is no text, images, audio and other blocks named in words
@@ -57,6 +60,8 @@ CONNECT_TIMEOUT = 20.0
 MAX_PAGES = 100
 #: Seconds closing may take (the SDK then kills a stdio server's process tree).
 CLOSE_TIMEOUT = 10.0
+#: A tool parameter of this name is the loop's operation id, never the model's.
+OPERATION_ID = "operation_id"
 
 _INSTALL = "MCP servers need the official SDK: pip install 'toolwire[mcp]'"
 
@@ -289,6 +294,12 @@ class McpServer:
             hints = ToolHints.of(item.annotations)
             schema = dict(item.input_schema or {"type": "object", "properties": {}})
             schema.setdefault("properties", {})
+            properties = schema["properties"]
+            owned = (
+                [OPERATION_ID]
+                if isinstance(properties, Mapping) and OPERATION_ID in properties
+                else []
+            )
             try:
                 tool = Tool.from_schema(
                     name,
@@ -297,6 +308,7 @@ class McpServer:
                     description=str(item.description or item.title or ""),
                     read_only=hints.read_only,
                     side_effects=not hints.read_only,
+                    session=owned,
                     timeout=self.spec.timeout,
                 )
             except ToolwireError:
