@@ -86,61 +86,17 @@ from starlette.routing import Route
 
 from toolwire.backends import OpenAIBackend
 from toolwire.backends.http import new_client
-from toolwire.server import create_app
+from toolwire.server import create_app, uvicorn_settings
 from toolwire.testing import tool_call_deltas
 
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "The weather in a city, for the next few days.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "city": {"type": "string"},
-                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-                    "days": {"type": "integer"},
-                },
-                "required": ["city"],
-            },
-        },
-    }
-]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gateway_apis import APIS, PATHS, arguments, ask, call_id, check
+
 USAGE = {"prompt_tokens": 61, "completion_tokens": 24}
-HEADERS = {"content-type": "application/json"}
-PATHS = ("direct", "gateway")
+HEADERS = {"content-type": "application/json", "x-api-key": "unused"}
 #: How a request's ticket is written in its question, and found there by the upstream.
 TICKET = re.compile(r"ticket-[0-9]+")
 _tickets = itertools.count()
-
-
-def ask(ticket: str, stream: bool) -> bytes:
-    """The request body: one tool, a question that carries ``ticket``."""
-    return json.dumps(
-        {
-            "model": "up-model",
-            "messages": [
-                {"role": "system", "content": "You answer questions about the weather."},
-                {
-                    "role": "user",
-                    "content": f"What will the weather be in Paris for the next 3 days? "
-                    f"(request {ticket})",
-                },
-            ],
-            "tools": TOOLS,
-            "stream": stream,
-        }
-    ).encode()
-
-
-def arguments(ticket: str) -> dict[str, Any]:
-    """The call's arguments in the reply to the request carrying ``ticket``."""
-    return {"city": f"Paris {ticket}", "unit": "celsius", "days": 3}
-
-
-def call_id(ticket: str) -> str:
-    return f"call_{ticket.replace('-', '_')}"
 
 
 # -- the upstream: every request answered with one call that carries its ticket
@@ -215,7 +171,9 @@ def upstream_app() -> Starlette:
 KEEP_ALIVE = 60
 
 
-def _serve(role: str, conn: Connection, upstream: str, per_request: bool, profile: str) -> None:
+def _serve(
+    role: str, conn: Connection, upstream: str, per_request: bool, profile: str, fast: bool
+) -> None:
     """Child process: serve ``role``, send its URL, serve until told to stop."""
     if role == "upstream":
         app = upstream_app()
@@ -223,13 +181,11 @@ def _serve(role: str, conn: Connection, upstream: str, per_request: bool, profil
         client = None if per_request else new_client()  # as `toolwire serve --upstream`
         backend = OpenAIBackend("up-model", base_url=upstream + "/v1/", client=client)
         app = create_app(backend, model_name="gw")
+    # the gateway as `toolwire serve` runs it (its server, loop and guards); the upstream
+    # on the same server, so that neither side is measured on a slower one
+    settings = {**uvicorn_settings(fast=None if fast else False), "timeout_keep_alive": KEEP_ALIVE}
     config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=0,
-        log_level="warning",
-        lifespan="off",
-        timeout_keep_alive=KEEP_ALIVE,
+        app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", **settings
     )
     server = uvicorn.Server(config)
 
@@ -259,13 +215,13 @@ class Server:
 
 @contextlib.contextmanager
 def _process(
-    role: str, upstream: str = "", per_request: bool = False, profile: str = ""
+    role: str, upstream: str = "", per_request: bool = False, profile: str = "", fast: bool = True
 ) -> Iterator[Server]:
     ctx = multiprocessing.get_context("spawn")
     ours, theirs = ctx.Pipe()
     proc = ctx.Process(
         target=_serve,
-        args=(role, theirs, upstream, per_request, profile),
+        args=(role, theirs, upstream, per_request, profile, fast),
         name=role,
         daemon=True,
     )
@@ -303,58 +259,21 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-# -- checking replies
-
-
-def check(stream: bool, ticket: str, status: int, data: bytes) -> str | None:
-    """Why a reply is wrong, or None: one get_weather call, the request's own ticket in its
-    id and arguments."""
-    if status != 200:
-        return f"status {status}: {data[:160]!r}"
-    name = ""
-    ids: list[str] = []
-    pieces: list[str] = []
-    finish: str | None = None
-    try:
-        if stream:
-            text = data.decode()
-            if not text.endswith("data: [DONE]\n\n"):
-                return f"the stream does not end with [DONE]: ...{text[-120:]!r}"
-            for event in text.split("\n\n"):
-                if not event.startswith("data: ") or event == "data: [DONE]":
-                    continue
-                chunk = json.loads(event[6:])
-                if "error" in chunk:
-                    return f"an error chunk: {event[:160]!r}"
-                for choice in chunk["choices"]:
-                    for tc in choice["delta"].get("tool_calls") or ():
-                        if tc.get("id"):
-                            ids.append(tc["id"])
-                        name += tc["function"].get("name") or ""
-                        pieces.append(tc["function"].get("arguments") or "")
-                    finish = choice.get("finish_reason") or finish
-        else:
-            choice = json.loads(data)["choices"][0]
-            calls = choice["message"].get("tool_calls") or []
-            if len(calls) != 1:
-                return f"{len(calls)} tool calls, not 1: {data[:160]!r}"
-            name = calls[0]["function"]["name"]
-            ids.append(calls[0]["id"])
-            pieces.append(calls[0]["function"]["arguments"])
-            finish = choice["finish_reason"]
-        args = json.loads("".join(pieces))
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
-        return f"unreadable reply ({type(exc).__name__}: {exc}): {data[:160]!r}"
-    if name != "get_weather":
-        return f"the call is named {name!r}"
-    if ids != [call_id(ticket)] or args != arguments(ticket):
-        return f"MIXED: request {ticket} got call {ids} with {args!r}"
-    if finish != "tool_calls":
-        return f"finish_reason is {finish!r}"
-    return None
-
-
 # -- sending
+
+
+@dataclass(frozen=True)
+class Path:
+    """Where a batch goes: ``direct`` (the upstream's own chat completions) or the gateway
+    in one of its APIs."""
+
+    name: str
+    api: str
+    server: str  # "direct" or "gateway"
+
+
+def paths_for(apis: Sequence[str]) -> list[Path]:
+    return [Path("direct", "chat", "direct")] + [Path(f"gw {api}", api, "gateway") for api in apis]
 
 
 @dataclass
@@ -370,10 +289,11 @@ class Batch:
 
 
 async def batch(
-    clients: Sequence[httpx.AsyncClient], url: str, stream: bool, n: int, pid: int
+    clients: Sequence[httpx.AsyncClient], url: str, api: str, stream: bool, n: int, pid: int
 ) -> Batch:
-    """``n`` requests from one worker per client (the same client may be given more than
-    once), each with a ticket of its own; replies are checked after the clock stops."""
+    """``n`` requests in ``api``'s shape from one worker per client (the same client may be
+    given more than once), each with a ticket of its own; replies are checked after the
+    clock stops."""
     latencies: list[float] = []
     replies: list[tuple[str, int, bytes]] = []
     failures: list[str] = []
@@ -384,7 +304,7 @@ async def batch(
         while left > 0:
             left -= 1
             ticket = f"ticket-{next(_tickets)}"
-            body = ask(ticket, stream)
+            body = ask(api, ticket, stream)
             start = time.perf_counter()
             try:
                 if stream:
@@ -404,7 +324,7 @@ async def batch(
     await asyncio.gather(*(worker(client) for client in clients))
     seconds = time.perf_counter() - start
     cpu = cpu_seconds(pid) - cpu
-    failures.extend(why for t, s, d in replies if (why := check(stream, t, s, d)) is not None)
+    failures.extend(why for t, s, d in replies if (why := check(api, stream, t, s, d)) is not None)
     return Batch(latencies, seconds, failures, cpu)
 
 
@@ -444,18 +364,15 @@ class Measured:
 
 async def measure(
     servers: dict[str, Server],
+    paths: Sequence[Path],
     stream: bool,
     concurrency: int,
     n: int,
     rounds: int,
     one_client: bool,
 ) -> dict[str, Measured]:
-    """Alternating rounds of one direct and one gateway batch, the order turning each round."""
-    out = {path: Measured() for path in PATHS}
-    urls = {
-        "direct": f"{servers['direct'].url}/v1/chat/completions",
-        "gateway": f"{servers['gateway'].url}/v1/chat/completions",
-    }
+    """Rounds of one batch per path, the order turning each round."""
+    out = {path.name: Measured() for path in paths}
     tls = ssl.create_default_context()  # made once: each client would load the CA bundle
     async with contextlib.AsyncExitStack() as stack:
         if one_client:
@@ -470,54 +387,64 @@ async def measure(
                 )
                 for _ in range(concurrency)
             ]
-        for path in PATHS:  # warm-up: connections, imports, caches; checked, not timed
-            pid = servers[path].pid
+
+        def run(path: Path, count: int) -> Any:
+            server = servers[path.server]
+            return batch(clients, server.url + PATHS[path.api], path.api, stream, count, server.pid)
+
+        for path in paths:  # warm-up: connections, imports, caches; checked, not timed
             n_warm = concurrency if concurrency > MANY else max(2 * concurrency, 10)
-            warm = await batch(clients, urls[path], stream, n_warm, pid)
-            out[path].failures.extend(f"(warm-up) {why}" for why in warm.failures)
+            warm = await run(path, n_warm)
+            out[path.name].failures.extend(f"(warm-up) {why}" for why in warm.failures)
         for r in range(rounds):
-            for path in PATHS if r % 2 == 0 else PATHS[::-1]:
-                out[path].add(await batch(clients, urls[path], stream, n, servers[path].pid))
-    for path in PATHS:
-        out[path].peak_mb = peak_rss_mb(servers[path].pid)
+            turned = list(paths[r % len(paths) :]) + list(paths[: r % len(paths)])
+            for path in turned if r % 2 == 0 else turned[::-1]:
+                out[path.name].add(await run(path, n))
+    for path in paths:
+        out[path.name].peak_mb = peak_rss_mb(servers[path.server].pid)
     return out
 
 
 # -- reporting
 
 
-def report(results: list[tuple[str, dict[str, Measured]]]) -> None:
+def report(results: list[tuple[str, dict[str, Measured]]], paths: Sequence[Path]) -> None:
     print(
-        f"\n{'condition':<20} {'path':<8} {'p50 ms':>8} {'p99 ms':>8} {'req/s':>8} "
-        f"{'CPU ms/req':>10} {'peak MB':>8} {'failed':>7}"
+        f"\n{'condition':<20} {'path':<13} {'p50 ms':>8} {'p99 ms':>8} {'p99/p50':>7} "
+        f"{'req/s':>8} {'CPU ms/req':>10} {'peak MB':>8} {'failed':>7}"
     )
     for label, m in results:
-        for path in PATHS:
+        for i, path in enumerate(paths):
+            x = m[path.name]
             print(
-                f"{label if path == 'direct' else '':<20} {path:<8} {m[path].p(50):8.2f} "
-                f"{m[path].p(99):8.2f} {m[path].rate:8.1f} {m[path].cpu_ms:10.2f} "
-                f"{m[path].peak_mb:8.1f} {len(m[path].failures):7d}"
+                f"{label if i == 0 else '':<20} {path.name:<13} {x.p(50):8.2f} {x.p(99):8.2f} "
+                f"{x.p(99) / x.p(50):7.2f} {x.rate:8.1f} {x.cpu_ms:10.2f} {x.peak_mb:8.1f} "
+                f"{len(x.failures):7d}"
             )
     print(
-        f"\n{'gateway vs direct':<20} {'+p50 ms':>8} {'+p99 ms':>8} {'p50 x':>7} {'p99 x':>7} "
-        f"{'req/s x':>8}   {'p50 x per round':>15}"
+        f"\n{'gateway vs direct':<20} {'path':<13} {'+p50 ms':>8} {'+p99 ms':>8} {'p50 x':>7} "
+        f"{'p99 x':>7} {'req/s x':>8} {'CPU x chat':>10}   {'p50 x per round':>15}"
     )
     for label, m in results:
-        d, g = m["direct"], m["gateway"]
-        per_round = [gp / dp for gp, dp in zip(g.p50s, d.p50s, strict=True)]
-        spread = f"{min(per_round):.2f}-{max(per_round):.2f}" if per_round else "-"
-        print(
-            f"{label:<20} {g.p(50) - d.p(50):8.2f} {g.p(99) - d.p(99):8.2f} "
-            f"{g.p(50) / d.p(50):7.2f} {g.p(99) / d.p(99):7.2f} {g.rate / d.rate:8.2f}   "
-            f"{spread:>15}"
-        )
-    failed = [(label, path, m[path].failures) for label, m in results for path in PATHS]
+        d = m["direct"]
+        chat = m.get("gw chat")
+        for i, path in enumerate(paths[1:]):
+            g = m[path.name]
+            per_round = [gp / dp for gp, dp in zip(g.p50s, d.p50s, strict=True)]
+            spread = f"{min(per_round):.2f}-{max(per_round):.2f}" if per_round else "-"
+            versus = f"{g.cpu_ms / chat.cpu_ms:10.2f}" if chat is not None else f"{'-':>10}"
+            print(
+                f"{label if i == 0 else '':<20} {path.name:<13} {g.p(50) - d.p(50):8.2f} "
+                f"{g.p(99) - d.p(99):8.2f} {g.p(50) / d.p(50):7.2f} {g.p(99) / d.p(99):7.2f} "
+                f"{g.rate / d.rate:8.2f} {versus}   {spread:>15}"
+            )
+    failed = [(label, p.name, m[p.name].failures) for label, m in results for p in paths]
     if any(f for _, _, f in failed):
         print("\nFAILURES (figures above are suspect):")
-        for label, path, failures in failed:
+        for label, name, failures in failed:
             if failures:
                 mixed = sum("MIXED" in f for f in failures)
-                print(f"  {label}, {path}: {len(failures)} ({mixed} mixed); first: {failures[0]}")
+                print(f"  {label}, {name}: {len(failures)} ({mixed} mixed); first: {failures[0]}")
 
 
 #: Above this concurrency a round is one request per worker, and there are at most two.
@@ -527,7 +454,7 @@ MANY = 100
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--requests", type=int, default=150, help="per path, per round (150)")
-    p.add_argument("--rounds", type=int, default=5, help="alternating rounds (5)")
+    p.add_argument("--rounds", type=int, default=5, help="rounds (5)")
     p.add_argument(
         "--concurrency",
         default="",
@@ -535,6 +462,11 @@ def main() -> int:
         f"request per worker; above {MANY}, at most two rounds)",
     )
     p.add_argument("--only", action="store_true", help="run only the --concurrency levels")
+    p.add_argument(
+        "--apis",
+        default=",".join(APIS),
+        help=f"the gateway's APIs to measure, comma-separated ({','.join(APIS)})",
+    )
     p.add_argument("--quick", action="store_true", help="a smoke run: 40 requests, 2 rounds")
     p.add_argument(
         "--one-client",
@@ -546,27 +478,39 @@ def main() -> int:
         action="store_true",
         help="inject no client into the gateway's backend: it makes one per request",
     )
+    p.add_argument(
+        "--slow-server",
+        action="store_true",
+        help="serve on h11 and asyncio's loop even where uvloop and httptools are installed",
+    )
     p.add_argument("--profile", metavar="FILE", default="", help="cProfile the gateway to FILE")
     p.add_argument("--streamed-only", action="store_true", help="skip the non-streamed runs")
     args = p.parse_args()
     if args.quick:
         args.requests, args.rounds = 40, 2
+    apis = [a.strip() for a in args.apis.split(",") if a.strip()]
+    if not apis or any(a not in APIS for a in apis):
+        p.error(f"--apis takes some of {', '.join(APIS)}")
+    paths = paths_for(apis)
     given = [int(c) for c in args.concurrency.split(",") if c.strip()]
     levels = sorted(set(given) if args.only else {1, 32, *given})
     wiring = "a client per request" if args.client_per_request else "as `toolwire serve`"
     sender = "one pooled client" if args.one_client else "one client (one connection) per worker"
+    server = uvicorn_settings(fast=False if args.slow_server else None)
     print(
         f"python {platform.python_version()}, {os.cpu_count()} cpus, httpx {httpx.__version__}; "
         f"{args.requests} requests x {args.rounds} rounds per path and condition "
         f"(above concurrency {MANY}: one per worker, at most 2 rounds)"
     )
     print(f"sent from {sender}; gateway's upstream client: {wiring}")
+    print(f"servers: {server['http'].__name__} on the {server['loop']} loop")
     started = time.perf_counter()
     results: list[tuple[str, dict[str, Measured]]] = []
+    fast = not args.slow_server
     with contextlib.ExitStack() as stack:
-        upstream = stack.enter_context(_process("upstream"))
+        upstream = stack.enter_context(_process("upstream", fast=fast))
         gateway = stack.enter_context(
-            _process("gateway", upstream.url, args.client_per_request, args.profile)
+            _process("gateway", upstream.url, args.client_per_request, args.profile, fast)
         )
         servers = {"direct": upstream, "gateway": gateway}
         # by concurrency, then streamed or not: the peak memory grows with the load
@@ -574,16 +518,14 @@ def main() -> int:
             for stream in (True,) if args.streamed_only else (False, True):
                 n, rounds = (c, min(args.rounds, 2)) if c > MANY else (args.requests, args.rounds)
                 label = f"{'streamed' if stream else 'not streamed'}, c={c}"
-                m = asyncio.run(measure(servers, stream, c, n, rounds, args.one_client))
+                m = asyncio.run(measure(servers, paths, stream, c, n, rounds, args.one_client))
                 results.append((label, m))
-                print(
-                    f"  {label}: gateway {m['gateway'].cpu_ms:.2f} CPU ms/req, "
-                    f"{len(m['gateway'].failures)} failed",
-                    flush=True,
-                )
-    report(results)
+                shown = ", ".join(f"{p.name} {m[p.name].cpu_ms:.2f}" for p in paths[1:])
+                failed = sum(len(m[p.name].failures) for p in paths)
+                print(f"  {label}: CPU ms/req {shown}; {failed} failed", flush=True)
+    report(results, paths)
     print(f"\n{time.perf_counter() - started:.0f} s in all")
-    return 1 if any(m[path].failures for _, m in results for path in PATHS) else 0
+    return 1 if any(m[p.name].failures for _, m in results for p in paths) else 0
 
 
 if __name__ == "__main__":

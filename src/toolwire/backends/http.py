@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib.util
 import json
 import re
 import ssl
@@ -121,6 +122,11 @@ def new_client(
         size = POOLS * POOL_CONNECTIONS
         limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
         return httpx.AsyncClient(timeout=timeouts, verify=ssl_context(), limits=limits)
+    if importlib.util.find_spec("httptools") is not None:
+        from .connections import ConnectionPool
+
+        lean = ConnectionPool(connections=POOLS * POOL_CONNECTIONS, verify=ssl_context())
+        return httpx.AsyncClient(timeout=timeouts, transport=lean)
     pools = ShardedTransport(shards=POOLS, connections=POOL_CONNECTIONS, verify=ssl_context())
     return httpx.AsyncClient(timeout=timeouts, transport=pools)
 

@@ -67,11 +67,12 @@ class OllamaBackend(HttpTransport):
         return base_url.rstrip("/")
 
     def body(self, request: Request, dialect: str) -> dict[str, Any]:
-        """The JSON body of a streamed ``/api/chat`` request, schemas in ``dialect``."""
+        """The JSON body of an ``/api/chat`` request, schemas in ``dialect``; streamed unless
+        the caller takes the reply whole (``request.stream``)."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": to_ollama(request.messages),
-            "stream": True,
+            "stream": request.stream,
         }
         if request.tools:
             body["tools"] = wire_tools(request.tools, dialect)

@@ -96,12 +96,13 @@ class OpenAIBackend(HttpTransport):
         return cls(model, base_url=base_url, api_key=api_key, **options)
 
     def body(self, request: Request, dialect: str) -> dict[str, Any]:
-        """The JSON body of a streamed chat-completions request, its tool schemas in
-        ``dialect`` (the pipeline's choice: see :class:`~toolwire.pipeline.Plan`)."""
+        """The JSON body of a chat-completions request, its tool schemas in ``dialect`` (the
+        pipeline's choice: see :class:`~toolwire.pipeline.Plan`); streamed unless the
+        caller takes the reply whole (``request.stream``), and then read whole."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [dict(m) for m in request.messages],
-            "stream": True,
+            "stream": request.stream,
         }
         if request.tools:
             body["tools"] = wire_tools(request.tools, dialect)
