@@ -116,9 +116,7 @@ class GuardedH11Protocol(_Deadlines, H11Protocol):
         def bounded() -> Any:
             event = read()
             if isinstance(event, h11.Request) and _head_size(event) > MAX_HEADER_BYTES:
-                raise h11.RemoteProtocolError(
-                    f"the request head is over {MAX_HEADER_BYTES} bytes"
-                )
+                raise h11.RemoteProtocolError(f"the request head is over {MAX_HEADER_BYTES} bytes")
             return event
 
         self.conn.next_event = bounded  # type: ignore[method-assign]
