@@ -1,32 +1,38 @@
 """What the gateway adds to a request: latency, throughput, CPU and memory, beside going direct.
 
 A fake OpenAI-compatible upstream on 127.0.0.1 answers every request with one tool call
-(``get_weather``, its arguments arriving in pieces, as providers stream them). The same
-chat-completion request, with one tool, is sent either straight to the upstream or to the
-gateway in front of it, which does its real work on every reply: it assembles the call,
-parses its arguments and re-emits OpenAI's shape. Conditions: not streamed and streamed (read
-to the last byte), at concurrency 1 and 32 (workers, each sending its next request when its
-last reply has ended), and any other levels given with ``--concurrency`` (``--concurrency
-1000``: a thousand streams at once, one request per worker, each round).
+(``get_weather``, its arguments arriving in pieces, as providers stream them, or whole when
+not streamed). The same question, with one tool, is sent straight to the upstream (its Chat
+Completions: ``direct``) or to the gateway in front of it in each API the gateway speaks
+(``gw chat``, ``gw responses``, ``gw messages``: see gateway_apis.py), which does its real
+work on every reply: it assembles the call, reads and types its arguments and writes the
+client's API. Optionally LiteLLM's proxy stands beside it (``litellm chat``, one worker, no
+database; ``--litellm COMMAND``, or found on PATH), so that the comparison with the gateway
+people would pick instead is measured in the same run. Conditions: not streamed and streamed
+(read to the last byte), at concurrency 1 and 32 (workers, each sending its next request when
+its last reply has ended), and any other levels given with ``--concurrency``
+(``--concurrency 1000``: a thousand streams at once, one request per worker, each round).
 
 Every request carries a ticket of its own, which the upstream writes into the call's id and
-its ``city`` argument; every reply is checked (status 200; one ``get_weather`` call carrying
-the request's own ticket and the arguments sent, ``finish_reason`` ``tool_calls``; a stream
-ends with ``[DONE]``), so a reply that reached the wrong client, or that was cut or mixed
-with another, is counted and shown, never dropped.
+its ``city`` argument; every reply is checked in its API's shape (status 200; one
+``get_weather`` call carrying the request's own ticket and the arguments sent, the turn ended
+for the call; a stream ends with its last event), so a reply that reached the wrong client,
+or that was cut or mixed with another, is counted and shown, never dropped.
 
-Printed per condition and path: latency at the median and the 99th percentile, requests per
-second, the serving process's CPU per request (the upstream's when direct, the gateway's own
-when through the gateway; user + system time from ``/proc/<pid>/stat``), its peak resident
-memory so far (``VmHWM`` from ``/proc/<pid>/status``), failures; then what the gateway adds
-(milliseconds at p50 and p99) and the ratios gateway/direct.
+Printed per condition and path: latency at the median and the 99th percentile and their
+ratio, requests per second, the serving process's CPU per request (the upstream's when
+direct, the gateway's own through the gateway, LiteLLM's with its children; user + system
+time from ``/proc/<pid>/stat``), its peak resident memory so far (``VmHWM``), failures; then
+what each path adds to direct (milliseconds at p50 and p99), the ratios to direct, and its
+CPU per request against the gateway's in Chat Completions (the cost of each API beside it).
+Each server's start-up time is printed first.
 
 The machine is shared and noisy, so the figures are ratios measured in one run, never
-assertions, and the two paths alternate: each round runs one direct batch and one gateway
-batch (in turn order), after a warm-up of both. Percentiles come from all rounds' requests
-pooled (both pools span the same stretch of time); requests per second is the median of the
-rounds, CPU per request the total over the rounds, and the spread of the per-round p50 ratio
-is shown as a measure of the noise.
+assertions, and the paths alternate: each round runs one batch per path, the order turning
+each round, after a warm-up of all. Percentiles come from all rounds' requests pooled (all
+pools span the same stretch of time); requests per second is the median of the rounds, CPU
+per request the total over the rounds, and the spread of the per-round p50 ratio is shown as
+a measure of the noise.
 
 Each worker sends from an ``httpx.AsyncClient`` of its own that keeps one connection alive.
 One pooled client for all workers would measure the client: httpx's pool scans every
@@ -36,10 +42,13 @@ gateway's cost in the baseline. ``--one-client`` sends from one pooled client in
 
 The upstream and the gateway each run in a process of their own, as they would in use: in
 one process they would share one interpreter lock with each other and with the client, and
-the contention would be counted as overhead. The gateway is wired as ``toolwire serve
---upstream`` wires it (one pooled client, :func:`toolwire.backends.http.new_client`, for as
-long as it serves); ``--client-per-request`` injects none, so the backend makes a client per
-request, as a library caller who hands in no client gets.
+the contention would be counted as overhead. The gateway is wired and served as ``toolwire
+serve --upstream`` does it: one pooled client (:func:`toolwire.backends.http.new_client`)
+for as long as it serves, and uvicorn with the settings of
+:func:`toolwire.server.uvicorn_settings` (uvloop and httptools where installed, with the
+slow-client guards; ``--slow-server``: h11 and asyncio's loop, for both servers).
+``--client-per-request`` injects no client, so the backend makes one per request, as a
+library caller who hands in none gets.
 
 Both servers keep idle connections for a minute. With uvicorn's 5 s, a thousand streams on two
 shared cores lose a few percent of their requests to resets that measure the machine, not
@@ -51,8 +60,10 @@ same race with an upstream that keeps connections as briefly, under as much load
 ``--profile FILE`` runs the gateway under cProfile and writes its stats to FILE when it stops.
 
     python benchmarks/gateway.py [--requests 150] [--rounds 5] [--quick]
-                                 [--concurrency 1000] [--only] [--one-client]
-                                 [--streamed-only] [--client-per-request] [--profile FILE]
+                                 [--concurrency 1000] [--only] [--apis chat,responses,messages]
+                                 [--litellm COMMAND | --no-litellm] [--one-client]
+                                 [--streamed-only] [--client-per-request] [--slow-server]
+                                 [--profile FILE]
 """
 
 from __future__ import annotations
@@ -67,8 +78,13 @@ import multiprocessing
 import os
 import platform
 import re
+import secrets
+import shutil
+import signal
+import socket
 import ssl
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -211,6 +227,9 @@ def _serve(
 class Server:
     url: str
     pid: int
+    headers: dict[str, str] = field(default_factory=lambda: dict(HEADERS))
+    #: Seconds from launch until it served.
+    started: float = float("nan")
 
 
 @contextlib.contextmanager
@@ -225,12 +244,14 @@ def _process(
         name=role,
         daemon=True,
     )
+    launched = time.perf_counter()
     proc.start()
     try:
         if not ours.poll(60):
             raise RuntimeError(f"the {role} did not start serving")
         assert proc.pid is not None
-        yield Server(str(ours.recv()), proc.pid)
+        url = str(ours.recv())
+        yield Server(url, proc.pid, started=time.perf_counter() - launched)
     finally:
         with contextlib.suppress(OSError):
             ours.send("stop")
@@ -240,23 +261,94 @@ def _process(
             proc.join(5)
 
 
+@contextlib.contextmanager
+def _litellm(command: str, upstream: str) -> Iterator[Server]:
+    """LiteLLM's proxy in front of the same upstream, as its users start it: one worker, no
+    database, the upstream as an OpenAI-compatible model (``openai/up-model``), a master key
+    (it refuses to start without one)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    key = "sk-bench-" + secrets.token_hex(16)
+    env = {
+        **os.environ,
+        "LITELLM_MASTER_KEY": key,
+        "OPENAI_API_KEY": "unused",
+        "LITELLM_TELEMETRY": "False",
+    }
+    argv = [command, "--model", "openai/up-model", "--api_base", upstream + "/v1"]
+    argv += ["--host", "127.0.0.1", "--port", str(port), "--num_workers", "1"]
+    launched = time.perf_counter()
+    proc = subprocess.Popen(
+        argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"LiteLLM's proxy exited ({proc.returncode}) before serving")
+            if time.perf_counter() - launched > 180:
+                raise RuntimeError("LiteLLM's proxy did not start serving within 180 s")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(url + "/health/liveliness", timeout=1).status_code == 200:
+                    break
+            time.sleep(0.2)
+        headers = {**HEADERS, "authorization": f"Bearer {key}"}
+        yield Server(url, proc.pid, headers, started=time.perf_counter() - launched)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+
+
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU the process has used, all its threads, from ``/proc/<pid>/stat``."""
+def _stat(pid: int) -> list[str]:
     with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime (fields 14, 15)
+        return f.read().rsplit(")", 1)[1].split()
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and every process below it (LiteLLM's proxy may serve from a child)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, IndexError):
+                parents.setdefault(int(_stat(int(entry))[1]), []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(parents.get(p, ()))
+    return out
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU the process and those below it have used, all their threads, from
+    ``/proc/<pid>/stat``."""
+    total = 0
+    for p in _tree(pid):
+        with contextlib.suppress(OSError):
+            fields = _stat(p)
+            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15)
+    return total / _TICK
 
 
 def peak_rss_mb(pid: int) -> float:
-    """The process's peak resident memory so far (``VmHWM``), in MB."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+    """The peak resident memory so far (``VmHWM``) of the process and those below it
+    (each one's peak, added), in MB."""
+    total = 0
+    for p in _tree(pid):
+        with contextlib.suppress(OSError), open(f"/proc/{p}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    total += int(line.split()[1])
+    return total / 1024 if total else float("nan")
 
 
 # -- sending
@@ -272,8 +364,9 @@ class Path:
     server: str  # "direct" or "gateway"
 
 
-def paths_for(apis: Sequence[str]) -> list[Path]:
-    return [Path("direct", "chat", "direct")] + [Path(f"gw {api}", api, "gateway") for api in apis]
+def paths_for(apis: Sequence[str], litellm: bool) -> list[Path]:
+    paths = [Path("direct", "chat", "direct")] + [Path(f"gw {a}", a, "gateway") for a in apis]
+    return paths + ([Path("litellm chat", "chat", "litellm")] if litellm else [])
 
 
 @dataclass
@@ -289,7 +382,7 @@ class Batch:
 
 
 async def batch(
-    clients: Sequence[httpx.AsyncClient], url: str, api: str, stream: bool, n: int, pid: int
+    clients: Sequence[httpx.AsyncClient], server: Server, api: str, stream: bool, n: int
 ) -> Batch:
     """``n`` requests in ``api``'s shape from one worker per client (the same client may be
     given more than once), each with a ticket of its own; replies are checked after the
@@ -304,14 +397,15 @@ async def batch(
         while left > 0:
             left -= 1
             ticket = f"ticket-{next(_tickets)}"
+            url, headers = server.url + PATHS[api], server.headers
             body = ask(api, ticket, stream)
             start = time.perf_counter()
             try:
                 if stream:
-                    async with client.stream("POST", url, content=body, headers=HEADERS) as r:
+                    async with client.stream("POST", url, content=body, headers=headers) as r:
                         data = b"".join([piece async for piece in r.aiter_bytes()])
                 else:
-                    r = await client.post(url, content=body, headers=HEADERS)
+                    r = await client.post(url, content=body, headers=headers)
                     data = r.content
             except httpx.HTTPError as exc:
                 failures.append(f"{type(exc).__name__}: {exc}")
@@ -319,11 +413,11 @@ async def batch(
             latencies.append(time.perf_counter() - start)
             replies.append((ticket, r.status_code, data))
 
-    cpu = cpu_seconds(pid)
+    cpu = cpu_seconds(server.pid)
     start = time.perf_counter()
     await asyncio.gather(*(worker(client) for client in clients))
     seconds = time.perf_counter() - start
-    cpu = cpu_seconds(pid) - cpu
+    cpu = cpu_seconds(server.pid) - cpu
     failures.extend(why for t, s, d in replies if (why := check(api, stream, t, s, d)) is not None)
     return Batch(latencies, seconds, failures, cpu)
 
@@ -389,8 +483,7 @@ async def measure(
             ]
 
         def run(path: Path, count: int) -> Any:
-            server = servers[path.server]
-            return batch(clients, server.url + PATHS[path.api], path.api, stream, count, server.pid)
+            return batch(clients, servers[path.server], path.api, stream, count)
 
         for path in paths:  # warm-up: connections, imports, caches; checked, not timed
             n_warm = concurrency if concurrency > MANY else max(2 * concurrency, 10)
@@ -423,7 +516,7 @@ def report(results: list[tuple[str, dict[str, Measured]]], paths: Sequence[Path]
             )
     print(
         f"\n{'gateway vs direct':<20} {'path':<13} {'+p50 ms':>8} {'+p99 ms':>8} {'p50 x':>7} "
-        f"{'p99 x':>7} {'req/s x':>8} {'CPU x chat':>10}   {'p50 x per round':>15}"
+        f"{'p99 x':>7} {'req/s x':>8} {'CPU/gw chat':>11}   {'p50 x per round':>15}"
     )
     for label, m in results:
         d = m["direct"]
@@ -432,7 +525,7 @@ def report(results: list[tuple[str, dict[str, Measured]]], paths: Sequence[Path]
             g = m[path.name]
             per_round = [gp / dp for gp, dp in zip(g.p50s, d.p50s, strict=True)]
             spread = f"{min(per_round):.2f}-{max(per_round):.2f}" if per_round else "-"
-            versus = f"{g.cpu_ms / chat.cpu_ms:10.2f}" if chat is not None else f"{'-':>10}"
+            versus = f"{g.cpu_ms / chat.cpu_ms:11.2f}" if chat is not None else f"{'-':>11}"
             print(
                 f"{label if i == 0 else '':<20} {path.name:<13} {g.p(50) - d.p(50):8.2f} "
                 f"{g.p(99) - d.p(99):8.2f} {g.p(50) / d.p(50):7.2f} {g.p(99) / d.p(99):7.2f} "
@@ -483,6 +576,14 @@ def main() -> int:
         action="store_true",
         help="serve on h11 and asyncio's loop even where uvloop and httptools are installed",
     )
+    p.add_argument(
+        "--litellm",
+        metavar="COMMAND",
+        default=shutil.which("litellm") or "",
+        help="LiteLLM's proxy command (litellm[proxy], best in a virtualenv of its own), "
+        "measured beside the gateway in Chat Completions; found on PATH by default",
+    )
+    p.add_argument("--no-litellm", action="store_true", help="leave LiteLLM's proxy out")
     p.add_argument("--profile", metavar="FILE", default="", help="cProfile the gateway to FILE")
     p.add_argument("--streamed-only", action="store_true", help="skip the non-streamed runs")
     args = p.parse_args()
@@ -491,7 +592,8 @@ def main() -> int:
     apis = [a.strip() for a in args.apis.split(",") if a.strip()]
     if not apis or any(a not in APIS for a in apis):
         p.error(f"--apis takes some of {', '.join(APIS)}")
-    paths = paths_for(apis)
+    litellm = "" if args.no_litellm else args.litellm
+    paths = paths_for(apis, bool(litellm))
     given = [int(c) for c in args.concurrency.split(",") if c.strip()]
     levels = sorted(set(given) if args.only else {1, 32, *given})
     wiring = "a client per request" if args.client_per_request else "as `toolwire serve`"
@@ -513,6 +615,13 @@ def main() -> int:
             _process("gateway", upstream.url, args.client_per_request, args.profile, fast)
         )
         servers = {"direct": upstream, "gateway": gateway}
+        if litellm:
+            servers["litellm"] = stack.enter_context(_litellm(litellm, upstream.url))
+        print(
+            "started in: "
+            + ", ".join(f"{name} {server.started:.1f} s" for name, server in servers.items()),
+            flush=True,
+        )
         # by concurrency, then streamed or not: the peak memory grows with the load
         for c in levels:
             for stream in (True,) if args.streamed_only else (False, True):

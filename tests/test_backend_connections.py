@@ -295,3 +295,46 @@ def test_a_streamed_reply_closed_early_closes_its_connection() -> None:
     with server(lambda _: next(answers)) as s:
         assert asyncio.run(first_piece()) == 200
     assert s.connections == 2
+
+
+def test_a_cookie_an_upstream_sets_rides_on_no_later_request() -> None:
+    """serve's client is shared by every client of the gateway: what one reply sets must
+    never reach another caller's request."""
+
+    async def run() -> None:
+        async with new_client(5.0) as http:
+            for _ in range(2):
+                assert (await http.post(s.url, json={})).status_code == 200
+
+    with server(lambda _: ok(extra=b"set-cookie: session=secret; Path=/\r\n")) as s:
+        asyncio.run(run())
+    assert len(s.requests) == 2
+    assert b"secret" not in s.requests[1].lower() and b"cookie" not in s.requests[1].lower()
+
+
+def test_a_transport_converts_each_distinct_tool_list_once() -> None:
+    from toolwire.backends import OpenAIBackend
+    from toolwire.backends.http import TOOL_LISTS_KEPT, wire_tools
+
+    backend = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1")
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "f",
+            "description": "F.",
+            "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}},
+        },
+    }
+    same = json.loads(json.dumps([tool]))  # equal, not the same object
+    first = backend.tools_on_wire([tool], "permissive")
+    assert first == wire_tools([tool], "permissive")
+    assert backend.tools_on_wire(same, "permissive") is first
+    gemini = backend.tools_on_wire([tool], "gemini")
+    assert gemini is not first and gemini == wire_tools([tool], "gemini")
+    other = {**tool, "function": {**tool["function"], "name": "g"}}
+    assert backend.tools_on_wire([other], "permissive")[0]["function"]["name"] == "g"
+    # bounded: the oldest list goes first
+    for i in range(TOOL_LISTS_KEPT + 5):
+        named = {**tool, "function": {**tool["function"], "name": f"t{i}"}}
+        backend.tools_on_wire([named], "permissive")
+    assert backend.tools_on_wire([tool], "permissive") is not first

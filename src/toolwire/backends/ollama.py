@@ -18,7 +18,7 @@ from ..errors import BackendError
 from ..events import Event
 from ..messages import ToolCall
 from ..pipeline import Request
-from .http import HttpTransport, Records, Reply, wire_tools
+from .http import HttpTransport, Records, Reply
 
 __all__ = ["OllamaBackend", "to_ollama"]
 
@@ -75,7 +75,7 @@ class OllamaBackend(HttpTransport):
             "stream": request.stream,
         }
         if request.tools:
-            body["tools"] = wire_tools(request.tools, dialect)
+            body["tools"] = self.tools_on_wire(request.tools, dialect)
         if request.think is not None:
             body["think"] = request.think
         options: dict[str, Any] = {}

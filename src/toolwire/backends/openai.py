@@ -26,7 +26,7 @@ from ..errors import BackendError, UsageError
 from ..events import Event
 from ..messages import ToolCall
 from ..pipeline import Request
-from .http import HttpTransport, Records, Reply, wire_tools
+from .http import HttpTransport, Records, Reply
 
 __all__ = ["PROVIDERS", "OpenAIBackend"]
 
@@ -105,7 +105,7 @@ class OpenAIBackend(HttpTransport):
             "stream": request.stream,
         }
         if request.tools:
-            body["tools"] = wire_tools(request.tools, dialect)
+            body["tools"] = self.tools_on_wire(request.tools, dialect)
             if request.tool_choice is not None:
                 body["tool_choice"] = request.tool_choice
         if request.temperature is not None:
