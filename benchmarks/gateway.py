@@ -605,7 +605,9 @@ def main() -> int:
         f"(above concurrency {MANY}: one per worker, at most 2 rounds)"
     )
     print(f"sent from {sender}; gateway's upstream client: {wiring}")
-    print(f"servers: {server['http'].__name__} on the {server['loop']} loop")
+    protocol = server["http"]
+    named = protocol if isinstance(protocol, str) else protocol.__name__
+    print(f"servers: {named.rsplit(':', 1)[-1]} on the {server['loop']} loop")
     started = time.perf_counter()
     results: list[tuple[str, dict[str, Measured]]] = []
     fast = not args.slow_server

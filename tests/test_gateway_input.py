@@ -20,9 +20,11 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from uvicorn.importer import import_from_string
 
 from toolwire.server import create_app, uvicorn_settings
 from toolwire.server.guard import (
+    HTTPTOOLS_PROTOCOL,
     MAX_HEADER_BYTES,
     GuardedH11Protocol,
     fast_server,
@@ -49,8 +51,9 @@ def quick(fast: bool) -> dict[str, Any]:
     """The server's settings (the fast one: uvloop and httptools; or h11) with short
     deadlines."""
     settings = uvicorn_settings(fast=fast)
+    guarded: Any = httptools_protocol() if fast else GuardedH11Protocol
 
-    class Quick(settings["http"]):  # type: ignore[misc, name-defined]
+    class Quick(guarded):  # type: ignore[misc, valid-type]
         header_timeout = 0.5
         request_timeout = 1.5
 
@@ -65,7 +68,9 @@ SERVERS = pytest.mark.parametrize("fast", [True, False], ids=["httptools", "h11"
 def test_the_fast_server_is_installed_and_guarded() -> None:
     assert fast_server()
     settings = uvicorn_settings()
-    assert settings["http"] is httptools_protocol() and settings["loop"] == "uvloop"
+    assert settings["http"] == HTTPTOOLS_PROTOCOL and settings["loop"] == "uvloop"
+    # uvicorn imports it by name (so serve --workers can send it to each process)
+    assert import_from_string(HTTPTOOLS_PROTOCOL) is httptools_protocol()
     assert uvicorn_settings(fast=False)["http"] is GuardedH11Protocol
 
 

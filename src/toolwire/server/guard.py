@@ -11,7 +11,7 @@ answers a body still coming after its own, shorter ``body_timeout`` with a 408 f
 :func:`~toolwire.server.create_app`). A request's head is bounded in size
 (:data:`MAX_HEADER_BYTES`): past it the client gets a 400 and the connection is closed.
 
-The deadlines are one piece of logic (:class:`_Deadlines`) over either of uvicorn's HTTP
+The deadlines are one piece of logic (:class:`Deadlines`) over either of uvicorn's HTTP
 protocols: :class:`GuardedHttpToolsProtocol` (httptools' C parser, with uvloop: the fast
 server, used whenever both are installed) and :class:`GuardedH11Protocol` (pure Python, the
 fallback). ``uvicorn.run(app, **uvicorn_settings())`` — ``toolwire serve`` does that.
@@ -20,7 +20,6 @@ fallback). ``uvicorn.run(app, **uvicorn_settings())`` — ``toolwire serve`` doe
 from __future__ import annotations
 
 import asyncio
-import functools
 import importlib.util
 from typing import Any
 
@@ -29,8 +28,10 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 __all__ = [
     "HEADER_TIMEOUT",
+    "HTTPTOOLS_PROTOCOL",
     "MAX_HEADER_BYTES",
     "REQUEST_TIMEOUT",
+    "Deadlines",
     "GuardedH11Protocol",
     "fast_server",
     "httptools_protocol",
@@ -48,13 +49,13 @@ _TIMED_OUT = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
     b"connection: close\r\ncontent-length: 38\r\n\r\nthe request headers came in too slowly"
 )
-_HEAD_TOO_LARGE = (
+HEAD_TOO_LARGE = (
     b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\n"
     b"connection: close\r\ncontent-length: 37\r\n\r\nthe request headers are over 16384 B"
 )
 
 
-class _Deadlines:
+class Deadlines:
     """The deadline of the request part a connection is waiting for: ``headers`` from its
     first byte (or the connection's opening) to its last header, then ``body`` to its last
     byte. A protocol calls :meth:`_arm`, :meth:`_cancel` and :meth:`_follow` as the
@@ -102,7 +103,7 @@ def _head_size(request: h11.Request) -> int:
     return len(request.target) + sum(len(name) + len(value) + 4 for name, value in request.headers)
 
 
-class GuardedH11Protocol(_Deadlines, H11Protocol):
+class GuardedH11Protocol(Deadlines, H11Protocol):
     """uvicorn's h11 protocol with a deadline for each request's headers and body.
 
     h11 bounds only a head it holds incomplete; one that arrives whole is measured as it is
@@ -154,81 +155,15 @@ def fast_server() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("uvloop", "httptools"))
 
 
-@functools.cache
+#: Where the guarded httptools protocol is, as uvicorn imports it (by name, so that the
+#: settings can be sent to ``serve --workers`` processes).
+HTTPTOOLS_PROTOCOL = "toolwire.server.guard_httptools:GuardedHttpToolsProtocol"
+
+
 def httptools_protocol() -> type[Any]:
-    """``GuardedHttpToolsProtocol``: uvicorn's httptools protocol, guarded; made (once) only
-    where httptools is installed, since its module imports it."""
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
-    class GuardedHttpToolsProtocol(_Deadlines, HttpToolsProtocol):
-        """uvicorn's httptools protocol with a deadline for each request's headers and
-        body, and a bound on the size of its head (httptools itself has none).
-
-        The head is measured twice: as parsed (the path and each header as the parser
-        gives them; past the bound, the parser is stopped, and uvicorn answers a 400 and
-        closes), and as received while the head is incomplete (the parser holds a header
-        it has not finished, so a head that never ends is bounded too)."""
-
-        #: Where the request in progress is: ``""`` between requests, ``head`` until its
-        #: last header, ``body`` until its last byte, ``done`` until the next begins.
-        _part = ""
-        _head_bytes = 0
-        _parsed_bytes = 0
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._arm("headers", self.header_timeout)
-
-        def data_received(self, data: bytes) -> None:
-            if self._deadline is None and self._part in ("", "done"):
-                self._arm("headers", self.header_timeout)
-            self._heard = True
-            if self._waiting_for_headers():
-                self._head_bytes += len(data)
-            super().data_received(data)
-            if self._waiting_for_headers() and self._head_bytes > MAX_HEADER_BYTES:
-                self._cancel()
-                if not self.transport.is_closing():
-                    self.transport.write(_HEAD_TOO_LARGE)
-                    self.transport.close()
-
-        def on_message_begin(self) -> None:
-            super().on_message_begin()
-            self._part = "head"
-            self._parsed_bytes = 0
-
-        def on_url(self, url: bytes) -> None:
-            self._parsed(len(url))
-            super().on_url(url)
-
-        def on_header(self, name: bytes, value: bytes) -> None:
-            self._parsed(len(name) + len(value) + 4)
-            super().on_header(name, value)
-
-        def _parsed(self, size: int) -> None:
-            self._parsed_bytes += size
-            if self._parsed_bytes > MAX_HEADER_BYTES:
-                # the parser stops with a callback error: uvicorn answers 400 and closes
-                raise ValueError(f"the request head is over {MAX_HEADER_BYTES} bytes")
-
-        def on_headers_complete(self) -> None:
-            super().on_headers_complete()
-            self._part = "body"
-            self._head_bytes = 0
-            self._arm("body", self.request_timeout)
-
-        def on_message_complete(self) -> None:
-            super().on_message_complete()
-            self._part = "done"
-            self._head_bytes = 0
-            self._cancel()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._cancel()
-            super().connection_lost(exc)
-
-        def _waiting_for_headers(self) -> bool:
-            return self._part in ("", "done", "head")
+    """``GuardedHttpToolsProtocol``, from the module that holds it (it imports httptools, so
+    it is imported only where httptools is installed)."""
+    from .guard_httptools import GuardedHttpToolsProtocol
 
     return GuardedHttpToolsProtocol
 
@@ -241,7 +176,7 @@ def uvicorn_settings(*, fast: bool | None = None) -> dict[str, Any]:
         fast = fast_server()
     if fast:
         return {
-            "http": httptools_protocol(),
+            "http": HTTPTOOLS_PROTOCOL,
             "loop": "uvloop",
             "timeout_keep_alive": 5,
         }
