@@ -1,32 +1,38 @@
 """What the gateway adds to a request: latency, throughput, CPU and memory, beside going direct.
 
 A fake OpenAI-compatible upstream on 127.0.0.1 answers every request with one tool call
-(``get_weather``, its arguments arriving in pieces, as providers stream them). The same
-chat-completion request, with one tool, is sent either straight to the upstream or to the
-gateway in front of it, which does its real work on every reply: it assembles the call,
-parses its arguments and re-emits OpenAI's shape. Conditions: not streamed and streamed (read
-to the last byte), at concurrency 1 and 32 (workers, each sending its next request when its
-last reply has ended), and any other levels given with ``--concurrency`` (``--concurrency
-1000``: a thousand streams at once, one request per worker, each round).
+(``get_weather``, its arguments arriving in pieces, as providers stream them, or whole when
+not streamed). The same question, with one tool, is sent straight to the upstream (its Chat
+Completions: ``direct``) or to the gateway in front of it in each API the gateway speaks
+(``gw chat``, ``gw responses``, ``gw messages``: see gateway_apis.py), which does its real
+work on every reply: it assembles the call, reads and types its arguments and writes the
+client's API. Optionally LiteLLM's proxy stands beside it (``litellm chat``, one worker, no
+database; ``--litellm COMMAND``, or found on PATH), so that the comparison with the gateway
+people would pick instead is measured in the same run. Conditions: not streamed and streamed
+(read to the last byte), at concurrency 1 and 32 (workers, each sending its next request when
+its last reply has ended), and any other levels given with ``--concurrency``
+(``--concurrency 1000``: a thousand streams at once, one request per worker, each round).
 
 Every request carries a ticket of its own, which the upstream writes into the call's id and
-its ``city`` argument; every reply is checked (status 200; one ``get_weather`` call carrying
-the request's own ticket and the arguments sent, ``finish_reason`` ``tool_calls``; a stream
-ends with ``[DONE]``), so a reply that reached the wrong client, or that was cut or mixed
-with another, is counted and shown, never dropped.
+its ``city`` argument; every reply is checked in its API's shape (status 200; one
+``get_weather`` call carrying the request's own ticket and the arguments sent, the turn ended
+for the call; a stream ends with its last event), so a reply that reached the wrong client,
+or that was cut or mixed with another, is counted and shown, never dropped.
 
-Printed per condition and path: latency at the median and the 99th percentile, requests per
-second, the serving process's CPU per request (the upstream's when direct, the gateway's own
-when through the gateway; user + system time from ``/proc/<pid>/stat``), its peak resident
-memory so far (``VmHWM`` from ``/proc/<pid>/status``), failures; then what the gateway adds
-(milliseconds at p50 and p99) and the ratios gateway/direct.
+Printed per condition and path: latency at the median and the 99th percentile and their
+ratio, requests per second, the serving process's CPU per request (the upstream's when
+direct, the gateway's own through the gateway, LiteLLM's with its children; user + system
+time from ``/proc/<pid>/stat``), its peak resident memory so far (``VmHWM``), failures; then
+what each path adds to direct (milliseconds at p50 and p99), the ratios to direct, and its
+CPU per request against the gateway's in Chat Completions (the cost of each API beside it).
+Each server's start-up time is printed first.
 
 The machine is shared and noisy, so the figures are ratios measured in one run, never
-assertions, and the two paths alternate: each round runs one direct batch and one gateway
-batch (in turn order), after a warm-up of both. Percentiles come from all rounds' requests
-pooled (both pools span the same stretch of time); requests per second is the median of the
-rounds, CPU per request the total over the rounds, and the spread of the per-round p50 ratio
-is shown as a measure of the noise.
+assertions, and the paths alternate: each round runs one batch per path, the order turning
+each round, after a warm-up of all. Percentiles come from all rounds' requests pooled (all
+pools span the same stretch of time); requests per second is the median of the rounds, CPU
+per request the total over the rounds, and the spread of the per-round p50 ratio is shown as
+a measure of the noise.
 
 Each worker sends from an ``httpx.AsyncClient`` of its own that keeps one connection alive.
 One pooled client for all workers would measure the client: httpx's pool scans every
@@ -36,10 +42,13 @@ gateway's cost in the baseline. ``--one-client`` sends from one pooled client in
 
 The upstream and the gateway each run in a process of their own, as they would in use: in
 one process they would share one interpreter lock with each other and with the client, and
-the contention would be counted as overhead. The gateway is wired as ``toolwire serve
---upstream`` wires it (one pooled client, :func:`toolwire.backends.http.new_client`, for as
-long as it serves); ``--client-per-request`` injects none, so the backend makes a client per
-request, as a library caller who hands in no client gets.
+the contention would be counted as overhead. The gateway is wired and served as ``toolwire
+serve --upstream`` does it: one pooled client (:func:`toolwire.backends.http.new_client`)
+for as long as it serves, and uvicorn with the settings of
+:func:`toolwire.server.uvicorn_settings` (uvloop and httptools where installed, with the
+slow-client guards; ``--slow-server``: h11 and asyncio's loop, for both servers).
+``--client-per-request`` injects no client, so the backend makes one per request, as a
+library caller who hands in none gets.
 
 Both servers keep idle connections for a minute. With uvicorn's 5 s, a thousand streams on two
 shared cores lose a few percent of their requests to resets that measure the machine, not
@@ -51,8 +60,10 @@ same race with an upstream that keeps connections as briefly, under as much load
 ``--profile FILE`` runs the gateway under cProfile and writes its stats to FILE when it stops.
 
     python benchmarks/gateway.py [--requests 150] [--rounds 5] [--quick]
-                                 [--concurrency 1000] [--only] [--one-client]
-                                 [--streamed-only] [--client-per-request] [--profile FILE]
+                                 [--concurrency 1000] [--only] [--apis chat,responses,messages]
+                                 [--litellm COMMAND | --no-litellm] [--one-client]
+                                 [--streamed-only] [--client-per-request] [--slow-server]
+                                 [--profile FILE]
 """
 
 from __future__ import annotations
@@ -67,8 +78,13 @@ import multiprocessing
 import os
 import platform
 import re
+import secrets
+import shutil
+import signal
+import socket
 import ssl
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -86,61 +102,17 @@ from starlette.routing import Route
 
 from toolwire.backends import OpenAIBackend
 from toolwire.backends.http import new_client
-from toolwire.server import create_app
+from toolwire.server import create_app, uvicorn_settings
 from toolwire.testing import tool_call_deltas
 
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "The weather in a city, for the next few days.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "city": {"type": "string"},
-                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-                    "days": {"type": "integer"},
-                },
-                "required": ["city"],
-            },
-        },
-    }
-]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gateway_apis import APIS, PATHS, arguments, ask, call_id, check
+
 USAGE = {"prompt_tokens": 61, "completion_tokens": 24}
-HEADERS = {"content-type": "application/json"}
-PATHS = ("direct", "gateway")
+HEADERS = {"content-type": "application/json", "x-api-key": "unused"}
 #: How a request's ticket is written in its question, and found there by the upstream.
 TICKET = re.compile(r"ticket-[0-9]+")
 _tickets = itertools.count()
-
-
-def ask(ticket: str, stream: bool) -> bytes:
-    """The request body: one tool, a question that carries ``ticket``."""
-    return json.dumps(
-        {
-            "model": "up-model",
-            "messages": [
-                {"role": "system", "content": "You answer questions about the weather."},
-                {
-                    "role": "user",
-                    "content": f"What will the weather be in Paris for the next 3 days? "
-                    f"(request {ticket})",
-                },
-            ],
-            "tools": TOOLS,
-            "stream": stream,
-        }
-    ).encode()
-
-
-def arguments(ticket: str) -> dict[str, Any]:
-    """The call's arguments in the reply to the request carrying ``ticket``."""
-    return {"city": f"Paris {ticket}", "unit": "celsius", "days": 3}
-
-
-def call_id(ticket: str) -> str:
-    return f"call_{ticket.replace('-', '_')}"
 
 
 # -- the upstream: every request answered with one call that carries its ticket
@@ -215,7 +187,9 @@ def upstream_app() -> Starlette:
 KEEP_ALIVE = 60
 
 
-def _serve(role: str, conn: Connection, upstream: str, per_request: bool, profile: str) -> None:
+def _serve(
+    role: str, conn: Connection, upstream: str, per_request: bool, profile: str, fast: bool
+) -> None:
     """Child process: serve ``role``, send its URL, serve until told to stop."""
     if role == "upstream":
         app = upstream_app()
@@ -223,13 +197,11 @@ def _serve(role: str, conn: Connection, upstream: str, per_request: bool, profil
         client = None if per_request else new_client()  # as `toolwire serve --upstream`
         backend = OpenAIBackend("up-model", base_url=upstream + "/v1/", client=client)
         app = create_app(backend, model_name="gw")
+    # the gateway as `toolwire serve` runs it (its server, loop and guards); the upstream
+    # on the same server, so that neither side is measured on a slower one
+    settings = {**uvicorn_settings(fast=None if fast else False), "timeout_keep_alive": KEEP_ALIVE}
     config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=0,
-        log_level="warning",
-        lifespan="off",
-        timeout_keep_alive=KEEP_ALIVE,
+        app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", **settings
     )
     server = uvicorn.Server(config)
 
@@ -255,26 +227,31 @@ def _serve(role: str, conn: Connection, upstream: str, per_request: bool, profil
 class Server:
     url: str
     pid: int
+    headers: dict[str, str] = field(default_factory=lambda: dict(HEADERS))
+    #: Seconds from launch until it served.
+    started: float = float("nan")
 
 
 @contextlib.contextmanager
 def _process(
-    role: str, upstream: str = "", per_request: bool = False, profile: str = ""
+    role: str, upstream: str = "", per_request: bool = False, profile: str = "", fast: bool = True
 ) -> Iterator[Server]:
     ctx = multiprocessing.get_context("spawn")
     ours, theirs = ctx.Pipe()
     proc = ctx.Process(
         target=_serve,
-        args=(role, theirs, upstream, per_request, profile),
+        args=(role, theirs, upstream, per_request, profile, fast),
         name=role,
         daemon=True,
     )
+    launched = time.perf_counter()
     proc.start()
     try:
         if not ours.poll(60):
             raise RuntimeError(f"the {role} did not start serving")
         assert proc.pid is not None
-        yield Server(str(ours.recv()), proc.pid)
+        url = str(ours.recv())
+        yield Server(url, proc.pid, started=time.perf_counter() - launched)
     finally:
         with contextlib.suppress(OSError):
             ours.send("stop")
@@ -284,77 +261,112 @@ def _process(
             proc.join(5)
 
 
+@contextlib.contextmanager
+def _litellm(command: str, upstream: str) -> Iterator[Server]:
+    """LiteLLM's proxy in front of the same upstream, as its users start it: one worker, no
+    database, the upstream as an OpenAI-compatible model (``openai/up-model``), a master key
+    (it refuses to start without one)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    key = "sk-bench-" + secrets.token_hex(16)
+    env = {
+        **os.environ,
+        "LITELLM_MASTER_KEY": key,
+        "OPENAI_API_KEY": "unused",
+        "LITELLM_TELEMETRY": "False",
+    }
+    argv = [command, "--model", "openai/up-model", "--api_base", upstream + "/v1"]
+    argv += ["--host", "127.0.0.1", "--port", str(port), "--num_workers", "1"]
+    launched = time.perf_counter()
+    proc = subprocess.Popen(
+        argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"LiteLLM's proxy exited ({proc.returncode}) before serving")
+            if time.perf_counter() - launched > 180:
+                raise RuntimeError("LiteLLM's proxy did not start serving within 180 s")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(url + "/health/liveliness", timeout=1).status_code == 200:
+                    break
+            time.sleep(0.2)
+        headers = {**HEADERS, "authorization": f"Bearer {key}"}
+        yield Server(url, proc.pid, headers, started=time.perf_counter() - launched)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+
+
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU the process has used, all its threads, from ``/proc/<pid>/stat``."""
+def _stat(pid: int) -> list[str]:
     with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime (fields 14, 15)
+        return f.read().rsplit(")", 1)[1].split()
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and every process below it (LiteLLM's proxy may serve from a child)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, IndexError):
+                parents.setdefault(int(_stat(int(entry))[1]), []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(parents.get(p, ()))
+    return out
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU the process and those below it have used, all their threads, from
+    ``/proc/<pid>/stat``."""
+    total = 0
+    for p in _tree(pid):
+        with contextlib.suppress(OSError):
+            fields = _stat(p)
+            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15)
+    return total / _TICK
 
 
 def peak_rss_mb(pid: int) -> float:
-    """The process's peak resident memory so far (``VmHWM``), in MB."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-# -- checking replies
-
-
-def check(stream: bool, ticket: str, status: int, data: bytes) -> str | None:
-    """Why a reply is wrong, or None: one get_weather call, the request's own ticket in its
-    id and arguments."""
-    if status != 200:
-        return f"status {status}: {data[:160]!r}"
-    name = ""
-    ids: list[str] = []
-    pieces: list[str] = []
-    finish: str | None = None
-    try:
-        if stream:
-            text = data.decode()
-            if not text.endswith("data: [DONE]\n\n"):
-                return f"the stream does not end with [DONE]: ...{text[-120:]!r}"
-            for event in text.split("\n\n"):
-                if not event.startswith("data: ") or event == "data: [DONE]":
-                    continue
-                chunk = json.loads(event[6:])
-                if "error" in chunk:
-                    return f"an error chunk: {event[:160]!r}"
-                for choice in chunk["choices"]:
-                    for tc in choice["delta"].get("tool_calls") or ():
-                        if tc.get("id"):
-                            ids.append(tc["id"])
-                        name += tc["function"].get("name") or ""
-                        pieces.append(tc["function"].get("arguments") or "")
-                    finish = choice.get("finish_reason") or finish
-        else:
-            choice = json.loads(data)["choices"][0]
-            calls = choice["message"].get("tool_calls") or []
-            if len(calls) != 1:
-                return f"{len(calls)} tool calls, not 1: {data[:160]!r}"
-            name = calls[0]["function"]["name"]
-            ids.append(calls[0]["id"])
-            pieces.append(calls[0]["function"]["arguments"])
-            finish = choice["finish_reason"]
-        args = json.loads("".join(pieces))
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
-        return f"unreadable reply ({type(exc).__name__}: {exc}): {data[:160]!r}"
-    if name != "get_weather":
-        return f"the call is named {name!r}"
-    if ids != [call_id(ticket)] or args != arguments(ticket):
-        return f"MIXED: request {ticket} got call {ids} with {args!r}"
-    if finish != "tool_calls":
-        return f"finish_reason is {finish!r}"
-    return None
+    """The peak resident memory so far (``VmHWM``) of the process and those below it
+    (each one's peak, added), in MB."""
+    total = 0
+    for p in _tree(pid):
+        with contextlib.suppress(OSError), open(f"/proc/{p}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    total += int(line.split()[1])
+    return total / 1024 if total else float("nan")
 
 
 # -- sending
+
+
+@dataclass(frozen=True)
+class Path:
+    """Where a batch goes: ``direct`` (the upstream's own chat completions) or the gateway
+    in one of its APIs."""
+
+    name: str
+    api: str
+    server: str  # "direct" or "gateway"
+
+
+def paths_for(apis: Sequence[str], litellm: bool) -> list[Path]:
+    paths = [Path("direct", "chat", "direct")] + [Path(f"gw {a}", a, "gateway") for a in apis]
+    return paths + ([Path("litellm chat", "chat", "litellm")] if litellm else [])
 
 
 @dataclass
@@ -370,10 +382,11 @@ class Batch:
 
 
 async def batch(
-    clients: Sequence[httpx.AsyncClient], url: str, stream: bool, n: int, pid: int
+    clients: Sequence[httpx.AsyncClient], server: Server, api: str, stream: bool, n: int
 ) -> Batch:
-    """``n`` requests from one worker per client (the same client may be given more than
-    once), each with a ticket of its own; replies are checked after the clock stops."""
+    """``n`` requests in ``api``'s shape from one worker per client (the same client may be
+    given more than once), each with a ticket of its own; replies are checked after the
+    clock stops."""
     latencies: list[float] = []
     replies: list[tuple[str, int, bytes]] = []
     failures: list[str] = []
@@ -384,14 +397,15 @@ async def batch(
         while left > 0:
             left -= 1
             ticket = f"ticket-{next(_tickets)}"
-            body = ask(ticket, stream)
+            url, headers = server.url + PATHS[api], server.headers
+            body = ask(api, ticket, stream)
             start = time.perf_counter()
             try:
                 if stream:
-                    async with client.stream("POST", url, content=body, headers=HEADERS) as r:
+                    async with client.stream("POST", url, content=body, headers=headers) as r:
                         data = b"".join([piece async for piece in r.aiter_bytes()])
                 else:
-                    r = await client.post(url, content=body, headers=HEADERS)
+                    r = await client.post(url, content=body, headers=headers)
                     data = r.content
             except httpx.HTTPError as exc:
                 failures.append(f"{type(exc).__name__}: {exc}")
@@ -399,12 +413,12 @@ async def batch(
             latencies.append(time.perf_counter() - start)
             replies.append((ticket, r.status_code, data))
 
-    cpu = cpu_seconds(pid)
+    cpu = cpu_seconds(server.pid)
     start = time.perf_counter()
     await asyncio.gather(*(worker(client) for client in clients))
     seconds = time.perf_counter() - start
-    cpu = cpu_seconds(pid) - cpu
-    failures.extend(why for t, s, d in replies if (why := check(stream, t, s, d)) is not None)
+    cpu = cpu_seconds(server.pid) - cpu
+    failures.extend(why for t, s, d in replies if (why := check(api, stream, t, s, d)) is not None)
     return Batch(latencies, seconds, failures, cpu)
 
 
@@ -444,18 +458,15 @@ class Measured:
 
 async def measure(
     servers: dict[str, Server],
+    paths: Sequence[Path],
     stream: bool,
     concurrency: int,
     n: int,
     rounds: int,
     one_client: bool,
 ) -> dict[str, Measured]:
-    """Alternating rounds of one direct and one gateway batch, the order turning each round."""
-    out = {path: Measured() for path in PATHS}
-    urls = {
-        "direct": f"{servers['direct'].url}/v1/chat/completions",
-        "gateway": f"{servers['gateway'].url}/v1/chat/completions",
-    }
+    """Rounds of one batch per path, the order turning each round."""
+    out = {path.name: Measured() for path in paths}
     tls = ssl.create_default_context()  # made once: each client would load the CA bundle
     async with contextlib.AsyncExitStack() as stack:
         if one_client:
@@ -470,54 +481,63 @@ async def measure(
                 )
                 for _ in range(concurrency)
             ]
-        for path in PATHS:  # warm-up: connections, imports, caches; checked, not timed
-            pid = servers[path].pid
+
+        def run(path: Path, count: int) -> Any:
+            return batch(clients, servers[path.server], path.api, stream, count)
+
+        for path in paths:  # warm-up: connections, imports, caches; checked, not timed
             n_warm = concurrency if concurrency > MANY else max(2 * concurrency, 10)
-            warm = await batch(clients, urls[path], stream, n_warm, pid)
-            out[path].failures.extend(f"(warm-up) {why}" for why in warm.failures)
+            warm = await run(path, n_warm)
+            out[path.name].failures.extend(f"(warm-up) {why}" for why in warm.failures)
         for r in range(rounds):
-            for path in PATHS if r % 2 == 0 else PATHS[::-1]:
-                out[path].add(await batch(clients, urls[path], stream, n, servers[path].pid))
-    for path in PATHS:
-        out[path].peak_mb = peak_rss_mb(servers[path].pid)
+            turned = list(paths[r % len(paths) :]) + list(paths[: r % len(paths)])
+            for path in turned if r % 2 == 0 else turned[::-1]:
+                out[path.name].add(await run(path, n))
+    for path in paths:
+        out[path.name].peak_mb = peak_rss_mb(servers[path.server].pid)
     return out
 
 
 # -- reporting
 
 
-def report(results: list[tuple[str, dict[str, Measured]]]) -> None:
+def report(results: list[tuple[str, dict[str, Measured]]], paths: Sequence[Path]) -> None:
     print(
-        f"\n{'condition':<20} {'path':<8} {'p50 ms':>8} {'p99 ms':>8} {'req/s':>8} "
-        f"{'CPU ms/req':>10} {'peak MB':>8} {'failed':>7}"
+        f"\n{'condition':<20} {'path':<13} {'p50 ms':>8} {'p99 ms':>8} {'p99/p50':>7} "
+        f"{'req/s':>8} {'CPU ms/req':>10} {'peak MB':>8} {'failed':>7}"
     )
     for label, m in results:
-        for path in PATHS:
+        for i, path in enumerate(paths):
+            x = m[path.name]
             print(
-                f"{label if path == 'direct' else '':<20} {path:<8} {m[path].p(50):8.2f} "
-                f"{m[path].p(99):8.2f} {m[path].rate:8.1f} {m[path].cpu_ms:10.2f} "
-                f"{m[path].peak_mb:8.1f} {len(m[path].failures):7d}"
+                f"{label if i == 0 else '':<20} {path.name:<13} {x.p(50):8.2f} {x.p(99):8.2f} "
+                f"{x.p(99) / x.p(50):7.2f} {x.rate:8.1f} {x.cpu_ms:10.2f} {x.peak_mb:8.1f} "
+                f"{len(x.failures):7d}"
             )
     print(
-        f"\n{'gateway vs direct':<20} {'+p50 ms':>8} {'+p99 ms':>8} {'p50 x':>7} {'p99 x':>7} "
-        f"{'req/s x':>8}   {'p50 x per round':>15}"
+        f"\n{'gateway vs direct':<20} {'path':<13} {'+p50 ms':>8} {'+p99 ms':>8} {'p50 x':>7} "
+        f"{'p99 x':>7} {'req/s x':>8} {'CPU/gw chat':>11}   {'p50 x per round':>15}"
     )
     for label, m in results:
-        d, g = m["direct"], m["gateway"]
-        per_round = [gp / dp for gp, dp in zip(g.p50s, d.p50s, strict=True)]
-        spread = f"{min(per_round):.2f}-{max(per_round):.2f}" if per_round else "-"
-        print(
-            f"{label:<20} {g.p(50) - d.p(50):8.2f} {g.p(99) - d.p(99):8.2f} "
-            f"{g.p(50) / d.p(50):7.2f} {g.p(99) / d.p(99):7.2f} {g.rate / d.rate:8.2f}   "
-            f"{spread:>15}"
-        )
-    failed = [(label, path, m[path].failures) for label, m in results for path in PATHS]
+        d = m["direct"]
+        chat = m.get("gw chat")
+        for i, path in enumerate(paths[1:]):
+            g = m[path.name]
+            per_round = [gp / dp for gp, dp in zip(g.p50s, d.p50s, strict=True)]
+            spread = f"{min(per_round):.2f}-{max(per_round):.2f}" if per_round else "-"
+            versus = f"{g.cpu_ms / chat.cpu_ms:11.2f}" if chat is not None else f"{'-':>11}"
+            print(
+                f"{label if i == 0 else '':<20} {path.name:<13} {g.p(50) - d.p(50):8.2f} "
+                f"{g.p(99) - d.p(99):8.2f} {g.p(50) / d.p(50):7.2f} {g.p(99) / d.p(99):7.2f} "
+                f"{g.rate / d.rate:8.2f} {versus}   {spread:>15}"
+            )
+    failed = [(label, p.name, m[p.name].failures) for label, m in results for p in paths]
     if any(f for _, _, f in failed):
         print("\nFAILURES (figures above are suspect):")
-        for label, path, failures in failed:
+        for label, name, failures in failed:
             if failures:
                 mixed = sum("MIXED" in f for f in failures)
-                print(f"  {label}, {path}: {len(failures)} ({mixed} mixed); first: {failures[0]}")
+                print(f"  {label}, {name}: {len(failures)} ({mixed} mixed); first: {failures[0]}")
 
 
 #: Above this concurrency a round is one request per worker, and there are at most two.
@@ -527,7 +547,7 @@ MANY = 100
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--requests", type=int, default=150, help="per path, per round (150)")
-    p.add_argument("--rounds", type=int, default=5, help="alternating rounds (5)")
+    p.add_argument("--rounds", type=int, default=5, help="rounds (5)")
     p.add_argument(
         "--concurrency",
         default="",
@@ -535,6 +555,11 @@ def main() -> int:
         f"request per worker; above {MANY}, at most two rounds)",
     )
     p.add_argument("--only", action="store_true", help="run only the --concurrency levels")
+    p.add_argument(
+        "--apis",
+        default=",".join(APIS),
+        help=f"the gateway's APIs to measure, comma-separated ({','.join(APIS)})",
+    )
     p.add_argument("--quick", action="store_true", help="a smoke run: 40 requests, 2 rounds")
     p.add_argument(
         "--one-client",
@@ -546,44 +571,72 @@ def main() -> int:
         action="store_true",
         help="inject no client into the gateway's backend: it makes one per request",
     )
+    p.add_argument(
+        "--slow-server",
+        action="store_true",
+        help="serve on h11 and asyncio's loop even where uvloop and httptools are installed",
+    )
+    p.add_argument(
+        "--litellm",
+        metavar="COMMAND",
+        default=shutil.which("litellm") or "",
+        help="LiteLLM's proxy command (litellm[proxy], best in a virtualenv of its own), "
+        "measured beside the gateway in Chat Completions; found on PATH by default",
+    )
+    p.add_argument("--no-litellm", action="store_true", help="leave LiteLLM's proxy out")
     p.add_argument("--profile", metavar="FILE", default="", help="cProfile the gateway to FILE")
     p.add_argument("--streamed-only", action="store_true", help="skip the non-streamed runs")
     args = p.parse_args()
     if args.quick:
         args.requests, args.rounds = 40, 2
+    apis = [a.strip() for a in args.apis.split(",") if a.strip()]
+    if not apis or any(a not in APIS for a in apis):
+        p.error(f"--apis takes some of {', '.join(APIS)}")
+    litellm = "" if args.no_litellm else args.litellm
+    paths = paths_for(apis, bool(litellm))
     given = [int(c) for c in args.concurrency.split(",") if c.strip()]
     levels = sorted(set(given) if args.only else {1, 32, *given})
     wiring = "a client per request" if args.client_per_request else "as `toolwire serve`"
     sender = "one pooled client" if args.one_client else "one client (one connection) per worker"
+    server = uvicorn_settings(fast=False if args.slow_server else None)
     print(
         f"python {platform.python_version()}, {os.cpu_count()} cpus, httpx {httpx.__version__}; "
         f"{args.requests} requests x {args.rounds} rounds per path and condition "
         f"(above concurrency {MANY}: one per worker, at most 2 rounds)"
     )
     print(f"sent from {sender}; gateway's upstream client: {wiring}")
+    protocol = server["http"]
+    named = protocol if isinstance(protocol, str) else protocol.__name__
+    print(f"servers: {named.rsplit(':', 1)[-1]} on the {server['loop']} loop")
     started = time.perf_counter()
     results: list[tuple[str, dict[str, Measured]]] = []
+    fast = not args.slow_server
     with contextlib.ExitStack() as stack:
-        upstream = stack.enter_context(_process("upstream"))
+        upstream = stack.enter_context(_process("upstream", fast=fast))
         gateway = stack.enter_context(
-            _process("gateway", upstream.url, args.client_per_request, args.profile)
+            _process("gateway", upstream.url, args.client_per_request, args.profile, fast)
         )
         servers = {"direct": upstream, "gateway": gateway}
+        if litellm:
+            servers["litellm"] = stack.enter_context(_litellm(litellm, upstream.url))
+        print(
+            "started in: "
+            + ", ".join(f"{name} {server.started:.1f} s" for name, server in servers.items()),
+            flush=True,
+        )
         # by concurrency, then streamed or not: the peak memory grows with the load
         for c in levels:
             for stream in (True,) if args.streamed_only else (False, True):
                 n, rounds = (c, min(args.rounds, 2)) if c > MANY else (args.requests, args.rounds)
                 label = f"{'streamed' if stream else 'not streamed'}, c={c}"
-                m = asyncio.run(measure(servers, stream, c, n, rounds, args.one_client))
+                m = asyncio.run(measure(servers, paths, stream, c, n, rounds, args.one_client))
                 results.append((label, m))
-                print(
-                    f"  {label}: gateway {m['gateway'].cpu_ms:.2f} CPU ms/req, "
-                    f"{len(m['gateway'].failures)} failed",
-                    flush=True,
-                )
-    report(results)
+                shown = ", ".join(f"{p.name} {m[p.name].cpu_ms:.2f}" for p in paths[1:])
+                failed = sum(len(m[p.name].failures) for p in paths)
+                print(f"  {label}: CPU ms/req {shown}; {failed} failed", flush=True)
+    report(results, paths)
     print(f"\n{time.perf_counter() - started:.0f} s in all")
-    return 1 if any(m[path].failures for _, m in results for path in PATHS) else 0
+    return 1 if any(m[p.name].failures for _, m in results for p in paths) else 0
 
 
 if __name__ == "__main__":

@@ -20,9 +20,16 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from uvicorn.importer import import_from_string
 
 from toolwire.server import create_app, uvicorn_settings
-from toolwire.server.guard import GuardedH11Protocol
+from toolwire.server.guard import (
+    HTTPTOOLS_PROTOCOL,
+    MAX_HEADER_BYTES,
+    GuardedH11Protocol,
+    fast_server,
+    httptools_protocol,
+)
 
 from .gateway_requests import BASE, MALFORMED, TOOL, VALID, Recorder, body
 
@@ -40,17 +47,37 @@ class Peers:
         await self.app(scope, receive, send)
 
 
-class Quick(GuardedH11Protocol):
-    header_timeout = 0.5
-    request_timeout = 1.5
+def quick(fast: bool) -> dict[str, Any]:
+    """The server's settings (the fast one: uvloop and httptools; or h11) with short
+    deadlines."""
+    settings = uvicorn_settings(fast=fast)
+    guarded: Any = httptools_protocol() if fast else GuardedH11Protocol
+
+    class Quick(guarded):  # type: ignore[misc, valid-type]
+        header_timeout = 0.5
+        request_timeout = 1.5
+
+    return {**settings, "http": Quick}
+
+
+#: Both servers toolwire runs: the fast one wherever it is installed (as here: a test
+#: dependency), and the pure-Python fallback.
+SERVERS = pytest.mark.parametrize("fast", [True, False], ids=["httptools", "h11"])
+
+
+def test_the_fast_server_is_installed_and_guarded() -> None:
+    assert fast_server()
+    settings = uvicorn_settings()
+    assert settings["http"] == HTTPTOOLS_PROTOCOL and settings["loop"] == "uvloop"
+    # uvicorn imports it by name (so serve --workers can send it to each process)
+    assert import_from_string(HTTPTOOLS_PROTOCOL) is httptools_protocol()
+    assert uvicorn_settings(fast=False)["http"] is GuardedH11Protocol
 
 
 @contextlib.contextmanager
-def served(app: Any, protocol: type[GuardedH11Protocol] | None = None) -> Iterator[str]:
+def served(app: Any, settings: dict[str, Any] | None = None) -> Iterator[str]:
     """``app`` under uvicorn on 127.0.0.1 with toolwire's slow-client settings."""
-    settings = uvicorn_settings()
-    if protocol is not None:
-        settings["http"] = protocol
+    settings = settings if settings is not None else uvicorn_settings()
     config = uvicorn.Config(
         app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", **settings
     )
@@ -226,8 +253,9 @@ HEAD = b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: applicat
 FOREVER = [b" "] * 100_000
 
 
-def test_headers_sent_slowly_are_cut_off() -> None:
-    with served(create_app(Recorder()), Quick) as url:
+@SERVERS
+def test_headers_sent_slowly_are_cut_off(fast: bool) -> None:
+    with served(create_app(Recorder()), quick(fast)) as url:
         sock = _connect(url)
         took = _trickle(sock, (bytes([byte]) for byte in HEAD + b"x-slow: " + b"a" * 1000))
         reply = _read_all(sock)
@@ -236,8 +264,9 @@ def test_headers_sent_slowly_are_cut_off() -> None:
     assert took < 0.5 + 2
 
 
-def test_a_silent_connection_is_closed() -> None:
-    with served(create_app(Recorder()), Quick) as url:
+@SERVERS
+def test_a_silent_connection_is_closed(fast: bool) -> None:
+    with served(create_app(Recorder()), quick(fast)) as url:
         sock = _connect(url)
         start = time.monotonic()
         assert _read_all(sock) == b""
@@ -245,9 +274,10 @@ def test_a_silent_connection_is_closed() -> None:
         sock.close()
 
 
-def test_a_body_sent_slowly_gets_a_408_and_the_backend_is_not_called() -> None:
+@SERVERS
+def test_a_body_sent_slowly_gets_a_408_and_the_backend_is_not_called(fast: bool) -> None:
     backend = Recorder()
-    with served(create_app(backend, body_timeout=0.5)) as url:
+    with served(create_app(backend, body_timeout=0.5), uvicorn_settings(fast=fast)) as url:
         sock = _connect(url)
         sock.sendall(HEAD + b"content-length: 100000\r\n\r\n")
         took = _trickle(sock, FOREVER)
@@ -262,9 +292,10 @@ def test_a_body_sent_slowly_gets_a_408_and_the_backend_is_not_called() -> None:
     assert backend.requests == []
 
 
-def test_a_body_the_app_never_reads_cannot_hold_the_connection() -> None:
+@SERVERS
+def test_a_body_the_app_never_reads_cannot_hold_the_connection(fast: bool) -> None:
     """/health answers without reading a body; the connection's own deadline ends it."""
-    with served(create_app(Recorder()), Quick) as url:
+    with served(create_app(Recorder()), quick(fast)) as url:
         sock = _connect(url)
         sock.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\ncontent-length: 100000\r\n\r\n")
         answer = b""
@@ -285,15 +316,16 @@ def _eight_megabytes(shape: str) -> bytes:
     return json.dumps({"messages": [one] * (8 * 1024 * 1024 // 36)}).encode()
 
 
+@SERVERS
 @pytest.mark.parametrize("shape", ["one long string", "230,000 small messages"])
-def test_a_large_body_in_small_pieces_does_not_hold_health(shape: str) -> None:
+def test_a_large_body_in_small_pieces_does_not_hold_health(shape: str, fast: bool) -> None:
     """8 MB in 64-byte pieces, sent as fast as it goes: /health answers meanwhile, each time
     well within a second (the body is kept as a list of pieces and checked off the loop, in
     slices that let the loop run between them)."""
     backend = Recorder()
     sent = _eight_megabytes(shape)
     assert len(sent) <= 8 * 1024 * 1024
-    with served(create_app(backend)) as url:
+    with served(create_app(backend), uvicorn_settings(fast=fast)) as url:
         done = threading.Event()
         waits: list[float] = []
 
@@ -329,8 +361,9 @@ def test_a_large_body_in_small_pieces_does_not_hold_health(shape: str) -> None:
     assert len(waits) >= 5 and max(waits) < 1.0, waits
 
 
+@SERVERS
 @pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
-def test_a_body_past_the_limit_gets_a_413_and_no_backend_call(declared: bool) -> None:
+def test_a_body_past_the_limit_gets_a_413_and_no_backend_call(declared: bool, fast: bool) -> None:
     """Declared too large, it is refused before it is read; sent in chunks with no length,
     as soon as it passes the limit."""
     backend = Recorder()
@@ -338,9 +371,41 @@ def test_a_body_past_the_limit_gets_a_413_and_no_backend_call(declared: bool) ->
     content: Any = (
         sent if declared else iter([sent[i : i + 4096] for i in range(0, len(sent), 4096)])
     )
-    with served(create_app(backend, max_body_bytes=100_000)) as url:
+    with served(create_app(backend, max_body_bytes=100_000), uvicorn_settings(fast=fast)) as url:
         r = httpx.post(url + "/v1/chat/completions", content=content, timeout=10)
     assert r.status_code == 413
     assert r.json()["error"]["type"] == "invalid_request_error"
     assert r.headers["connection"] == "close"
     assert backend.requests == []
+
+
+@SERVERS
+@pytest.mark.parametrize("where", ["one header", "the path", "many headers"])
+def test_a_request_head_past_the_bound_gets_a_400_and_is_closed(where: str, fast: bool) -> None:
+    backend = Recorder()
+    big = b"a" * (MAX_HEADER_BYTES + 100)
+    head = {
+        "one header": HEAD + b"x-big: " + big + b"\r\n",
+        "the path": b"POST /v1/chat/completions?" + big + b" HTTP/1.1\r\nhost: x\r\n",
+        "many headers": HEAD + b"".join(b"x-%d: %s\r\n" % (i, b"a" * 60) for i in range(400)),
+    }[where]
+    sent = json.dumps(BASE).encode()
+    with served(create_app(backend), uvicorn_settings(fast=fast)) as url:
+        sock = _connect(url)
+        with contextlib.suppress(OSError):
+            sock.sendall(head + b"content-length: %d\r\n\r\n" % len(sent) + sent)
+        reply = _read_all(sock)
+        sock.close()
+        # the server goes on serving
+        assert httpx.get(url + "/health", timeout=10).status_code == 200
+    assert reply.startswith(b"HTTP/1.1 400"), reply[:100]
+    assert b"connection: close" in reply.lower()
+    assert backend.requests == []
+
+
+@SERVERS
+def test_a_head_just_under_the_bound_is_served(fast: bool) -> None:
+    headers = {f"x-{i}": "a" * 60 for i in range(MAX_HEADER_BYTES // 80)}
+    with served(create_app(Recorder()), uvicorn_settings(fast=fast)) as url:
+        r = httpx.post(url + "/v1/chat/completions", json=BASE, headers=headers, timeout=10)
+    assert r.status_code == 200, r.text

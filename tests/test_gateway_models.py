@@ -101,8 +101,9 @@ def test_without_upstream_model_the_clients_model_is_passed_on(
         )
         assert r.status_code == 404 and r.json()["error"]["param"] == "model"
     assert [q["model"] for q in a.requests] == ["gpt-x", "gpt-y", "gpt-x"]
-    # one pool per upstream name kept, and reused: the second gpt-x rode a kept connection
-    assert a.peers[0][1] == a.peers[2][1]
+    # one pool per upstream, shared by every model named there, and reused: each request
+    # rode the same kept connection
+    assert a.peers[0][1] == a.peers[1][1] == a.peers[2][1]
 
 
 def test_flags_keep_working_with_any_model_name(

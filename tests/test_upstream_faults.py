@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from toolwire.backends import OpenAIBackend, Request
-from toolwire.backends.http import MAX_STREAM_BYTES
+from toolwire.backends.http import MAX_STREAM_BYTES, new_client
 from toolwire.errors import BackendError
 from toolwire.server import create_app
 from toolwire.testing import ServedApp
@@ -66,10 +66,18 @@ def upstream() -> Iterator[RawUpstream]:
     server.close()
 
 
-@pytest.fixture(scope="module")
-def gateway(upstream: RawUpstream) -> Iterator[str]:
+@pytest.fixture(scope="module", params=["a client per request", "serve's client"])
+def gateway(upstream: RawUpstream, request: pytest.FixtureRequest) -> Iterator[str]:
+    """The gateway in front of the upstream, its backend with a client of its own per
+    request (httpx's transport), or with the long-lived one ``toolwire serve`` gives it
+    (:func:`~toolwire.backends.http.new_client`: the lean connection pool)."""
+    client = (
+        new_client(DEADLINE, connect_timeout=CONNECT)
+        if request.param != "a client per request"
+        else None
+    )
     backend = OpenAIBackend(
-        "m", base_url=upstream.base_url, timeout=DEADLINE, connect_timeout=CONNECT
+        "m", base_url=upstream.base_url, timeout=DEADLINE, connect_timeout=CONNECT, client=client
     )
     with ServedApp(create_app(backend)) as served:
         yield served.url

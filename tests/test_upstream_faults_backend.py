@@ -11,14 +11,14 @@ import asyncio
 import json
 import time
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
 
 from toolwire.backends import OpenAIBackend, Request
-from toolwire.backends.http import MAX_LINE_BYTES, Lines
+from toolwire.backends.http import MAX_LINE_BYTES, Lines, new_client
 from toolwire.backends.ollama import OllamaBackend
 from toolwire.errors import BackendError, UsageError
 from toolwire.events import CallEnd, Done, Notice, TextDelta
@@ -53,15 +53,32 @@ def upstream() -> Iterator[RawUpstream]:
     server.close()
 
 
+@pytest.fixture(params=["a client per request", "serve's client"])
+def backend(request: pytest.FixtureRequest) -> Callable[..., OpenAIBackend]:
+    """:func:`backend_for`, its backend with a client of its own per request (httpx's
+    transport) or with the long-lived one ``toolwire serve`` gives it (the lean pool)."""
+    lean = request.param == "serve's client"
+
+    def make(upstream: RawUpstream, **options: Any) -> OpenAIBackend:
+        if lean:
+            options["client"] = new_client(
+                options.get("timeout", DEADLINE), connect_timeout=CONNECT
+            )
+        return backend_for(upstream, **options)
+
+    return make
+
+
 def test_a_line_of_200_mb_is_refused_at_the_limit_with_memory_bounded(
     upstream: RawUpstream,
+    backend: Callable[..., OpenAIBackend],
 ) -> None:
     upstream.sent.clear()
     upstream.play(endless(b"data: ", b"a", upstream, 200 * 1024 * 1024))
     tracemalloc.start()
     try:
         with pytest.raises(BackendError, match="longer than") as info:
-            events_of(backend_for(upstream, timeout=30))
+            events_of(backend(upstream, timeout=30))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -74,11 +91,13 @@ def test_a_line_of_200_mb_is_refused_at_the_limit_with_memory_bounded(
     assert upstream.sent and upstream.sent[0] < 64 * 1024 * 1024  # reading stopped early
 
 
-def test_a_stalled_upstream_ends_within_the_deadline(upstream: RawUpstream) -> None:
+def test_a_stalled_upstream_ends_within_the_deadline(
+    upstream: RawUpstream, backend: Callable[..., OpenAIBackend]
+) -> None:
     upstream.play(then_stall(chunk({"content": "Sun"})))
     started = time.monotonic()
     with pytest.raises(BackendError, match="deadline") as info:
-        events_of(backend_for(upstream, timeout=1.0))
+        events_of(backend(upstream, timeout=1.0))
     assert info.value.kind == "timeout"
     assert 0.9 < time.monotonic() - started < 3
 
@@ -116,7 +135,9 @@ def test_stalled_upstreams_do_not_starve_other_requests(upstream: RawUpstream) -
     assert waited < 4  # two rounds of 1 s deadlines, not the patient one's 10 s
 
 
-def test_calls_at_one_index_with_different_ids_are_kept_apart(upstream: RawUpstream) -> None:
+def test_calls_at_one_index_with_different_ids_are_kept_apart(
+    upstream: RawUpstream, backend: Callable[..., OpenAIBackend]
+) -> None:
     upstream.play(
         chunked(
             chunk({"tool_calls": [call(0, "a", "get_weather", '{"city": "Oslo"}')]}),
@@ -125,7 +146,7 @@ def test_calls_at_one_index_with_different_ids_are_kept_apart(upstream: RawUpstr
             DONE,
         )
     )
-    events = events_of(backend_for(upstream))
+    events = events_of(backend(upstream))
     ends = [e.call for e in events if isinstance(e, CallEnd)]
     assert [(c.id, c.arguments) for c in ends] == [("a", {"city": "Oslo"}), ("b", {"city": "Rome"})]
     assert [e.index for e in events if isinstance(e, CallEnd)] == [0, 1]
@@ -150,7 +171,9 @@ def test_calls_at_one_index_without_ids_but_other_names_are_kept_apart(
     ]
 
 
-def test_one_call_in_pieces_at_one_index_stays_one_call(upstream: RawUpstream) -> None:
+def test_one_call_in_pieces_at_one_index_stays_one_call(
+    upstream: RawUpstream, backend: Callable[..., OpenAIBackend]
+) -> None:
     upstream.play(
         chunked(
             chunk({"tool_calls": [call(0, "a", "get_weather", "")]}),
@@ -160,7 +183,7 @@ def test_one_call_in_pieces_at_one_index_stays_one_call(upstream: RawUpstream) -
             DONE,
         )
     )
-    events = events_of(backend_for(upstream))
+    events = events_of(backend(upstream))
     (end,) = [e.call for e in events if isinstance(e, CallEnd)]
     assert end.arguments == {"city": "Oslo"}
     assert not [e for e in events if isinstance(e, Notice)]
@@ -194,9 +217,11 @@ def test_every_transport_drops_undeclared_calls(upstream: RawUpstream) -> None:
     assert events[-1] == Done("stop", None)
 
 
-def test_a_plain_json_answer_is_read_whole(upstream: RawUpstream) -> None:
+def test_a_plain_json_answer_is_read_whole(
+    upstream: RawUpstream, backend: Callable[..., OpenAIBackend]
+) -> None:
     upstream.play(respond(200, json.dumps(WHOLE).encode()))
-    events = events_of(backend_for(upstream))
+    events = events_of(backend(upstream))
     ends = [e.call for e in events if isinstance(e, CallEnd)]
     assert [(c.id, c.arguments) for c in ends] == [
         ("w1", {"city": "Oslo"}),
@@ -299,16 +324,18 @@ def test_the_count() -> None:
     assert len({f.name for f in FAULTS} | set(BACKEND_CASES)) == len(FAULTS) + len(BACKEND_CASES)
 
 
-def test_a_connection_closed_before_any_reply_is_tried_once_more(upstream: RawUpstream) -> None:
+def test_a_connection_closed_before_any_reply_is_tried_once_more(
+    upstream: RawUpstream, backend: Callable[..., OpenAIBackend]
+) -> None:
     """A server closing a kept-alive connection as it is reused answers nothing: the
     request goes once more; a second hang-up is the server's answer (unreachable)."""
     before = len(upstream.requests)
     upstream.play(hang_up, chunked(chunk({"content": "Hi there."}), chunk({}, "stop"), DONE))
-    events = events_of(backend_for(upstream))
+    events = events_of(backend(upstream))
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Hi there."
     assert len(upstream.requests) == before + 2
     upstream.play(hang_up, hang_up)
     with pytest.raises(BackendError) as raised:
-        events_of(backend_for(upstream))
+        events_of(backend(upstream))
     assert raised.value.kind == "unreachable"
     assert len(upstream.requests) == before + 4

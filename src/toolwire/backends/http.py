@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import http.cookiejar
+import importlib.util
 import json
 import re
 import ssl
@@ -36,6 +38,7 @@ from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
+import orjson
 
 from ..errors import BackendError, UsageError
 from ..events import Event
@@ -51,10 +54,13 @@ __all__ = [
     "MAX_STREAM_BYTES",
     "POOLS",
     "POOL_CONNECTIONS",
+    "TOOL_LISTS_KEPT",
     "HttpTransport",
     "Lines",
     "Records",
     "Reply",
+    "decode_json",
+    "encode_json",
     "error_message",
     "new_client",
     "post_stream",
@@ -86,10 +92,27 @@ def ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+#: How many distinct tool lists a transport keeps converted (see
+#: :meth:`HttpTransport.tools_on_wire`).
+TOOL_LISTS_KEPT = 64
+
 #: A long-lived client's connections: this many small pools (see :func:`new_client`) ...
 POOLS = 32
 #: ... of at most this many connections each, all kept alive while idle.
 POOL_CONNECTIONS = 64
+
+
+class _NoCookies(http.cookiejar.CookieJar):
+    """A cookie jar that keeps nothing. A long-lived client serves many callers (the
+    gateway: many clients): a cookie one reply set must never ride on another caller's
+    request. Keeping none also spares the parsing httpx does of every reply's headers
+    for cookies (a message object built per reply, about a tenth of a millisecond)."""
+
+    def extract_cookies(self, response: Any, request: Any) -> None:
+        return None
+
+    def add_cookie_header(self, request: Any) -> None:
+        return None
 
 
 def new_client(
@@ -117,12 +140,23 @@ def new_client(
     used, with the same number of connections in its one pool.
     """
     timeouts = httpx.Timeout(timeout, connect=connect_timeout)
+    cookies = _NoCookies()  # a jar as it is: httpx would copy one given as Cookies
     if any(urllib.request.getproxies().get(k) for k in ("http", "https", "all")):
         size = POOLS * POOL_CONNECTIONS
         limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-        return httpx.AsyncClient(timeout=timeouts, verify=ssl_context(), limits=limits)
-    pools = ShardedTransport(shards=POOLS, connections=POOL_CONNECTIONS, verify=ssl_context())
-    return httpx.AsyncClient(timeout=timeouts, transport=pools)
+        return httpx.AsyncClient(
+            timeout=timeouts, verify=ssl_context(), limits=limits, cookies=cookies
+        )
+    transport: httpx.AsyncBaseTransport
+    if importlib.util.find_spec("httptools") is not None:
+        from .connections import ConnectionPool
+
+        transport = ConnectionPool(connections=POOLS * POOL_CONNECTIONS, verify=ssl_context())
+    else:
+        transport = ShardedTransport(
+            shards=POOLS, connections=POOL_CONNECTIONS, verify=ssl_context()
+        )
+    return httpx.AsyncClient(timeout=timeouts, transport=transport, cookies=cookies)
 
 
 def error_message(text: str) -> str:
@@ -270,7 +304,10 @@ async def post_stream(
     response: httpx.Response | None = None
     sent = {"Accept-Encoding": "identity", **(headers or {})}  # bounded bytes are real bytes
     try:
-        request = http.build_request("POST", url, json=dict(body), headers=sent, timeout=limits)
+        sent.setdefault("Content-Type", "application/json")
+        request = http.build_request(
+            "POST", url, content=encode_json(body), headers=sent, timeout=limits
+        )
         try:
             response = await before(deadline, _send(http, request))
         except asyncio.TimeoutError:
@@ -308,6 +345,26 @@ async def post_stream(
             await http.aclose()
 
 
+def encode_json(value: Any) -> bytes:
+    """``value`` as the UTF-8 JSON of a request body: by orjson, or, for what it refuses (a
+    lone surrogate, an integer past 64 bits, a key that is not a string), by the standard
+    library, in ASCII with escapes (a lone surrogate cannot be UTF-8)."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError is one
+        return json.dumps(value, separators=(",", ":")).encode("ascii")
+
+
+def decode_json(data: bytes | str) -> Any:
+    """JSON read by orjson, or by the standard library where orjson refuses (``NaN``,
+    ``Infinity``, which some servers write): as lenient as before, faster on the common
+    case. Raises ``ValueError`` or ``RecursionError`` as :func:`json.loads` does."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
+
+
 def wire_tools(tools: Sequence[Mapping[str, Any]], dialect: str) -> list[dict[str, Any]]:
     """Tools in OpenAI's wire shape (which Ollama shares), each schema in ``dialect``."""
     return [
@@ -343,7 +400,16 @@ class Lines:
         if self._after_cr and data.startswith(b"\n"):
             data = data[1:]
         self._after_cr = False
-        out: list[bytes] = []
+        if b"\r" not in data:  # LF only, as nearly every server sends: split in C
+            out = data.split(b"\n")
+            rest = out.pop()
+            if out and self._held:
+                self._held.append(out[0])
+                out[0] = b"".join(self._held)
+                self._held, self._size = [], 0
+            self._hold(rest)
+            return out
+        out = []
         start = 0
         for end in _EOL.finditer(data):
             self._held.append(data[start : end.start()])
@@ -351,7 +417,11 @@ class Lines:
             self._held, self._size = [], 0
             start = end.end()
             self._after_cr = end.group() == b"\r" and start == len(data)
-        rest = data[start:]
+        self._hold(data[start:])
+        return out
+
+    def _hold(self, rest: bytes) -> None:
+        """Keep the start of a line not yet ended, within the limit."""
         if rest:
             self._size += len(rest)
             if self._size > self._limit:
@@ -359,7 +429,6 @@ class Lines:
                     f"the reply has a line longer than {self._limit} bytes", kind="unreadable"
                 )
             self._held.append(rest)
-        return out
 
     def finish(self) -> list[bytes]:
         """The last line, when the body ended without its line end."""
@@ -457,7 +526,7 @@ class Records:
             self.ended = True
             return None
         try:
-            record = json.loads(data)
+            record = decode_json(data)
         except (ValueError, RecursionError):
             shown = data[:200].decode("utf-8", "replace")
             raise BackendError(
@@ -551,11 +620,29 @@ class HttpTransport(Transport):
             connect_timeout if connect_timeout is not None else DEFAULT_CONNECT_TIMEOUT
         )
         self._headers = dict(headers or {})
+        self._tool_lists: dict[tuple[bytes, str], list[Any]] = {}
 
     @staticmethod
     def normal_base(base_url: str) -> str:
         """The base URL as this transport keeps it (and keys what a model taught by)."""
         return base_url
+
+    def tools_on_wire(self, tools: Sequence[Mapping[str, Any]], dialect: str) -> list[Any]:
+        """:func:`wire_tools`, made once per distinct tool list and dialect: a client sends
+        the same tools with every request, and copying and converting their schemas each
+        time was a good part of the gateway's own work. The lists are kept by their JSON
+        text, at most :data:`TOOL_LISTS_KEPT` of them; a kept list is never changed (each
+        body is encoded as it is built)."""
+        try:
+            key = (orjson.dumps(tools, option=orjson.OPT_SORT_KEYS), dialect)
+        except TypeError:  # not JSON as it stands: converted every time
+            return wire_tools(tools, dialect)
+        kept = self._tool_lists.get(key)
+        if kept is None:
+            if len(self._tool_lists) >= TOOL_LISTS_KEPT:
+                self._tool_lists.pop(next(iter(self._tool_lists)))  # the oldest
+            kept = self._tool_lists[key] = wire_tools(tools, dialect)
+        return kept
 
     def body(self, request: Request, dialect: str) -> dict[str, Any]:
         """The JSON body for ``request``, its tool schemas in ``dialect``."""

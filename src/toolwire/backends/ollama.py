@@ -18,7 +18,7 @@ from ..errors import BackendError
 from ..events import Event
 from ..messages import ToolCall
 from ..pipeline import Request
-from .http import HttpTransport, Records, Reply, wire_tools
+from .http import HttpTransport, Records, Reply
 
 __all__ = ["OllamaBackend", "to_ollama"]
 
@@ -67,14 +67,15 @@ class OllamaBackend(HttpTransport):
         return base_url.rstrip("/")
 
     def body(self, request: Request, dialect: str) -> dict[str, Any]:
-        """The JSON body of a streamed ``/api/chat`` request, schemas in ``dialect``."""
+        """The JSON body of an ``/api/chat`` request, schemas in ``dialect``; streamed unless
+        the caller takes the reply whole (``request.stream``)."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": to_ollama(request.messages),
-            "stream": True,
+            "stream": request.stream,
         }
         if request.tools:
-            body["tools"] = wire_tools(request.tools, dialect)
+            body["tools"] = self.tools_on_wire(request.tools, dialect)
         if request.think is not None:
             body["think"] = request.think
         options: dict[str, Any] = {}

@@ -26,7 +26,7 @@ from ..errors import BackendError, UsageError
 from ..events import Event
 from ..messages import ToolCall
 from ..pipeline import Request
-from .http import HttpTransport, Records, Reply, wire_tools
+from .http import HttpTransport, Records, Reply
 
 __all__ = ["PROVIDERS", "OpenAIBackend"]
 
@@ -96,15 +96,16 @@ class OpenAIBackend(HttpTransport):
         return cls(model, base_url=base_url, api_key=api_key, **options)
 
     def body(self, request: Request, dialect: str) -> dict[str, Any]:
-        """The JSON body of a streamed chat-completions request, its tool schemas in
-        ``dialect`` (the pipeline's choice: see :class:`~toolwire.pipeline.Plan`)."""
+        """The JSON body of a chat-completions request, its tool schemas in ``dialect`` (the
+        pipeline's choice: see :class:`~toolwire.pipeline.Plan`); streamed unless the
+        caller takes the reply whole (``request.stream``), and then read whole."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [dict(m) for m in request.messages],
-            "stream": True,
+            "stream": request.stream,
         }
         if request.tools:
-            body["tools"] = wire_tools(request.tools, dialect)
+            body["tools"] = self.tools_on_wire(request.tools, dialect)
             if request.tool_choice is not None:
                 body["tool_choice"] = request.tool_choice
         if request.temperature is not None:

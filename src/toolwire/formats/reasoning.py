@@ -25,7 +25,7 @@ grammar's and never part of the text.
 
 from __future__ import annotations
 
-from .scan import Markers
+from .scan import Markers, markers
 
 __all__ = [
     "ANSWERS",
@@ -73,7 +73,7 @@ class ReasoningSplitter:
         self._state = _START
         self._lead: list[str] = []  # whitespace seen at the start, held until we know
         self._held = ""  # a partial opener (at the start) or closer (inside reasoning)
-        self._closers = Markers(_ANY_CLOSER)
+        self._closers = markers(_ANY_CLOSER)
         self._line_start = False
         self._line_calls: tuple[str, ...] = ()
         self._answer_end: Markers | None = None
@@ -88,7 +88,7 @@ class ReasoningSplitter:
         self._state = _REASONING
         self._line_start = bool(calls)
         self._line_calls = calls
-        self._closers = Markers(closers + tuple("\n" + m for m in calls))
+        self._closers = markers(closers + tuple("\n" + m for m in calls))
 
     def _content_start(self, body: str, lead: str, out: list[tuple[bool, str]]) -> str:
         """The answer starts at ``body`` (not empty, no leading whitespace): the text left to

@@ -10,10 +10,11 @@ once, and the piece held back is never longer than the longest marker.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
-__all__ = ["Markers"]
+__all__ = ["Markers", "markers"]
 
 
 class Markers:
@@ -62,3 +63,11 @@ class Markers:
         stop = len(text) if end is None else min(end, len(text))
         m = self._end(text, max(start, stop - self._longest_start), stop)
         return 0 if m is None else m.end() - m.start()
+
+
+@functools.lru_cache(maxsize=512)
+def markers(texts: tuple[str, ...]) -> Markers:
+    """The :class:`Markers` of ``texts``, made once for each distinct set: a reader made per
+    reply (one per request in the gateway) would otherwise compile the same patterns for
+    every reply. Markers hold no state of a reading, so one serves every reader."""
+    return Markers(texts)

@@ -40,6 +40,10 @@ class Request:
     #: Constrained: on an engine that can, a call the model starts is finished under a
     #: grammar of the declared tools (see :mod:`toolwire.formats.gbnf`); off with ``strict``.
     constrained: bool = True
+    #: Whether the caller reads the reply as it is made. One that takes it whole (the
+    #: gateway's requests that are not streamed) lets a remote engine send it whole, which
+    #: costs both sides less; the events are the same either way.
+    stream: bool = True
     #: Provider-specific fields passed through as they are.
     extra: Mapping[str, Any] = field(default_factory=dict)
 

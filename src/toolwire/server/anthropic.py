@@ -286,6 +286,7 @@ def parse_messages(data: Mapping[str, Any]) -> MessagesCall:
         think=think,
         strict=settings.get("strict", False),
         constrained=settings.get("constrained", True),
+        stream=bool(fields.stream),
     )
     return MessagesCall(request, fields.stream, parallel, fields.model, skipped)
 

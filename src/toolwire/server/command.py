@@ -38,18 +38,22 @@ def serve_app() -> Any:
 
 
 def _build_backend(
-    entry: ModelEntry, *, timeout: float = 120.0, connect_timeout: float = 10.0
+    entry: ModelEntry,
+    *,
+    timeout: float = 120.0,
+    connect_timeout: float = 10.0,
+    clients: dict[str, Any] | None = None,
 ) -> Any:
-    """A backend for one served model: an upstream shares one pool for as long as it
-    serves, with the request deadline and connect timeout given; a local model is loaded
-    now (the gateway calls this on first use)."""
+    """A backend for one served model: every model at one upstream shares one pool of
+    connections (kept in ``clients`` by the upstream's URL) for as long as it serves, with
+    the request deadline and connect timeout given; a local model is loaded now (the
+    gateway calls this on first use)."""
     if entry.gguf is not None:
         from ..backends.llamacpp import LlamaCppBackend
         from ..cli import local_model
 
         return LlamaCppBackend(local_model(entry.gguf), n_ctx=entry.ctx)
     from ..backends import OpenAIBackend
-    from ..backends.http import new_client
 
     assert entry.upstream is not None and entry.upstream_model is not None
     return OpenAIBackend(
@@ -58,16 +62,33 @@ def _build_backend(
         api_key=environment_key(entry),
         dialect=entry.dialect,
         words=entry.words,
-        client=new_client(timeout, connect_timeout=connect_timeout),
+        client=_client_for(entry.upstream, clients, timeout, connect_timeout),
         timeout=timeout,
         connect_timeout=connect_timeout,
     )
 
 
+def _client_for(
+    upstream: str, clients: dict[str, Any] | None, timeout: float, connect_timeout: float
+) -> Any:
+    """The pooled client of ``upstream``: one per upstream, shared by its models."""
+    from ..backends.http import new_client
+
+    if clients is None:
+        return new_client(timeout, connect_timeout=connect_timeout)
+    key = upstream.rstrip("/")
+    if key not in clients:
+        clients[key] = new_client(timeout, connect_timeout=connect_timeout)
+    return clients[key]
+
+
 def _served_models(args: argparse.Namespace) -> Models:
     """The models ``serve`` stands before: a config's, or the one the flags name."""
     build = partial(
-        _build_backend, timeout=args.upstream_timeout, connect_timeout=args.connect_timeout
+        _build_backend,
+        timeout=args.upstream_timeout,
+        connect_timeout=args.connect_timeout,
+        clients={},
     )
     if args.config:
         if args.upstream or args.model or args.upstream_model:

@@ -16,6 +16,8 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from ..arguments import prepare_arguments
 from ..arguments.read import ReadError, read_json
 from ..errors import ArgumentsError
@@ -31,6 +33,7 @@ __all__ = [
     "Whole",
     "WireCall",
     "arguments_json",
+    "arguments_text",
     "dumps",
     "turn",
     "whole",
@@ -73,7 +76,18 @@ Output = TextDelta | ReasoningDelta | WireCall | Told | Finish
 
 
 def dumps(value: Any) -> str:
-    """JSON text that can always be sent as UTF-8.
+    """JSON text of a reply (its envelope, each streamed event) that can always be sent as
+    UTF-8: by orjson, on the hot path; where orjson refuses (a lone surrogate, an integer
+    past 64 bits), as :func:`arguments_text` writes it."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # orjson.JSONEncodeError is one
+        return arguments_text(value)
+
+
+def arguments_text(value: Any) -> str:
+    """JSON text that can always be sent as UTF-8, written as the standard library writes
+    it (``{"city": "Paris"}``): the text of a call's arguments.
 
     JSON may carry the escape of a lone surrogate (``"\\ud800"``); decoded, it cannot be
     encoded again as UTF-8, so such a value is sent with its escapes kept instead.
@@ -129,7 +143,7 @@ def arguments_json(
                         f"the arguments of {call.name} ({call.id}) were repaired: "
                         + ", ".join(done.repairs),
                     )
-                return dumps(done.arguments), notice
+                return arguments_text(done.arguments), notice
             problem = Notice(
                 "arguments-unknown-fields",
                 f"the arguments of {call.name} ({call.id}) have fields its schema does not "
@@ -138,12 +152,12 @@ def arguments_json(
     else:
         problem = Notice("unknown-tool", f"{call.name} is not among the request's tools")
     if isinstance(raw, dict):
-        return dumps(raw), problem
+        return arguments_text(raw), problem
     try:
         value = read_json(raw, strict=strict).value
     except ReadError:
         return raw, problem
-    return (dumps(value) if isinstance(value, dict) else raw), problem
+    return (arguments_text(value) if isinstance(value, dict) else raw), problem
 
 
 def _object(text: str) -> dict[str, Any] | None:

@@ -1,56 +1,126 @@
 """Slow clients: a deadline for every request's headers and body, at the connection.
 
-uvicorn's h11 server has no read timeout: its keep-alive timer runs only between requests,
+uvicorn's servers have no read timeout: their keep-alive timer runs only between requests,
 and is cancelled by any byte received, so a client that sends its headers (or a body the app
 does not read) one byte at a time, or connects and sends nothing, holds a connection for as
-long as it likes. :class:`GuardedH11Protocol` arms a deadline when a connection opens and when
-the first byte of each request arrives: the headers must be complete within
+long as it likes. The guarded protocols arm a deadline when a connection opens and when the
+first byte of each request arrives: the headers must be complete within
 :data:`HEADER_TIMEOUT` seconds (or the client gets a 408 and the connection is closed), and
 the whole request within :data:`REQUEST_TIMEOUT` (then the connection is closed). The gateway
 answers a body still coming after its own, shorter ``body_timeout`` with a 408 first (see
-:func:`~toolwire.server.create_app`). Headers are also bounded in size (16 KiB).
+:func:`~toolwire.server.create_app`). A request's head is bounded in size
+(:data:`MAX_HEADER_BYTES`): past it the client gets a 400 and the connection is closed.
 
-``uvicorn.run(app, **uvicorn_settings())`` — ``toolwire serve`` does that.
+The deadlines are one piece of logic (:class:`Deadlines`) over either of uvicorn's HTTP
+protocols: :class:`GuardedHttpToolsProtocol` (httptools' C parser, with uvloop: the fast
+server, used whenever both are installed) and :class:`GuardedH11Protocol` (pure Python, the
+fallback). ``uvicorn.run(app, **uvicorn_settings())`` — ``toolwire serve`` does that.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["HEADER_TIMEOUT", "REQUEST_TIMEOUT", "GuardedH11Protocol", "uvicorn_settings"]
+__all__ = [
+    "HEADER_TIMEOUT",
+    "HTTPTOOLS_PROTOCOL",
+    "MAX_HEADER_BYTES",
+    "REQUEST_TIMEOUT",
+    "Deadlines",
+    "GuardedH11Protocol",
+    "fast_server",
+    "httptools_protocol",
+    "uvicorn_settings",
+]
 
 #: Seconds from a connection's opening, or a request's first byte, to its last header.
 HEADER_TIMEOUT = 10.0
 #: Seconds from a request's last header to its last body byte (above the app's own 30 s).
 REQUEST_TIMEOUT = 45.0
-#: The largest request head, in bytes (uvicorn's default, said here).
+#: The largest request head, in bytes (uvicorn's h11 default, said here).
 MAX_HEADER_BYTES = 16 * 1024
 
 _TIMED_OUT = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
     b"connection: close\r\ncontent-length: 38\r\n\r\nthe request headers came in too slowly"
 )
+HEAD_TOO_LARGE = (
+    b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"connection: close\r\ncontent-length: 37\r\n\r\nthe request headers are over 16384 B"
+)
 
 
-class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a deadline for each request's headers and body."""
+class Deadlines:
+    """The deadline of the request part a connection is waiting for: ``headers`` from its
+    first byte (or the connection's opening) to its last header, then ``body`` to its last
+    byte. A protocol calls :meth:`_arm`, :meth:`_cancel` and :meth:`_follow` as the
+    request moves; it needs ``loop`` and ``transport``."""
 
     header_timeout: float = HEADER_TIMEOUT
     request_timeout: float = REQUEST_TIMEOUT
 
+    loop: asyncio.AbstractEventLoop
+    transport: asyncio.Transport
     _deadline: asyncio.TimerHandle | None = None
     _phase = ""
     #: Whether bytes of the request the deadline is for have arrived (a connection opened
     #: and left silent is closed without a word).
     _heard = False
 
+    def _arm(self, phase: str, seconds: float) -> None:
+        self._cancel()
+        self._phase = phase
+        self._heard = False
+        self._deadline = self.loop.call_later(seconds, self._expired)
+
+    def _cancel(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        self._deadline = None
+        self._phase = ""
+
+    def _waiting_for_headers(self) -> bool:
+        """Whether the request in progress has not yet sent its last header."""
+        raise NotImplementedError
+
+    def _expired(self) -> None:
+        self._deadline = None
+        if self.transport.is_closing():
+            return
+        if self._phase == "headers" and self._heard and self._waiting_for_headers():
+            self.transport.write(_TIMED_OUT)
+        self._phase = ""
+        self.transport.close()
+
+
+def _head_size(request: h11.Request) -> int:
+    """The bytes of a request's head, as sent (within a few for the request line)."""
+    return len(request.target) + sum(len(name) + len(value) + 4 for name, value in request.headers)
+
+
+class GuardedH11Protocol(Deadlines, H11Protocol):
+    """uvicorn's h11 protocol with a deadline for each request's headers and body.
+
+    h11 bounds only a head it holds incomplete; one that arrives whole is measured as it is
+    read, and past :data:`MAX_HEADER_BYTES` it is a protocol error (a 400, and closed)."""
+
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._arm("headers", self.header_timeout)
+        read = self.conn.next_event
+
+        def bounded() -> Any:
+            event = read()
+            if isinstance(event, h11.Request) and _head_size(event) > MAX_HEADER_BYTES:
+                raise h11.RemoteProtocolError(f"the request head is over {MAX_HEADER_BYTES} bytes")
+            return event
+
+        self.conn.next_event = bounded  # type: ignore[method-assign]
 
     def data_received(self, data: bytes) -> None:
         if self._deadline is None and self.conn.their_state is h11.IDLE:
@@ -67,6 +137,9 @@ class GuardedH11Protocol(H11Protocol):
         self._cancel()
         super().connection_lost(exc)
 
+    def _waiting_for_headers(self) -> bool:
+        return self.conn.their_state is h11.IDLE
+
     def _follow(self) -> None:
         """Move the deadline on as the client's side of the request moves."""
         state = self.conn.their_state
@@ -76,32 +149,40 @@ class GuardedH11Protocol(H11Protocol):
         elif state is not h11.IDLE:
             self._cancel()
 
-    def _arm(self, phase: str, seconds: float) -> None:
-        self._cancel()
-        self._phase = phase
-        self._heard = False
-        self._deadline = self.loop.call_later(seconds, self._expired)
 
-    def _cancel(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-        self._deadline = None
-        self._phase = ""
-
-    def _expired(self) -> None:
-        self._deadline = None
-        if self.transport.is_closing():
-            return
-        if self._phase == "headers" and self._heard and self.conn.their_state is h11.IDLE:
-            self.transport.write(_TIMED_OUT)
-        self._phase = ""
-        self.transport.close()
+def fast_server() -> bool:
+    """Whether uvloop and httptools are installed (then the server uses both)."""
+    return all(importlib.util.find_spec(name) is not None for name in ("uvloop", "httptools"))
 
 
-def uvicorn_settings() -> dict[str, Any]:
-    """The keyword arguments of ``uvicorn.run``/``uvicorn.Config`` that bound slow clients."""
+#: Where the guarded httptools protocol is, as uvicorn imports it (by name, so that the
+#: settings can be sent to ``serve --workers`` processes).
+HTTPTOOLS_PROTOCOL = "toolwire.server.guard_httptools:GuardedHttpToolsProtocol"
+
+
+def httptools_protocol() -> type[Any]:
+    """``GuardedHttpToolsProtocol``, from the module that holds it (it imports httptools, so
+    it is imported only where httptools is installed)."""
+    from .guard_httptools import GuardedHttpToolsProtocol
+
+    return GuardedHttpToolsProtocol
+
+
+def uvicorn_settings(*, fast: bool | None = None) -> dict[str, Any]:
+    """The keyword arguments of ``uvicorn.run``/``uvicorn.Config`` for the gateway: the
+    guarded protocol, on uvloop with httptools when they are installed (``fast=None``),
+    or as ``fast`` says (``fast=True`` with either missing is an ``ImportError``)."""
+    if fast is None:
+        fast = fast_server()
+    if fast:
+        return {
+            "http": HTTPTOOLS_PROTOCOL,
+            "loop": "uvloop",
+            "timeout_keep_alive": 5,
+        }
     return {
         "http": GuardedH11Protocol,
+        "loop": "asyncio",
         "h11_max_incomplete_event_size": MAX_HEADER_BYTES,
         "timeout_keep_alive": 5,
     }

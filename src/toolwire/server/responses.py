@@ -269,6 +269,7 @@ async def parse_responses(
         max_tokens=fields.max_output_tokens,
         strict=settings.get("strict", False),
         constrained=settings.get("constrained", True),
+        stream=bool(fields.stream),
     )
     call = ResponsesCall(request, fields, conversation, memory)
     call.notices = skipped

@@ -345,6 +345,7 @@ def validate_chat(data: Any) -> tuple[Request, bool, bool]:
         max_tokens=parsed.max_tokens or parsed.max_completion_tokens,
         strict=bool(options.get("strict")),
         constrained=options.get("constrained") is not False,
+        stream=bool(parsed.stream),
     )
     return request, bool(parsed.stream), parsed.parallel_tool_calls is not False
 
