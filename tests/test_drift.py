@@ -230,7 +230,7 @@ def test_the_default_model_through_the_loop(
         "recovered-bare-json",
         "constrained-call",
         "recovered-bare-json",
-        "calls-after-bound",  # the last answer is a call nobody runs, and says so
+        "call-without-tools",  # the last answer is a call nobody runs, and says so
     ]
     assert [(e.call.name, e.call.arguments) for e in events if isinstance(e, ToolRun)] == [
         ("calculator", {"expression": "17*23"}),

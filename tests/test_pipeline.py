@@ -429,7 +429,7 @@ def test_strict_refuses_a_qwen_xml_python_literal_in_the_loop_and_tells_the_mode
 def test_a_call_written_in_the_last_turn_without_tools_is_named_not_shown_silently(
     server: FakeOpenAIServer,
 ) -> None:
-    from toolwire import Conversation, Toolbox, run_loop_sync
+    from toolwire import Conversation, Toolbox, ToolRun, run_loop_sync
 
     box = Toolbox()
 
@@ -449,7 +449,10 @@ def test_a_call_written_in_the_last_turn_without_tools_is_named_not_shown_silent
     events = list(run_loop_sync(backend, conversation, box))
     assert "tools" not in server.requests[0]  # the last turn offers none
     assert _text(events) == CALCULATOR_JSON  # the answer, as the model wrote it
-    assert _codes(events) == ["calls-after-bound"]
+    assert _codes(events) == ["call-without-tools"]  # said once, by the pipeline
+    (notice,) = [e for e in events if isinstance(e, Notice)]
+    assert "calculator" in notice.message and "nothing was run" in notice.message
+    assert not [e for e in events if isinstance(e, (CallEnd, ToolRun))]
 
 
 @pytest.mark.parametrize("transport", sorted(TRANSPORTS))

@@ -123,7 +123,8 @@ def test_an_answer_that_is_the_call_again_as_text_is_named() -> None:
     _, backend = local(REPEAT, REPEAT)
     events = run(backend, answered())
     assert calls(events) == [] and text(events) == REPEAT
-    assert codes(events) == ["repeated-call", "repeated-call"] and finish(events) == "stop"
+    # the repeat, then the retry's answer: the call again as text, on a turn without tools
+    assert codes(events) == ["repeated-call", "call-without-tools"] and finish(events) == "stop"
 
 
 def test_a_call_repeated_in_one_reply_is_one_call_and_generation_stops() -> None:

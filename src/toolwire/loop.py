@@ -29,7 +29,6 @@ from .arguments import prepare_arguments
 from .conversation import Conversation, resolve_settings
 from .errors import ArgumentsError
 from .events import CallEnd, Event, Notice, TextDelta, ToolResult, ToolRun
-from .formats.drift import recover_calls
 from .formats.words import HOW_TO_CALL, UNREADABLE
 from .messages import ToolCall, assistant_message, tool_message
 from .pipeline import Backend, Request, stream_sync
@@ -89,17 +88,12 @@ async def run_loop(
                     text.append(event.text)
                 elif isinstance(event, CallEnd):
                     calls.append(event.call)
-        if last and calls:
+        if last and calls:  # a backend that gave calls anyway: none is run
             yield Notice(
                 "calls-after-bound", "the last turn offered no tools; its calls were not run"
             )
             calls = []
-        elif last and recover_calls("".join(text), toolbox.schemas()) is not None:
-            # raw call markup is never shown silently: the answer is a call nobody runs
-            yield Notice(
-                "calls-after-bound",
-                "the last turn offered no tools; the model wrote a call as its answer, not run",
-            )
+        # an answer written as a call is the pipeline's ``call-without-tools`` notice
         conversation.messages.append(assistant_message("".join(text), calls))
         if not calls:
             conversation.commit()

@@ -25,6 +25,10 @@ recovered and the unfinished one after them is dropped (the notice names the sha
 The same call written more than once in one reply is recovered once: small models repeat a
 call until the token limit, and a client would otherwise run the tool that many times. (The
 reply pipeline's guard keeps the repeats, so its repeat check drops and names them.)
+
+A turn that offered no tools recovers nothing, but the same shapes, to any name, are still
+call markup: :class:`ToollessWatch` lets the text through as it comes and names such a
+reply at its end (``call-without-tools``).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from ..messages import ToolCall
 from .base import IdMaker, ToolIndex, random_call_id
 from .callshape import CallShape
 
-__all__ = ["DriftGuard", "recover_calls"]
+__all__ = ["DriftGuard", "ToollessWatch", "recover_calls", "written_calls"]
 
 _FENCE = re.compile(r"\A```(?:json|JSON)?[ \t]*\n(?P<body>.*?)\n?```\s*\Z", re.S)
 _TAG = re.compile(r"\A<tool_call>\s*(?P<body>.*?)\s*(?:</tool_call>)?\s*\Z", re.S)
@@ -49,6 +53,8 @@ _MAX_CHARS = 256 * 1024
 #: A recovered call: ``name`` and ``arguments`` (or ``parameters``), perhaps
 #: ``"type": "function"``, naming a declared tool; nothing else.
 _SHAPE = CallShape(("arguments", "parameters"), constants={"type": "function"}, declared_only=True)
+#: The same shape whatever the name: a call written when no tools were offered.
+_ANY_NAME = CallShape(("arguments", "parameters"), constants={"type": "function"})
 
 
 def recover_calls(
@@ -71,7 +77,34 @@ def recover_calls(
     read once.
     """
     index = ToolIndex(tools)
-    if not index.known or len(text) > _MAX_CHARS:
+    if not index.known:
+        return None
+    return _recover(text, index, _SHAPE, lenient=lenient, cut=cut, repeats=repeats)
+
+
+def written_calls(text: str, *, cut: bool = False) -> tuple[list[str], str] | None:
+    """The names a whole reply calls, in any shape :func:`recover_calls` reads, whatever the
+    names: ``([name, ...], shape)`` or None.
+
+    For a turn that offered no tools, where nothing is a call: such a reply stays text, and
+    this only says that it is call markup (so it is never shown silently). Prose that
+    mentions JSON is not: the reply must be nothing but calls. Read strictly, as drift
+    recovery reads a model's own tools; bounded and linear like it.
+    """
+    found = _recover(text, ToolIndex(()), _ANY_NAME, lenient=False, cut=cut, repeats=False)
+    return None if found is None else ([name for name, _, _ in found[0]], found[1])
+
+
+def _recover(
+    text: str,
+    index: ToolIndex,
+    call: CallShape,
+    *,
+    lenient: bool,
+    cut: bool,
+    repeats: bool,
+) -> tuple[list[tuple[str, dict[str, Any], str]], str] | None:
+    if len(text) > _MAX_CHARS:
         return None
     body = text.strip()
     shape = "bare-json"
@@ -85,17 +118,23 @@ def recover_calls(
     if not body.startswith(("{", "[")):
         return None
     if body.startswith("{{") and body.endswith("}}"):
-        inner = _calls_in(body[1:-1], index, lenient=lenient, cut=cut, repeats=repeats)
+        inner = _calls_in(body[1:-1], index, lenient=lenient, cut=cut, repeats=repeats, call=call)
         if inner is not None:
             return inner[0], "doubled-braces"
-    found = _calls_in(body, index, lenient=lenient, cut=cut, repeats=repeats)
+    found = _calls_in(body, index, lenient=lenient, cut=cut, repeats=repeats, call=call)
     if found is None:
         return None
     return found[0], shape if found[1] == "json" else found[1]
 
 
 def _calls_in(
-    body: str, index: ToolIndex, *, lenient: bool, cut: bool, repeats: bool = False
+    body: str,
+    index: ToolIndex,
+    *,
+    lenient: bool,
+    cut: bool,
+    repeats: bool = False,
+    call: CallShape = _SHAPE,
 ) -> tuple[list[tuple[str, dict[str, Any], str]], str] | None:
     """The calls ``body`` holds (a call, a list, or JSON lines) and ``json`` or the lines'
     shape; None unless every value is a call to a declared tool."""
@@ -113,7 +152,7 @@ def _calls_in(
     calls: list[tuple[str, dict[str, Any], str]] = []
     seen: set[tuple[str, str]] = set()
     for item in items:
-        found = _SHAPE.read(item, index)
+        found = call.read(item, index)
         if isinstance(found, str):
             return None
         name, args = found
@@ -289,6 +328,59 @@ class DriftGuard:
                 ev.CallEnd(index, ToolCall(cid, name, arguments, raw)),
             ]
         return events
+
+
+class ToollessWatch:
+    """Watches the text of a turn that offered no tools: a reply that is, as a whole, a call
+    (in any shape :func:`recover_calls` reads, to any name) stays text — nothing is a call,
+    nothing runs — and :meth:`end` names it in a ``call-without-tools`` notice, so raw call
+    markup is never shown silently.
+
+    Nothing is held back: every event passes at once, and the notice comes at the reply's
+    end. The text is kept only while the reply may still be a call (its opening decides) and
+    within the recovery's size bound, so the work stays linear. Reasoning is never read.
+    """
+
+    def __init__(self) -> None:
+        self._texts: list[str] = []
+        self._size = 0
+        self._head = ""
+        self._watching = True
+
+    def push(self, events: Sequence[Event]) -> list[Event]:
+        """The events, all passed on; their text noted while the reply may be a call."""
+        for event in events:
+            if not self._watching or not isinstance(event, ev.TextDelta):
+                continue
+            self._texts.append(event.text)
+            self._size += len(event.text)
+            if len(self._head) < _HEAD:
+                self._head = (self._head + event.text).lstrip()[:_HEAD]
+            if self._size > _MAX_CHARS or not _may_be_a_call(self._head):
+                self._watching = False
+                self._texts = []
+        return list(events)
+
+    def end(self, *, cut: bool = False) -> list[Event]:
+        """The reply is over: a ``call-without-tools`` notice when it was a call, else none.
+
+        ``cut``: the engine stopped the reply at its token limit."""
+        if not self._watching:
+            return []
+        self._watching = False
+        text, self._texts = "".join(self._texts), []
+        found = written_calls(text, cut=cut) if text.strip() else None
+        if found is None:
+            return []
+        names, shape = found
+        called = ", ".join(dict.fromkeys(name[:100] for name in names))[:300]
+        return [
+            ev.Notice(
+                "call-without-tools",
+                f"the reply is a call to {called} (written as {shape}), but this turn offered "
+                "no tools; it stays text and nothing was run",
+            )
+        ]
 
 
 def _opening_call(

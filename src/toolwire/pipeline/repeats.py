@@ -7,7 +7,9 @@ again, until the token limit. Two cases are caught (both off with ``strict``):
   reply ends there: generation is closed so no more tokens are spent;
 * a call identical to the one whose result ends the conversation is not returned; when
   nothing was said before it, the model is asked once more without tools, so the user gets
-  an answer. Either way a ``repeated-call`` notice names it.
+  an answer. Either way a ``repeated-call`` notice names it. (An answer to that retry that
+  is the call again, as text, is named like any call written on a turn without tools:
+  ``call-without-tools``, by :func:`toolwire.pipeline.reply.read`.)
 
 Arguments are compared after typing by the tool's schema (``"3"`` and ``3`` for an integer
 are the same call), else as canonical JSON.
@@ -25,11 +27,10 @@ from ..arguments import prepare_arguments
 from ..errors import ArgumentsError
 from ..events import Event
 from ..formats.base import loads_json
-from ..formats.drift import recover_calls
 from ..messages import ToolCall
 from .request import Request
 
-__all__ = ["ANSWER_NOW", "Answer", "Repeats", "call_key", "without_tools"]
+__all__ = ["ANSWER_NOW", "Repeats", "call_key", "without_tools"]
 
 #: What the model is asked, once, when it wrote again the call whose result it was just given.
 #: Sent only with that retry, never kept in the conversation: small models, shown the same
@@ -201,27 +202,3 @@ def without_tools(request: Request) -> Request:
     """The retry after the call just answered came again: no tools, and asked to answer."""
     messages = [*request.messages, {"role": "user", "content": ANSWER_NOW}]
     return replace(request, messages=messages, tools=None, tool_choice=None)
-
-
-class Answer:
-    """Watches the retry without tools: an answer that is the call again, as text, is named
-    (raw call markup is never shown silently)."""
-
-    stop = retry = ended = False
-    calls = 0
-
-    def __init__(self, tools: Sequence[Mapping[str, Any]] | None) -> None:
-        self._tools = tools
-        self._text: list[str] = []
-
-    def push(self, event: Event) -> list[Event]:
-        if isinstance(event, ev.TextDelta):
-            self._text.append(event.text)
-        elif isinstance(event, ev.Done) and recover_calls("".join(self._text), self._tools):
-            notice = ev.Notice(
-                "repeated-call",
-                "asked to answer without tools, the model wrote the call again as its answer; "
-                "it was not run",
-            )
-            return [notice, event]
-        return [event]

@@ -11,7 +11,10 @@ model and how its reply becomes calls.
    call written in another shape (bare JSON, a fence, an unclosed tag); a call to a tool
    the request did not declare is an ``undeclared-tool`` notice, never a call (with
    ``strict``, an error: :mod:`toolwire.pipeline.declared`); the turn ends in
-   ``tool_calls`` when it made any.
+   ``tool_calls`` when it made any. A turn that offered no tools (``plain``) reads no calls
+   from its text, but a reply that is nothing but a call in one of drift recovery's shapes
+   gets a ``call-without-tools`` notice at its end, ``strict`` or not (a notice, not a
+   recovery): it stays text and nothing runs.
 3. **Heal**: a refusal over tools, before the model said a word, is healed once — a refused
    schema keyword sends the tools again in the strict dialect; "takes no tools" gives them in
    words — and the lesson is kept in the transport's :class:`ModelMemory`.
@@ -38,7 +41,7 @@ from .. import events as ev
 from ..errors import BackendError
 from ..events import Event
 from ..formats.base import ReplyStream
-from ..formats.drift import DriftGuard
+from ..formats.drift import DriftGuard, ToollessWatch
 from ..formats.gbnf import constraint_for
 from ..formats.reasoning import ReasoningSplitter
 from ..formats.registry import FORMAT_SETTINGS, get_family
@@ -47,7 +50,7 @@ from ..prompted import tools_in_words, transcript_in_words
 from ..schemas import classify_refusal
 from .declared import Declared
 from .memory import Lesson
-from .repeats import Answer, Repeats, without_tools
+from .repeats import Repeats, without_tools
 from .request import Plan, Request
 
 if TYPE_CHECKING:
@@ -227,12 +230,16 @@ async def read(
     elif plan.mode == "native":
         # an engine that leaves a thinking block in the text: it is still thinking
         splitter = ReasoningSplitter(opened=reasoning_open)
-    guard: DriftGuard | None = None
-    if tools and not request.strict and plan.mode in ("native", "grammar"):
+    guard: DriftGuard | ToollessWatch | None = None
+    if plan.mode == "plain":
+        # no tools offered: nothing is a call, and a reply written as one says so
+        guard = ToollessWatch()
+    elif tools and not request.strict and plan.mode in ("native", "grammar"):
         # an engine's own call shows at its start; a grammar's may still come to nothing
         guard = DriftGuard(tools, release_on_start=plan.mode == "native", answered=answered)
     number = _Renumber()
-    declared = Declared(tools, strict=request.strict)
+    # a turn that offered no tools declared none (tool_choice none keeps them in the request)
+    declared = Declared(None if plan.mode == "plain" else tools, strict=request.strict)
     calls = 0
     async for event in raw:
         if isinstance(event, ev.Done):
@@ -273,7 +280,6 @@ async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event,
     key = (transport.endpoint, transport.model)
     request = _chosen(request)  # read as offered: a named tool alone
     healed: set[str] = set()
-    retried: Sequence[Mapping[str, Any]] | None = None  # the tools of a turn asked again
     while True:
         plan, sent, notices = plan_turn(transport, request)
         if not healed:  # after healing, its own notice has said why
@@ -281,10 +287,8 @@ async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event,
                 yield notice
         prepared = transport.prepare(sent, plan)
         heard = _Heard(transport.send(prepared))
-        repeats: Repeats | Answer | None = None
-        if retried is not None:
-            repeats = Answer(retried)
-        elif request.tools and not request.strict:
+        repeats: Repeats | None = None
+        if request.tools and not request.strict:
             repeats = Repeats(request)
         try:
             events = read(
@@ -292,7 +296,7 @@ async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event,
                 plan,
                 request,
                 reasoning_open=prepared.reasoning_open,
-                answered=repeats.answered if isinstance(repeats, Repeats) else None,
+                answered=repeats.answered if repeats is not None else None,
             )
             async with aclosing(heard), aclosing(events) as stream:
                 async for event in stream:
@@ -312,7 +316,7 @@ async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event,
                     yield ev.Done("tool_calls" if repeats.calls else "stop")
                 return
             # the repeated call was all it said: asked once more, without tools, to answer
-            retried = request.tools
+            # (an answer that is the call again is named like any call on a turn without tools)
             request = without_tools(request)
             healed.add("repeat")
             continue
