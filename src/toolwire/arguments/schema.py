@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+import orjson
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
@@ -29,8 +30,18 @@ __all__ = [
 ]
 
 
+def _dumped(schema: Mapping[str, Any]) -> str | bytes:
+    """The schema as canonical JSON, the key its cached work is kept by: orjson's (a call's
+    hot path: a schema is dumped for every call), or the standard library's where orjson
+    refuses (a key that is not a string); a ``TypeError``/``ValueError`` when neither can."""
+    try:
+        return orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return json.dumps(schema, sort_keys=True)
+
+
 @lru_cache(maxsize=256)
-def _validator(dumped: str) -> Draft202012Validator:
+def _validator(dumped: str | bytes) -> Draft202012Validator:
     schema = json.loads(dumped)
     try:
         Draft202012Validator.check_schema(schema)
@@ -44,7 +55,7 @@ def _validator(dumped: str) -> Draft202012Validator:
 def validator_for(schema: Mapping[str, Any]) -> Draft202012Validator:
     """A checked, cached Draft 2020-12 validator; a broken schema is the tool's fault."""
     try:
-        dumped = json.dumps(schema, sort_keys=True)
+        dumped = _dumped(schema)
     except (TypeError, ValueError) as exc:
         raise ArgumentsError(f"The tool's schema is not JSON: {exc}", kind="schema") from None
     return _validator(dumped)
@@ -209,7 +220,7 @@ def allows_null(schema: Any, root: Mapping[str, Any]) -> bool:
 
 
 @lru_cache(maxsize=256)
-def _recursive_unions(dumped: str) -> bool:
+def _recursive_unions(dumped: str | bytes) -> bool:
     root = json.loads(dumped)
     seen: set[tuple[str, bool]] = set()
 
@@ -242,7 +253,7 @@ def recursive_unions(schema: Mapping[str, Any]) -> bool:
     Checking a value against such a schema costs jsonschema time that grows exponentially
     with the value's nesting, so the pipeline bounds that nesting.
     """
-    return _recursive_unions(json.dumps(schema, sort_keys=True))
+    return _recursive_unions(_dumped(schema))
 
 
 def matching_pattern(patterns: Any, key: str) -> str | None:

@@ -279,6 +279,13 @@ async def _send(http: httpx.AsyncClient, request: httpx.Request) -> httpx.Respon
         return await http.send(request, stream=True)
 
 
+@functools.lru_cache(maxsize=256)
+def _target(url: str) -> tuple[httpx.URL, str]:
+    """``url`` parsed, and as a message may name it: once per URL, not per request (a
+    backend sends every request to the same one)."""
+    return httpx.URL(url), shown_url(url)
+
+
 async def post_stream(
     client: httpx.AsyncClient | None,
     url: str,
@@ -299,14 +306,14 @@ async def post_stream(
     own = client is None
     limits = httpx.Timeout(timeout, connect=min(connect_timeout, timeout))
     http = client or httpx.AsyncClient(timeout=limits, verify=ssl_context())
-    where = shown_url(url)
+    target, where = _target(url)
     deadline = asyncio.get_running_loop().time() + timeout
     response: httpx.Response | None = None
     sent = {"Accept-Encoding": "identity", **(headers or {})}  # bounded bytes are real bytes
     try:
         sent.setdefault("Content-Type", "application/json")
         request = http.build_request(
-            "POST", url, content=encode_json(body), headers=sent, timeout=limits
+            "POST", target, content=encode_json(body), headers=sent, timeout=limits
         )
         try:
             response = await before(deadline, _send(http, request))

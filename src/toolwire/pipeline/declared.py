@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import events as ev
 from ..errors import BackendError
@@ -41,6 +41,7 @@ def _names(tools: Sequence[Mapping[str, Any]] | None) -> frozenset[str]:
 
 
 _CALLS = (ev.CallStart, ev.CallArgsDelta, ev.CallAbort, ev.CallEnd)
+_Call = TypeVar("_Call", ev.CallStart, ev.CallArgsDelta, ev.CallAbort, ev.CallEnd)
 
 
 class Declared:
@@ -62,15 +63,15 @@ class Declared:
                 if event.name not in self._names:
                     self._held.add(event.index)
                     continue
-                out.append(replace(event, index=self._index(event.index)))
+                out.append(self._numbered(event))
             elif isinstance(event, ev.CallArgsDelta):
                 if event.index not in self._held:
-                    out.append(replace(event, index=self._index(event.index)))
+                    out.append(self._numbered(event))
             elif isinstance(event, ev.CallAbort):
                 if event.index in self._held:  # never passed: nothing to withdraw
                     self._held.discard(event.index)
                 else:
-                    out.append(replace(event, index=self._index(event.index)))
+                    out.append(self._numbered(event))
             else:
                 out.extend(self._end(event))
         return out
@@ -78,10 +79,15 @@ class Declared:
     def _index(self, index: int) -> int:
         return self._number.setdefault(index, len(self._number))
 
+    def _numbered(self, event: _Call) -> _Call:
+        """``event`` with its index as passed (a copy only when the number changes)."""
+        index = self._index(event.index)
+        return event if index == event.index else replace(event, index=index)
+
     def _end(self, event: ev.CallEnd) -> list[Event]:
         call = event.call
         if call.name in self._names and event.index not in self._held:
-            return [replace(event, index=self._index(event.index))]
+            return [self._numbered(event)]
         name = call.name[:100]
         if self._strict:
             raise BackendError(

@@ -113,7 +113,11 @@ class Repeats:
     def __init__(self, request: Request) -> None:
         self._schemas = _schemas(request.tools)
         self._answered = _answered(request, self._schemas)
-        self._done: set[Key] = set()
+        self._answered_names = {name for name, _ in self._answered}
+        #: The calls given on or answered in this reply, by name, each with its key once
+        #: it was needed: a key types the arguments, which is only worth it when another
+        #: call of the same name comes to compare with.
+        self._done: dict[str, list[list[Any]]] = {}
         self._held: dict[int, list[Event]] = {}
         self.said = False  # text the user saw, or a call given on
         self.calls = 0
@@ -127,7 +131,23 @@ class Repeats:
         return call_key(name, arguments, self._schemas.get(name)) in self._answered
 
     def _names(self) -> set[str]:
-        return {name for name, _ in self._done | self._answered}
+        return self._answered_names | self._done.keys()
+
+    def _seen(self, call: ToolCall) -> Key | None:
+        """The key of ``call`` when an earlier call of this reply is the same, else None."""
+        earlier = self._done.get(call.name)
+        if not earlier:
+            return None
+        key = self._key(call)
+        for entry in earlier:
+            if entry[1] is None:
+                entry[1] = self._key(entry[0])
+            if entry[1] == key:
+                return key
+        return None
+
+    def _keep(self, call: ToolCall, key: Key | None = None) -> None:
+        self._done.setdefault(call.name, []).append([call, key])
 
     def push(self, event: Event) -> list[Event]:
         """The events to give on now for ``event``."""
@@ -162,11 +182,11 @@ class Repeats:
             return [event]
         held = self._held.pop(event.index, [])
         call = event.call
-        key = self._key(call)
-        if key in self._done:
+        if self._seen(call) is not None:
             self.stop = True
             return [self._notice(call, "it was already called in this reply; the reply ends")]
-        if key in self._answered:
+        key = self._key(call) if call.name in self._answered_names else None
+        if key is not None and key in self._answered:
             if not self.said:
                 self.stop = self.retry = True
                 return [
@@ -176,9 +196,9 @@ class Repeats:
                         "asked again without tools",
                     )
                 ]
-            self._done.add(key)
+            self._keep(call, key)
             return [self._notice(call, "its result is the last thing in the conversation")]
-        self._done.add(key)
+        self._keep(call, key)
         self.said = True
         self.calls += 1
         return [*held, event]

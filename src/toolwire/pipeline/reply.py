@@ -202,7 +202,8 @@ class _Renumber:
                 key = (source, event.index)
                 if key not in self._map:
                     self._map[key] = len(self._map)
-                event = replace(event, index=self._map[key])
+                if self._map[key] != event.index:  # a copy only when the number changes
+                    event = replace(event, index=self._map[key])
             out.append(event)
         return out
 
