@@ -102,7 +102,7 @@ from starlette.routing import Route
 
 from toolwire.backends import OpenAIBackend
 from toolwire.backends.http import new_client
-from toolwire.server import create_app, uvicorn_settings
+from toolwire.server import create_app, freeze_heap, uvicorn_settings
 from toolwire.testing import tool_call_deltas
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -197,6 +197,7 @@ def _serve(
         client = None if per_request else new_client()  # as `toolwire serve --upstream`
         backend = OpenAIBackend("up-model", base_url=upstream + "/v1/", client=client)
         app = create_app(backend, model_name="gw")
+        freeze_heap()  # as serve does
     # the gateway as `toolwire serve` runs it (its server, loop and guards); the upstream
     # on the same server, so that neither side is measured on a slower one
     settings = {**uvicorn_settings(fast=None if fast else False), "timeout_keep_alive": KEEP_ALIVE}

@@ -1,6 +1,7 @@
 """The OpenAI-compatible gateway."""
 
 from .app import BODY_TIMEOUT, MAX_BODY_BYTES, create_app
+from .command import freeze_heap
 from .guard import uvicorn_settings
 from .validate import RequestError, validate_chat_request
 
@@ -9,6 +10,7 @@ __all__ = [
     "MAX_BODY_BYTES",
     "RequestError",
     "create_app",
+    "freeze_heap",
     "uvicorn_settings",
     "validate_chat_request",
 ]
