@@ -72,6 +72,7 @@ import argparse
 import asyncio
 import contextlib
 import cProfile
+import gc
 import itertools
 import json
 import multiprocessing
@@ -187,6 +188,31 @@ def upstream_app() -> Starlette:
 KEEP_ALIVE = 60
 
 
+class Inside:
+    """The gateway's time for each request, from the app's first look at it to the last byte
+    it hands the server (the upstream's reply included), kept until ``GET /_bench/inside``
+    takes them: the latency apart from what the sockets to the client and the machine's
+    scheduling of the client add."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.times: list[float] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == "/_bench/inside":
+            taken, self.times = self.times, []
+            await JSONResponse(taken)(scope, receive, send)
+            return
+        start = time.perf_counter()
+
+        async def timed(message: Any) -> None:
+            await send(message)
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                self.times.append(time.perf_counter() - start)
+
+        await self.app(scope, receive, timed)
+
+
 def _serve(
     role: str, conn: Connection, upstream: str, per_request: bool, profile: str, fast: bool
 ) -> None:
@@ -196,7 +222,7 @@ def _serve(
     else:
         client = None if per_request else new_client()  # as `toolwire serve --upstream`
         backend = OpenAIBackend("up-model", base_url=upstream + "/v1/", client=client)
-        app = create_app(backend, model_name="gw")
+        app = Inside(create_app(backend, model_name="gw"))
         freeze_heap()  # as serve does
     # the gateway as `toolwire serve` runs it (its server, loop and guards); the upstream
     # on the same server, so that neither side is measured on a slower one
@@ -432,6 +458,13 @@ class Measured:
     cpu: float = 0.0
     requests: int = 0
     peak_mb: float = float("nan")
+    #: The gateway's own time per request (see :class:`Inside`), in seconds.
+    inside: list[float] = field(default_factory=list)
+
+    def inside_ms(self, q: int) -> float:
+        if len(self.inside) < 2:
+            return float("nan")
+        return statistics.quantiles(self.inside, n=100, method="inclusive")[q - 1] * 1e3
 
     def add(self, b: Batch) -> None:
         self.latencies.extend(b.latencies)
@@ -490,10 +523,14 @@ async def measure(
             n_warm = concurrency if concurrency > MANY else max(2 * concurrency, 10)
             warm = await run(path, n_warm)
             out[path.name].failures.extend(f"(warm-up) {why}" for why in warm.failures)
+        await clients[0].get(servers["gateway"].url + "/_bench/inside")  # the warm-up's: not kept
         for r in range(rounds):
             turned = list(paths[r % len(paths) :]) + list(paths[: r % len(paths)])
             for path in turned if r % 2 == 0 else turned[::-1]:
                 out[path.name].add(await run(path, n))
+                if path.server == "gateway":
+                    own = await clients[0].get(servers["gateway"].url + "/_bench/inside")
+                    out[path.name].inside.extend(own.json())
     for path in paths:
         out[path.name].peak_mb = peak_rss_mb(servers[path.server].pid)
     return out
@@ -531,6 +568,17 @@ def report(results: list[tuple[str, dict[str, Measured]]], paths: Sequence[Path]
                 f"{label if i == 0 else '':<20} {path.name:<13} {g.p(50) - d.p(50):8.2f} "
                 f"{g.p(99) - d.p(99):8.2f} {g.p(50) / d.p(50):7.2f} {g.p(99) / d.p(99):7.2f} "
                 f"{g.rate / d.rate:8.2f} {versus}   {spread:>15}"
+            )
+    print(
+        f"\n{'inside the gateway':<20} {'path':<13} {'p50 ms':>8} {'p99 ms':>8} {'p99/p50':>7}"
+        "   (from the app's first look to its last byte, the upstream's reply included)"
+    )
+    for label, m in results:
+        for i, path in enumerate(p for p in paths if p.server == "gateway"):
+            x = m[path.name]
+            print(
+                f"{label if i == 0 else '':<20} {path.name:<13} {x.inside_ms(50):8.2f} "
+                f"{x.inside_ms(99):8.2f} {x.inside_ms(99) / x.inside_ms(50):7.2f}"
             )
     failed = [(label, p.name, m[p.name].failures) for label, m in results for p in paths]
     if any(f for _, _, f in failed):
@@ -610,6 +658,9 @@ def main() -> int:
     named = protocol if isinstance(protocol, str) else protocol.__name__
     print(f"servers: {named.rsplit(':', 1)[-1]} on the {server['loop']} loop")
     started = time.perf_counter()
+    # the measuring client's own collector pauses would count in every path's tail
+    gc.collect()
+    gc.freeze()
     results: list[tuple[str, dict[str, Measured]]] = []
     fast = not args.slow_server
     with contextlib.ExitStack() as stack:
