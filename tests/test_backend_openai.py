@@ -88,7 +88,12 @@ def test_malformed_arguments_keep_their_text(server: FakeOpenAIServer) -> None:
     server.add_stream(tool_call_deltas([("c1", "get_weather", bad)]), finish_reason="tool_calls")
     events = run(OpenAIBackend("m", base_url=server.base_url), Request(USER, TOOLS))
     (end,) = [e for e in events if isinstance(e, CallEnd)]
-    assert end.call.arguments == {} and end.call.arguments_text == bad
+    # the text as the model wrote it is kept; the arguments are read and typed once, at the
+    # pipeline's end, each repair named
+    assert end.call.arguments_text == bad and end.call.arguments == {"city": "Paris"}
+    assert end.arguments == '{"city": "Paris"}' and end.invalid is None
+    (notice,) = [e for e in events if getattr(e, "code", "") == "arguments-repaired"]
+    assert "single-quotes" in notice.message or "quote" in notice.message
 
 
 def test_reasoning_is_reasoning_and_never_a_call(server: FakeOpenAIServer) -> None:

@@ -205,7 +205,8 @@ def _sendable(text: str | None) -> bool:
 @given(BODIES)
 def test_the_validator_returns_a_request_or_raises_request_error(sent: bytes) -> None:
     try:
-        request, stream, parallel = validate_chat_request(sent)
+        request = validate_chat_request(sent)
+        stream, parallel = request.stream, request.parallel_calls
     except RequestError as exc:
         event("refused")
         assert exc.status == 400

@@ -186,11 +186,11 @@ def test_the_extension_sets_strict_and_constrained() -> None:
     from toolwire.server.validate import validate_chat as _parse
 
     body = {**ASK, "tools": TOOLS, "toolwire": {"constrained": False}}
-    request, _, _ = _parse(body)
+    request = _parse(body)
     assert request.constrained is False and request.strict is False
-    request, _, _ = _parse({**body, "toolwire": {"strict": True}})
+    request = _parse({**body, "toolwire": {"strict": True}})
     assert request.strict is True and request.constrained is True
-    request, _, _ = _parse({**ASK, "tools": TOOLS})
+    request = _parse({**ASK, "tools": TOOLS})
     assert request.constrained is True
 
 

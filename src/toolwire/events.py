@@ -10,10 +10,13 @@ nothing the model wrote is lost and nothing half-read is run.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from .messages import ToolCall
 
 __all__ = [
+    "NOTICES",
+    "TOLERANCES",
     "CallAbort",
     "CallArgsDelta",
     "CallEnd",
@@ -21,11 +24,142 @@ __all__ = [
     "Done",
     "Event",
     "Notice",
+    "NoticeCode",
     "ReasoningDelta",
     "TextDelta",
     "ToolResult",
     "ToolRun",
+    "notice_codes",
+    "recovered",
 ]
+
+#: Every code a :class:`Notice` may carry: the one list. Clients read these (the gateway sends
+#: them as ``{"code", "message"}``), so a code is a promise: :data:`NOTICES` says what each
+#: means, and ``docs/notices.md`` is checked against it by a test. mypy refuses a code that
+#: is not here.
+NoticeCode = Literal[
+    # how the turn reaches the model (the pipeline's plan)
+    "tools-in-words",
+    "schema-dialect",
+    "no-tools",
+    "tool-choice-not-enforced",
+    "constrained-call",
+    "healed-schema",
+    "healed-tools",
+    # calls read although the reply strayed from the grammar (tolerances: strict refuses them)
+    "recovered-bare-json",
+    "recovered-fenced-json",
+    "recovered-unclosed-tag",
+    "recovered-tagged",
+    "recovered-doubled-braces",
+    "recovered-json-lines",
+    "recovered-json-lines-cut",
+    "recovered-opening-call",
+    "recovered-arguments-string",
+    "recovered-arguments-key",
+    "recovered-attributes-ignored",
+    "recovered-block-unclosed",
+    "recovered-call-ended-thinking",
+    "recovered-call-keys",
+    "recovered-function-tag",
+    "recovered-repairs",
+    "recovered-section-missing",
+    "recovered-thinking-unclosed",
+    "recovered-unopened-call",
+    "recovered-tool-calls-object",
+    "calls-kept-apart",
+    "arguments-repaired",
+    "arguments-unknown-fields",
+    # what was not passed on as a call, and why
+    "arguments-invalid",
+    "call-abandoned",
+    "call-not-read",
+    "call-without-tools",
+    "undeclared-tool",
+    "repeated-call",
+    "calls-dropped",
+    "calls-after-bound",
+    "ignored-tool-response",
+    "directly-answer",
+    # the gateway's own
+    "tool-not-served",
+    "response-not-stored",
+]
+
+#: What each code means, in a line: the table of ``docs/notices.md``.
+NOTICES: dict[NoticeCode, str] = {
+    "tools-in-words": "the tools are listed in the prompt and calls read leniently (the model "
+    "takes no tools, its template has no tool format, or the format is none)",
+    "schema-dialect": "the tools go in another schema dialect: the model refused a schema before",
+    "no-tools": "not even the tool names fit the model's window: it answers without tools",
+    "tool-choice-not-enforced": "tool_choice required, but only the prompt can ask the model",
+    "constrained-call": "a call was finished under a grammar of the declared tools",
+    "healed-schema": "the engine refused a tool schema: sent again with plain schemas",
+    "healed-tools": "the engine takes no tools: they were given in words instead",
+    "recovered-bare-json": "a reply that is only a call as bare JSON was read as the call",
+    "recovered-fenced-json": "a call in a code fence was read as the call",
+    "recovered-unclosed-tag": "a call whose closing tag never came was read",
+    "recovered-tagged": "a call in tags the engine's grammar does not read was read",
+    "recovered-doubled-braces": "a call written in doubled braces was read",
+    "recovered-json-lines": "several calls written one JSON object a line were read",
+    "recovered-json-lines-cut": "calls as JSON lines were read; the unfinished last was dropped",
+    "recovered-opening-call": "a reply opening with the call just answered was read as that call",
+    "recovered-arguments-string": "arguments written as a JSON string were read as the object",
+    "recovered-arguments-key": "arguments under another key than the grammar's were read",
+    "recovered-attributes-ignored": "attributes in a tag the grammar has none in were read past",
+    "recovered-block-unclosed": "a call block the reply never closed was read",
+    "recovered-call-ended-thinking": "a call that ended an unclosed thinking block was read",
+    "recovered-call-keys": "a call object with other keys than the asked ones was read",
+    "recovered-function-tag": "a call written as <function=…> was read",
+    "recovered-repairs": "a call in words needed its JSON repaired",
+    "recovered-section-missing": "a call outside its calls section was read",
+    "recovered-thinking-unclosed": "a thinking block never closed was ended at a call",
+    "recovered-unopened-call": "a call written without its opening tag was read",
+    "recovered-tool-calls-object": "the engine sent tool_calls as one object, not a list",
+    "calls-kept-apart": "the engine streamed two calls under one index: kept apart",
+    "arguments-repaired": "the arguments were repaired or typed by the schema (each repair named)",
+    "arguments-unknown-fields": "fields the tool's schema does not list were dropped",
+    "arguments-invalid": "the arguments do not fit the schema: the call goes as the model wrote "
+    "it, with the explanation a model can act on",
+    "call-abandoned": "a call the model began was not one: its text follows as text",
+    "call-not-read": "call markup that could not be read as a call stays text; nothing runs",
+    "call-without-tools": "a reply written as a call on a turn that offered no tools stays text",
+    "undeclared-tool": "a call to a tool the request did not declare was not passed on",
+    "repeated-call": "a call repeating one already made was not passed on",
+    "calls-dropped": "parallel_tool_calls is false: calls after the first were not passed on",
+    "calls-after-bound": "the loop's last turn offered no tools: its calls were not run",
+    "ignored-tool-response": "a tool result the model wrote itself was not read as one",
+    "directly-answer": "the model chose to answer in text, not with a tool",
+    "tool-not-served": "a tool of a kind the gateway does not serve was left out",
+    "response-not-stored": "the response could not be stored for previous_response_id",
+}
+
+#: The codes that name a tolerance: something read although the model or the engine strayed
+#: from its grammar or its wire format. With ``strict`` each is an error instead, whichever
+#: layer met it (see :func:`toolwire.pipeline.reply.reply`).
+TOLERANCES: frozenset[NoticeCode] = frozenset(
+    code
+    for code in get_args(NoticeCode)
+    if code.startswith("recovered-") or code in ("calls-kept-apart", "arguments-repaired")
+)
+
+
+_RECOVERED: dict[str, NoticeCode] = {
+    code.removeprefix("recovered-"): code for code in NOTICES if code.startswith("recovered-")
+}
+
+
+def notice_codes() -> tuple[NoticeCode, ...]:
+    """Every notice code, in the list's order."""
+    return get_args(NoticeCode)
+
+
+def recovered(shape: str) -> NoticeCode:
+    """The code of a call recovered from ``shape`` (``bare-json``, ``fenced-json``…)."""
+    code = _RECOVERED.get(shape)
+    if code is None:
+        raise ValueError(f"no notice code for a call recovered from {shape!r}")
+    return code
 
 
 @dataclass(frozen=True)
@@ -61,10 +195,19 @@ class CallArgsDelta:
 
 @dataclass(frozen=True)
 class CallEnd:
-    """The call is complete and checked against its family's grammar."""
+    """The call is complete and checked against its family's grammar.
+
+    At the reply pipeline's end each call is typed once by its tool's schema
+    (:func:`toolwire.pipeline.end.prepare_call`): ``arguments`` is then the JSON text a
+    client runs the tool with, ``call.arguments`` the typed object, and ``invalid`` the
+    explanation a model can act on when they do not fit (then ``arguments`` is what the
+    model wrote). A call not yet through the pipeline has ``arguments`` None.
+    """
 
     index: int
     call: ToolCall
+    arguments: str | None = None
+    invalid: str | None = None
 
 
 @dataclass(frozen=True)
@@ -78,9 +221,10 @@ class CallAbort:
 
 @dataclass(frozen=True)
 class Notice:
-    """Something the user should know that is not part of the reply (e.g. a recovery)."""
+    """Something the user should know that is not part of the reply (e.g. a recovery):
+    ``code`` is one of :data:`NoticeCode`."""
 
-    code: str
+    code: NoticeCode
     message: str
 
 

@@ -23,15 +23,15 @@ import inspect
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Any
 
-from .arguments import prepare_arguments
 from .conversation import Conversation, resolve_settings
-from .errors import ArgumentsError
 from .events import CallEnd, Event, Notice, TextDelta, ToolResult, ToolRun
 from .formats.words import HOW_TO_CALL, UNREADABLE
 from .messages import ToolCall, assistant_message, tool_message
 from .pipeline import Backend, Request, stream_sync
+from .pipeline.end import prepare_call
 from .tools import Tool, Toolbox, ToolDenied, ToolOutcomeUnknown, ToolUnavailable
 
 __all__ = ["RETRY_DELAYS", "Confirm", "run_loop", "run_loop_sync"]
@@ -80,25 +80,26 @@ async def run_loop(
             **options,
         )
         text: list[str] = []
-        calls: list[ToolCall] = []
+        ends: list[CallEnd] = []
         async with aclosing(backend.stream(request)) as events:
             async for event in events:
                 yield event
                 if isinstance(event, TextDelta):
                     text.append(event.text)
                 elif isinstance(event, CallEnd):
-                    calls.append(event.call)
-        if last and calls:  # a backend that gave calls anyway: none is run
+                    ends.append(event)
+        if last and ends:  # a backend that gave calls anyway: none is run
             yield Notice(
                 "calls-after-bound", "the last turn offered no tools; its calls were not run"
             )
-            calls = []
+            ends = []
+        calls = [end.call for end in ends]
         # an answer written as a call is the pipeline's ``call-without-tools`` notice
         conversation.messages.append(assistant_message("".join(text), calls))
         if not calls:
             conversation.commit()
             return
-        prepared = [_prepare(call, toolbox, conversation, s) for call in calls]
+        prepared = [_prepare(end, toolbox, conversation, s) for end in ends]
         if confirm is not None:
             prepared = [await _confirmed(p, confirm) for p in prepared]
         for typed, _, failure in prepared:
@@ -122,9 +123,11 @@ def run_loop_sync(
 
 
 def _prepare(
-    call: ToolCall, toolbox: Toolbox, conversation: Conversation, s: Mapping[str, Any]
+    end: CallEnd, toolbox: Toolbox, conversation: Conversation, s: Mapping[str, Any]
 ) -> tuple[ToolCall, Tool | None, ToolResult | None]:
-    """Check a call before anything runs: the tool, the permission, the arguments."""
+    """Check a call before anything runs: the tool, the permission, the arguments (typed
+    once, at the reply pipeline's end: :mod:`toolwire.pipeline.end`)."""
+    call = end.call
     if call.name == UNREADABLE:
         return call, None, ToolResult(call.id, call.name, HOW_TO_CALL, "invalid")
     tool = toolbox.get(call.name)
@@ -151,23 +154,15 @@ def _prepare(
                 "denied",
             ),
         )
-    raw: Any = call.arguments_text if call.arguments_text.strip() else call.arguments
-    if tool.session:  # the session's own fields are the session's: never the model's
-        decoded = raw
-        if isinstance(raw, str):
-            try:
-                decoded = json.loads(raw)
-            except (ValueError, RecursionError):
-                decoded = None
-        if isinstance(decoded, dict) and tool.session & set(decoded):
-            raw = {k: v for k, v in decoded.items() if k not in tool.session}
-    try:
-        done = prepare_arguments(
-            raw, tool.parameters, strict=s["strict"], name=tool.name, text_values=call.text_values
-        )
-    except ArgumentsError as exc:
-        return call, tool, ToolResult(call.id, call.name, exc.explanation, "invalid")
-    arguments = {k: v for k, v in done.arguments.items() if k not in tool.session}
+    if end.arguments is None or _sets_session(end, tool):
+        # a backend whose events did not come through the pipeline, or a call that set the
+        # session's own fields (strict would refuse them as fields the tool does not take):
+        # typed here by the same policy, the session's fields never the model's
+        end, _ = prepare_call(_without_session(end, tool), tool.parameters, strict=s["strict"])
+    if end.invalid is not None:
+        return call, tool, ToolResult(call.id, call.name, end.invalid, "invalid")
+    # the session's own fields are the session's: never the model's
+    arguments = {k: v for k, v in end.call.arguments.items() if k not in tool.session}
     for name in tool.session:
         if name == "operation_id":
             key = f"{conversation.id}:{call.id}:{call.name}".encode()
@@ -176,6 +171,31 @@ def _prepare(
             arguments[name] = conversation.session[name]
     typed = ToolCall(call.id, call.name, arguments, call.arguments_text)
     return typed, tool, None
+
+
+def _raw(call: ToolCall) -> Any:
+    """The call's arguments as the model wrote them, decoded when they are JSON."""
+    if not call.arguments_text.strip():
+        return call.arguments
+    try:
+        return json.loads(call.arguments_text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _sets_session(end: CallEnd, tool: Tool) -> bool:
+    raw = _raw(end.call) if tool.session else None
+    return isinstance(raw, dict) and bool(tool.session & set(raw))
+
+
+def _without_session(end: CallEnd, tool: Tool) -> CallEnd:
+    """The call as if the model had not sent the session's own fields (untyped again)."""
+    raw = _raw(end.call)
+    if not tool.session or not isinstance(raw, dict) or not tool.session & set(raw):
+        return replace(end, arguments=None, invalid=None)
+    kept = {k: v for k, v in raw.items() if k not in tool.session}
+    call = replace(end.call, arguments=kept, arguments_text=json.dumps(kept, ensure_ascii=False))
+    return replace(end, call=call, arguments=None, invalid=None)
 
 
 async def _confirmed(

@@ -52,6 +52,8 @@ class Normalised:
     value: Any
     repairs: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
+    #: The dropped fields that the schema does not list (the rest are nulls dropped).
+    unknown: list[str] = field(default_factory=list)
 
 
 class _Ctx:
@@ -65,6 +67,7 @@ class _Ctx:
         self.validator = validator
         self.repairs: list[str] = []
         self.dropped: list[str] = []
+        self.unknown: list[str] = []
         self.work = 0
         # (value, schema, path) -> result: trying union branches meets the same subtree
         # under the same schema again and again; each pair is worked out once
@@ -83,6 +86,7 @@ class _Ctx:
         for name in other.repairs:
             self.repair(name)
         self.dropped.extend(other.dropped)
+        self.unknown.extend(other.unknown)
 
 
 def normalise(
@@ -91,7 +95,7 @@ def normalise(
     """Normalise ``value`` (already read) for ``schema``; the input is never mutated."""
     ctx = _Ctx(schema, validator or validator_for(schema))
     out = _norm(value, schema, ctx, "", 0)
-    return Normalised(out, ctx.repairs, ctx.dropped)
+    return Normalised(out, ctx.repairs, ctx.dropped, ctx.unknown)
 
 
 def _join(path: str, key: str | int) -> str:
@@ -119,16 +123,24 @@ def _norm(value: Any, schema: Any, ctx: _Ctx, path: str, depth: int, *, drop: bo
     key = ("norm", id(value), id(schema), path, drop)
     hit = ctx.memo.get(key)
     if hit is not None:
-        out, repairs, dropped = hit[0], hit[1], hit[2]
+        out, repairs, dropped, unknown = hit[0], hit[1], hit[2], hit[3]
         for name in repairs:
             ctx.repair(name)
         ctx.dropped.extend(dropped)
+        ctx.unknown.extend(unknown)
         return out
     inner = _Ctx(ctx.root, ctx.validator, ctx.memo)
     inner.work = ctx.work
     out = _norm_once(value, schema, inner, path, depth, drop)
     ctx.work = inner.work
-    ctx.memo[key] = (out, tuple(inner.repairs), tuple(inner.dropped), value, schema)
+    ctx.memo[key] = (
+        out,
+        tuple(inner.repairs),
+        tuple(inner.dropped),
+        tuple(inner.unknown),
+        value,
+        schema,
+    )
     ctx.merge(inner)
     return out
 
@@ -298,6 +310,7 @@ def _object(
                 out[key] = item
         else:
             ctx.dropped.append(where)
+            ctx.unknown.append(where)
     return out
 
 

@@ -29,6 +29,8 @@ class PreparedArguments:
     repairs: tuple[str, ...] = ()
     #: Fields removed: ones the tool does not take, and nulls for optional fields.
     dropped: tuple[str, ...] = ()
+    #: Of those, the fields the tool does not take (its schema does not list them).
+    unknown: tuple[str, ...] = ()
 
 
 def _takes(schema: Mapping[str, Any]) -> str:
@@ -109,6 +111,7 @@ def prepare_arguments(
             kind="limit",
         )
     dropped: list[str] = []
+    unknown: list[str] = []
     try:
         done = normalise(value, schema, validator)
         if strict:
@@ -124,6 +127,7 @@ def prepare_arguments(
             value = done.value
             repairs += done.repairs
             dropped = done.dropped
+            unknown = done.unknown
             lines = check(value, schema, validator)
     except (
         SchemaError,
@@ -139,7 +143,9 @@ def prepare_arguments(
         ) from None
     if lines:
         raise _invalid(name, lines, schema)
-    return PreparedArguments(value, tuple(dict.fromkeys(repairs)), tuple(dropped))
+    return PreparedArguments(
+        value, tuple(dict.fromkeys(repairs)), tuple(dropped), tuple(unknown)
+    )
 
 
 #: Nesting checked against a schema that recurses through anyOf/oneOf, at most: jsonschema

@@ -24,6 +24,7 @@ from ..events import (
     CallStart,
     Event,
     Notice,
+    NoticeCode,
     ReasoningDelta,
     TextDelta,
 )
@@ -146,24 +147,49 @@ def loads_json(text: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
 
 
 class ToolIndex:
-    """The names of the declared tools, for the readers that accept only those.
+    """The declared tools by name, built once per turn: what every reader, check and
+    surface asks of a tool list (is this name declared? what is its schema?), so no other
+    code walks the OpenAI-shaped list or guesses between its two forms.
 
-    Nothing here types a value: arguments are typed once, by
-    :func:`toolwire.arguments.prepare_arguments`.
+    Nothing here types a value: arguments are typed once, at the reply pipeline's end
+    (:func:`toolwire.pipeline.end.prepare_call`).
     """
 
-    def __init__(self, tools: Sequence[Mapping[str, Any]] | None) -> None:
+    __slots__ = ("_schemas", "known")
+
+    def __init__(self, tools: Sequence[Mapping[str, Any]] | Mapping[str, Any] | None) -> None:
+        #: False when no tool list was given at all (a reader then takes any name).
         self.known = tools is not None
-        self._names: set[str] = set()
+        self._schemas: dict[str, Mapping[str, Any]] = {}
         if isinstance(tools, Mapping):  # one tool given bare, not in a list
             tools = [tools]
         for tool in tools or ():
             fn = tool.get("function", tool) if isinstance(tool, Mapping) else None
             if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
-                self._names.add(fn["name"])
+                params = fn.get("parameters")
+                self._schemas.setdefault(
+                    fn["name"], params if isinstance(params, Mapping) else {"type": "object"}
+                )
+
+    @classmethod
+    def of(cls, tools: ToolIndex | Sequence[Mapping[str, Any]] | None) -> ToolIndex:
+        """``tools`` as an index: the one given, or one built now."""
+        return tools if isinstance(tools, ToolIndex) else cls(tools)
 
     def has(self, name: str) -> bool:
-        return name in self._names
+        return name in self._schemas
+
+    def schema(self, name: str) -> Mapping[str, Any] | None:
+        """The parameters schema of the tool named ``name`` (None: not declared)."""
+        return self._schemas.get(name)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The declared names, in the order given."""
+        return tuple(self._schemas)
+
+    def __len__(self) -> int:
+        return len(self._schemas)
 
 
 # --------------------------------------------------------------------------- streams
@@ -290,7 +316,7 @@ class ReplyStream:
     def _abort(self, index: int, call_id: str, reason: str) -> None:
         self._out.append(CallAbort(index, call_id, reason))
 
-    def _notice(self, code: str, message: str) -> None:
+    def _notice(self, code: NoticeCode, message: str) -> None:
         self._out.append(Notice(code, message))
 
 
@@ -327,7 +353,7 @@ class Family:
     ) -> ReplyStream:
         """A fresh incremental reader for one reply; ``strict`` refuses every tolerance."""
         return self.stream_class(
-            ToolIndex(tools),
+            ToolIndex.of(tools),
             reasoning_open=reasoning_open,
             make_id=make_id,
             max_chars=max_chars,

@@ -76,7 +76,7 @@ def recover_calls(
     written again (for the reply pipeline's repeat check, which names it); else it is
     read once.
     """
-    index = ToolIndex(tools)
+    index = ToolIndex.of(tools)
     if not index.known:
         return None
     return _recover(text, index, _SHAPE, lenient=lenient, cut=cut, repeats=repeats)
@@ -241,7 +241,7 @@ class DriftGuard:
         # the reply's opening, all that decides whether it may be a call (kept short, so
         # holding a long reply costs linear time)
         self._head = ""
-        self._holding = ToolIndex(tools).known
+        self._holding = ToolIndex.of(tools).known
         self._saw_call = False
         self._next = 0
         # a native call (an engine's own tool_calls) shows at its start; a family's call
@@ -317,7 +317,7 @@ class DriftGuard:
             if shape == "opening-call"
             else f"a call the model wrote as {shape}"
         )
-        events.append(ev.Notice(f"recovered-{shape}", f"read {why}"))
+        events.append(ev.Notice(ev.recovered(shape), f"read {why}"))
         for name, arguments, raw in calls:
             index = self._next
             self._next += 1
@@ -395,7 +395,7 @@ def _opening_call(
         body = body[m.end() :]
     if not body.startswith("{") or len(body) > _MAX_CHARS:
         return None
-    index = ToolIndex(tools)
+    index = ToolIndex.of(tools)
     for at in (1, 0) if body.startswith("{{") else (0,):
         try:
             obj, _ = json.JSONDecoder().raw_decode(body, at)

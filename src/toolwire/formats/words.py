@@ -26,6 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..arguments.read import ReadError, read_json
+from ..events import recovered
 from ..messages import ToolCall
 from .base import Family, ReplyStream
 from .callshape import CallShape
@@ -272,7 +273,7 @@ class WordsStream(ReplyStream):
             if found is not None:
                 self._start, self._start_text = _PASSING, []
                 shape = found[1]
-                self._notice(f"recovered-{shape}", f"read a call the model wrote as {shape}")
+                self._notice(recovered(shape), f"read a call the model wrote as {shape}")
                 for name, arguments, text in found[0]:
                     self._emit(ToolCall("", name, arguments, text), whole)
                 return

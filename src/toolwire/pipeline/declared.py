@@ -17,27 +17,25 @@ was never a call, and is not named.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from .. import events as ev
 from ..errors import BackendError
 from ..events import Event
+from ..formats.base import ToolIndex
 from ..formats.words import UNREADABLE
 
 __all__ = ["Declared"]
 
 
-def _names(tools: Sequence[Mapping[str, Any]] | None) -> frozenset[str]:
+def _names(tools: ToolIndex | None) -> frozenset[str]:
     """The declared names, and the reader's own name for a call it could not read (whose
     result tells the model how to call), when there are tools."""
-    names = {UNREADABLE} if tools else set()
-    for tool in tools or ():
-        fn = tool.get("function", tool)
-        if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
-            names.add(fn["name"])
-    return frozenset(names)
+    if tools is None or not len(tools):
+        return frozenset()
+    return frozenset((UNREADABLE, *tools.names))
 
 
 _CALLS = (ev.CallStart, ev.CallArgsDelta, ev.CallAbort, ev.CallEnd)
@@ -47,7 +45,7 @@ _Call = TypeVar("_Call", ev.CallStart, ev.CallArgsDelta, ev.CallAbort, ev.CallEn
 class Declared:
     """Passes the events of a reply, leaving out calls to tools not in ``tools``."""
 
-    def __init__(self, tools: Sequence[Mapping[str, Any]] | None, *, strict: bool) -> None:
+    def __init__(self, tools: ToolIndex | None, *, strict: bool) -> None:
         self._names = _names(tools)
         self._strict = strict
         self._held: set[int] = set()  # calls started under an undeclared name

@@ -18,7 +18,7 @@ are the same call), else as canonical JSON.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -38,16 +38,6 @@ __all__ = ["ANSWER_NOW", "Repeats", "call_key", "without_tools"]
 ANSWER_NOW = "Using the tool results above, answer my question in words; do not call a tool again."
 
 Key = tuple[str, str]
-
-
-def _schemas(tools: Sequence[Mapping[str, Any]] | None) -> dict[str, Mapping[str, Any]]:
-    out: dict[str, Mapping[str, Any]] = {}
-    for tool in tools or ():
-        fn = tool.get("function", tool)
-        if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
-            params = fn.get("parameters")
-            out[fn["name"]] = params if isinstance(params, Mapping) else {"type": "object"}
-    return out
 
 
 def _canonical(value: Any) -> str:
@@ -78,7 +68,7 @@ def call_key(
     return name, _canonical(dict(raw))
 
 
-def _answered(request: Request, schemas: Mapping[str, Mapping[str, Any]]) -> set[Key]:
+def _answered(request: Request) -> set[Key]:
     """The calls whose results end the conversation: its last messages are an assistant
     turn with calls, then their tool results."""
     messages = list(request.messages)
@@ -98,7 +88,7 @@ def _answered(request: Request, schemas: Mapping[str, Mapping[str, Any]]) -> set
         arguments = fn.get("arguments")
         if not isinstance(arguments, (str, Mapping)):
             arguments = "{}" if arguments is None else _canonical(arguments)
-        keys.add(call_key(fn["name"], arguments, schemas.get(fn["name"])))
+        keys.add(call_key(fn["name"], arguments, request.index.schema(fn["name"])))
     return keys
 
 
@@ -111,8 +101,8 @@ class Repeats:
     """
 
     def __init__(self, request: Request) -> None:
-        self._schemas = _schemas(request.tools)
-        self._answered = _answered(request, self._schemas)
+        self._index = request.index
+        self._answered = _answered(request)
         self._answered_names = {name for name, _ in self._answered}
         #: The calls given on or answered in this reply, by name, each with its key once
         #: it was needed: a key types the arguments, which is only worth it when another
@@ -128,7 +118,7 @@ class Repeats:
     def answered(self, name: str, arguments: str) -> bool:
         """Is this call (arguments as JSON text) the one whose result ends the conversation?
         For the drift guard: a reply that opens with it and runs on is a repeat too."""
-        return call_key(name, arguments, self._schemas.get(name)) in self._answered
+        return call_key(name, arguments, self._index.schema(name)) in self._answered
 
     def _names(self) -> set[str]:
         return self._answered_names | self._done.keys()
@@ -169,15 +159,10 @@ class Repeats:
             self.said = self.said or bool(event.text.strip())
             return [event]
         if isinstance(event, ev.Done):
-            finish = event.finish_reason
-            if self.calls:
-                finish = "tool_calls"
-            elif finish == "tool_calls":  # its only calls were repeats, not returned
-                finish = "stop"
             # a call still held never ended: given on as it came, for the reader to judge
             held = [e for events in self._held.values() for e in events]
             self._held.clear()
-            return [*held, ev.Done(finish, event.usage)]
+            return [*held, event]
         if not isinstance(event, ev.CallEnd):
             return [event]
         held = self._held.pop(event.index, [])
@@ -207,7 +192,7 @@ class Repeats:
         raw: str | Mapping[str, Any] = (
             call.arguments_text if call.arguments_text.strip() else call.arguments
         )
-        return call_key(call.name, raw, self._schemas.get(call.name), text_values=call.text_values)
+        return call_key(call.name, raw, self._index.schema(call.name), text_values=call.text_values)
 
     @staticmethod
     def _notice(call: ToolCall, why: str) -> ev.Notice:

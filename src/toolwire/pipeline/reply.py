@@ -32,10 +32,10 @@ same calls through every one of them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import events as ev
 from ..errors import BackendError
@@ -49,6 +49,7 @@ from ..formats.words import Words
 from ..prompted import tools_in_words, transcript_in_words
 from ..schemas import classify_refusal
 from .declared import Declared
+from .end import End
 from .memory import Lesson
 from .repeats import Repeats, without_tools
 from .request import Plan, Request
@@ -114,7 +115,6 @@ def decide(transport: Transport, request: Request, lesson: Lesson) -> tuple[Plan
 def plan_turn(transport: Transport, request: Request) -> tuple[Plan, Request, list[ev.Notice]]:
     """The plan, the request as it will be sent (tools in words, or a named tool alone),
     and every notice that says why — the one place a turn is decided."""
-    request = _chosen(request)
     plan, notices = decide(
         transport, request, transport.memory.recall(transport.endpoint, transport.model)
     )
@@ -124,13 +124,10 @@ def plan_turn(transport: Transport, request: Request) -> tuple[Plan, Request, li
         if too_long is not None:
             notices.append(too_long)
             plan = Plan("plain")
-    if plan.mode == "plain" and sent.tools:  # tool_choice none: no tools are offered
-        sent = replace(sent, tools=None, tool_choice=None)
     if plan.mode == "grammar" and transport.can_constrain and _constrains(request):
         # a named function or "required": a call is certain, so the grammar holds throughout
-        required = request.tool_choice == "required" or isinstance(request.tool_choice, Mapping)
         constraint = constraint_for(
-            plan.family.name if plan.family else None, sent.tools, required=required
+            plan.family.name if plan.family else None, sent.tools, required=request.required
         )
         plan = replace(plan, constraint=constraint)
     forced = plan.constraint is not None and plan.constraint.required
@@ -148,22 +145,6 @@ def _constrains(request: Request) -> bool:
     """Are this turn's calls finished under a grammar? Unless ``strict`` (the model's own
     output, untouched) or ``constrained`` is off."""
     return request.constrained and not request.strict
-
-
-def _chosen(request: Request) -> Request:
-    """A ``tool_choice`` that names a function offers that tool alone (and requires it)."""
-    choice = request.tool_choice
-    if not isinstance(choice, Mapping) or not request.tools:
-        return request
-    function = choice.get("function")
-    name = function.get("name") if isinstance(function, Mapping) else None
-    named = [t for t in request.tools if _name(t) == name]
-    return replace(request, tools=named or request.tools)
-
-
-def _name(tool: Mapping[str, Any]) -> Any:
-    fn = tool.get("function", tool)
-    return fn.get("name") if isinstance(fn, Mapping) else None
 
 
 def in_words(transport: Transport, request: Request) -> tuple[Request, ev.Notice | None]:
@@ -240,8 +221,7 @@ async def read(
         guard = DriftGuard(tools, release_on_start=plan.mode == "native", answered=answered)
     number = _Renumber()
     # a turn that offered no tools declared none (tool_choice none keeps them in the request)
-    declared = Declared(None if plan.mode == "plain" else tools, strict=request.strict)
-    calls = 0
+    declared = Declared(None if plan.mode == "plain" else request.index, strict=request.strict)
     async for event in raw:
         if isinstance(event, ev.Done):
             out = number(parser.finish(), "text") if parser is not None else []
@@ -257,15 +237,9 @@ async def read(
                 out = number([event], "engine")
             out = guard.push(out) if guard is not None else out
         for item in declared.push(out):
-            calls += isinstance(item, ev.CallEnd)
             yield item
         if isinstance(event, ev.Done):
-            finish = event.finish_reason
-            if calls:
-                finish = "tool_calls"
-            elif finish == "tool_calls":  # the engine said calls, and none was one
-                finish = "stop"
-            yield ev.Done(finish, event.usage)
+            yield event  # how the turn ends is decided at the end (pipeline.end)
             return
 
 
@@ -277,9 +251,18 @@ def _split(pieces: list[tuple[bool, str]]) -> list[Event]:
 
 async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event, None]:
     """One turn through ``transport``: decided, sent, read, and healed when refused."""
+    end = End(request)
+    async with aclosing(_attempts(transport, request)) as events:
+        async for event in events:
+            for out in end.push(event):
+                yield out
+
+
+async def _attempts(transport: Transport, request: Request) -> AsyncGenerator[Event, None]:
+    """The turn's events before its end: sent, read, healed when refused, asked again
+    when all it said was a repeat."""
     memory = transport.memory
     key = (transport.endpoint, transport.model)
-    request = _chosen(request)  # read as offered: a named tool alone
     healed: set[str] = set()
     while True:
         plan, sent, notices = plan_turn(transport, request)
@@ -314,7 +297,7 @@ async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event,
                 return
             if not repeats.retry:  # the reply ends at the repeat: generation is closed
                 if not repeats.ended:
-                    yield ev.Done("tool_calls" if repeats.calls else "stop")
+                    yield ev.Done("stop")
                 return
             # the repeated call was all it said: asked once more, without tools, to answer
             # (an answer that is the call again is named like any call on a turn without tools)

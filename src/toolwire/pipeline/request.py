@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
 from ..events import Event
-from ..formats.base import Family
+from ..formats.base import Family, ToolIndex
 from ..formats.gbnf import Constraint
 
 __all__ = ["Backend", "Mode", "Plan", "Prepared", "Request", "stream_sync"]
@@ -22,7 +22,14 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Request:
-    """One model turn: the conversation so far (OpenAI-shaped messages) and the tools."""
+    """One model turn, typed once at its entrance (a client API, the loop, the CLI): the
+    conversation so far (OpenAI-shaped messages), the tools, and how to read the reply.
+
+    Made, it has settled what every later step would otherwise decide again: ``index``
+    holds the tools by name (built once); a ``tool_choice`` naming a function leaves that
+    tool alone in ``tools`` (and a call to it required); ``none`` leaves no tools at all. So
+    no transport, surface or reader filters a tool list or reads ``tool_choice`` itself.
+    """
 
     messages: Sequence[Mapping[str, Any]]
     tools: Sequence[Mapping[str, Any]] | None = None
@@ -44,8 +51,45 @@ class Request:
     #: gateway's requests that are not streamed) lets a remote engine send it whole, which
     #: costs both sides less; the events are the same either way.
     stream: bool = True
+    #: False: at most one call is passed on (``parallel_tool_calls: false``); the others
+    #: are ``calls-dropped`` notices, and a grammar that can asks for one call only.
+    parallel_calls: bool = True
     #: Provider-specific fields passed through as they are.
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: The tools by name (see :class:`~toolwire.formats.base.ToolIndex`), built once.
+    index: ToolIndex = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        tools, choice = _settled(self.tools, self.tool_choice)
+        if tools is not self.tools:
+            object.__setattr__(self, "tools", tools)
+        if choice is not self.tool_choice:
+            object.__setattr__(self, "tool_choice", choice)
+        object.__setattr__(self, "index", ToolIndex(tools) if tools else ToolIndex(None))
+
+    @property
+    def required(self) -> bool:
+        """Must the reply be a call? (``tool_choice`` ``required``, or a named function.)"""
+        return bool(self.tools) and (
+            self.tool_choice == "required" or isinstance(self.tool_choice, Mapping)
+        )
+
+
+def _settled(
+    tools: Sequence[Mapping[str, Any]] | None, choice: str | Mapping[str, Any] | None
+) -> tuple[Sequence[Mapping[str, Any]] | None, str | Mapping[str, Any] | None]:
+    """The tools a turn offers and its choice, settled: ``none`` offers none; a named
+    function is offered alone (when it is among the tools; else all stay, for the surface
+    that checks requests to refuse)."""
+    if choice == "none" or not tools:
+        return None, None
+    if isinstance(choice, Mapping):
+        function = choice.get("function")
+        name = function.get("name") if isinstance(function, Mapping) else choice.get("name")
+        named = [t for t in tools if isinstance(name, str) and ToolIndex([t]).has(name)]
+        if named and len(named) < len(tools):
+            return named, choice
+    return tools, choice
 
 
 #: How a turn reaches the model: ``plain`` (no tools), ``native`` (the engine's own tools

@@ -257,15 +257,14 @@ def parse_messages(data: Mapping[str, Any]) -> MessagesCall:
                 raise RequestError(
                     "'tool_choice.name' is required with type tool", "tool_choice.name"
                 )
-            tools = [t for t in tools or () if t["function"]["name"] == picked.name]
-            if not tools:
+            if not any(t["function"]["name"] == picked.name for t in tools or ()):
                 raise RequestError(
                     f"tool_choice names {picked.name[:80]!r}, which is not in 'tools'",
                     "tool_choice.name",
                 )
             choice = {"type": "function", "function": {"name": picked.name}}
         elif picked.type == "none":
-            tools = None
+            choice = "none"
         else:
             choice = {"auto": "auto", "any": "required"}[picked.type]
     think = None
@@ -277,10 +276,11 @@ def parse_messages(data: Mapping[str, Any]) -> MessagesCall:
             )
         think = kind != "disabled"
     settings = options(data)
-    request = Request(
+    request = Request(  # the turn settles the choice: a named tool alone, none: no tools
         _messages(fields),
         tools or None,
-        tool_choice=choice if tools else None,
+        tool_choice=choice,
+        parallel_calls=parallel,
         temperature=fields.temperature,
         max_tokens=fields.max_tokens,
         think=think,
@@ -314,43 +314,26 @@ def _usage(finish: Finish) -> dict[str, int]:
     }
 
 
-def _blocks(calls: list[WireCall], notices: list[Told]) -> tuple[list[dict[str, Any]], list[str]]:
-    """The calls as ``tool_use`` blocks; one whose arguments are not an object is left as
-    text (a client must never run a tool with arguments the model did not send)."""
-    blocks, texts = [], []
-    for c in calls:
-        if c.value is None:
-            notices.append(
-                Told(
-                    "call-not-sent",
-                    f"the arguments of {c.name} ({c.id}) are not an object; left as text",
-                )
-            )
-            texts.append(f"{c.name}({c.arguments})")
-        else:
-            blocks.append({"type": "tool_use", "id": c.id, "name": c.name, "input": c.value})
-    return blocks, texts
+def _use(call: WireCall) -> dict[str, Any]:
+    """A call as a ``tool_use`` block (its arguments an object: see pipeline.end)."""
+    return {"type": "tool_use", "id": call.id, "name": call.name, "input": call.value or {}}
 
 
-def _stop(finish: Finish, used: bool) -> str:
-    return (
-        "tool_use"
-        if used
-        else _STOP.get(finish.reason if finish.reason != "tool_calls" else "stop", "end_turn")
-    )
+def _stop(finish: Finish) -> str:
+    """The turn's finish (decided by the pipeline) in Messages' words."""
+    return "tool_use" if finish.reason == "tool_calls" else _STOP.get(finish.reason, "end_turn")
 
 
 async def reply(events: AsyncIterable[Event], call: MessagesCall, model: str) -> dict[str, Any]:
     """The whole reply, not streamed."""
-    done = await whole(events, call.request, parallel=call.parallel)
+    done = await whole(events)
     notices = call.notices + done.notices
-    uses, left = _blocks(done.calls, notices)
+    uses = [_use(c) for c in done.calls]
     content: list[dict[str, Any]] = []
     if done.reasoning:
         content.append({"type": "thinking", "thinking": done.reasoning, "signature": ""})
-    text = "\n".join([done.text, *left]) if left else done.text
-    if text:
-        content.append({"type": "text", "text": text})
+    if done.text:
+        content.append({"type": "text", "text": done.text})
     content += uses
     return {
         "id": _msg_id(),
@@ -358,7 +341,7 @@ async def reply(events: AsyncIterable[Event], call: MessagesCall, model: str) ->
         "role": "assistant",
         "model": model,
         "content": content,
-        "stop_reason": _stop(done.finish, bool(uses)),
+        "stop_reason": _stop(done.finish),
         "stop_sequence": None,
         "usage": _usage(done.finish),
         "toolwire": {"notices": [n.wire() for n in notices]},
@@ -388,7 +371,6 @@ async def reply_stream(
     yield _event("message_start", message=start)
     index = -1
     open_kind: str | None = None
-    used = False
     notices: list[Told] = list(call.notices)
     finish = Finish("stop")
 
@@ -400,7 +382,7 @@ async def reply_stream(
         return [_event("content_block_stop", index=index)]
 
     try:
-        async for item in turn(events, call.request, parallel=call.parallel):
+        async for item in turn(events):
             if isinstance(item, (TextDelta, ReasoningDelta)):
                 kind = "text" if isinstance(item, TextDelta) else "thinking"
                 if open_kind != kind:
@@ -421,21 +403,13 @@ async def reply_stream(
                 )
                 yield _event("content_block_delta", index=index, delta=delta)
             elif isinstance(item, WireCall):
-                uses, texts = _blocks([item], notices)
                 for line in close():
                     yield line
                 index += 1
-                if texts:
-                    block = {"type": "text", "text": ""}
-                    yield _event("content_block_start", index=index, content_block=block)
-                    delta = {"type": "text_delta", "text": texts[0]}
-                    yield _event("content_block_delta", index=index, delta=delta)
-                else:
-                    used = True
-                    block = {**uses[0], "input": {}}
-                    yield _event("content_block_start", index=index, content_block=block)
-                    delta = {"type": "input_json_delta", "partial_json": item.arguments}
-                    yield _event("content_block_delta", index=index, delta=delta)
+                block = {**_use(item), "input": {}}
+                yield _event("content_block_start", index=index, content_block=block)
+                delta = {"type": "input_json_delta", "partial_json": item.arguments}
+                yield _event("content_block_delta", index=index, delta=delta)
                 yield _event("content_block_stop", index=index)
             elif isinstance(item, Told):
                 notices.append(item)
@@ -451,7 +425,7 @@ async def reply_stream(
         yield line
     yield _event(
         "message_delta",
-        delta={"stop_reason": _stop(finish, used), "stop_sequence": None},
+        delta={"stop_reason": _stop(finish), "stop_sequence": None},
         usage={"output_tokens": _usage(finish)["output_tokens"]},
         toolwire={"notices": [n.wire() for n in notices]},
     )

@@ -41,13 +41,13 @@ from ..store import ConversationStore
 from .anthropic import count_tokens, error_body, parse_messages, reply, reply_stream
 from .chat import complete, complete_stream
 from .config import Models, UnknownModel
-from .core import Started, arguments_json, dumps
+from .core import Started, dumps
 from .failures import Failure, failure
 from .remember import ResponseMemory
 from .responses import parse_responses, respond, respond_stream
 from .validate import RequestError, decode_body, validate_chat
 
-__all__ = ["BODY_TIMEOUT", "MAX_BODY_BYTES", "arguments_json", "create_app"]
+__all__ = ["BODY_TIMEOUT", "MAX_BODY_BYTES", "create_app"]
 
 #: Request bodies larger than this are refused with 413.
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -233,7 +233,7 @@ def create_app(
     async def chat(request: HttpRequest) -> Response:
         try:
             data = await body_of(request)
-            asked, (engine_request, stream, parallel) = _model(data), validate_chat(data)
+            asked, engine_request = _model(data), validate_chat(data)
             engine, name = await models.backend(asked), models.served_name(asked)
         except RequestError as exc:
             return openai_refusal(exc)
@@ -242,11 +242,9 @@ def create_app(
         return await serve(
             engine,
             engine_request,
-            stream,
-            lambda events: complete(events, engine_request, name, parallel=parallel),
-            lambda events: complete_stream(
-                events, engine_request, name, parallel=parallel, failed=_openai_error
-            ),
+            engine_request.stream,
+            lambda events: complete(events, name),
+            lambda events: complete_stream(events, name, failed=_openai_error),
             openai_failed,
         )
 

@@ -14,7 +14,6 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
 from typing import Any
 
 from ..events import Event, ReasoningDelta, TextDelta
-from ..pipeline import Request
 from .core import Finish, Told, WireCall, dumps, turn, whole
 
 __all__ = ["complete", "complete_stream"]
@@ -41,11 +40,9 @@ def _rid() -> str:
     return "chatcmpl-" + secrets.token_hex(12)
 
 
-async def complete(
-    events: AsyncIterable[Event], request: Request, model: str, *, parallel: bool
-) -> dict[str, Any]:
+async def complete(events: AsyncIterable[Event], model: str) -> dict[str, Any]:
     """The whole reply, not streamed."""
-    done = await whole(events, request, parallel=parallel)
+    done = await whole(events)
     message: dict[str, Any] = {
         "role": "assistant",
         "content": done.text if done.text or not done.calls else None,
@@ -70,10 +67,8 @@ async def complete(
 
 async def complete_stream(
     events: AsyncIterable[Event],
-    request: Request,
     model: str,
     *,
-    parallel: bool,
     failed: Callable[[Exception], Mapping[str, Any] | None],
 ) -> AsyncIterator[str]:
     """The reply as Chat Completions chunks; ``failed`` turns a backend error into the
@@ -93,7 +88,7 @@ async def complete_stream(
     notices: list[Told] = []
     finish = Finish("stop")
     try:
-        async for item in turn(events, request, parallel=parallel):
+        async for item in turn(events):
             if isinstance(item, TextDelta):
                 yield chunk({"content": item.text})
             elif isinstance(item, ReasoningDelta):

@@ -18,12 +18,17 @@ from typing import Any
 
 import orjson
 
-from ..arguments import prepare_arguments
-from ..arguments.read import ReadError, read_json
-from ..errors import ArgumentsError
-from ..events import CallAbort, CallEnd, Done, Event, Notice, ReasoningDelta, TextDelta
-from ..messages import ToolCall
-from ..pipeline import Request
+from ..events import (
+    CallAbort,
+    CallEnd,
+    Done,
+    Event,
+    Notice,
+    NoticeCode,
+    ReasoningDelta,
+    TextDelta,
+)
+from ..pipeline.end import arguments_text, prepare_call
 
 __all__ = [
     "Finish",
@@ -32,7 +37,6 @@ __all__ = [
     "Told",
     "Whole",
     "WireCall",
-    "arguments_json",
     "arguments_text",
     "dumps",
     "turn",
@@ -56,7 +60,7 @@ class WireCall:
 class Told:
     """A notice for the client: a decision or repair the pipeline made."""
 
-    code: str
+    code: NoticeCode
     message: str
 
     def wire(self) -> dict[str, str]:
@@ -85,81 +89,6 @@ def dumps(value: Any) -> str:
         return arguments_text(value)
 
 
-def arguments_text(value: Any) -> str:
-    """JSON text that can always be sent as UTF-8, written as the standard library writes
-    it (``{"city": "Paris"}``): the text of a call's arguments.
-
-    JSON may carry the escape of a lone surrogate (``"\\ud800"``); decoded, it cannot be
-    encoded again as UTF-8, so such a value is sent with its escapes kept instead.
-    """
-    text = json.dumps(value, ensure_ascii=False)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(value)
-    return text
-
-
-def _schemas(request: Request) -> dict[str, Mapping[str, Any]]:
-    out: dict[str, Mapping[str, Any]] = {}
-    for tool in request.tools or ():
-        fn = tool["function"]
-        params = fn.get("parameters")
-        if isinstance(fn.get("name"), str):
-            out[fn["name"]] = params if isinstance(params, Mapping) else {"type": "object"}
-    return out
-
-
-def arguments_json(
-    call: ToolCall, schema: Mapping[str, Any] | None, *, strict: bool = False
-) -> tuple[str, Notice | None]:
-    """The call's arguments as the JSON text a client will run the tool with, and a notice
-    when they are not exactly what the model wrote.
-
-    Read forgivingly and typed by the tool's schema where that works and drops nothing
-    (``"3"`` for an integer becomes ``3``, single quotes and trailing commas are repaired;
-    with ``strict``, nothing is). Where it does not, the value as read, or else the model's
-    own text unchanged: a client must never run a tool with arguments the model did not
-    send, so an unreadable call is not made an empty one.
-    """
-    raw: str | dict[str, Any] = (
-        call.arguments_text if call.arguments_text.strip() else call.arguments
-    )
-    if schema is not None:
-        try:
-            done = prepare_arguments(
-                raw, schema, name=call.name, strict=strict, text_values=call.text_values
-            )
-        except ArgumentsError as exc:
-            problem = Notice("arguments-invalid", exc.explanation)
-        else:
-            # typed only where nothing is lost: a field the schema does not list is the
-            # client's to judge, not ours to drop
-            if not done.dropped:
-                notice = None
-                if done.repairs:
-                    notice = Notice(
-                        "arguments-repaired",
-                        f"the arguments of {call.name} ({call.id}) were repaired: "
-                        + ", ".join(done.repairs),
-                    )
-                return arguments_text(done.arguments), notice
-            problem = Notice(
-                "arguments-unknown-fields",
-                f"the arguments of {call.name} ({call.id}) have fields its schema does not "
-                f"list ({', '.join(done.dropped)}); sent as the model wrote them",
-            )
-    else:
-        problem = Notice("unknown-tool", f"{call.name} is not among the request's tools")
-    if isinstance(raw, dict):
-        return arguments_text(raw), problem
-    try:
-        value = read_json(raw, strict=strict).value
-    except ReadError:
-        return raw, problem
-    return (arguments_text(value) if isinstance(value, dict) else raw), problem
-
-
 def _object(text: str) -> dict[str, Any] | None:
     try:
         value = json.loads(text)
@@ -179,17 +108,14 @@ def _told(event: Event) -> Told | None:
     return None
 
 
-async def turn(
-    events: AsyncIterable[Event], request: Request, *, parallel: bool
-) -> AsyncIterator[Output]:
+async def turn(events: AsyncIterable[Event]) -> AsyncIterator[Output]:
     """The turn's outputs as every API renders them.
 
-    A call is given whole once it is complete: one the model abandons never reaches the
-    client, and its arguments are the repaired ones. With ``parallel`` false, calls after
-    the first are not given (a ``calls-dropped`` notice names each). Raises what the
-    backend raises (:class:`~toolwire.errors.ToolwireError`).
+    A call is given whole once it is complete, with the arguments the pipeline typed (see
+    :mod:`toolwire.pipeline.end`): one the model abandons never reaches the client.
+    Tool choice, parallel calls and the finish reason were settled by the pipeline; this
+    only renders. Raises what the backend raises (:class:`~toolwire.errors.ToolwireError`).
     """
-    schemas = _schemas(request)
     sent = 0
     finish = Finish("stop")
     async for event in events:
@@ -198,23 +124,16 @@ async def turn(
             yield told
         if isinstance(event, CallEnd):
             call = event.call
-            if parallel or not sent:
-                arguments, notice = arguments_json(
-                    call, schemas.get(call.name), strict=request.strict
-                )
-                if notice is not None:
-                    yield Told(notice.code, notice.message)
-                yield WireCall(sent, call.id, call.name, arguments, _object(arguments))
-                sent += 1
-            else:
-                yield Told(
-                    "calls-dropped",
-                    f"parallel_tool_calls is false: {call.name} ({call.id}) was not sent",
-                )
+            arguments = event.arguments
+            if arguments is None:  # a backend whose events did not come through the pipeline
+                event, _ = prepare_call(event, None)
+                arguments = event.arguments or "{}"
+            yield WireCall(sent, call.id, call.name, arguments, _object(arguments))
+            sent += 1
         elif isinstance(event, (TextDelta, ReasoningDelta)):
             yield event
         elif isinstance(event, Done):
-            finish = Finish("tool_calls" if sent else event.finish_reason, event.usage)
+            finish = Finish(event.finish_reason, event.usage)
     yield finish
 
 
@@ -229,12 +148,12 @@ class Whole:
     finish: Finish = field(default_factory=lambda: Finish("stop"))
 
 
-async def whole(events: AsyncIterable[Event], request: Request, *, parallel: bool) -> Whole:
+async def whole(events: AsyncIterable[Event]) -> Whole:
     """:func:`turn` read to its end."""
     out = Whole()
     text: list[str] = []
     reasoning: list[str] = []
-    async for item in turn(events, request, parallel=parallel):
+    async for item in turn(events):
         if isinstance(item, TextDelta):
             text.append(item.text)
         elif isinstance(item, ReasoningDelta):

@@ -252,19 +252,17 @@ async def parse_responses(
                 '{"type": "function", "name": "..."}',
                 "tool_choice",
             )
-        tools = [t for t in tools or () if t["function"]["name"] == name]
-        if not tools:
+        if not any(t["function"]["name"] == name for t in tools or ()):
             raise RequestError(
                 f"tool_choice names {name[:80]!r}, which is not in 'tools'", "tool_choice"
             )
         choice = {"type": "function", "function": {"name": name}}
-    if choice == "none":
-        tools = None
     settings = options(data)
-    request = Request(
+    request = Request(  # the turn settles the choice: a named tool alone, none: no tools
         messages,
         tools or None,
-        tool_choice=choice if tools else None,
+        tool_choice=choice,
+        parallel_calls=fields.parallel_tool_calls,
         temperature=fields.temperature,
         max_tokens=fields.max_output_tokens,
         strict=settings.get("strict", False),
@@ -389,7 +387,7 @@ async def _kept(
 
 async def respond(events: AsyncIterable[Event], call: ResponsesCall, model: str) -> dict[str, Any]:
     """The whole reply, not streamed."""
-    done = await whole(events, call.request, parallel=call.parallel)
+    done = await whole(events)
     output: list[dict[str, Any]] = []
     if done.reasoning:
         output.append(_reasoning_item(_id("rs"), done.reasoning))
@@ -505,7 +503,7 @@ async def respond_stream(
         return [*out, event("response.output_item.added", output_index=index, item=open_item)]
 
     try:
-        async for item in turn(events, call.request, parallel=call.parallel):
+        async for item in turn(events):
             if isinstance(item, (TextDelta, ReasoningDelta)):
                 kind = "message" if isinstance(item, TextDelta) else "reasoning"
                 for line in opening(kind):

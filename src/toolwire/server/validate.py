@@ -325,29 +325,30 @@ def decode_body(body: bytes) -> Any:
     return data
 
 
-def validate_chat_request(body: bytes) -> tuple[Request, bool, bool]:
-    """The engine request of a Chat Completions body, whether to stream, and whether parallel
-    calls are allowed; a :class:`RequestError` naming the field for anything malformed."""
+def validate_chat_request(body: bytes) -> Request:
+    """The turn of a Chat Completions body (whether to stream and whether parallel calls
+    are allowed are the turn's ``stream`` and ``parallel_calls``); a :class:`RequestError`
+    naming the field for anything malformed."""
     return validate_chat(decode_body(body))
 
 
-def validate_chat(data: Any) -> tuple[Request, bool, bool]:
+def validate_chat(data: Any) -> Request:
     """:func:`validate_chat_request` for a body already decoded by :func:`decode_body`."""
     parsed = _checked(data)
     _check_calls_answered(data["messages"])
     tools = _check_tools(parsed, data.get("tools"))
     options = parsed.toolwire or {}
-    request = Request(
+    return Request(  # the turn settles the choice: a named tool alone, none: no tools
         data["messages"],
         tools or None,
-        tool_choice=data.get("tool_choice") if tools else None,
+        tool_choice=data.get("tool_choice"),
+        parallel_calls=parsed.parallel_tool_calls is not False,
         temperature=parsed.temperature,
         max_tokens=parsed.max_tokens or parsed.max_completion_tokens,
         strict=bool(options.get("strict")),
         constrained=options.get("constrained") is not False,
         stream=bool(parsed.stream),
     )
-    return request, bool(parsed.stream), parsed.parallel_tool_calls is not False
 
 
 def _check_calls_answered(messages: list[dict[str, Any]]) -> None:
@@ -368,8 +369,8 @@ def _check_calls_answered(messages: list[dict[str, Any]]) -> None:
 def _check_tools(
     parsed: ChatCompletionsRequest, tools: list[dict[str, Any]] | None
 ) -> list[dict[str, Any]] | None:
-    """The tools the turn may call: unique names; ``tool_choice`` names one of them (then
-    only it is offered), ``none`` offers none, ``required`` needs some."""
+    """The tools, checked: unique names; a ``tool_choice`` naming a function names one of
+    them, ``required`` needs some. (What the choice offers, the turn settles.)"""
     seen: set[str] = set()
     for i, tool in enumerate(parsed.tools or ()):
         name = tool["function"]["name"]
@@ -382,13 +383,11 @@ def _check_tools(
     choice = parsed.tool_choice
     if isinstance(choice, dict):
         name = choice["function"]["name"]
-        chosen = [t for t in tools or () if t["function"]["name"] == name]
-        if not chosen:
+        if not any(t["function"]["name"] == name for t in tools or ()):
             raise RequestError(
                 f"tool_choice.function.name {name[:80]!r} is not in 'tools'",
                 "tool_choice.function.name",
             )
-        return chosen
     if choice == "required" and not tools:
         raise RequestError("tool_choice 'required' needs 'tools' to call", "tool_choice")
-    return None if choice == "none" else tools
+    return tools
