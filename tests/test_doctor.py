@@ -368,10 +368,10 @@ def test_a_gguf_without_a_tool_format(
     assert TEXT_AND_WORDS in out
 
 
-def test_the_readme_shows_what_the_command_prints() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_docs_show_what_the_command_prints() -> None:
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     (shown,) = [
-        b for b in re.findall(r"^```text\n(.*?)^```$", readme, re.M | re.S) if "✗ family:" in b
+        b for b in re.findall(r"^```text\n(.*?)^```$", page, re.M | re.S) if "✗ family:" in b
     ]
     path = shown.split(" ", 1)[0]
     done = _script(path)

@@ -1,7 +1,7 @@
 """MCP servers' tools on the real local model: ``toolwire chat --once`` with a real SDK server
-over stdio and over streamable HTTP (``tests/mcp_servers.py``), and the README's MCP example;
-each call's marker line proves it ran in the server's process. The model is needed: missing,
-these fail in CI and skip elsewhere (the ``local_gguf`` fixture)."""
+over stdio and over streamable HTTP (``tests/mcp_servers.py``), and the MCP example of
+``docs/mcp.md``; each call's marker line proves it ran in the server's process. The model is
+needed: missing, these fail in CI and skip elsewhere (the ``local_gguf`` fixture)."""
 
 from __future__ import annotations
 
@@ -90,13 +90,12 @@ def test_toolwire_chat_once_on_the_local_model_runs_the_call_in_the_server(
     assert mark["args"] == {"name": note} and mark["pid"] != os.getpid()
 
 
-def _readme_mcp_section() -> str:
-    readme = (SERVER.parent.parent / "README.md").read_text(encoding="utf-8")
-    return readme.split("## MCP servers", 1)[1].split("\n## ", 1)[0]
+def _docs_mcp_page() -> str:
+    return (SERVER.parent.parent / "docs" / "mcp.md").read_text(encoding="utf-8")
 
 
-def _readme_argv(line: str, port: int) -> list[str]:
-    """A README line as argv: its port made ``port``, ``python`` this interpreter."""
+def _docs_argv(line: str, port: int) -> list[str]:
+    """A documented line as argv: its port made ``port``, ``python`` this interpreter."""
     argv = shlex.split(line.replace("8001", str(port)), comments=True)
     if argv[-1] == "&":
         argv.pop()
@@ -106,19 +105,19 @@ def _readme_argv(line: str, port: int) -> list[str]:
     return [sys.executable, *argv[1:]] if argv[0] == "python" else argv
 
 
-def test_the_readmes_mcp_example_runs_on_the_local_model(local_gguf: Path, tmp_path: Path) -> None:
-    """The README's MCP lines as a user runs them from a checkout: the shipped example server
+def test_the_docs_mcp_example_runs_on_the_local_model(local_gguf: Path, tmp_path: Path) -> None:
+    """The MCP lines of docs/mcp.md as a user runs them from a checkout: the shipped example server
     over stdio, then over streamable HTTP, each one ``--once`` on the default local model."""
-    (block,) = re.findall(r"^```shell\n(.*?)^```$", _readme_mcp_section(), re.M | re.S)
+    (block,) = re.findall(r"^```shell\n(.*?)^```$", _docs_mcp_page(), re.M | re.S)
     lines = [ln for ln in block.splitlines() if ln.strip()]
     assert len(lines) == 3 and lines[1].startswith("python examples/mcp_notes.py --http")
     port = _free_port()
-    chats = [_readme_argv(lines[0], port), _readme_argv(lines[2], port)]
+    chats = [_docs_argv(lines[0], port), _docs_argv(lines[2], port)]
     assert all(argv[0] == "toolwire" and "--once" in argv for argv in chats)
     done = _toolwire(*chats[0][1:], home=tmp_path)
     assert done.returncode == 0, done.stderr
     outputs = [done.stdout]
-    with serving(_readme_argv(lines[1], port), port):
+    with serving(_docs_argv(lines[1], port), port):
         done = _toolwire(*chats[1][1:], home=tmp_path)
         assert done.returncode == 0, done.stderr
         outputs.append(done.stdout)
@@ -127,16 +126,16 @@ def test_the_readmes_mcp_example_runs_on_the_local_model(local_gguf: Path, tmp_p
     assert '→ read_note({"name": "plan"})\n← ship it\n' in outputs[1]
 
 
-def test_the_readmes_mcp_config_is_what_chat_reads_and_uses(
+def test_the_docs_mcp_config_is_what_chat_reads_and_uses(
     tmp_path: Path,
     upstream: FakeOpenAIServer,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """The README's config file, both servers up (the example server over stdio and over
+    """The config file of docs/mcp.md, both servers up (the example server over stdio and over
     streamable HTTP): chat offers the notes tools twice, the HTTP ones prefixed, and a
     prefixed call runs in the HTTP server under the server's own name."""
-    (toml,) = re.findall(r"^```toml\n(.*?)^```$", _readme_mcp_section(), re.M | re.S)
+    (toml,) = re.findall(r"^```toml\n(.*?)^```$", _docs_mcp_page(), re.M | re.S)
     port = _free_port()
     config = tmp_path / "mcp.toml"
     config.write_text(toml.replace("8001", str(port)))

@@ -2,9 +2,9 @@
 
 The store is always in a temporary ``TOOLWIRE_HOME``. The kill tests run ``toolwire`` as a
 real subprocess against a server that stops answering mid-turn, kill it with SIGKILL, and
-read what the file holds. The README's conversation example (a ``shell`` block, which the
-README test leaves to this one so that it never touches a real home) runs on the real
-default model.
+read what the file holds. The conversation example of ``docs/cli.md`` (a ``shell`` block,
+which the docs test leaves to this one so that it never touches a real home) runs on the
+real default model.
 """
 
 from __future__ import annotations
@@ -328,20 +328,18 @@ def test_a_process_killed_while_its_tool_runs_never_stores_the_call_without_its_
     assert not any(m.get("tool_calls") and m["tool_calls"][0]["id"] == "b" for m in messages)
 
 
-# -- the README's example, on the real default model
+# -- the example in docs/cli.md, on the real default model
 
 
-def _readme_lines() -> list[str]:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"^```shell\n(.*?)^```$", readme, re.M | re.S)
+def _docs_lines() -> list[str]:
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```shell\n(.*?)^```$", page, re.M | re.S)
     (block,) = [b for b in blocks if "--conversation" in b]
     return [ln for ln in block.splitlines() if ln.strip() and not ln.startswith("#")]
 
 
-def test_the_readme_conversation_example_runs_on_the_real_model(
-    qwen_gguf: Path, home: Path
-) -> None:
-    lines = _readme_lines()
+def test_the_docs_conversation_example_runs_on_the_real_model(qwen_gguf: Path, home: Path) -> None:
+    lines = _docs_lines()
     assert any("conversations show" in ln for ln in lines)
     outputs = []
     for line in lines:
