@@ -23,15 +23,28 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.responses import JSONResponse, Response
 
 from ..conversation import _estimate
+from ..errors import ToolwireError, UsageError
 from ..events import Event, ReasoningDelta, TextDelta
 from ..pipeline import Backend, Request
+from .api import closing
 from .core import Finish, Told, WireCall, dumps, turn, whole
+from .failures import Failure, failure
 from .fields import check, options
+from .remember import ResponseMemory
 from .validate import RequestError
 
-__all__ = ["MessagesCall", "count_tokens", "error_body", "parse_messages", "reply", "reply_stream"]
+__all__ = [
+    "Messages",
+    "MessagesCall",
+    "count_tokens",
+    "error_body",
+    "parse_messages",
+    "reply",
+    "reply_stream",
+]
 
 _STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
 _ERRORS = {
@@ -86,17 +99,10 @@ class _Choice(BaseModel):
 
 
 class MessagesCall:
-    """A parsed Messages request: the engine request, whether to stream, parallel calls."""
+    """A parsed Messages request: the turn, the model asked for, what it was told."""
 
-    def __init__(
-        self,
-        request: Request,
-        stream: bool,
-        parallel: bool,
-        model: str | None,
-        notices: list[Told],
-    ) -> None:
-        self.request, self.stream, self.parallel, self.model = request, stream, parallel, model
+    def __init__(self, request: Request, model: str | None, notices: list[Told]) -> None:
+        self.request, self.model = request, model
         #: What the request was told before the turn (tools left out).
         self.notices = notices
 
@@ -288,7 +294,7 @@ def parse_messages(data: Mapping[str, Any]) -> MessagesCall:
         constrained=settings.get("constrained", True),
         stream=bool(fields.stream),
     )
-    return MessagesCall(request, fields.stream, parallel, fields.model, skipped)
+    return MessagesCall(request, fields.model, skipped)
 
 
 def count_tokens(backend: Backend, request: Request) -> int:
@@ -430,3 +436,38 @@ async def reply_stream(
         toolwire={"notices": [n.wire() for n in notices]},
     )
     yield _event("message_stop")
+
+
+class Messages:
+    """``POST /v1/messages`` (see :mod:`toolwire.server.api`): errors in Anthropic's shape."""
+
+    async def parse(self, data: dict[str, Any], memory: ResponseMemory | None) -> MessagesCall:
+        del memory  # Messages keeps nothing
+        return parse_messages(data)
+
+    async def whole(self, events: AsyncIterable[Event], call: Any, model: str) -> dict[str, Any]:
+        return await reply(events, call, model)
+
+    def stream(self, events: AsyncIterable[Event], call: Any, model: str) -> AsyncIterator[str]:
+        return reply_stream(events, call, model, self.mid_stream)
+
+    def refusal(self, exc: RequestError) -> Response:
+        message = exc.message
+        if exc.param and exc.param not in message:
+            message = f"{exc.param}: {message}"
+        body = error_body(exc.status, message)
+        return JSONResponse(body, status_code=exc.status, headers=closing(exc))
+
+    def failed(self, failed: Failure) -> Response:
+        body = error_body(failed.status, failed.message)
+        return JSONResponse(body, status_code=failed.status, headers=failed.headers)
+
+    @staticmethod
+    def mid_stream(exc: Exception) -> dict[str, Any] | None:
+        """A failure mid-stream as the Anthropic error object a last event carries."""
+        if isinstance(exc, UsageError):
+            return error_body(400, str(exc))
+        if not isinstance(exc, ToolwireError):
+            return None
+        failed = failure(exc)
+        return error_body(failed.status, failed.message)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
@@ -35,17 +34,17 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..errors import ToolwireError, UsageError
-from ..events import Event
-from ..pipeline import Backend, Request
+from ..pipeline import Backend
 from ..store import ConversationStore
-from .anthropic import count_tokens, error_body, parse_messages, reply, reply_stream
-from .chat import complete, complete_stream
+from .anthropic import Messages, count_tokens, parse_messages
+from .api import Api, error
+from .chat import ChatCompletions
 from .config import Models, UnknownModel
 from .core import Started, dumps
 from .failures import Failure, failure
 from .remember import ResponseMemory
-from .responses import parse_responses, respond, respond_stream
-from .validate import RequestError, decode_body, validate_chat
+from .responses import Responses
+from .validate import RequestError, decode_body
 
 __all__ = ["BODY_TIMEOUT", "MAX_BODY_BYTES", "create_app"]
 
@@ -56,25 +55,6 @@ BODY_TIMEOUT = 30.0
 #: Bodies larger than this are decoded in a worker thread, so the event loop (``/health``,
 #: other streams) is not held while a large request is read.
 _THREAD_FROM = 64 * 1024
-
-
-def _error(
-    status: int,
-    message: str,
-    kind: str,
-    param: str | None = None,
-    headers: Mapping[str, str] | None = None,
-) -> JSONResponse:
-    return JSONResponse(
-        {"error": {"message": message, "type": kind, "param": param, "code": None}},
-        status_code=status,
-        headers=headers,
-    )
-
-
-def _model(data: Mapping[str, Any]) -> str | None:
-    model = data.get("model")
-    return model if isinstance(model, str) else None
 
 
 def _load(body: bytes) -> dict[str, Any]:
@@ -103,35 +83,6 @@ async def _read_body(request: HttpRequest, limit: int) -> bytes:
     return b"".join(pieces)
 
 
-def _closing(exc: RequestError) -> dict[str, str] | None:
-    """A body refused before it was read whole (408, 413) leaves the connection unusable."""
-    return {"connection": "close"} if exc.status in (408, 413) else None
-
-
-def _openai_error(exc: Exception) -> dict[str, Any] | None:
-    """A failure mid-stream as the OpenAI error object a last event carries."""
-    if isinstance(exc, UsageError):
-        return {
-            "error": {
-                "message": str(exc),
-                "type": "invalid_request_error",
-                "param": None,
-                "code": None,
-            }
-        }
-    return failure(exc).body() if isinstance(exc, ToolwireError) else None
-
-
-def _anthropic_error(exc: Exception) -> dict[str, Any] | None:
-    """A failure mid-stream as the Anthropic error object a last event carries."""
-    if isinstance(exc, UsageError):
-        return error_body(400, str(exc))
-    if not isinstance(exc, ToolwireError):
-        return None
-    failed = failure(exc)
-    return error_body(failed.status, failed.message)
-
-
 def create_app(
     backend: Backend | Models,
     *,
@@ -149,6 +100,7 @@ def create_app(
     must arrive within ``body_timeout`` seconds and ``max_body_bytes`` bytes (a slow or
     endless body gets a 408 or 413, and the connection is closed). Headers are bounded by
     the server: see :mod:`toolwire.server.guard`. ``store`` keeps Responses conversations.
+    Each client API is a translation (:mod:`toolwire.server.api`) over one handler.
     """
     models = backend if isinstance(backend, Models) else Models.single(backend, model_name)
     memory = ResponseMemory(store) if store is not None else None
@@ -180,136 +132,73 @@ def create_app(
             return await run_in_threadpool(_load, body)
         return _load(body)
 
+    def unknown(asked: str) -> RequestError:
+        served = ", ".join(models.names()[:20])
+        return RequestError(f"no model named {asked[:80]!r} here; served: {served}", "model", 404)
+
+    def turn_route(api: Api) -> Any:
+        """The one handler of every client API: checked, parsed into a turn, served whole
+        or streamed. A streamed reply's first event is awaited before the 200 is sent, so a
+        failure before it (refused, unreachable, timed out) gets its own status."""
+
+        async def handle(request: HttpRequest) -> Response:
+            try:
+                call = await api.parse(await body_of(request), memory)
+                engine, name = await models.backend(call.model), models.served_name(call.model)
+            except RequestError as exc:
+                return api.refusal(exc)
+            except UnknownModel as exc:
+                return api.refusal(unknown(str(exc)))
+            events = Started(engine.stream(call.request))
+            try:
+                if call.request.stream:
+                    await events.start()
+                    stream = api.stream(events, call, name)
+                    return StreamingResponse(stream, media_type="text/event-stream")
+                body = await api.whole(events, call, name)
+                return Response(dumps(body), media_type="application/json")
+            except UsageError as exc:  # a request the model behind cannot take
+                return api.failed(Failure(400, "invalid_request_error", str(exc)))
+            except ToolwireError as exc:
+                return api.failed(failure(exc))
+
+        return handle
+
     async def health(_: HttpRequest) -> Response:
         return JSONResponse({"status": "ok"})
 
     async def listed(request: HttpRequest) -> Response:
         if not authorised(request):
-            return _error(401, "a valid API key is required", "authentication_error")
+            return error(401, "a valid API key is required", "authentication_error")
         data = [
             {"id": name, "object": "model", "created": 0, "owned_by": "toolwire"}
             for name in models.names()
         ]
         return JSONResponse({"object": "list", "data": data})
 
-    def openai_refusal(exc: RequestError) -> Response:
-        kinds = {401: "authentication_error", 404: "not_found_error"}
-        kind = kinds.get(exc.status, "invalid_request_error")
-        return _error(exc.status, exc.message, kind, exc.param, _closing(exc))
-
-    def unknown(asked: str) -> RequestError:
-        served = ", ".join(models.names()[:20])
-        return RequestError(f"no model named {asked[:80]!r} here; served: {served}", "model", 404)
-
-    async def serve(
-        engine: Backend,
-        request: Request,
-        stream: bool,
-        whole: Callable[[AsyncIterable[Event]], Awaitable[dict[str, Any]]],
-        streamed: Callable[[AsyncIterable[Event]], AsyncIterator[str]],
-        refuse: Callable[[Failure], Response],
-    ) -> Response:
-        """One turn, whole or streamed, in the API's shape. A streamed reply's first event
-        is awaited before the 200 is sent, so a failure before it (refused, unreachable,
-        timed out) gets its own status."""
-        events = Started(engine.stream(request))
-        try:
-            if stream:
-                await events.start()
-                return StreamingResponse(streamed(events), media_type="text/event-stream")
-            return Response(dumps(await whole(events)), media_type="application/json")
-        except UsageError as exc:  # a request the model behind cannot take
-            return refuse(Failure(400, "invalid_request_error", str(exc)))
-        except ToolwireError as exc:
-            return refuse(failure(exc))
-
-    def openai_failed(failed: Failure) -> Response:
-        return JSONResponse(failed.body(), status_code=failed.status, headers=failed.headers)
-
-    def anthropic_failed(failed: Failure) -> Response:
-        body = error_body(failed.status, failed.message)
-        return JSONResponse(body, status_code=failed.status, headers=failed.headers)
-
-    async def chat(request: HttpRequest) -> Response:
-        try:
-            data = await body_of(request)
-            asked, engine_request = _model(data), validate_chat(data)
-            engine, name = await models.backend(asked), models.served_name(asked)
-        except RequestError as exc:
-            return openai_refusal(exc)
-        except UnknownModel as exc:
-            return openai_refusal(unknown(str(exc)))
-        return await serve(
-            engine,
-            engine_request,
-            engine_request.stream,
-            lambda events: complete(events, name),
-            lambda events: complete_stream(events, name, failed=_openai_error),
-            openai_failed,
-        )
-
-    async def responses(request: HttpRequest) -> Response:
-        try:
-            call = await parse_responses(await body_of(request), memory)
-            engine, name = await models.backend(call.model), models.served_name(call.model)
-        except RequestError as exc:
-            return openai_refusal(exc)
-        except UnknownModel as exc:
-            return openai_refusal(unknown(str(exc)))
-        return await serve(
-            engine,
-            call.request,
-            call.stream,
-            lambda events: respond(events, call, name),
-            lambda events: respond_stream(events, call, name, _openai_error),
-            openai_failed,
-        )
-
-    def anthropic_refusal(exc: RequestError) -> Response:
-        message = exc.message
-        if exc.param and exc.param not in message:
-            message = f"{exc.param}: {message}"
-        body = error_body(exc.status, message)
-        return JSONResponse(body, status_code=exc.status, headers=_closing(exc))
-
-    async def messages(request: HttpRequest) -> Response:
-        try:
-            call = parse_messages(await body_of(request))
-            engine, name = await models.backend(call.model), models.served_name(call.model)
-        except RequestError as exc:
-            return anthropic_refusal(exc)
-        except UnknownModel as exc:
-            return anthropic_refusal(unknown(str(exc)))
-        return await serve(
-            engine,
-            call.request,
-            call.stream,
-            lambda events: reply(events, call, name),
-            lambda events: reply_stream(events, call, name, _anthropic_error),
-            anthropic_failed,
-        )
+    messages = Messages()
 
     async def counted(request: HttpRequest) -> Response:
         try:
             call = parse_messages(await body_of(request))
             tokens = count_tokens(await models.backend(call.model), call.request)
         except RequestError as exc:
-            return anthropic_refusal(exc)
+            return messages.refusal(exc)
         except UnknownModel as exc:
-            return anthropic_refusal(unknown(str(exc)))
+            return messages.refusal(unknown(str(exc)))
         except UsageError as exc:
-            return anthropic_failed(Failure(400, "invalid_request_error", str(exc)))
+            return messages.failed(Failure(400, "invalid_request_error", str(exc)))
         except ToolwireError as exc:
-            return anthropic_failed(failure(exc))
+            return messages.failed(failure(exc))
         return JSONResponse({"input_tokens": tokens})
 
     return Starlette(
         routes=[
             Route("/health", health, methods=["GET"]),
             Route("/v1/models", listed, methods=["GET"]),
-            Route("/v1/chat/completions", chat, methods=["POST"]),
-            Route("/v1/responses", responses, methods=["POST"]),
-            Route("/v1/messages", messages, methods=["POST"]),
+            Route("/v1/chat/completions", turn_route(ChatCompletions()), methods=["POST"]),
+            Route("/v1/responses", turn_route(Responses()), methods=["POST"]),
+            Route("/v1/messages", turn_route(messages), methods=["POST"]),
             Route("/v1/messages/count_tokens", counted, methods=["POST"]),
         ]
     )

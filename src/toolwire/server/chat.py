@@ -11,12 +11,17 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..events import Event, ReasoningDelta, TextDelta
+from ..pipeline import Request
+from .api import OpenAIErrors
 from .core import Finish, Told, WireCall, dumps, turn, whole
+from .remember import ResponseMemory
+from .validate import validate_chat
 
-__all__ = ["complete", "complete_stream"]
+__all__ = ["ChatCompletions", "complete", "complete_stream"]
 
 
 def _call(call: WireCall, index: bool) -> dict[str, Any]:
@@ -112,3 +117,26 @@ async def complete_stream(
         + "\n\n"
     )
     yield "data: [DONE]\n\n"
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    request: Request
+    model: str | None
+
+
+class ChatCompletions(OpenAIErrors):
+    """``POST /v1/chat/completions`` (see :mod:`toolwire.server.api`)."""
+
+    async def parse(self, data: dict[str, Any], memory: ResponseMemory | None) -> _Parsed:
+        del memory  # Chat Completions keeps nothing
+        model = data.get("model")
+        return _Parsed(validate_chat(data), model if isinstance(model, str) else None)
+
+    async def whole(self, events: AsyncIterable[Event], call: Any, model: str) -> dict[str, Any]:
+        del call
+        return await complete(events, model)
+
+    def stream(self, events: AsyncIterable[Event], call: Any, model: str) -> AsyncIterator[str]:
+        del call
+        return complete_stream(events, model, failed=self.mid_stream)

@@ -29,12 +29,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import ToolwireError
 from ..events import Event, ReasoningDelta, TextDelta
 from ..pipeline import Request
+from .api import OpenAIErrors
 from .core import Finish, Told, WireCall, dumps, turn, whole
 from .fields import check, options
 from .remember import ResponseMemory
 from .validate import RequestError
 
-__all__ = ["ResponsesCall", "parse_responses", "respond", "respond_stream"]
+__all__ = ["Responses", "ResponsesCall", "parse_responses", "respond", "respond_stream"]
 
 
 class _Fields(BaseModel):
@@ -82,7 +83,6 @@ class ResponsesCall:
         self.notices: list[Told] = []
         #: Where the response is stored, when it is.
         self.memory = memory if memory is not None and fields.store is not False else None
-        self.parallel = fields.parallel_tool_calls
         self.model = fields.model
         self.echo: dict[str, Any] = {
             "instructions": fields.instructions,
@@ -561,3 +561,16 @@ async def respond_stream(
     final = _finished(_response(rid, model, call, "in_progress", output), finish, notices)
     kind = "response.incomplete" if final["status"] == "incomplete" else "response.completed"
     yield event(kind, response=final)
+
+
+class Responses(OpenAIErrors):
+    """``POST /v1/responses`` (see :mod:`toolwire.server.api`)."""
+
+    async def parse(self, data: dict[str, Any], memory: ResponseMemory | None) -> ResponsesCall:
+        return await parse_responses(data, memory)
+
+    async def whole(self, events: AsyncIterable[Event], call: Any, model: str) -> dict[str, Any]:
+        return await respond(events, call, model)
+
+    def stream(self, events: AsyncIterable[Event], call: Any, model: str) -> AsyncIterator[str]:
+        return respond_stream(events, call, model, self.mid_stream)

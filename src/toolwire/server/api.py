@@ -1,0 +1,106 @@
+"""What one client API is to the gateway: pure translation, over one generic handler.
+
+An API (Chat Completions, Responses, Anthropic Messages) only translates: its request body
+into a typed turn (:meth:`Api.parse`), the turn's one stream of outputs
+(:func:`toolwire.server.core.turn`) into its reply whole or streamed, and a refusal or a
+failure into its own error shape. Everything a turn decides — tools, tool choice, parallel
+calls, typing, the finish reason, healing, notices — the pipeline decided before. The
+handler in :mod:`toolwire.server.app` does the rest for every API alike: the key, the body's
+limits, the model asked for, a streamed reply's failure before it begins.
+
+Adding a client API is one module: a class with these methods, and its route.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
+from typing import Any, Protocol
+
+from starlette.responses import JSONResponse, Response
+
+from ..errors import ToolwireError, UsageError
+from ..events import Event
+from ..pipeline import Request
+from .failures import Failure, failure
+from .remember import ResponseMemory
+from .validate import RequestError
+
+__all__ = ["Api", "OpenAIErrors", "Parsed", "closing"]
+
+
+class Parsed(Protocol):
+    """A request as an API parsed it: the turn, and the model the client asked for."""
+
+    @property
+    def request(self) -> Request: ...
+
+    @property
+    def model(self) -> str | None: ...
+
+
+class Api(Protocol):
+    """One client API (see the module's doc)."""
+
+    async def parse(self, data: dict[str, Any], memory: ResponseMemory | None) -> Parsed:
+        """The turn of a decoded body; a :class:`RequestError` naming the field at fault."""
+
+    async def whole(self, events: AsyncIterable[Event], call: Any, model: str) -> dict[str, Any]:
+        """The reply, not streamed, as this API's JSON body."""
+
+    def stream(self, events: AsyncIterable[Event], call: Any, model: str) -> AsyncIterator[str]:
+        """The reply as this API's server-sent events; a failure mid-stream is its last."""
+
+    def refusal(self, exc: RequestError) -> Response:
+        """A request refused before any model saw it (4xx), in this API's error shape."""
+
+    def failed(self, failed: Failure) -> Response:
+        """The model behind failed before the reply began, in this API's error shape."""
+
+
+def closing(exc: RequestError) -> dict[str, str] | None:
+    """A body refused before it was read whole (408, 413) leaves the connection unusable."""
+    return {"connection": "close"} if exc.status in (408, 413) else None
+
+
+class OpenAIErrors:
+    """Errors in OpenAI's shape (``{"error": {"message", "type", "param", "code"}}``), for
+    Chat Completions and Responses alike."""
+
+    _KINDS: Mapping[int, str] = {401: "authentication_error", 404: "not_found_error"}
+
+    def refusal(self, exc: RequestError) -> Response:
+        kind = self._KINDS.get(exc.status, "invalid_request_error")
+        return error(exc.status, exc.message, kind, exc.param, closing(exc))
+
+    def failed(self, failed: Failure) -> Response:
+        return JSONResponse(failed.body(), status_code=failed.status, headers=failed.headers)
+
+    @staticmethod
+    def mid_stream(exc: Exception) -> dict[str, Any] | None:
+        """A failure mid-stream as the OpenAI error object a last event carries (None: not
+        one of toolwire's own: re-raised)."""
+        if isinstance(exc, UsageError):
+            return {
+                "error": {
+                    "message": str(exc),
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": None,
+                }
+            }
+        return failure(exc).body() if isinstance(exc, ToolwireError) else None
+
+
+def error(
+    status: int,
+    message: str,
+    kind: str,
+    param: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    """An error in OpenAI's shape."""
+    return JSONResponse(
+        {"error": {"message": message, "type": kind, "param": param, "code": None}},
+        status_code=status,
+        headers=headers,
+    )
