@@ -63,8 +63,9 @@ __all__ = ["decide", "in_words", "plan_turn", "read", "reply"]
 def decide(transport: Transport, request: Request, lesson: Lesson) -> tuple[Plan, list[ev.Notice]]:
     """How this turn reaches the model, and the notices that say so.
 
-    A turn with no tools (``tool_choice`` ``none`` leaves none) is plain. A ``tool_format`` naming a family is read from
-    the text of every transport's reply: a native engine may leave its model's calls there.
+    A turn with no tools (``tool_choice`` ``none`` leaves none) is plain. A ``tool_format``
+    naming a family is read from the text of every transport's reply: a native engine may
+    leave its model's calls there.
     """
     if request.tool_format is not None and request.tool_format not in FORMAT_SETTINGS:
         get_family(request.tool_format)  # an unknown name is a FormatError, for every transport
