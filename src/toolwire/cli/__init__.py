@@ -91,7 +91,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"toolwire: error: {exc}", file=sys.stderr)
         return 2
     return code
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -79,7 +79,9 @@ def served_models(args: argparse.Namespace) -> Models:
             )
         return Models(read_config(args.config), build)
     if args.ollama is not None and (args.upstream or args.upstream_model):
-        raise UsageError("give --ollama or --upstream, not both")
+        raise UsageError(
+            "give --ollama (with --model) or --upstream (with --upstream-model), not both"
+        )
     remote = args.ollama is not None or args.upstream
     name = args.model if args.ollama is not None else args.upstream_model
     spec = backend_spec(
