@@ -13,10 +13,11 @@ import httpx
 import openai
 import pytest
 
+from toolwire.backends.factory import BackendSpec, build_backend
 from toolwire.cli import _parser
+from toolwire.cli.serve import served_models
 from toolwire.errors import UsageError
 from toolwire.server import create_app
-from toolwire.server.command import _build_backend, _served_models
 from toolwire.server.config import ModelEntry, Models, read_config
 from toolwire.testing import FakeOpenAIServer, ServedApp, text_deltas
 
@@ -55,7 +56,7 @@ words = true
 """,
     )
     args = _parser().parse_args(["serve", "--config", str(path)])
-    with ServedApp(create_app(_served_models(args))) as served:
+    with ServedApp(create_app(served_models(args))) as served:
         client = openai.OpenAI(base_url=served.url + "/v1", api_key="x", max_retries=0)
         assert [m.id for m in client.models.list()] == ["alpha", "beta"]
         a.add_stream(text_deltas("from a"))
@@ -87,7 +88,7 @@ def test_without_upstream_model_the_clients_model_is_passed_on(
 ) -> None:
     a, _ = two
     args = _parser().parse_args(["serve", "--upstream", a.base_url])
-    with ServedApp(create_app(_served_models(args))) as served:
+    with ServedApp(create_app(served_models(args))) as served:
         for name in ("gpt-x", "gpt-y", "gpt-x"):
             a.add_stream(text_deltas("ok"))
             r = httpx.post(
@@ -111,7 +112,7 @@ def test_flags_keep_working_with_any_model_name(
 ) -> None:
     a, _ = two
     args = _parser().parse_args(["serve", "--upstream", a.base_url, "--upstream-model", "eng"])
-    with ServedApp(create_app(_served_models(args))) as served:
+    with ServedApp(create_app(served_models(args))) as served:
         a.add_stream(text_deltas("ok"))
         r = httpx.post(
             served.url + "/v1/chat/completions",
@@ -124,7 +125,7 @@ def test_flags_keep_working_with_any_model_name(
     ("text", "says"),
     [
         ("", "lists no [[models]]"),
-        ("[[models]]\nname = 'a'\n", "either upstream or gguf"),
+        ("[[models]]\nname = 'a'\n", "either upstream, ollama or gguf"),
         ("[[models]]\nname = 'a'\nupstream = 'http://x'\n", "needs upstream_model"),
         ("[[models]]\nname = 'a'\ngguf = 'm.gguf'\nupstream = 'http://x'\n", "not both"),
         ("[[models]]\nupstream = 'http://x'\nupstream_model = 'm'\n", "needs a name"),
@@ -145,7 +146,7 @@ def test_a_config_with_flags_is_refused(tmp_path: Path) -> None:
     path = _config(tmp_path, "[[models]]\nname = 'a'\ngguf = 'x'\n")
     args = _parser().parse_args(["serve", "--config", str(path), "--model", "y"])
     with pytest.raises(UsageError, match="--config"):
-        _served_models(args)
+        served_models(args)
 
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
@@ -162,13 +163,14 @@ def test_the_local_model_loads_on_first_use_and_round_trips_in_each_api(
 
     def build(entry: ModelEntry) -> Any:
         built.append(entry.name)
-        return _build_backend(entry)
+        assert entry.spec is not None
+        return build_backend(entry.spec)
 
     a, b = two
     entries = [
-        ModelEntry("up-a", upstream=a.base_url, upstream_model="engine-a"),
-        ModelEntry("local", gguf=str(qwen_gguf), ctx=2048),
-        ModelEntry("up-b", upstream=b.base_url, upstream_model="engine-b"),
+        ModelEntry("up-a", BackendSpec("openai", model="engine-a", base_url=a.base_url)),
+        ModelEntry("local", BackendSpec("local", model=str(qwen_gguf), ctx=2048)),
+        ModelEntry("up-b", BackendSpec("openai", model="engine-b", base_url=b.base_url)),
     ]
     models = Models(entries, build)
     with ServedApp(create_app(models)) as served:

@@ -46,6 +46,7 @@ __all__ = [
     "cache_dir",
     "default_model_path",
     "known_model",
+    "local_model",
     "resolve_model",
     "smollm2_path",
     "verify_file",
@@ -248,6 +249,12 @@ def resolve_model(name_or_path: str | os.PathLike[str]) -> Path:
         f"{text!r} {what}; give a GGUF file or one of the known models: {names} "
         "(toolwire models lists them)"
     )
+
+
+def local_model(name_or_path: str | os.PathLike[str] | None) -> Path:
+    """The GGUF file a local-model argument names: a known model, a path, or the default when
+    none is given (``--model`` left out, an empty ``--local``)."""
+    return resolve_model(name_or_path) if name_or_path else default_model_path()
 
 
 def default_model_path() -> Path:

@@ -1,8 +1,8 @@
 """The OpenAI-compatible gateway."""
 
 from .app import BODY_TIMEOUT, MAX_BODY_BYTES, create_app
-from .command import freeze_heap
 from .guard import uvicorn_settings
+from .heap import freeze_heap
 from .validate import RequestError, validate_chat_request
 
 __all__ = [

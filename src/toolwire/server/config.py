@@ -1,9 +1,10 @@
 """Many models behind one address: ``toolwire serve --config models.toml``.
 
-Each ``[[models]]`` entry has a ``name`` (what clients send as ``model``) and either an
+Each ``[[models]]`` entry has a ``name`` (what clients send as ``model``) and one of: an
 ``upstream`` (an OpenAI-compatible base URL, with ``upstream_model``, ``api_key_env``,
-optional ``dialect`` and ``words``) or a ``gguf`` (a local file or a known model's name,
-loaded once, on first use, with an optional ``ctx``)::
+optional ``dialect`` and ``words``), an ``ollama`` (Ollama's address, with
+``upstream_model``, optional ``words``), or a ``gguf`` (a local file or a known model's
+name, loaded once, on first use, with an optional ``ctx``)::
 
     [[models]]
     name = "local"
@@ -15,6 +16,14 @@ loaded once, on first use, with an optional ``ctx``)::
     upstream_model = "gpt-4.1-mini"
     api_key_env = "OPENAI_API_KEY"
 
+    [[models]]
+    name = "qwen3"
+    ollama = "http://127.0.0.1:11434"
+    upstream_model = "qwen3:0.6b"
+
+Each entry becomes a :class:`~toolwire.backends.factory.BackendSpec`, as the flags of
+``serve``, ``chat`` and ``bench`` do, and is checked when the config is read.
+
 :class:`Models` is what the gateway asks for a request's backend: by name from a config,
 or the one model the flags give (which then takes any name; an upstream without
 ``--upstream-model`` is asked for the model the client named).
@@ -23,14 +32,14 @@ or the one model the flags give (which then takes any name; an upstream without
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..backends.factory import BackendSpec, Kind
 from ..errors import UsageError
 from ..pipeline import Backend
 
@@ -39,9 +48,15 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover -- Python 3.10
     import tomli as tomllib  # type: ignore[import-not-found]
 
-__all__ = ["ModelEntry", "Models", "UnknownModel", "environment_key", "read_config"]
+__all__ = ["ModelEntry", "Models", "UnknownModel", "read_config"]
 
-_KEYS = {"name", "upstream", "upstream_model", "api_key_env", "dialect", "words", "gguf", "ctx"}
+#: The key that names each kind of entry, and the other keys that kind takes.
+_KINDS: dict[str, tuple[Kind, frozenset[str]]] = {
+    "gguf": ("local", frozenset({"ctx"})),
+    "upstream": ("openai", frozenset({"upstream_model", "api_key_env", "dialect", "words"})),
+    "ollama": ("ollama", frozenset({"upstream_model", "words"})),
+}
+_KEYS = {"name", *_KINDS, *(k for _, keys in _KINDS.values() for k in keys)}
 #: Names an upstream passed every client's model keeps a backend for (least recently
 #: used dropped first), so clients cannot grow the gateway without bound.
 PASSED_NAMES = 64
@@ -53,19 +68,11 @@ class UnknownModel(LookupError):
 
 @dataclass(frozen=True)
 class ModelEntry:
-    """One model the gateway serves."""
+    """One model the gateway serves: the name clients ask for, and how to reach it (None for
+    a backend handed over ready, :meth:`Models.single`)."""
 
     name: str
-    upstream: str | None = None
-    upstream_model: str | None = None
-    api_key_env: str | None = None
-    dialect: str | None = None
-    words: bool = False
-    gguf: str | None = None
-    ctx: int = 4096
-    #: A key given on the command line (never read from a config file: keys stay in the
-    #: environment there).
-    api_key: str | None = None
+    spec: BackendSpec | None = None
 
 
 def _entry(i: int, given: Any) -> ModelEntry:
@@ -75,7 +82,7 @@ def _entry(i: int, given: Any) -> ModelEntry:
     unknown = sorted(set(given) - _KEYS)
     if unknown:
         raise UsageError(f"{where} has keys a model entry does not take: {', '.join(unknown)}")
-    strings = ("name", "upstream", "upstream_model", "api_key_env", "dialect", "gguf")
+    strings = ("name", "upstream", "ollama", "upstream_model", "api_key_env", "dialect", "gguf")
     for key in strings:
         if key in given and (not isinstance(given[key], str) or not given[key]):
             raise UsageError(f"{where}.{key} must be a non-empty string")
@@ -85,18 +92,31 @@ def _entry(i: int, given: Any) -> ModelEntry:
         raise UsageError(f"{where}.ctx must be a whole number of tokens, at least 256")
     if "name" not in given:
         raise UsageError(f"{where} needs a name (what clients send as 'model')")
-    if ("upstream" in given) == ("gguf" in given):
-        raise UsageError(f"{where} ({given['name']}) needs either upstream or gguf, not both")
-    if "upstream" in given and "upstream_model" not in given:
-        raise UsageError(f"{where} ({given['name']}) needs upstream_model with upstream")
-    local_only = {"ctx"} & set(given) if "upstream" in given else set()
-    remote_only = {"upstream_model", "api_key_env", "dialect", "words"} & set(given)
-    if ("gguf" in given and remote_only) or local_only:
+    named = f"{where} ({given['name']})"
+    kinds = [k for k in _KINDS if k in given]
+    if not kinds:
+        raise UsageError(f"{named} needs either upstream, ollama or gguf")
+    if len(kinds) > 1:
+        raise UsageError(f"{named} gives {' and '.join(kinds)}: one kind of model, not both")
+    (key,) = kinds
+    kind, takes = _KINDS[key]
+    mixed = sorted(set(given) - takes - {"name", key})
+    if mixed:
         raise UsageError(
-            f"{where} ({given['name']}) mixes keys of a local and an upstream model: "
-            f"{', '.join(sorted(local_only | (remote_only if 'gguf' in given else set())))}"
+            f"{named} mixes keys of another kind of model with {key}: {', '.join(mixed)}"
         )
-    return ModelEntry(**given)
+    if kind != "local" and "upstream_model" not in given:
+        raise UsageError(f"{named} needs upstream_model with {key}: the model's name there")
+    spec = BackendSpec(
+        kind,
+        model=given.get("gguf") if kind == "local" else given["upstream_model"],
+        base_url=None if kind == "local" else given[key],
+        api_key_env=given.get("api_key_env"),
+        ctx=given.get("ctx"),
+        dialect=given.get("dialect"),
+        words=given.get("words", False),
+    )
+    return ModelEntry(given["name"], spec)
 
 
 def read_config(path: str | Path) -> list[ModelEntry]:
@@ -149,9 +169,7 @@ class Models:
     @classmethod
     def single(cls, backend: Backend, name: str) -> Models:
         """One ready backend that answers to every name."""
-        models = cls(
-            [ModelEntry(name, upstream="-", upstream_model=name)], lambda _: backend, any_name=True
-        )
+        models = cls([ModelEntry(name)], lambda _: backend, any_name=True)
         models._ready[name] = backend
         return models
 
@@ -178,7 +196,8 @@ class Models:
         async with lock:
             if name not in self._ready:
                 entry = self.entries[name]
-                if entry.gguf is not None:  # loading takes seconds: not on the event loop
+                local = entry.spec is not None and entry.spec.kind == "local"
+                if local:  # loading takes seconds: not on the event loop
                     self._ready[name] = await asyncio.to_thread(self._build, entry)
                 else:
                     self._ready[name] = self._build(entry)
@@ -187,24 +206,11 @@ class Models:
     def _client_named(self, asked: str) -> Backend:
         ready = self._by_client.get(asked)
         if ready is None:
-            assert self._passed is not None
-            entry = ModelEntry(
-                asked,
-                upstream=self._passed.upstream,
-                upstream_model=asked,
-                api_key_env=self._passed.api_key_env,
-                dialect=self._passed.dialect,
-                words=self._passed.words,
-            )
+            assert self._passed is not None and self._passed.spec is not None
+            entry = ModelEntry(asked, replace(self._passed.spec, model=asked))
             ready = self._by_client[asked] = self._build(entry)
             if len(self._by_client) > PASSED_NAMES:
                 self._by_client.popitem(last=False)
         self._by_client.move_to_end(asked)
         return ready
 
-
-def environment_key(entry: ModelEntry) -> str | None:
-    """The upstream key an entry was given, or names in the environment."""
-    if entry.api_key is not None:
-        return entry.api_key
-    return os.environ.get(entry.api_key_env) if entry.api_key_env else None

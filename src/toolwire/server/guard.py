@@ -26,6 +26,8 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from .deadlines import HEADER_TIMEOUT, MAX_HEADER_BYTES, REQUEST_TIMEOUT, Deadlines
+
 __all__ = [
     "HEADER_TIMEOUT",
     "HTTPTOOLS_PROTOCOL",
@@ -37,66 +39,6 @@ __all__ = [
     "httptools_protocol",
     "uvicorn_settings",
 ]
-
-#: Seconds from a connection's opening, or a request's first byte, to its last header.
-HEADER_TIMEOUT = 10.0
-#: Seconds from a request's last header to its last body byte (above the app's own 30 s).
-REQUEST_TIMEOUT = 45.0
-#: The largest request head, in bytes (uvicorn's h11 default, said here).
-MAX_HEADER_BYTES = 16 * 1024
-
-_TIMED_OUT = (
-    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
-    b"connection: close\r\ncontent-length: 38\r\n\r\nthe request headers came in too slowly"
-)
-HEAD_TOO_LARGE = (
-    b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\n"
-    b"connection: close\r\ncontent-length: 37\r\n\r\nthe request headers are over 16384 B"
-)
-
-
-class Deadlines:
-    """The deadline of the request part a connection is waiting for: ``headers`` from its
-    first byte (or the connection's opening) to its last header, then ``body`` to its last
-    byte. A protocol calls :meth:`_arm`, :meth:`_cancel` and :meth:`_follow` as the
-    request moves; it needs ``loop`` and ``transport``."""
-
-    header_timeout: float = HEADER_TIMEOUT
-    request_timeout: float = REQUEST_TIMEOUT
-
-    loop: asyncio.AbstractEventLoop
-    transport: asyncio.Transport
-    _deadline: asyncio.TimerHandle | None = None
-    _phase = ""
-    #: Whether bytes of the request the deadline is for have arrived (a connection opened
-    #: and left silent is closed without a word).
-    _heard = False
-
-    def _arm(self, phase: str, seconds: float) -> None:
-        self._cancel()
-        self._phase = phase
-        self._heard = False
-        self._deadline = self.loop.call_later(seconds, self._expired)
-
-    def _cancel(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-        self._deadline = None
-        self._phase = ""
-
-    def _waiting_for_headers(self) -> bool:
-        """Whether the request in progress has not yet sent its last header."""
-        raise NotImplementedError
-
-    def _expired(self) -> None:
-        self._deadline = None
-        if self.transport.is_closing():
-            return
-        if self._phase == "headers" and self._heard and self._waiting_for_headers():
-            self.transport.write(_TIMED_OUT)
-        self._phase = ""
-        self.transport.close()
-
 
 def _head_size(request: h11.Request) -> int:
     """The bytes of a request's head, as sent (within a few for the request line)."""

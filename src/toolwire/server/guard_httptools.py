@@ -3,6 +3,8 @@
 Its own module because it imports httptools (the C parser of the fast server), which the
 guard module must not need; uvicorn imports it by name
 (:data:`~toolwire.server.guard.HTTPTOOLS_PROTOCOL`), so ``serve --workers`` can pass it on.
+It shares the deadlines of :mod:`toolwire.server.deadlines` and knows nothing of the guard
+module itself.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import asyncio
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from .guard import HEAD_TOO_LARGE, MAX_HEADER_BYTES, Deadlines
+from .deadlines import HEAD_TOO_LARGE, MAX_HEADER_BYTES, Deadlines
 
 __all__ = ["GuardedHttpToolsProtocol"]
 

@@ -1,19 +1,22 @@
 """``toolwire conversations list|show|export|delete`` and the store's part in ``toolwire chat
---conversation NAME``. The store is ``toolwire.db`` under ``$TOOLWIRE_HOME``."""
+--conversation NAME``. The store is ``toolwire.db`` under ``$TOOLWIRE_HOME``
+(:mod:`toolwire.store`), opened only when a command runs."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .conversations import ConversationStore, StoredConversation
+from .common import print_json
 
 if TYPE_CHECKING:
     from ..pipeline import ModelMemory
+    from ..store import StoredConversation
 
-__all__ = ["add_conversations_command", "open_for_chat"]
+__all__ = ["add_conversations", "open_for_chat"]
 
 #: ``export`` writes this version of its JSON shape (the conversation's, with this key).
 EXPORT_VERSION = 1
@@ -26,6 +29,7 @@ def open_for_chat(
     kept in the same store. On resume a flag that differs from the conversation's own
     setting is for this run only, and a line on ``err`` says so."""
     from ..pipeline import ModelMemory
+    from ..store import ConversationStore
 
     store = ConversationStore()
     conversation = store.open(name, settings=flags)
@@ -38,12 +42,6 @@ def open_for_chat(
                 file=err or sys.stderr,
             )
     return conversation, ModelMemory(store=store)
-
-
-def _print_json(data: Any) -> None:
-    from ..cli import print_json
-
-    print_json(data)
 
 
 def _text(conversation: StoredConversation) -> str:
@@ -73,10 +71,12 @@ def _text(conversation: StoredConversation) -> str:
 
 
 def _cmd_list(args: Any) -> int:
+    from ..store import ConversationStore
+
     store = ConversationStore()
     rows = store.summaries()
     if args.json:
-        _print_json(rows)
+        print_json(rows)
     elif not rows:
         print(f"no conversations yet in {store.path}")
     for row in rows if not args.json else ():
@@ -85,32 +85,35 @@ def _cmd_list(args: Any) -> int:
 
 
 def _cmd_show(args: Any) -> int:
+    from ..store import ConversationStore
+
     conversation = ConversationStore().get(args.name)
     if args.json:
-        _print_json(conversation.to_json())
+        print_json(conversation.to_json())
     else:
         print(_text(conversation))
     return 0
 
 
 def _cmd_export(args: Any) -> int:
-    _print_json(
+    from ..store import ConversationStore
+
+    print_json(
         {"toolwire_conversation": EXPORT_VERSION, **ConversationStore().get(args.name).to_json()}
     )
     return 0
 
 
 def _cmd_delete(args: Any) -> int:
+    from ..store import ConversationStore
+
     ConversationStore().delete(args.name)
     print(f"deleted {args.name}")
     return 0
 
 
-def add_conversations_command(sub: Any) -> None:
-    """Add ``conversations`` and its four commands to the command line's subcommands."""
-    c = sub.add_parser(
-        "conversations", help="the conversations `chat --conversation NAME` keeps ($TOOLWIRE_HOME)"
-    )
+def add_conversations(c: argparse.ArgumentParser) -> None:
+    """The four commands of ``conversations``."""
     more = c.add_subparsers(dest="action", required=True, metavar="list|show|export|delete")
     listing = more.add_parser("list", help="every conversation, latest first")
     listing.add_argument("--json", action="store_true", help="the list as JSON")

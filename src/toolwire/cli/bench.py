@@ -1,32 +1,32 @@
 """``toolwire bench``: its arguments, and running it from the command line (the measuring
-itself is :mod:`toolwire.bench.run`; the page, :mod:`toolwire.bench.report`)."""
+itself is :mod:`toolwire.bench.run`; the page, :mod:`toolwire.bench.report`). The model is
+reached by the one backend factory, as ``chat`` and ``serve`` reach it."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from .common import MODEL_HELP, OLLAMA_HELP, OLLAMA_URL, as_backend, backend_spec, print_json
 
-__all__ = ["add_bench_command"]
+__all__ = ["add_bench"]
 
 
-def add_bench_command(sub: Any, *, model_help: str) -> None:
-    """Add ``bench`` and ``bench report`` to the command line's subcommands."""
-    b = sub.add_parser("bench", help="measure how reliably a model and engine call tools")
+def add_bench(b: argparse.ArgumentParser) -> None:
+    """``bench``, and ``bench report``."""
     b.add_argument("--base-url", help="an OpenAI-compatible server")
-    b.add_argument("--model", help="the model's name at --base-url")
+    b.add_argument("--model", help="the model's name at --base-url or Ollama")
     b.add_argument("--api-key")
+    b.add_argument("--ollama", nargs="?", const=OLLAMA_URL, metavar="URL", help=OLLAMA_HELP)
     b.add_argument(
         "--local",
         nargs="?",
         const="",
         metavar="MODEL",
-        help=f"in-process: {model_help}",
+        help=f"in-process: {MODEL_HELP}",
     )
     b.add_argument("--words", action="store_true", help="give the tools in words")
     b.add_argument("--prompts", help="another prompt set in the same format")
@@ -61,39 +61,31 @@ def add_bench_command(sub: Any, *, model_help: str) -> None:
 def _cmd_bench(args: argparse.Namespace) -> int:
     import asyncio
     import datetime
+    from dataclasses import replace
 
     from rich.progress import Progress
 
-    from ..cli import local_model, print_json
-    from . import load_prompts, run_bench, summary
+    from ..backends.factory import build_backend
+    from ..bench import load_prompts, run_bench, summary
+    from ..models import local_model
 
-    prompts = load_prompts(args.prompts)
-    if args.words:
-        from ..backends import OpenAIBackend
-
-        if not (args.base_url and args.model):
-            raise UsageError("--words needs --base-url and --model")
-        backend: Any = OpenAIBackend(
-            args.model, base_url=args.base_url, api_key=args.api_key, words=True
-        )
-        engine = f"words via {args.base_url}"
-    elif args.base_url:
-        from ..backends import OpenAIBackend
-
-        if not args.model:
-            raise UsageError("--base-url needs --model NAME")
-        backend = OpenAIBackend(
-            args.model,
-            base_url=args.base_url,
-            api_key=args.api_key or os.environ.get("OPENAI_API_KEY"),
-        )
-        engine = f"openai-compatible {args.base_url}"
-    else:
-        from ..backends.llamacpp import LlamaCppBackend
-
-        path = local_model(args.local)
-        backend = LlamaCppBackend(path, n_ctx=args.ctx)
+    spec = backend_spec(
+        local=args.local,
+        base_url=args.base_url,
+        ollama=args.ollama,
+        model=args.model,
+        api_key=args.api_key,
+        words=args.words,
+        ctx=args.ctx,
+    )
+    if spec.kind == "local":  # the file, named in the report
+        path = local_model(spec.model)
+        spec = replace(spec, model=str(path))
         engine = f"llama-cpp-python in-process ({path.name})"
+    else:
+        engine = spec.where()
+    prompts = load_prompts(args.prompts)
+    backend = as_backend(build_backend(spec))
     options: dict[str, Any] = {"tool_choice": args.tool_choice, "max_tokens": args.max_tokens}
     if args.temperature is not None:
         options["temperature"] = args.temperature
@@ -120,7 +112,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             **result,
             "model": args.model or engine,
             "engine": engine,
-            "base_url": args.base_url,
+            "base_url": args.base_url or spec.base_url,
             "temperature": args.temperature,
             "tool_choice": args.tool_choice,
             "thinking": not args.no_think,
@@ -138,7 +130,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench_report(args: argparse.Namespace) -> int:
-    from .report import write_report
+    from ..bench.report import write_report
 
     out = args.output or str(Path(args.labbook).with_suffix(".html"))
     files = write_report(args.labbook, out, last=args.last)

@@ -1,47 +1,44 @@
 """``toolwire serve``: its arguments, the models it stands before (a config's, or the one
-its flags name), and running it in one process or several."""
+its flags name), and running it in one process or several.
+
+The gateway (:mod:`toolwire.server`) and uvicorn are imported when the command runs, not
+when the command line is built."""
 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import sys
+from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from .config import ModelEntry, Models, environment_key, read_config
-from .guard import uvicorn_settings
+from .common import MODEL_HELP, OLLAMA_HELP, OLLAMA_URL, as_backend, backend_spec
 
-__all__ = ["add_serve_command", "serve_app"]
+if TYPE_CHECKING:
+    from ..pipeline import Backend
+    from ..server.config import ModelEntry, Models
+
+__all__ = ["add_serve", "serve_app", "served_models"]
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 #: Where ``serve --workers N`` leaves its options for the worker processes (JSON).
 _SERVE_ENV = "TOOLWIRE_SERVE"
+#: What uvicorn imports in each ``serve --workers N`` process.
+SERVE_APP = f"{__name__}:serve_app"
 
 
 def _gateway(args: argparse.Namespace) -> Any:
     """The gateway app ``serve`` runs, from its options (one place for one worker or many)."""
+    from ..server import create_app, freeze_heap
     from ..store import ConversationStore
-    from . import create_app
 
     store = None if args.no_store else ConversationStore()
-    app = create_app(_served_models(args), api_key=args.api_key, store=store)
+    app = create_app(served_models(args), api_key=args.api_key, store=store)
     freeze_heap()
     return app
-
-
-def freeze_heap() -> None:
-    """What ``serve`` does to its process once the app is built: the objects made so far
-    (the imports, the app, its models' Python side) leave the garbage collector's
-    generations (:func:`gc.freeze`), so that a full collection later scans only what the
-    requests in flight hold, not the whole process: measured under load, the slowest
-    collections took 39 and 23 ms before (every reply in flight waiting), 3 ms after.
-    (What is frozen is still freed when its last reference goes.)"""
-    gc.collect()
-    gc.freeze()
 
 
 def serve_app() -> Any:
@@ -51,83 +48,70 @@ def serve_app() -> Any:
     return _gateway(argparse.Namespace(**json.loads(os.environ[_SERVE_ENV])))
 
 
-def _build_backend(
-    entry: ModelEntry,
-    *,
-    timeout: float = 120.0,
-    connect_timeout: float = 10.0,
-    clients: dict[str, Any] | None = None,
-) -> Any:
-    """A backend for one served model: every model at one upstream shares one pool of
-    connections (kept in ``clients`` by the upstream's URL) for as long as it serves, with
-    the request deadline and connect timeout given; a local model is loaded now (the
-    gateway calls this on first use)."""
-    if entry.gguf is not None:
-        from ..backends.llamacpp import LlamaCppBackend
-        from ..cli import local_model
+def _build(
+    entry: ModelEntry, *, timeout: float, connect_timeout: float, clients: dict[str, Any]
+) -> Backend:
+    """A backend for one served model, by the one factory: every model at one server shares
+    one pool of connections (kept in ``clients`` by its address) for as long as the gateway
+    serves, with the request deadline and connect timeout of the flags; a local model is
+    loaded now (the gateway calls this on first use)."""
+    from ..backends.factory import build_backend
 
-        return LlamaCppBackend(local_model(entry.gguf), n_ctx=entry.ctx)
-    from ..backends import OpenAIBackend
-
-    assert entry.upstream is not None and entry.upstream_model is not None
-    return OpenAIBackend(
-        entry.upstream_model,
-        base_url=entry.upstream,
-        api_key=environment_key(entry),
-        dialect=entry.dialect,
-        words=entry.words,
-        client=_client_for(entry.upstream, clients, timeout, connect_timeout),
-        timeout=timeout,
-        connect_timeout=connect_timeout,
-    )
+    assert entry.spec is not None
+    spec = entry.spec
+    if spec.kind != "local":
+        spec = replace(spec, timeout=timeout, connect_timeout=connect_timeout)
+    return as_backend(build_backend(spec, clients=clients))
 
 
-def _client_for(
-    upstream: str, clients: dict[str, Any] | None, timeout: float, connect_timeout: float
-) -> Any:
-    """The pooled client of ``upstream``: one per upstream, shared by its models."""
-    from ..backends.http import new_client
+def served_models(args: argparse.Namespace) -> Models:
+    """The models ``serve`` stands before: a config's, or the one the flags name (an
+    upstream or Ollama without a model's name is asked for the model each client names)."""
+    from ..server.config import ModelEntry, Models, read_config
 
-    if clients is None:
-        return new_client(timeout, connect_timeout=connect_timeout)
-    key = upstream.rstrip("/")
-    if key not in clients:
-        clients[key] = new_client(timeout, connect_timeout=connect_timeout)
-    return clients[key]
-
-
-def _served_models(args: argparse.Namespace) -> Models:
-    """The models ``serve`` stands before: a config's, or the one the flags name."""
     build = partial(
-        _build_backend,
-        timeout=args.upstream_timeout,
-        connect_timeout=args.connect_timeout,
-        clients={},
+        _build, timeout=args.upstream_timeout, connect_timeout=args.connect_timeout, clients={}
     )
     if args.config:
-        if args.upstream or args.model or args.upstream_model:
-            raise UsageError("--config lists the models; give no --model or --upstream with it")
+        if args.upstream or args.model or args.upstream_model or args.ollama is not None:
+            raise UsageError(
+                "--config lists the models; give no --model, --upstream or --ollama with it"
+            )
         return Models(read_config(args.config), build)
-    if args.upstream:
-        entry = ModelEntry(
-            args.upstream_model or "upstream",
-            upstream=args.upstream,
-            upstream_model=args.upstream_model or "-",
-            api_key_env=None if args.upstream_key else "OPENAI_API_KEY",
-            api_key=args.upstream_key,
+    if args.ollama is not None and (args.upstream or args.upstream_model):
+        raise UsageError(
+            "give --ollama (with --model) or --upstream (with --upstream-model), not both"
         )
-        if not args.upstream_model:
-            return Models([], build, passed=entry)
-    else:
-        from ..cli import local_model
+    remote = args.ollama is not None or args.upstream
+    name = args.model if args.ollama is not None else args.upstream_model
+    spec = backend_spec(
+        local=None if remote else args.model,
+        base_url=args.upstream,
+        ollama=args.ollama,
+        model=name,
+        api_key=args.upstream_key,
+        ctx=args.ctx,
+        url_flag="--upstream",
+        model_flag="--upstream-model",
+        any_model=True,
+    )
+    if remote and not name:
+        return Models([], build, passed=ModelEntry("passed", spec))
+    if spec.kind == "local":
+        from ..models import local_model
 
-        path = local_model(args.model)
-        entry = ModelEntry(path.stem, gguf=str(path), ctx=args.ctx)
+        path = local_model(spec.model)
+        entry = ModelEntry(path.stem, replace(spec, model=str(path)))
+    else:
+        entry = ModelEntry(name, spec)
     return Models.single(build(entry), entry.name)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
+
+    from ..server.config import read_config
+    from ..server.guard import uvicorn_settings
 
     if args.host not in _LOOPBACK and not args.api_key:
         raise UsageError(
@@ -151,7 +135,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     os.environ[_SERVE_ENV] = json.dumps(options)
     print(f"toolwire: serving at {where}{many}", file=sys.stderr)
     uvicorn.run(
-        "toolwire.server.command:serve_app",
+        SERVE_APP,
         factory=True,
         workers=args.workers,
         host=args.host,
@@ -173,10 +157,10 @@ def _seconds(text: str) -> float:
     return value
 
 
-def add_serve_command(sub: Any, *, model_help: str) -> None:
-    """Add ``serve`` to the command line's subcommands."""
-    v = sub.add_parser("serve", help="an OpenAI-compatible gateway with working tool calls")
-    v.add_argument("--model", help=f"to serve in-process: {model_help}")
+def add_serve(v: argparse.ArgumentParser) -> None:
+    v.add_argument(
+        "--model", help=f"to serve in-process: {MODEL_HELP}; with --ollama, the model's name there"
+    )
     v.add_argument("--upstream", metavar="URL", help="an OpenAI-compatible server to stand before")
     v.add_argument(
         "--upstream-model",
@@ -187,6 +171,7 @@ def add_serve_command(sub: Any, *, model_help: str) -> None:
         metavar="FILE",
         help="a models.toml: many models behind one address, picked by each request's model",
     )
+    v.add_argument("--ollama", nargs="?", const=OLLAMA_URL, metavar="URL", help=OLLAMA_HELP)
     v.add_argument("--upstream-key", help="the upstream's key (default: $OPENAI_API_KEY)")
     v.add_argument(
         "--upstream-timeout",
