@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import MODEL_HELP, OLLAMA_HELP, OLLAMA_URL, as_backend, backend_spec, print_json
+from .common import MODEL_HELP, OLLAMA_HELP, OLLAMA_URL, backend_spec, print_json
 
 __all__ = ["add_bench"]
 
@@ -85,7 +85,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     else:
         engine = spec.where()
     prompts = load_prompts(args.prompts)
-    backend = as_backend(build_backend(spec))
+    backend = build_backend(spec)
     options: dict[str, Any] = {"tool_choice": args.tool_choice, "max_tokens": args.max_tokens}
     if args.temperature is not None:
         options["temperature"] = args.temperature

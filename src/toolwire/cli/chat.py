@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from .common import MODEL_HELP, OLLAMA_HELP, OLLAMA_URL, as_backend, backend_spec, warn
+from .common import MODEL_HELP, OLLAMA_HELP, OLLAMA_URL, backend_spec, warn
 
 __all__ = ["add_chat"]
 
@@ -82,7 +82,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         conversation.model = backend.model
     with _mcp_tools(args) as (toolbox, confirm):
         return chat(
-            as_backend(backend),
+            backend,
             once=args.once,
             settings=settings,
             request_options=options,

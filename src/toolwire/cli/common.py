@@ -11,20 +11,18 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 
 if TYPE_CHECKING:
     from ..backends.factory import BackendSpec
-    from ..pipeline import Backend, Transport
     from ..templates import ChatTemplate
 
 __all__ = [
     "MODEL_HELP",
     "OLLAMA_HELP",
     "TEMPLATE_HELP",
-    "as_backend",
     "backend_spec",
     "local_model",
     "print_json",
@@ -153,8 +151,3 @@ def backend_spec(
     return BackendSpec("local", model=local, ctx=ctx, tool_format=tool_format or "auto")
 
 
-def as_backend(transport: Transport) -> Backend:
-    """A transport as the pipeline's :class:`~toolwire.pipeline.Backend` protocol types it.
-    Every transport is one; but the protocol declares ``name`` an instance attribute and a
-    transport sets it on its class, which the type checker tells apart."""
-    return cast("Backend", transport)

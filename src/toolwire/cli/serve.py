@@ -15,7 +15,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from .common import MODEL_HELP, OLLAMA_HELP, OLLAMA_URL, as_backend, backend_spec
+from .common import MODEL_HELP, OLLAMA_HELP, OLLAMA_URL, backend_spec
 
 if TYPE_CHECKING:
     from ..pipeline import Backend
@@ -61,7 +61,7 @@ def _build(
     spec = entry.spec
     if spec.kind != "local":
         spec = replace(spec, timeout=timeout, connect_timeout=connect_timeout)
-    return as_backend(build_backend(spec, clients=clients))
+    return build_backend(spec, clients=clients)
 
 
 def served_models(args: argparse.Namespace) -> Models:

@@ -126,7 +126,8 @@ class Prepared:
 class Backend(Protocol):
     """A model behind one interface: ``stream`` yields the turn's events, ending in Done."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def stream(self, request: Request) -> AsyncGenerator[Event, None]: ...
 
