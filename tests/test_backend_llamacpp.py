@@ -16,6 +16,7 @@ from toolwire.backends.llamacpp import LlamaCppBackend
 from toolwire.errors import BackendError
 from toolwire.events import Done, Notice, TextDelta
 from toolwire.formats.base import assemble
+from toolwire.pipeline import planned
 
 from .replies import TOOLS
 
@@ -28,8 +29,8 @@ def test_template_and_family_come_from_the_model(llama_backend: LlamaCppBackend)
 
 
 def test_the_tools_are_in_the_prompt_and_counted(llama_backend: LlamaCppBackend) -> None:
-    with_tools = llama_backend.prompt(Request(USER, TOOLS))
-    without = llama_backend.prompt(Request(USER))
+    with_tools = llama_backend.prompt(*planned(llama_backend, Request(USER, TOOLS)))
+    without = llama_backend.prompt(*planned(llama_backend, Request(USER)))
     assert "<tools>" in with_tools and '"name": "get_weather"' in with_tools
     assert "<tools>" not in without
     assert llama_backend.count_tokens(with_tools) > llama_backend.count_tokens(without) + 50
@@ -55,7 +56,8 @@ def test_a_generation_runs_through_the_family_parser(
     done = events[-1]
     assert isinstance(done, Done)
     assert done.usage is not None
-    prompt_tokens = fresh_llama_backend.count_tokens(fresh_llama_backend.prompt(request))
+    prompt = fresh_llama_backend.prompt(*planned(fresh_llama_backend, request))
+    prompt_tokens = fresh_llama_backend.count_tokens(prompt)
     assert done.usage == {"prompt_tokens": prompt_tokens, "completion_tokens": 35}
     assert done.finish_reason == "tool_calls"
     result = assemble(events)
@@ -99,5 +101,5 @@ def test_an_old_turn_is_dropped_to_fit(llama_backend: LlamaCppBackend) -> None:
     assert events[-1].usage is not None
     # the prompt that ran is the one without the old turn
     assert events[-1].usage["prompt_tokens"] == llama_backend.count_tokens(
-        llama_backend.prompt(Request(USER, TOOLS))
+        llama_backend.prompt(*planned(llama_backend, Request(USER, TOOLS)))
     )

@@ -17,6 +17,7 @@ from toolwire.formats.base import assemble
 from toolwire.formats.words import HOW_TO_CALL, UNREADABLE, Words
 from toolwire.loop import run_loop_sync
 from toolwire.messages import ToolCall, assistant_message, tool_message
+from toolwire.pipeline import planned
 from toolwire.prompted import tools_in_words, transcript_in_words
 from toolwire.testing import FakeOpenAIServer
 
@@ -158,7 +159,8 @@ def smollm2(smollm2_gguf: Path, llama_backend: LlamaCppBackend) -> LlamaCppBacke
 def test_smollm2_gets_its_tools_in_words(smollm2: LlamaCppBackend) -> None:
     assert smollm2.family is None  # plain ChatML: no tool format
     box = demo_toolbox()
-    prompt = smollm2.prompt(Request([{"role": "user", "content": "2+2?"}], box.schemas()))
+    asked = Request([{"role": "user", "content": "2+2?"}], box.schemas())
+    prompt = smollm2.prompt(*planned(smollm2, asked))
     assert "<tool_call>" in prompt and "calculator" in prompt
     conversation = Conversation(settings={"max_tool_iters": 1})
     conversation.add_user("What is 17*23? Use the calculator.")

@@ -33,7 +33,6 @@ from ..pipeline import (
     Request,
     Transport,
     default_memory,
-    plan_turn,
 )
 from ..templates import ChatTemplate
 from .generate import Generation
@@ -138,14 +137,10 @@ class LlamaCppBackend(Transport):
             return self.family
         return resolve_format(request.tool_format, self.template)
 
-    def prompt(self, request: Request, plan: Plan | None = None) -> str:
-        """The rendered prompt for a request, as the model will read it.
-
-        ``plan`` is the pipeline's decision; without one it is made here the same way, so
-        the prompt a caller is shown is the one the model gets.
-        """
-        if plan is None:
-            plan, request, _ = plan_turn(self, request)
+    def prompt(self, request: Request, plan: Plan) -> str:
+        """The rendered prompt for a request as the pipeline planned it (the request as it
+        will be sent and its plan: :func:`toolwire.pipeline.planned`), as the model reads it.
+        A transport never plans a turn itself."""
         family = plan.family if plan.mode == "grammar" else self.family_for(request)
         return self.template.render(
             request.messages,

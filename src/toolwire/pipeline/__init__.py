@@ -2,7 +2,7 @@
 reply becomes calls, for every transport (see :mod:`toolwire.pipeline.reply`)."""
 
 from .memory import Lesson, ModelMemory, default_memory
-from .reply import decide, in_words, plan_turn, read, reply
+from .reply import decide, in_words, plan_turn, planned, read, reply
 from .request import Backend, Mode, Plan, Prepared, Request, stream_sync
 from .transport import Transport
 
@@ -19,6 +19,7 @@ __all__ = [
     "default_memory",
     "in_words",
     "plan_turn",
+    "planned",
     "read",
     "reply",
     "stream_sync",

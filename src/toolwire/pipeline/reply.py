@@ -57,7 +57,7 @@ from .request import Plan, Request
 if TYPE_CHECKING:
     from .transport import Transport
 
-__all__ = ["decide", "in_words", "plan_turn", "read", "reply"]
+__all__ = ["decide", "in_words", "plan_turn", "planned", "read", "reply"]
 
 
 def decide(transport: Transport, request: Request, lesson: Lesson) -> tuple[Plan, list[ev.Notice]]:
@@ -140,6 +140,13 @@ def plan_turn(transport: Transport, request: Request) -> tuple[Plan, Request, li
             )
         )
     return plan, sent, notices
+
+
+def planned(transport: Transport, request: Request) -> tuple[Request, Plan]:
+    """The request as it will be sent and its plan, as :func:`reply` makes them: for a caller
+    that wants to see what a transport would send (a local model's prompt) without sending."""
+    plan, sent, _ = plan_turn(transport, request)
+    return sent, plan
 
 
 def _constrains(request: Request) -> bool:
