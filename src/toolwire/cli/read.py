@@ -14,7 +14,7 @@ from ..errors import ArgumentsError, UsageError
 from .common import print_json, read_json, read_tools
 
 if TYPE_CHECKING:
-    from ..formats.base import ParseResult
+    from ..formats.base import ParseResult, ToolIndex
     from ..messages import ToolCall
 
 __all__ = ["add_args", "add_parse"]
@@ -53,20 +53,7 @@ def add_args(a: argparse.ArgumentParser) -> None:
     a.set_defaults(run=_cmd_args)
 
 
-def _schemas(tools: list[dict[str, Any]]) -> dict[str, Any]:
-    """Each tool's parameters schema by name."""
-    out: dict[str, Any] = {}
-    for tool in tools:
-        fn = tool.get("function", tool)
-        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
-            params = fn.get("parameters")
-            out[fn["name"]] = params if isinstance(params, dict) else {}
-    return out
-
-
-def _call_json(
-    call: ToolCall, schemas: dict[str, Any] | None, notices: list[str]
-) -> dict[str, Any]:
+def _call_json(call: ToolCall, schemas: ToolIndex | None, notices: list[str]) -> dict[str, Any]:
     """A call as ``parse`` prints it: with tools given, its arguments typed by the tool's
     schema (the one way toolwire types them), and what that changed."""
     from ..arguments import prepare_arguments
@@ -75,7 +62,7 @@ def _call_json(
     if schemas is None:
         return out
     out["repairs"], out["dropped"] = [], []
-    schema = schemas.get(call.name)
+    schema = schemas.schema(call.name)
     if schema is None:
         notices.append(f"{call.name} is not one of the tools given: its arguments are as written")
         return out
@@ -93,7 +80,9 @@ def _call_json(
 
 def _result_json(result: ParseResult, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     notices = list(result.notices)
-    schemas = None if tools is None else _schemas(tools)
+    from ..formats.base import ToolIndex
+
+    schemas = None if tools is None else ToolIndex(tools)
     calls = [_call_json(c, schemas, notices) for c in result.calls]
     return {
         "content": result.content,
