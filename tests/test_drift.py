@@ -193,9 +193,12 @@ def test_calls_left_in_content_by_a_server_are_recovered(server: FakeOpenAIServe
         )
     )
     (end,) = [e for e in events if isinstance(e, CallEnd)]
-    assert end.call.arguments == CALL["arguments"]  # as written: typing is the pipeline's
-    assert typed(end.call) == {"city": "Paris", "days": 3}
-    assert [e.code for e in events if isinstance(e, Notice)] == ["recovered-fenced-json"]
+    # typed once, at the pipeline's end; the text keeps what the model wrote
+    assert end.call.arguments == typed(end.call) == {"city": "Paris", "days": 3}
+    assert json.loads(end.call.arguments_text) == CALL["arguments"]
+    assert end.arguments == '{"city": "Paris", "days": 3}'
+    codes = [e.code for e in events if isinstance(e, Notice)]
+    assert codes == ["recovered-fenced-json", "arguments-repaired"]
     assert events[-1] == Done("tool_calls", None)
     assert not [e for e in events if isinstance(e, TextDelta)]
 
