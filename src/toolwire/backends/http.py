@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import http.cookiejar
-import importlib.util
 import json
 import ssl
 import urllib.request
@@ -40,7 +39,7 @@ from ..events import Event
 from ..pipeline import ModelMemory, Plan, Prepared, Request, Transport, default_memory
 from ..schemas import to_dialect
 from ..templates import normalize_tools
-from .pool import ShardedTransport
+from .connections import ConnectionPool
 from .reading import (
     MAX_ERROR_BYTES,
     MAX_LINE_BYTES,
@@ -55,11 +54,10 @@ from .reading import (
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
+    "MAX_CONNECTIONS",
     "MAX_ERROR_BYTES",
     "MAX_LINE_BYTES",
     "MAX_STREAM_BYTES",
-    "POOLS",
-    "POOL_CONNECTIONS",
     "TOOL_LISTS_KEPT",
     "HttpTransport",
     "Lines",
@@ -94,10 +92,9 @@ def ssl_context() -> ssl.SSLContext:
 #: :meth:`HttpTransport.tools_on_wire`).
 TOOL_LISTS_KEPT = 64
 
-#: A long-lived client's connections: this many small pools (see :func:`new_client`) ...
-POOLS = 32
-#: ... of at most this many connections each, all kept alive while idle.
-POOL_CONNECTIONS = 64
+#: A long-lived client's connections to one upstream: at most this many (see
+#: :func:`new_client`).
+MAX_CONNECTIONS = 2048
 
 
 class _NoCookies(http.cookiejar.CookieJar):
@@ -121,17 +118,13 @@ def new_client(
     ``timeout`` bounds each read and ``connect_timeout`` each connect; a backend using the
     client still applies its own deadline to each whole request.
 
-    Its connections are held in :data:`POOLS` small pools of :data:`POOL_CONNECTIONS`
-    (:class:`~toolwire.backends.pool.ShardedTransport`), each request going to the least
-    busy, because httpcore's one pool does work in proportion to its size on every request
-    and the gateway's CPU per request grew with its load. Measured through the gateway,
-    streamed, 1,000 concurrent against 10 (benchmarks/gateway.py): one pool of 256 (64 kept
-    alive) spent 51 ms of CPU per request at 1,000 against 5.6 ms at 10; 32 pools of 64
-    spend 7.1 ms against 6.2 ms (not streamed: 6.1 ms against 4.7 ms). One pool of 2,048
-    stops the queueing but still scans every connection: measured on the client alone, 4-6
-    ms a request at 1,000 where 32 pools spend 3-4 ms (2-4 ms and 2 ms at 10). All may be
-    kept alive: httpcore closes an idle connection whenever a pool holds more than it keeps
-    alive, which made the old pool reconnect under load.
+    Its transport is toolwire's own connection pool
+    (:class:`~toolwire.backends.connections.ConnectionPool`: httptools' parser, one write
+    per request, taking and giving back a connection in constant time), with room for
+    :data:`MAX_CONNECTIONS` connections to each upstream, all kept alive while idle:
+    httpcore's one pool does work in proportion to its size on every request, so through
+    it the gateway's CPU per request grew with its load (measured streamed, 1,000
+    concurrent against 10: 51 ms against 5.6 ms).
 
     Behind a proxy named in the environment (``HTTPS_PROXY`` and the like) every
     connection goes to the proxy, which httpx's own client handles, so that client is
@@ -140,20 +133,13 @@ def new_client(
     timeouts = httpx.Timeout(timeout, connect=connect_timeout)
     cookies = _NoCookies()  # a jar as it is: httpx would copy one given as Cookies
     if any(urllib.request.getproxies().get(k) for k in ("http", "https", "all")):
-        size = POOLS * POOL_CONNECTIONS
+        size = MAX_CONNECTIONS
         limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
         return httpx.AsyncClient(
             timeout=timeouts, verify=ssl_context(), limits=limits, cookies=cookies
         )
-    transport: httpx.AsyncBaseTransport
-    if importlib.util.find_spec("httptools") is not None:
-        from .connections import ConnectionPool
-
-        transport = ConnectionPool(connections=POOLS * POOL_CONNECTIONS, verify=ssl_context())
-    else:
-        transport = ShardedTransport(
-            shards=POOLS, connections=POOL_CONNECTIONS, verify=ssl_context()
-        )
+    # httptools is a dependency (pyproject.toml), so the pool can always be had
+    transport = ConnectionPool(connections=MAX_CONNECTIONS, verify=ssl_context())
     return httpx.AsyncClient(timeout=timeouts, transport=transport, cookies=cookies)
 
 
