@@ -39,7 +39,7 @@ from ..events import Event
 from ..pipeline import ModelMemory, Plan, Prepared, Request, Transport, default_memory
 from ..schemas import to_dialect
 from ..templates import normalize_tools
-from .connections import ConnectionPool
+from .connections import KEEPALIVE_EXPIRY, ClosedBeforeReply, ConnectionPool
 from .reading import (
     MAX_ERROR_BYTES,
     MAX_LINE_BYTES,
@@ -58,6 +58,7 @@ __all__ = [
     "MAX_ERROR_BYTES",
     "MAX_LINE_BYTES",
     "MAX_STREAM_BYTES",
+    "ONE_REQUEST_CONNECTIONS",
     "TOOL_LISTS_KEPT",
     "HttpTransport",
     "Lines",
@@ -93,8 +94,11 @@ def ssl_context() -> ssl.SSLContext:
 TOOL_LISTS_KEPT = 64
 
 #: A long-lived client's connections to one upstream: at most this many (see
-#: :func:`new_client`).
+#: :func:`new_client`), ...
 MAX_CONNECTIONS = 2048
+#: ... and a client made for one request (:func:`post_stream` given none): room for a
+#: redirect's second connection.
+ONE_REQUEST_CONNECTIONS = 2
 
 
 class _NoCookies(http.cookiejar.CookieJar):
@@ -110,37 +114,56 @@ class _NoCookies(http.cookiejar.CookieJar):
         return None
 
 
+def _behind_proxy() -> bool:
+    """Whether the environment names a proxy (``HTTPS_PROXY`` and the like)."""
+    return any(urllib.request.getproxies().get(k) for k in ("http", "https", "all"))
+
+
+def _client(
+    timeouts: httpx.Timeout, connections: int, cookies: http.cookiejar.CookieJar | None = None
+) -> httpx.AsyncClient:
+    """A client on toolwire's connection pool (:mod:`toolwire.backends.connections`), or,
+    behind a proxy, on httpx's own transport (the pool speaks to origins only), with as
+    many connections, kept alive as long."""
+    if _behind_proxy():
+        limits = httpx.Limits(
+            max_connections=connections,
+            max_keepalive_connections=connections,
+            keepalive_expiry=KEEPALIVE_EXPIRY,
+        )
+        return httpx.AsyncClient(
+            timeout=timeouts, verify=ssl_context(), limits=limits, cookies=cookies
+        )
+    transport = ConnectionPool(connections=connections, verify=ssl_context())
+    return httpx.AsyncClient(timeout=timeouts, transport=transport, cookies=cookies)
+
+
 def new_client(
     timeout: float = 120.0, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
 ) -> httpx.AsyncClient:
     """A client for a long-lived caller (the gateway, the bench): connections are reused.
 
-    ``timeout`` bounds each read and ``connect_timeout`` each connect; a backend using the
-    client still applies its own deadline to each whole request.
+    ``timeout`` bounds each read and write and ``connect_timeout`` each connect; a backend
+    using the client still applies its own deadline to each whole request.
 
     Its transport is toolwire's own connection pool
     (:class:`~toolwire.backends.connections.ConnectionPool`: httptools' parser, one write
     per request, taking and giving back a connection in constant time), with room for
-    :data:`MAX_CONNECTIONS` connections to each upstream, all kept alive while idle:
-    httpcore's one pool does work in proportion to its size on every request, so through
-    it the gateway's CPU per request grew with its load (measured streamed, 1,000
-    concurrent against 10: 51 ms against 5.6 ms).
+    :data:`MAX_CONNECTIONS` connections to each upstream, each kept alive while idle
+    for :data:`~toolwire.backends.connections.KEEPALIVE_EXPIRY` seconds. Measured through
+    the gateway (benchmarks/gateway.py ``--http pool,httpx,aiohttp``), httpx's own
+    transport, tuned the same way, spends 1.4 to 4 times its CPU per request (httpcore's
+    pool scans every connection for every request, so at 1,000 concurrent streams its work
+    is quadratic), and aiohttp's client under httpx about a fifth more on a request not
+    streamed (and as much streamed): past the 10 % a library may cost to be taken instead.
 
     Behind a proxy named in the environment (``HTTPS_PROXY`` and the like) every
-    connection goes to the proxy, which httpx's own client handles, so that client is
-    used, with the same number of connections in its one pool.
+    connection goes to the proxy, which httpx's own transport handles, so it is used, with
+    as many connections.
     """
     timeouts = httpx.Timeout(timeout, connect=connect_timeout)
-    cookies = _NoCookies()  # a jar as it is: httpx would copy one given as Cookies
-    if any(urllib.request.getproxies().get(k) for k in ("http", "https", "all")):
-        size = MAX_CONNECTIONS
-        limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-        return httpx.AsyncClient(
-            timeout=timeouts, verify=ssl_context(), limits=limits, cookies=cookies
-        )
-    # httptools is a dependency (pyproject.toml), so the pool can always be had
-    transport = ConnectionPool(connections=MAX_CONNECTIONS, verify=ssl_context())
-    return httpx.AsyncClient(timeout=timeouts, transport=transport, cookies=cookies)
+    # a jar as it is: httpx would copy one given as Cookies
+    return _client(timeouts, MAX_CONNECTIONS, _NoCookies())
 
 
 def shown_url(url: str) -> str:
@@ -166,15 +189,14 @@ async def _send(http: httpx.AsyncClient, request: httpx.Request) -> httpx.Respon
     A server may close a kept-alive connection just as it is reused (its idle timeout, or a
     server with few connection slots, such as llama-server): the request then fails with no
     reply at all, so nothing was done, and it goes again on another connection. A second
-    such failure is the server's answer.
+    such failure is the server's answer. The pool says so by its error's type
+    (:class:`~toolwire.backends.connections.ClosedBeforeReply`); any other failure, a reply
+    that is not HTTP among them, is an answer, not tried again. (httpx's own transport,
+    used behind a proxy, has no such type: its requests are not tried again.)
     """
     try:
         return await http.send(request, stream=True)
-    except httpx.RemoteProtocolError as exc:
-        # httpcore's words for a connection closed with no byte of a reply; a reply that
-        # is not HTTP is an answer, not tried again
-        if "without sending a response" not in str(exc):
-            raise
+    except ClosedBeforeReply:
         return await http.send(request, stream=True)
 
 
@@ -204,7 +226,7 @@ async def post_stream(
     """
     own = client is None
     limits = httpx.Timeout(timeout, connect=min(connect_timeout, timeout))
-    http = client or httpx.AsyncClient(timeout=limits, verify=ssl_context())
+    http = client or _client(limits, ONE_REQUEST_CONNECTIONS)
     target, where = _target(url)
     deadline = asyncio.get_running_loop().time() + timeout
     response: httpx.Response | None = None
