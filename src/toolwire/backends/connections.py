@@ -10,11 +10,14 @@ httptools (the C parser uvicorn uses), the request written with one ``write``, a
 that takes and returns a connection in constant time (the newest idle one is reused
 first; one the server closed is known at once, from the protocol, without a probe).
 
-It is kept rather than a library because none measured close: through the gateway
-(benchmarks/gateway.py ``--http pool,httpx,aiohttp``), httpx's own transport, tuned, spends
-over three times its CPU per request at 32 concurrent and over ten times at 1,000 streams
-(httpcore's pool scans its connections for every request), and aiohttp's client under
-httpx about a quarter more on a request not streamed, where the rule was 10 %.
+It is kept rather than a library because none measured within the 10 % of its CPU a
+library may cost to be taken instead. Through the gateway (benchmarks/gateway.py ``--http
+pool,httpx,aiohttp``, one run, two shared cores), CPU per request at 32 concurrent, not
+streamed and streamed: this pool 1.75 and 2.63 ms; httpx's own transport, tuned (one pool
+as large, all kept alive, HTTP/1.1 only), 4.03 and 5.88 ms, and 32 ms a stream at 1,000
+concurrent against this pool's 2.9 (httpcore's pool scans its connections for every
+request); aiohttp's client under httpx (httpx-aiohttp) 2.01 and 2.71 ms: 15 % more on a
+request not streamed (24 and 29 % in other runs), as much streamed.
 
 A request body given as bytes (a JSON body: every request the backends send) goes in that
 one write; one given as an async iterator of bytes is sent as it comes, chunk-encoded unless
@@ -270,6 +273,7 @@ class _Connection(asyncio.Protocol):
         begins or the connection ends."""
         while self.write_paused and not self.closed:
             if self.pending is not None and self.pending.done():
+                self.cut_short = True  # answered before it was all sent: not reusable
                 return
             self.drained = self.loop.create_future()
             try:

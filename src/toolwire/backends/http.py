@@ -152,10 +152,11 @@ def new_client(
     :data:`MAX_CONNECTIONS` connections to each upstream, each kept alive while idle
     for :data:`~toolwire.backends.connections.KEEPALIVE_EXPIRY` seconds. Measured through
     the gateway (benchmarks/gateway.py ``--http pool,httpx,aiohttp``), httpx's own
-    transport, tuned the same way, spends 1.4 to 4 times its CPU per request (httpcore's
-    pool scans every connection for every request, so at 1,000 concurrent streams its work
-    is quadratic), and aiohttp's client under httpx about a fifth more on a request not
-    streamed (and as much streamed): past the 10 % a library may cost to be taken instead.
+    transport, tuned the same way, spends over twice its CPU per request at 32 concurrent
+    and ten times at 1,000 (httpcore's pool scans every connection for every request, so
+    its work grows with the load), and aiohttp's client under httpx 15 to 30 % more on a
+    request not streamed (as much streamed): past the 10 % a library may cost to be taken
+    instead (the figures: :mod:`toolwire.backends.connections`).
 
     Behind a proxy named in the environment (``HTTPS_PROXY`` and the like) every
     connection goes to the proxy, which httpx's own transport handles, so it is used, with
