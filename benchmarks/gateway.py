@@ -57,14 +57,21 @@ its connection stays alive to it for seconds after the server's 5 s have run out
 request it sends then meets a server closing that connection. (A gateway in use meets the
 same race with an upstream that keeps connections as briefly, under as much load.)
 
-``--profile FILE`` runs the gateway under cProfile and writes its stats to FILE when it stops.
-The servers and what is read of their processes are in gateway_servers.py.
+``--http STACK[,STACK...]`` picks the gateway's upstream HTTP stack (gateway_stacks.py: ``pool``,
+toolwire's own, as serve uses it; ``httpx``, httpx's own transport, tuned; ``aiohttp``,
+aiohttp's client under httpx): with several, each has a gateway process of its own, measured
+in the same alternating rounds (a path ``gw chat httpx``), so that the stacks are compared
+under the same noise.
+
+``--profile FILE`` runs the gateway under cProfile and writes its stats to FILE when it stops
+(FILE.STACK for each of several stacks). The servers and what is read of their processes are
+in gateway_servers.py.
 
     python benchmarks/gateway.py [--requests 150] [--rounds 5] [--quick]
                                  [--concurrency 1000] [--only] [--apis chat,responses,messages]
                                  [--litellm COMMAND | --no-litellm] [--one-client]
                                  [--streamed-only] [--client-per-request] [--slow-server]
-                                 [--profile FILE]
+                                 [--http pool,httpx,aiohttp] [--profile FILE]
 """
 
 from __future__ import annotations
@@ -92,6 +99,7 @@ from toolwire.server import uvicorn_settings
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gateway_apis import APIS, PATHS, ask, check
 from gateway_servers import Server, cpu_seconds, litellm_proxy, peak_rss_mb, serving
+from gateway_stacks import STACKS
 
 _tickets = itertools.count()
 
@@ -106,11 +114,16 @@ class Path:
 
     name: str
     api: str
-    server: str  # "direct" or "gateway"
+    server: str  # "direct", "litellm" or a gateway's: "gateway <its HTTP stack>"
 
 
-def paths_for(apis: Sequence[str], litellm: bool) -> list[Path]:
-    paths = [Path("direct", "chat", "direct")] + [Path(f"gw {a}", a, "gateway") for a in apis]
+def paths_for(apis: Sequence[str], litellm: bool, stacks: Sequence[str]) -> list[Path]:
+    """The upstream direct, then each gateway (one per HTTP stack) in each API, then
+    LiteLLM's proxy. A gateway's path names its stack when there are several."""
+    paths = [Path("direct", "chat", "direct")]
+    for stack in stacks:
+        shown = f" {stack}" if len(stacks) > 1 else ""
+        paths += [Path(f"gw {a}{shown}", a, f"gateway {stack}") for a in apis]
     return paths + ([Path("litellm chat", "chat", "litellm")] if litellm else [])
 
 
@@ -241,13 +254,15 @@ async def measure(
             n_warm = concurrency if concurrency > MANY else max(2 * concurrency, 10)
             warm = await run(path, n_warm)
             out[path.name].failures.extend(f"(warm-up) {why}" for why in warm.failures)
-        await clients[0].get(servers["gateway"].url + "/_bench/inside")  # the warm-up's: not kept
+        for name, server in servers.items():  # the warm-up's times: not kept
+            if name.startswith("gateway"):
+                await clients[0].get(server.url + "/_bench/inside")
         for r in range(rounds):
             turned = list(paths[r % len(paths) :]) + list(paths[: r % len(paths)])
             for path in turned if r % 2 == 0 else turned[::-1]:
                 out[path.name].add(await run(path, n))
-                if path.server == "gateway":
-                    own = await clients[0].get(servers["gateway"].url + "/_bench/inside")
+                if path.server.startswith("gateway"):
+                    own = await clients[0].get(servers[path.server].url + "/_bench/inside")
                     out[path.name].inside.extend(own.json())
     for path in paths:
         out[path.name].peak_mb = peak_rss_mb(servers[path.server].pid)
@@ -259,43 +274,45 @@ async def measure(
 
 def report(results: list[tuple[str, dict[str, Measured]]], paths: Sequence[Path]) -> None:
     print(
-        f"\n{'condition':<20} {'path':<13} {'p50 ms':>8} {'p99 ms':>8} {'p99/p50':>7} "
+        f"\n{'condition':<20} {'path':<18} {'p50 ms':>8} {'p99 ms':>8} {'p99/p50':>7} "
         f"{'req/s':>8} {'CPU ms/req':>10} {'peak MB':>8} {'failed':>7}"
     )
     for label, m in results:
         for i, path in enumerate(paths):
             x = m[path.name]
             print(
-                f"{label if i == 0 else '':<20} {path.name:<13} {x.p(50):8.2f} {x.p(99):8.2f} "
+                f"{label if i == 0 else '':<20} {path.name:<18} {x.p(50):8.2f} {x.p(99):8.2f} "
                 f"{x.p(99) / x.p(50):7.2f} {x.rate:8.1f} {x.cpu_ms:10.2f} {x.peak_mb:8.1f} "
                 f"{len(x.failures):7d}"
             )
     print(
-        f"\n{'gateway vs direct':<20} {'path':<13} {'+p50 ms':>8} {'+p99 ms':>8} {'p50 x':>7} "
-        f"{'p99 x':>7} {'req/s x':>8} {'CPU/gw chat':>11}   {'p50 x per round':>15}"
+        f"\n{'gateway vs direct':<20} {'path':<18} {'+p50 ms':>8} {'+p99 ms':>8} {'p50 x':>7} "
+        f"{'p99 x':>7} {'req/s x':>8} {'CPU/1st chat':>12}   {'p50 x per round':>15}"
     )
     for label, m in results:
         d = m["direct"]
-        chat = m.get("gw chat")
+        chat = next(
+            (m[p.name] for p in paths if p.api == "chat" and p.server.startswith("gateway")), None
+        )
         for i, path in enumerate(paths[1:]):
             g = m[path.name]
             per_round = [gp / dp for gp, dp in zip(g.p50s, d.p50s, strict=True)]
             spread = f"{min(per_round):.2f}-{max(per_round):.2f}" if per_round else "-"
-            versus = f"{g.cpu_ms / chat.cpu_ms:11.2f}" if chat is not None else f"{'-':>11}"
+            versus = f"{g.cpu_ms / chat.cpu_ms:12.2f}" if chat is not None else f"{'-':>12}"
             print(
-                f"{label if i == 0 else '':<20} {path.name:<13} {g.p(50) - d.p(50):8.2f} "
+                f"{label if i == 0 else '':<20} {path.name:<18} {g.p(50) - d.p(50):8.2f} "
                 f"{g.p(99) - d.p(99):8.2f} {g.p(50) / d.p(50):7.2f} {g.p(99) / d.p(99):7.2f} "
                 f"{g.rate / d.rate:8.2f} {versus}   {spread:>15}"
             )
     print(
-        f"\n{'inside the gateway':<20} {'path':<13} {'p50 ms':>8} {'p99 ms':>8} {'p99/p50':>7}"
+        f"\n{'inside the gateway':<20} {'path':<18} {'p50 ms':>8} {'p99 ms':>8} {'p99/p50':>7}"
         "   (from the app's first look to its last byte, the upstream's reply included)"
     )
     for label, m in results:
-        for i, path in enumerate(p for p in paths if p.server == "gateway"):
+        for i, path in enumerate(p for p in paths if p.server.startswith("gateway")):
             x = m[path.name]
             print(
-                f"{label if i == 0 else '':<20} {path.name:<13} {x.inside_ms(50):8.2f} "
+                f"{label if i == 0 else '':<20} {path.name:<18} {x.inside_ms(50):8.2f} "
                 f"{x.inside_ms(99):8.2f} {x.inside_ms(99) / x.inside_ms(50):7.2f}"
             )
     failed = [(label, p.name, m[p.name].failures) for label, m in results for p in paths]
@@ -353,14 +370,24 @@ def main() -> int:
     p.add_argument("--no-litellm", action="store_true", help="leave LiteLLM's proxy out")
     p.add_argument("--profile", metavar="FILE", default="", help="cProfile the gateway to FILE")
     p.add_argument("--streamed-only", action="store_true", help="skip the non-streamed runs")
+    p.add_argument(
+        "--http",
+        default=STACKS[0],
+        help="the gateway's upstream HTTP stack, or several, comma-separated, each measured "
+        f"through a gateway of its own in the same rounds ({', '.join(STACKS)}; see "
+        f"gateway_stacks.py; default {STACKS[0]}, as `toolwire serve`)",
+    )
     args = p.parse_args()
     if args.quick:
         args.requests, args.rounds = 40, 2
     apis = [a.strip() for a in args.apis.split(",") if a.strip()]
     if not apis or any(a not in APIS for a in apis):
         p.error(f"--apis takes some of {', '.join(APIS)}")
+    stacks = [s.strip() for s in args.http.split(",") if s.strip()]
+    if not stacks or any(s not in STACKS for s in stacks) or len(set(stacks)) < len(stacks):
+        p.error(f"--http takes some of {', '.join(STACKS)}")
     litellm = "" if args.no_litellm else args.litellm
-    paths = paths_for(apis, bool(litellm))
+    paths = paths_for(apis, bool(litellm), stacks)
     given = [int(c) for c in args.concurrency.split(",") if c.strip()]
     levels = sorted(set(given) if args.only else {1, 32, *given})
     wiring = "a client per request" if args.client_per_request else "as `toolwire serve`"
@@ -371,7 +398,7 @@ def main() -> int:
         f"{args.requests} requests x {args.rounds} rounds per path and condition "
         f"(above concurrency {MANY}: one per worker, at most 2 rounds)"
     )
-    print(f"sent from {sender}; gateway's upstream client: {wiring}")
+    print(f"sent from {sender}; gateway's upstream client: {wiring}, on {', '.join(stacks)}")
     protocol = server["http"]
     named = protocol if isinstance(protocol, str) else protocol.__name__
     print(f"servers: {named.rsplit(':', 1)[-1]} on the {server['loop']} loop")
@@ -383,10 +410,14 @@ def main() -> int:
     fast = not args.slow_server
     with contextlib.ExitStack() as stack:
         upstream = stack.enter_context(serving("upstream", fast=fast))
-        gateway = stack.enter_context(
-            serving("gateway", upstream.url, args.client_per_request, args.profile, fast)
-        )
-        servers = {"direct": upstream, "gateway": gateway}
+        servers = {"direct": upstream}
+        for http in stacks:
+            profile = (
+                args.profile if len(stacks) == 1 else args.profile and f"{args.profile}.{http}"
+            )
+            servers[f"gateway {http}"] = stack.enter_context(
+                serving("gateway", upstream.url, args.client_per_request, profile, fast, http)
+            )
         if litellm:
             servers["litellm"] = stack.enter_context(litellm_proxy(litellm, upstream.url))
         print(

@@ -30,8 +30,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from gateway_apis import arguments, call_id
+from gateway_stacks import upstream_client
 from toolwire.backends import OpenAIBackend
-from toolwire.backends.http import new_client
 from toolwire.server import create_app, freeze_heap, uvicorn_settings
 from toolwire.testing import tool_call_deltas
 
@@ -139,13 +139,21 @@ class Inside:
 
 
 def _serve(
-    role: str, conn: Connection, upstream: str, per_request: bool, profile: str, fast: bool
+    role: str,
+    conn: Connection,
+    upstream: str,
+    per_request: bool,
+    profile: str,
+    fast: bool,
+    http: str,
 ) -> None:
-    """Child process: serve ``role``, send its URL, serve until told to stop."""
+    """Child process: serve ``role``, send its URL, serve until told to stop. A gateway's
+    upstream client is on the HTTP stack ``http`` (see gateway_stacks.py)."""
     if role == "upstream":
         app = upstream_app()
     else:
-        client = None if per_request else new_client()  # as `toolwire serve --upstream`
+        # as `toolwire serve --upstream` (its stack, for "pool")
+        client = None if per_request else upstream_client(http)
         backend = OpenAIBackend("up-model", base_url=upstream + "/v1/", client=client)
         app = Inside(create_app(backend, model_name="gw"))
         freeze_heap()  # as serve does
@@ -186,14 +194,19 @@ class Server:
 
 @contextlib.contextmanager
 def serving(
-    role: str, upstream: str = "", per_request: bool = False, profile: str = "", fast: bool = True
+    role: str,
+    upstream: str = "",
+    per_request: bool = False,
+    profile: str = "",
+    fast: bool = True,
+    http: str = "pool",
 ) -> Iterator[Server]:
     ctx = multiprocessing.get_context("spawn")
     ours, theirs = ctx.Pipe()
     proc = ctx.Process(
         target=_serve,
-        args=(role, theirs, upstream, per_request, profile, fast),
-        name=role,
+        args=(role, theirs, upstream, per_request, profile, fast, http),
+        name=role if role == "upstream" else f"{role} ({http})",
         daemon=True,
     )
     launched = time.perf_counter()

@@ -1,6 +1,7 @@
 """The lean connection pool under httpx, against raw HTTP servers on 127.0.0.1: connections
-kept alive and reused, one write per request, the limits of the pool and of a reply's head,
-every body framing, and httpx's own errors for every failure.
+kept alive and reused (and closed once idle past their expiry), one write per request, a body
+sent in pieces, a redirect followed, the limits of the pool and of a reply's head, every body
+framing, the write timeout, and httpx's own errors for every failure.
 
 The fault modes through the gateway and the backend (stalls, trickles, 200 MB lines, hang-ups)
 run with this pool too: see tests/test_upstream_faults.py and test_upstream_faults_backend.py.
@@ -14,27 +15,35 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import httpx
 import pytest
 
-from toolwire.backends.connections import HIGH_WATER, MAX_HEAD_BYTES, ConnectionPool
-from toolwire.backends.http import new_client, ssl_context
+from toolwire.backends.connections import (
+    HIGH_WATER,
+    KEEPALIVE_EXPIRY,
+    MAX_HEAD_BYTES,
+    ClosedBeforeReply,
+    ConnectionPool,
+)
+from toolwire.backends.http import _send, new_client, ssl_context
 
 Reply = Callable[[bytes], bytes | None]
 
 
 class KeepAlive:
     """An HTTP/1.1 server on 127.0.0.1 that keeps connections: ``reply`` makes the bytes
-    answering each request (None: hang up). It counts connections and the reads it took
-    to receive each request (one write by the client is one read here)."""
+    answering each request (None: hang up). It counts connections (and those the client
+    closed) and the reads it took to receive each request (one write by the client is one
+    read here); a chunked request body is kept decoded."""
 
     def __init__(self, reply: Reply, close_after: bool = False) -> None:
         self.reply = reply
         #: Hang up after each reply (a reply framed by the close, or cut short).
         self.close_after = close_after
         self.connections = 0
+        self.ended = 0  # connections the client closed
         self.requests: list[bytes] = []
         self.reads: list[int] = []
         self._sock = socket.socket()
@@ -60,17 +69,33 @@ class KeepAlive:
                 while b"\r\n\r\n" not in data:
                     piece = conn.recv(65536)
                     if not piece:
+                        self.ended += 1
                         return
                     data, reads = data + piece, reads + 1
                 head, _, rest = data.partition(b"\r\n\r\n")
-                length = 0
+                length, chunked = 0, False
                 for line in head.split(b"\r\n")[1:]:
                     key, _, value = line.partition(b":")
                     if key.strip().lower() == b"content-length":
                         length = int(value)
-                while len(rest) < length:
-                    rest, reads = rest + conn.recv(65536), reads + 1
-                request, data = head + b"\r\n\r\n" + rest[:length], rest[length:]
+                    chunked = chunked or key.strip().lower() == b"transfer-encoding"
+                if chunked:
+                    body, rest, more = b"", rest, 0
+                    while True:  # each chunk: its size in hex, CRLF, its bytes, CRLF
+                        while b"\r\n" not in rest:
+                            rest, more = rest + conn.recv(65536), more + 1
+                        size_line, _, rest = rest.partition(b"\r\n")
+                        size = int(size_line, 16)
+                        while len(rest) < size + 2:
+                            rest, more = rest + conn.recv(65536), more + 1
+                        body, rest = body + rest[:size], rest[size + 2 :]
+                        if size == 0:
+                            break
+                    request, data, reads = head + b"\r\n\r\n" + body, rest, reads + more
+                else:
+                    while len(rest) < length:
+                        rest, reads = rest + conn.recv(65536), reads + 1
+                    request, data = head + b"\r\n\r\n" + rest[:length], rest[length:]
                 self.requests.append(request)
                 self.reads.append(reads)
                 reads = 0
@@ -103,14 +128,34 @@ def server(reply: Reply, close_after: bool = False) -> Iterator[KeepAlive]:
         s.close()
 
 
-def client(connections: int = 8, **timeouts: float) -> httpx.AsyncClient:
-    pool = ConnectionPool(connections=connections, verify=ssl_context())
+def client(
+    connections: int = 8, expiry: float = KEEPALIVE_EXPIRY, **timeouts: float
+) -> httpx.AsyncClient:
+    pool = ConnectionPool(connections=connections, verify=ssl_context(), keepalive_expiry=expiry)
     return httpx.AsyncClient(transport=pool, timeout=httpx.Timeout(5.0, **timeouts))
 
 
 def test_serves_client_is_the_lean_pool() -> None:
     made = new_client()
     assert isinstance(made._transport, ConnectionPool)
+
+
+def test_behind_a_proxy_the_client_is_httpxs_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    made = new_client()
+    assert not isinstance(made._transport, ConnectionPool)
+    assert isinstance(made._transport, httpx.AsyncHTTPTransport)
+
+
+def test_the_long_lived_client_reuses_its_connection() -> None:
+    async def run() -> None:
+        async with new_client() as http:
+            for _ in range(5):
+                assert (await http.post(s.url, json={})).status_code == 200
+
+    with server(lambda _: ok()) as s:
+        asyncio.run(run())
+    assert len(s.requests) == 5 and s.connections == 1
 
 
 def test_a_connection_is_kept_and_reused_and_each_request_is_one_write() -> None:
@@ -179,6 +224,116 @@ def test_a_server_closing_an_idle_connection_is_noticed_without_a_probe() -> Non
     assert s.connections == 3
 
 
+def test_a_body_given_in_pieces_is_sent_as_it_comes_not_hung() -> None:
+    """An async iterator of bytes (httpx marks it chunked) goes chunk-encoded, piece by
+    piece; the server reads the whole body and answers."""
+
+    async def pieces() -> AsyncIterator[bytes]:
+        for piece in (b'{"a": ', b"", b'"in pieces"}'):
+            yield piece
+            await asyncio.sleep(0.01)
+
+    async def run() -> list[bytes]:
+        async with client() as http:
+            sent = [
+                await asyncio.wait_for(http.post(s.url, content=pieces()), 5)
+                for _ in range(2)  # and the connection is reused after
+            ]
+            return [r.content for r in sent]
+
+    with server(lambda _: ok()) as s:
+        assert asyncio.run(run()) == [b'{"ok": true}'] * 2
+    assert [json.loads(r.split(b"\r\n\r\n", 1)[1]) for r in s.requests] == [{"a": "in pieces"}] * 2
+    assert b"transfer-encoding: chunked" in s.requests[0].lower()
+    assert s.connections == 1
+
+
+def test_a_307_is_followed_with_its_body() -> None:
+    """httpx builds the redirected request from the first one's stream (it has no
+    ``.content``): the same body goes to the new place."""
+
+    def answer(request: bytes) -> bytes:
+        if request.startswith(b"POST /first "):
+            return (
+                b"HTTP/1.1 307 Temporary Redirect\r\nlocation: /second\r\ncontent-length: 0\r\n\r\n"
+            )
+        return ok(request.split(b"\r\n\r\n", 1)[1])
+
+    async def run() -> httpx.Response:
+        async with client() as http:
+            return await http.post(s.url + "/first", json={"n": 7}, follow_redirects=True)
+
+    with server(answer) as s:
+        reply = asyncio.run(run())
+    assert reply.status_code == 200 and reply.json() == {"n": 7}
+    assert [r.split(b" ")[1] for r in s.requests] == [b"/first", b"/second"]
+    assert s.connections == 1  # the 307's connection was reused
+
+
+def test_an_idle_connection_is_closed_after_its_expiry() -> None:
+    """Kept while idle for the expiry, then closed by the client (no request needed); the
+    next request opens a new one."""
+
+    async def run() -> tuple[int, int, int]:
+        async with client(expiry=0.3) as http:
+            await http.post(s.url, json={})
+            await asyncio.sleep(0.1)
+            await http.post(s.url, json={})  # within the expiry: reused
+            reused = s.connections
+            await asyncio.sleep(0.8)
+            ended = s.ended  # closed while nothing was sent
+            await http.post(s.url, json={})
+            return reused, ended, s.connections
+
+    with server(lambda _: ok()) as s:
+        assert asyncio.run(run()) == (1, 1, 2)
+    assert KEEPALIVE_EXPIRY == 4.0  # under the 5 s uvicorn and llama-server keep one
+
+
+def test_a_server_not_reading_the_request_is_a_write_timeout() -> None:
+    """The server accepts and never reads: once the socket's buffers are full, the write
+    waits at most the write timeout (not the read timeout, nor for ever)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+    async def run() -> None:
+        async with client(write=0.3, read=3.0) as http:
+            await http.post(url, content=b"x" * (64 * 1024 * 1024))
+
+    try:
+        started = time.monotonic()
+        with pytest.raises(httpx.WriteTimeout):
+            asyncio.run(run())
+        assert time.monotonic() - started < 2.5
+    finally:
+        listener.close()
+
+
+def test_only_a_connection_closed_before_the_reply_is_tried_again() -> None:
+    """The retry knows the stale connection by the pool's own error type, not by words."""
+    failures: list[Exception] = [ClosedBeforeReply(), httpx.RemoteProtocolError("bad reply")]
+    calls = 0
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        nonlocal calls
+        calls += 1
+        if calls in (1, 3):
+            raise failures[0 if calls == 1 else 1]
+        return httpx.Response(200, json={"ok": True})
+
+    async def run() -> None:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
+            reply = await _send(http, http.build_request("POST", "http://upstream/", json={}))
+            assert reply.status_code == 200 and calls == 2
+            with pytest.raises(httpx.RemoteProtocolError, match="bad reply"):
+                await _send(http, http.build_request("POST", "http://upstream/", json={}))
+            assert calls == 3
+
+    asyncio.run(run())
+
+
 @pytest.mark.parametrize(
     ("raw", "body"),
     [
@@ -233,7 +388,7 @@ def test_a_head_over_the_bound_is_a_protocol_error() -> None:
 @pytest.mark.parametrize(
     ("raw", "words"),
     [
-        (None, "without sending a response"),
+        (None, "closed the connection before replying"),
         (b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nshort", "complete message body"),
         (b"NOT HTTP AT ALL\r\n\r\n", "not HTTP"),
     ],
@@ -246,9 +401,11 @@ def test_failures_are_httpx_errors(raw: bytes | None, words: str) -> None:
 
     with (
         server(lambda _: raw, close_after=True) as s,
-        pytest.raises(httpx.RemoteProtocolError, match=words),
+        pytest.raises(httpx.RemoteProtocolError, match=words) as raised,
     ):
         asyncio.run(run())
+    # a hang-up before any reply, and only that, says that the request may go again
+    assert isinstance(raised.value, ClosedBeforeReply) == (raw is None)
 
 
 def test_a_silent_server_is_a_read_timeout_and_a_closed_port_a_connect_error() -> None:

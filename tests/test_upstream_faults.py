@@ -69,8 +69,9 @@ def upstream() -> Iterator[RawUpstream]:
 @pytest.fixture(scope="module", params=["a client per request", "serve's client"])
 def gateway(upstream: RawUpstream, request: pytest.FixtureRequest) -> Iterator[str]:
     """The gateway in front of the upstream, its backend with a client of its own per
-    request (httpx's transport), or with the long-lived one ``toolwire serve`` gives it
-    (:func:`~toolwire.backends.http.new_client`: the lean connection pool)."""
+    request (a new connection pool each time), or with the long-lived one ``toolwire
+    serve`` gives it (:func:`~toolwire.backends.http.new_client`: one pool, connections
+    kept alive)."""
     client = (
         new_client(DEADLINE, connect_timeout=CONNECT)
         if request.param != "a client per request"

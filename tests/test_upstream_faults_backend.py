@@ -55,8 +55,9 @@ def upstream() -> Iterator[RawUpstream]:
 
 @pytest.fixture(params=["a client per request", "serve's client"])
 def backend(request: pytest.FixtureRequest) -> Callable[..., OpenAIBackend]:
-    """:func:`backend_for`, its backend with a client of its own per request (httpx's
-    transport) or with the long-lived one ``toolwire serve`` gives it (the lean pool)."""
+    """:func:`backend_for`, its backend with a client of its own per request (a new
+    connection pool each time) or with the long-lived one ``toolwire serve`` gives it (one
+    pool, connections kept alive)."""
     lean = request.param == "serve's client"
 
     def make(upstream: RawUpstream, **options: Any) -> OpenAIBackend:

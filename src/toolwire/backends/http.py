@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import http.cookiejar
-import importlib.util
 import json
 import ssl
 import urllib.request
@@ -40,7 +39,7 @@ from ..events import Event
 from ..pipeline import ModelMemory, Plan, Prepared, Request, Transport, default_memory
 from ..schemas import to_dialect
 from ..templates import normalize_tools
-from .pool import ShardedTransport
+from .connections import KEEPALIVE_EXPIRY, ClosedBeforeReply, ConnectionPool
 from .reading import (
     MAX_ERROR_BYTES,
     MAX_LINE_BYTES,
@@ -55,11 +54,11 @@ from .reading import (
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
+    "MAX_CONNECTIONS",
     "MAX_ERROR_BYTES",
     "MAX_LINE_BYTES",
     "MAX_STREAM_BYTES",
-    "POOLS",
-    "POOL_CONNECTIONS",
+    "ONE_REQUEST_CONNECTIONS",
     "TOOL_LISTS_KEPT",
     "HttpTransport",
     "Lines",
@@ -94,10 +93,12 @@ def ssl_context() -> ssl.SSLContext:
 #: :meth:`HttpTransport.tools_on_wire`).
 TOOL_LISTS_KEPT = 64
 
-#: A long-lived client's connections: this many small pools (see :func:`new_client`) ...
-POOLS = 32
-#: ... of at most this many connections each, all kept alive while idle.
-POOL_CONNECTIONS = 64
+#: A long-lived client's connections to one upstream: at most this many (see
+#: :func:`new_client`), ...
+MAX_CONNECTIONS = 2048
+#: ... and a client made for one request (:func:`post_stream` given none): room for a
+#: redirect's second connection.
+ONE_REQUEST_CONNECTIONS = 2
 
 
 class _NoCookies(http.cookiejar.CookieJar):
@@ -113,48 +114,57 @@ class _NoCookies(http.cookiejar.CookieJar):
         return None
 
 
+def _behind_proxy() -> bool:
+    """Whether the environment names a proxy (``HTTPS_PROXY`` and the like)."""
+    return any(urllib.request.getproxies().get(k) for k in ("http", "https", "all"))
+
+
+def _client(
+    timeouts: httpx.Timeout, connections: int, cookies: http.cookiejar.CookieJar | None = None
+) -> httpx.AsyncClient:
+    """A client on toolwire's connection pool (:mod:`toolwire.backends.connections`), or,
+    behind a proxy, on httpx's own transport (the pool speaks to origins only), with as
+    many connections, kept alive as long."""
+    if _behind_proxy():
+        limits = httpx.Limits(
+            max_connections=connections,
+            max_keepalive_connections=connections,
+            keepalive_expiry=KEEPALIVE_EXPIRY,
+        )
+        return httpx.AsyncClient(
+            timeout=timeouts, verify=ssl_context(), limits=limits, cookies=cookies
+        )
+    transport = ConnectionPool(connections=connections, verify=ssl_context())
+    return httpx.AsyncClient(timeout=timeouts, transport=transport, cookies=cookies)
+
+
 def new_client(
     timeout: float = 120.0, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
 ) -> httpx.AsyncClient:
     """A client for a long-lived caller (the gateway, the bench): connections are reused.
 
-    ``timeout`` bounds each read and ``connect_timeout`` each connect; a backend using the
-    client still applies its own deadline to each whole request.
+    ``timeout`` bounds each read and write and ``connect_timeout`` each connect; a backend
+    using the client still applies its own deadline to each whole request.
 
-    Its connections are held in :data:`POOLS` small pools of :data:`POOL_CONNECTIONS`
-    (:class:`~toolwire.backends.pool.ShardedTransport`), each request going to the least
-    busy, because httpcore's one pool does work in proportion to its size on every request
-    and the gateway's CPU per request grew with its load. Measured through the gateway,
-    streamed, 1,000 concurrent against 10 (benchmarks/gateway.py): one pool of 256 (64 kept
-    alive) spent 51 ms of CPU per request at 1,000 against 5.6 ms at 10; 32 pools of 64
-    spend 7.1 ms against 6.2 ms (not streamed: 6.1 ms against 4.7 ms). One pool of 2,048
-    stops the queueing but still scans every connection: measured on the client alone, 4-6
-    ms a request at 1,000 where 32 pools spend 3-4 ms (2-4 ms and 2 ms at 10). All may be
-    kept alive: httpcore closes an idle connection whenever a pool holds more than it keeps
-    alive, which made the old pool reconnect under load.
+    Its transport is toolwire's own connection pool
+    (:class:`~toolwire.backends.connections.ConnectionPool`: httptools' parser, one write
+    per request, taking and giving back a connection in constant time), with room for
+    :data:`MAX_CONNECTIONS` connections to each upstream, each kept alive while idle
+    for :data:`~toolwire.backends.connections.KEEPALIVE_EXPIRY` seconds. Measured through
+    the gateway (benchmarks/gateway.py ``--http pool,httpx,aiohttp``), httpx's own
+    transport, tuned the same way, spends over twice its CPU per request at 32 concurrent
+    and ten times at 1,000 (httpcore's pool scans every connection for every request, so
+    its work grows with the load), and aiohttp's client under httpx 15 to 30 % more on a
+    request not streamed (as much streamed): past the 10 % a library may cost to be taken
+    instead (the figures: :mod:`toolwire.backends.connections`).
 
     Behind a proxy named in the environment (``HTTPS_PROXY`` and the like) every
-    connection goes to the proxy, which httpx's own client handles, so that client is
-    used, with the same number of connections in its one pool.
+    connection goes to the proxy, which httpx's own transport handles, so it is used, with
+    as many connections.
     """
     timeouts = httpx.Timeout(timeout, connect=connect_timeout)
-    cookies = _NoCookies()  # a jar as it is: httpx would copy one given as Cookies
-    if any(urllib.request.getproxies().get(k) for k in ("http", "https", "all")):
-        size = POOLS * POOL_CONNECTIONS
-        limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-        return httpx.AsyncClient(
-            timeout=timeouts, verify=ssl_context(), limits=limits, cookies=cookies
-        )
-    transport: httpx.AsyncBaseTransport
-    if importlib.util.find_spec("httptools") is not None:
-        from .connections import ConnectionPool
-
-        transport = ConnectionPool(connections=POOLS * POOL_CONNECTIONS, verify=ssl_context())
-    else:
-        transport = ShardedTransport(
-            shards=POOLS, connections=POOL_CONNECTIONS, verify=ssl_context()
-        )
-    return httpx.AsyncClient(timeout=timeouts, transport=transport, cookies=cookies)
+    # a jar as it is: httpx would copy one given as Cookies
+    return _client(timeouts, MAX_CONNECTIONS, _NoCookies())
 
 
 def shown_url(url: str) -> str:
@@ -180,15 +190,14 @@ async def _send(http: httpx.AsyncClient, request: httpx.Request) -> httpx.Respon
     A server may close a kept-alive connection just as it is reused (its idle timeout, or a
     server with few connection slots, such as llama-server): the request then fails with no
     reply at all, so nothing was done, and it goes again on another connection. A second
-    such failure is the server's answer.
+    such failure is the server's answer. The pool says so by its error's type
+    (:class:`~toolwire.backends.connections.ClosedBeforeReply`); any other failure, a reply
+    that is not HTTP among them, is an answer, not tried again. (httpx's own transport,
+    used behind a proxy, has no such type: its requests are not tried again.)
     """
     try:
         return await http.send(request, stream=True)
-    except httpx.RemoteProtocolError as exc:
-        # httpcore's words for a connection closed with no byte of a reply; a reply that
-        # is not HTTP is an answer, not tried again
-        if "without sending a response" not in str(exc):
-            raise
+    except ClosedBeforeReply:
         return await http.send(request, stream=True)
 
 
@@ -218,7 +227,7 @@ async def post_stream(
     """
     own = client is None
     limits = httpx.Timeout(timeout, connect=min(connect_timeout, timeout))
-    http = client or httpx.AsyncClient(timeout=limits, verify=ssl_context())
+    http = client or _client(limits, ONE_REQUEST_CONNECTIONS)
     target, where = _target(url)
     deadline = asyncio.get_running_loop().time() + timeout
     response: httpx.Response | None = None
