@@ -28,18 +28,9 @@ from toolwire.server import create_app
 from toolwire.server.config import read_config
 from toolwire.testing import FakeOpenAIServer, ServedApp
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Weather for a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
-            "required": ["city"],
-        },
-    },
-}
+from .replies import TOOLS
+
+WEATHER = TOOLS[0]  # get_weather(city, days)
 ASK: Any = [{"role": "user", "content": "Weather in Paris for 3 days?"}]
 
 
