@@ -28,7 +28,7 @@ from starlette.responses import JSONResponse, Response
 from ..conversation import _estimate
 from ..errors import ToolwireError, UsageError
 from ..events import Event, ReasoningDelta, TextDelta
-from ..pipeline import Backend, Request
+from ..pipeline import Backend, Request, Transport, planned
 from .api import closing
 from .core import Finish, Told, WireCall, dumps, turn, whole
 from .failures import Failure, failure
@@ -301,9 +301,9 @@ def count_tokens(backend: Backend, request: Request) -> int:
     """The request's input tokens: exact where the engine renders the prompt itself (a
     local model: its template and tokenizer), else estimated (4 characters a token)."""
     prompt = getattr(backend, "prompt", None)
-    count = getattr(backend, "count_tokens", None)
-    if callable(prompt) and callable(count):
-        return int(count(prompt(request)))
+    if isinstance(backend, Transport) and callable(prompt):
+        # the prompt as the pipeline plans it (tools in the template, in words, or none)
+        return int(backend.count_tokens(prompt(*planned(backend, request))))
     tools = sum(len(json.dumps(t)) for t in request.tools or ()) // 4
     return sum(_estimate(m) for m in request.messages) + tools
 
