@@ -8,7 +8,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from toolwire.server.config import read_config
 from toolwire.testing import FakeOpenAIServer, ServedApp
 
 from .replies import TOOLS
+from .serving import wait_healthy
 
 WEATHER = TOOLS[0]  # get_weather(city, days)
 ASK: Any = [{"role": "user", "content": "Weather in Paris for 3 days?"}]
@@ -108,16 +108,7 @@ def test_serve_ollama_stands_before_ollama(ollama: FakeOpenAIServer, tmp_path: P
         )
     root = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(root + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, log_path.read_text()
-            assert time.monotonic() < deadline, "the gateway did not start"
-            time.sleep(0.2)
+        wait_healthy(proc, root, log_path)
         client = openai.OpenAI(base_url=root + "/v1", api_key="x", max_retries=0, timeout=30)
         _round_trip(client, "any-name", ollama)
     finally:

@@ -30,6 +30,8 @@ import toolwire
 from toolwire.cli import main
 from toolwire.testing import ServedApp
 
+from .serving import wait_healthy
+
 pytestmark = pytest.mark.skipif(
     not Path("/proc/net/tcp").exists(), reason="reads which process holds a socket from /proc"
 )
@@ -148,16 +150,7 @@ def test_workers_serve_from_that_many_processes(
     )
     root = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(root + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
-            assert time.monotonic() < deadline, "the gateway did not start"
-            time.sleep(0.2)
+        wait_healthy(proc, root, tmp_path / "serve.log")
         deadline = time.monotonic() + 30
         while len(workers := _children(proc.pid)) < 2 and time.monotonic() < deadline:
             time.sleep(0.2)
