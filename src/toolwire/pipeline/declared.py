@@ -7,7 +7,8 @@ whatever its own code maps the name to. So the reply pipeline holds every call f
 start, and a call whose name is not among the request's tools becomes an
 ``undeclared-tool`` notice naming it; with ``strict`` it is an error instead
 (:class:`~toolwire.errors.BackendError` of kind ``undeclared-tool``). The calls that remain
-are numbered again from 0, so a consumer sees no gap.
+are numbered as passed at the pipeline's end (:mod:`toolwire.pipeline.end`), so a consumer
+sees no gap.
 
 The reader for tools in words names a call it could not read
 :data:`~toolwire.formats.words.UNREADABLE`: that one passes (its result teaches the model how
@@ -18,8 +19,6 @@ was never a call, and is not named.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import TypeVar
 
 from .. import events as ev
 from ..errors import BackendError
@@ -39,7 +38,6 @@ def _names(tools: ToolIndex | None) -> frozenset[str]:
 
 
 _CALLS = (ev.CallStart, ev.CallArgsDelta, ev.CallAbort, ev.CallEnd)
-_Call = TypeVar("_Call", ev.CallStart, ev.CallArgsDelta, ev.CallAbort, ev.CallEnd)
 
 
 class Declared:
@@ -49,7 +47,7 @@ class Declared:
         self._names = _names(tools)
         self._strict = strict
         self._held: set[int] = set()  # calls started under an undeclared name
-        self._number: dict[int, int] = {}  # a passed call's index -> its index as passed
+        self._passed: set[int] = set()  # calls started under a declared name
 
     def push(self, events: Sequence[Event]) -> list[Event]:
         """The events to pass on, in order."""
@@ -61,31 +59,24 @@ class Declared:
                 if event.name not in self._names:
                     self._held.add(event.index)
                     continue
-                out.append(self._numbered(event))
+                self._passed.add(event.index)
+                out.append(event)
             elif isinstance(event, ev.CallArgsDelta):
                 if event.index not in self._held:
-                    out.append(self._numbered(event))
+                    out.append(event)
             elif isinstance(event, ev.CallAbort):
                 if event.index in self._held:  # never passed: nothing to withdraw
                     self._held.discard(event.index)
                 else:
-                    out.append(self._numbered(event))
+                    out.append(event)
             else:
                 out.extend(self._end(event))
         return out
 
-    def _index(self, index: int) -> int:
-        return self._number.setdefault(index, len(self._number))
-
-    def _numbered(self, event: _Call) -> _Call:
-        """``event`` with its index as passed (a copy only when the number changes)."""
-        index = self._index(event.index)
-        return event if index == event.index else replace(event, index=index)
-
     def _end(self, event: ev.CallEnd) -> list[Event]:
         call = event.call
         if call.name in self._names and event.index not in self._held:
-            return [self._numbered(event)]
+            return [event]
         name = call.name[:100]
         if self._strict:
             raise BackendError(
@@ -93,8 +84,8 @@ class Declared:
                 kind="undeclared-tool",
             )
         out: list[Event] = []
-        if event.index in self._number:  # started under a declared name: withdrawn
-            out.append(ev.CallAbort(self._number[event.index], call.id, "undeclared tool"))
+        if event.index in self._passed:  # started under a declared name: withdrawn
+            out.append(ev.CallAbort(event.index, call.id, "undeclared tool"))
         self._held.discard(event.index)
         offered = ", ".join(sorted(self._names))[:300] or "none"
         out.append(
