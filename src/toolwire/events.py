@@ -67,6 +67,8 @@ NoticeCode = Literal[
     "recovered-thinking-unclosed",
     "recovered-unopened-call",
     "recovered-tool-calls-object",
+    "recovered-trailing-call",
+    "recovered-raw-controls",
     "calls-kept-apart",
     "arguments-repaired",
     "arguments-unknown-fields",
@@ -116,6 +118,9 @@ NOTICES: dict[NoticeCode, str] = {
     "recovered-thinking-unclosed": "a thinking block never closed was ended at a call",
     "recovered-unopened-call": "a call written without its opening tag was read",
     "recovered-tool-calls-object": "the engine sent tool_calls as one object, not a list",
+    "recovered-trailing-call": "a call that is the reply's last block, after prose, was read; "
+    "the prose stays content",
+    "recovered-raw-controls": "a call whose JSON strings held raw line breaks or tabs was read",
     "calls-kept-apart": "the engine streamed two calls under one index: kept apart",
     "arguments-repaired": "the arguments were repaired or typed by the schema (each repair named)",
     "arguments-unknown-fields": "fields the tool's schema does not list were dropped",
