@@ -265,3 +265,59 @@ def test_detect_a_gguf_model(
     first, rest = out.split("\n", 1)
     assert code == 0 and first == "hermes"
     assert json.loads(rest)["source"] == str(qwen_gguf)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja",  # past calls only beside None content
+        "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja",
+        "meta-llama-Llama-3.1-8B-Instruct.jinja",  # one call per message
+        "microsoft-Phi-3.5-mini-instruct.jinja",  # no tool format: the tools in words
+        "Qwen3.5-4B.jinja",  # thinking: off unless asked, as the engine sends it
+    ],
+)
+def test_render_prints_the_prompt_the_local_engine_sends(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolwire.backends.llamacpp import LlamaCppBackend
+    from toolwire.pipeline import Request, planned
+    from toolwire.testing import ScriptedLlama
+
+    calls = [
+        {
+            "id": f"call{n}",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": json.dumps({"city": city})},
+        }
+        for n, city in enumerate(("Oslo", "Lima"))
+    ]
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "Weather in Oslo and Lima?"},
+        {"role": "assistant", "content": "", "tool_calls": calls},
+        {"role": "tool", "tool_call_id": "call0", "content": "rain"},
+        {"role": "tool", "tool_call_id": "call1", "content": "sun"},
+        {"role": "user", "content": "And tomorrow?"},
+    ]
+    (tmp_path / "m.json").write_text(json.dumps(messages))
+    (tmp_path / "t.json").write_text(json.dumps(TOOLS[:1]))
+    code, out, err = run(
+        [
+            "render",
+            str(FIXTURES / name),
+            "--messages",
+            str(tmp_path / "m.json"),
+            "--tools",
+            str(tmp_path / "t.json"),
+        ],
+        capsys,
+        monkeypatch,
+    )
+    assert code == 0, err
+    source = (FIXTURES / name).read_text(encoding="utf-8")
+    backend = LlamaCppBackend(name, llama=ScriptedLlama(source))
+    sent, plan = planned(backend, Request(messages, TOOLS[:1]))
+    sends = backend.prompt(sent, plan)
+    assert out.rstrip("\n") == sends.rstrip("\n")
+    # the past calls reach the model (R1's distills write them only beside None content)
+    assert "Lima" in sends

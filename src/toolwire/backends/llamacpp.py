@@ -23,27 +23,20 @@ from typing import Any
 from ..conversation import prune
 from ..errors import BackendError, ModelNotFoundError
 from ..events import Done, Event, Notice, TextDelta
-from ..formats.base import Family
-from ..formats.detect import detect_format, resolve_format
 from ..formats.reasoning import opens_reasoning
-from ..pipeline import (
-    ModelMemory,
-    Plan,
-    Prepared,
-    Request,
-    Transport,
-    default_memory,
-)
+from ..pipeline import ModelMemory, Plan, Prepared, Request, default_memory
 from ..templates import ChatTemplate
 from .generate import Generation
+from .prompt import TemplateTransport
 
 __all__ = ["LlamaCppBackend"]
 
 _END = object()
 
 
-class LlamaCppBackend(Transport):
-    """A GGUF model run in this process."""
+class LlamaCppBackend(TemplateTransport):
+    """A GGUF model run in this process: its template's prompt (:class:`TemplateTransport`),
+    tokenised and generated from."""
 
     name = "llamacpp"
     native_tools = False
@@ -80,14 +73,16 @@ class LlamaCppBackend(Transport):
         self.seed = seed
         # a real llama-cpp-python model samples under a grammar; a scripted one cannot
         self.can_constrain = hasattr(llama, "_model") and hasattr(llama, "_ctx")
-        self.model = Path(model_path).stem
-        self.endpoint = "local:" + str(model_path)
-        self.memory = memory if memory is not None else default_memory()
         self.n_ctx = int(llama.n_ctx())
-        self.context_tokens = self.n_ctx
         self.default_max_tokens = default_max_tokens
-        self.template = self._template(Path(model_path).stem)
-        self.family: Family | None = resolve_format(tool_format, self.template)
+        super().__init__(
+            self._template(Path(model_path).stem),
+            tool_format=tool_format,
+            context_tokens=self.n_ctx,
+            memory=memory if memory is not None else default_memory(),
+            model=Path(model_path).stem,
+        )
+        self.endpoint = "local:" + str(model_path)
         self._lock = threading.Lock()  # one generation at a time on one context
 
     # ------------------------------------------------------------------ the model's own
@@ -129,29 +124,6 @@ class LlamaCppBackend(Transport):
     def count_tokens(self, text: str) -> int:
         """Tokens ``text`` takes in this model's tokenizer (special tokens parsed)."""
         return len(self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
-
-    def family_for(self, request: Request) -> Family | None:
-        """The grammar this request's reply is read in: the conversation's own format when
-        it has one, else the backend's."""
-        if request.tool_format is None:
-            return self.family
-        return resolve_format(request.tool_format, self.template)
-
-    def prompt(self, request: Request, plan: Plan) -> str:
-        """The rendered prompt for a request as the pipeline planned it (the request as it
-        will be sent and its plan: :func:`toolwire.pipeline.planned`), as the model reads it.
-        A transport never plans a turn itself."""
-        family = plan.family if plan.mode == "grammar" else self.family_for(request)
-        return self.template.render(
-            request.messages,
-            request.tools if plan.mode == "grammar" else None,
-            add_generation_prompt=True,
-            enable_thinking=bool(request.think),
-            call_ids=family.call_ids if family else "keep",
-            one_call_per_message=bool(family and family.one_call_per_message),
-            # a template that writes past calls only beside None content (R1's distills)
-            keep_call_none=detect_format(self.template).none_content,
-        )
 
     def _fit(self, request: Request, plan: Plan, max_tokens: int) -> tuple[Request, str, list[int]]:
         """The request, pruned by whole turns (oldest first) until its prompt — tool block

@@ -106,21 +106,21 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
-    from ..formats.detect import detect_format
+    from ..backends.prompt import TemplateTransport
+    from ..pipeline import Request
     from ..templates import TemplateBudget
-    from ..templates.shaping import CallIds
 
     template, _ = template_of(args.path)
-    tools = read_tools(args.tools)
     budget = TemplateBudget()  # one for the command: detection's renders and the prompt's
-    family = detect_format(template, budget=budget).family
-    call_ids: CallIds = args.call_ids or (family.call_ids if family else "keep")
-    prompt = template.render(
-        read_messages(args.messages),
-        tools,
+    # the local engine's own planning and rendering: the prompt printed is the one it sends
+    transport = TemplateTransport(template, budget=budget)
+    request = Request(
+        read_messages(args.messages), read_tools(args.tools), think=args.enable_thinking
+    )
+    prompt = transport.planned_prompt(
+        request,
         add_generation_prompt=not args.no_generation_prompt,
-        enable_thinking=args.enable_thinking,
-        call_ids=call_ids,
+        call_ids=args.call_ids,
         budget=budget,
     )
     sys.stdout.write(prompt)
