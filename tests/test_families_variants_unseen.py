@@ -56,9 +56,7 @@ DSML_TOOLS = [SPOT, SEARCH, SUBMIT]
 
 # SGLang's TestDeepSeekV4Detector.test_self_closing_zero_arg_invoke
 DSML_SELF_CLOSED = (
-    "Final answer.\n"
-    '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="submit"/>\n'
-    "</｜DSML｜tool_calls>"
+    'Final answer.\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name="submit"/>\n</｜DSML｜tool_calls>'
 )
 # SGLang's test_self_closing_mixed_with_long_form
 DSML_MIXED = (
@@ -70,7 +68,10 @@ DSML_MIXED = (
     "</｜DSML｜tool_calls>"
 )
 # SGLang's TestDeepSeekV32Detector.test_detect_and_parse_json_format
-DSML_JSON = """I'll help you with information about San Francisco and get its favorite tourist spot for you.
+DSML_JSON = (
+    "I'll help you with information about San Francisco and get its favorite tourist spot "
+    "for you."
+    + """
 
         <｜DSML｜function_calls>
             <｜DSML｜invoke name="get_favorite_tourist_spot">
@@ -87,6 +88,7 @@ DSML_JSON = """I'll help you with information about San Francisco and get its fa
         </｜DSML｜invoke>
         </｜DSML｜function_calls>
         """
+)
 
 
 def test_dsml_a_self_closed_invoke_is_a_call_with_no_arguments() -> None:
@@ -157,3 +159,87 @@ def test_dsml_a_tolerance_of_a_block_that_breaks_later_is_not_told() -> None:
         CallStart,
         CallAbort,
     ]
+
+
+# --------------------------------------------------------------------------- Kimi K2
+
+# vLLM's tests/tool_parsers/test_kimi_k2_tool_parser.py: its tools and its _tool/_wrap shapes
+K2_WEATHER = _tool("get_weather", {"city": {"type": "string"}, "unit": {"type": "string"}})
+K2_READ = _tool("read_file", {"path": {"type": "string"}})
+K2_FLIGHT = _tool("book_flight", {"city": {"type": "string"}})
+
+
+def _k2(*calls: tuple[str, str]) -> str:
+    body = "".join(
+        f"<|tool_call_begin|>{cid} <|tool_call_argument_begin|>{args}<|tool_call_end|>"
+        for cid, args in calls
+    )
+    return f"<|tool_calls_section_begin|>{body}<|tool_calls_section_end|>"
+
+
+K2_NO_PREFIX = "No prefix. " + _k2(("get_weather:0", '{"city": "Tokyo"}'))
+K2_COUNTER = "Let me check. " + _k2(("0", '{"city": "Tokyo", "unit": "celsius"}'))
+K2_COUNTER_AMBIGUOUS = "Let me check. " + _k2(("0", '{"city": "Tokyo"}'))
+
+
+def test_kimi_an_id_without_its_namespace_names_its_tool() -> None:
+    result = parse("kimi-k2", K2_NO_PREFIX, [K2_WEATHER])
+    assert _calls(result) == [("get_weather", {"city": "Tokyo"})]
+    assert [c.id for c in result.calls] == ["get_weather:0"]  # the id as written, as vLLM
+    assert result.content == "No prefix. "
+    assert _codes("kimi-k2", K2_NO_PREFIX, [K2_WEATHER]) == ["recovered-bare-id"]
+
+
+@pytest.mark.parametrize(
+    "tools", [[K2_WEATHER], [K2_READ, K2_WEATHER]], ids=["one tool", "inferred by arguments"]
+)
+def test_kimi_a_bare_counter_is_the_one_tool_its_arguments_fit(tools: Any) -> None:
+    result = parse("kimi-k2", K2_COUNTER, tools)
+    assert _calls(result) == [("get_weather", {"city": "Tokyo", "unit": "celsius"})]
+    assert [c.id for c in result.calls] == ["0"]
+    assert result.content == "Let me check. "
+    assert _codes("kimi-k2", K2_COUNTER, tools) == ["recovered-bare-id"]
+    _every_cut("kimi-k2", K2_COUNTER, tools)
+
+
+@pytest.mark.parametrize(
+    ("reply", "tools"),
+    [
+        (K2_COUNTER_AMBIGUOUS, [K2_WEATHER, K2_FLIGHT]),  # two tools take {"city"}
+        ("Let me check. " + _k2(("0", '{"city": "Tokyo"')), [K2_WEATHER, K2_FLIGHT]),
+        (K2_COUNTER, None),  # no tool list: nothing to name the call by
+        (K2_COUNTER.replace('"unit"', '"units"'), [K2_READ, K2_WEATHER]),  # fits neither
+    ],
+    ids=["ambiguous", "malformed json", "no tools", "fits no tool"],
+)
+def test_kimi_a_bare_counter_no_single_tool_fits_stays_text(reply: str, tools: Any) -> None:
+    result = parse("kimi-k2", reply, tools)
+    assert result.calls == []
+    assert result.content == reply
+    assert _codes("kimi-k2", reply, tools) == ["call-not-read"]
+    events = stream_events("kimi-k2", [reply], tools)
+    assert not any(isinstance(e, CallStart) for e in events)  # nothing announced, then taken back
+
+
+def test_kimi_a_bare_counter_beside_a_named_call_breaks_alone() -> None:
+    reply = _k2(("0", '{"city": "Tokyo"}'), ("functions.get_weather:1", '{"city": "Paris"}'))
+    result = parse("kimi-k2", reply, [K2_WEATHER, K2_FLIGHT])
+    assert _calls(result) == [("get_weather", {"city": "Paris"})]
+    assert _codes("kimi-k2", reply, [K2_WEATHER, K2_FLIGHT]) == ["call-not-read"]
+    _every_cut("kimi-k2", reply, [K2_WEATHER, K2_FLIGHT])
+
+
+@pytest.mark.parametrize("reply", [K2_NO_PREFIX, K2_COUNTER])
+def test_kimi_bare_ids_are_a_tolerance_strict_refuses(reply: str) -> None:
+    result = parse("kimi-k2", reply, [K2_WEATHER], strict=True)
+    assert result.calls == [] and result.content == reply
+    assert "recovered-bare-id" in TOLERANCES
+
+
+@pytest.mark.parametrize(
+    "cid", ["functions.invalid.0", "invalid_get_weather.0", "call_3", "functions.get_weather"]
+)
+def test_kimi_other_ids_are_still_no_call(cid: str) -> None:
+    reply = _k2((cid, '{"city": "Tokyo"}'))
+    result = parse("kimi-k2", reply, [K2_WEATHER])
+    assert result.calls == [] and result.content == reply
