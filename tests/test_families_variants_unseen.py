@@ -9,10 +9,12 @@ parse (``check_stream``).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from toolwire import ChatTemplate
 from toolwire.events import TOLERANCES, CallAbort, CallStart, Notice
 from toolwire.formats.base import ParseResult
 
@@ -243,3 +245,73 @@ def test_kimi_other_ids_are_still_no_call(cid: str) -> None:
     reply = _k2((cid, '{"city": "Tokyo"}'))
     result = parse("kimi-k2", reply, [K2_WEATHER])
     assert result.calls == [] and result.content == reply
+
+
+# --------------------------------------------------------------------------- Muse Glimmer
+
+GLIMMER_TEMPLATE = Path(__file__).parent / "fixtures" / "chat_templates" / "muse-glimmer.jinja"
+GLIMMER_WEATHER = _tool("get_weather", {"city": {"type": "string"}}, ["city"])
+GLIMMER_DOTTED = _tool("weather.current", {"city": {"type": "string"}}, ["city"])
+
+
+def _atem(recipient: str, invoke: str) -> str:
+    return (
+        f" to=self<|message|>I should check the weather.<|eom|>"
+        f"<|start|>assistant to={recipient}<|message|><atem:function_calls>\n"
+        f'<atem:invoke name="{invoke}">\n'
+        '<atem:parameter name="city">Paris</atem:parameter>\n'
+        "</atem:invoke>\n</atem:function_calls><|eot|>"
+    )
+
+
+def test_glimmer_the_template_lists_a_tools_own_namespace_as_a_recipient() -> None:
+    """Where the doubled name comes from: the template names each tool's namespace (its name
+    up to the first dot) and lists NS.* as a valid recipient."""
+    tpl = ChatTemplate(GLIMMER_TEMPLATE.read_text(), name="muse-glimmer")
+    described = {
+        "type": "function",
+        "function": {**GLIMMER_WEATHER["function"], "description": "w"},
+    }
+    prompt = tpl.render([{"role": "user", "content": "Weather in Paris?"}], [described])
+    assert '"get_weather.*"' in prompt
+    assert '{"name": "get_weather", "description": ""}' in prompt  # the namespace line
+
+
+@pytest.mark.parametrize(
+    ("recipient", "invoke"),
+    [
+        ("get_weather.get_weather", "get_weather.get_weather"),
+        ("get_weather.get_weather", "get_weather"),
+        ("get_weather", "get_weather.get_weather"),
+    ],
+)
+def test_glimmer_a_tool_in_its_own_namespace_is_that_tool(recipient: str, invoke: str) -> None:
+    reply = _atem(recipient, invoke)
+    result = parse("glimmer", reply, [GLIMMER_WEATHER])
+    assert _calls(result) == [("get_weather", {"city": "Paris"})]
+    assert result.reasoning == "I should check the weather."
+    assert result.content == "" and not result.notices
+    _every_cut("glimmer", reply, [GLIMMER_WEATHER])
+
+
+def test_glimmer_a_dotted_tool_keeps_its_name_and_its_namespace_rule() -> None:
+    written = parse("glimmer", _atem("weather.current", "weather.current"), [GLIMMER_DOTTED])
+    assert _calls(written) == [("weather.current", {"city": "Paris"})]
+    doubled = parse(
+        "glimmer", _atem("weather.weather.current", "weather.weather.current"), [GLIMMER_DOTTED]
+    )
+    assert _calls(doubled) == [("weather.current", {"city": "Paris"})]
+
+
+@pytest.mark.parametrize(
+    ("recipient", "tools"),
+    [
+        ("get_weather.forecast", [GLIMMER_WEATHER]),  # another function: not get_weather
+        ("weather.get_weather", [GLIMMER_WEATHER]),  # not get_weather's namespace
+        ("get_weather.get_weather", None),  # no tool list: nothing says what is declared
+        ("get_weather.get_weather", [GLIMMER_WEATHER, _tool("get_weather.get_weather", {})]),
+    ],
+)
+def test_glimmer_other_dotted_names_are_read_as_written(recipient: str, tools: Any) -> None:
+    result = parse("glimmer", _atem(recipient, recipient), tools)
+    assert _calls(result) == [(recipient, {"city": "Paris"})]
