@@ -315,3 +315,84 @@ def test_glimmer_a_dotted_tool_keeps_its_name_and_its_namespace_rule() -> None:
 def test_glimmer_other_dotted_names_are_read_as_written(recipient: str, tools: Any) -> None:
     result = parse("glimmer", _atem(recipient, recipient), tools)
     assert _calls(result) == [(recipient, {"city": "Paris"})]
+
+
+# --------------------------------------------------------------------------- Qwen XML, cut short
+
+QWEN_WEATHER = _tool(
+    "get_current_weather",
+    {"city": {"type": "string"}, "state": {"type": "string"}, "unit": {"type": "string"}},
+    ["city", "state"],
+)
+# vLLM's test_qwen3coder_tool_parser.py, "single_tool_with_content"
+QWEN_FULL = """Sure! Let me check the weather for you.<tool_call>
+<function=get_current_weather>
+<parameter=city>
+Dallas
+</parameter>
+<parameter=state>
+TX
+</parameter>
+<parameter=unit>
+fahrenheit
+</parameter>
+</function>
+</tool_call>"""
+QWEN_PROSE = "Sure! Let me check the weather for you."
+QWEN_ARGS = {"city": "Dallas", "state": "TX", "unit": "fahrenheit"}
+
+
+def _cut_points(reply: str) -> list[int]:
+    return list(range(len(QWEN_PROSE), len(reply)))
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_qwen_a_call_cut_short_is_never_lost(strict: bool) -> None:
+    """At every point the reply may end inside the call: the call is read whole (only its
+    closing tag missing), or withdrawn with its text kept and a notice — and the stream says
+    the same."""
+    whole_at = QWEN_FULL.index("</function>") + len("</function>")
+    for k in _cut_points(QWEN_FULL):
+        reply = QWEN_FULL[:k]
+        result = parse("qwen-xml", reply, [QWEN_WEATHER], strict=strict)
+        codes = _codes("qwen-xml", reply, [QWEN_WEATHER], strict=strict)
+        if k >= whole_at and not strict:
+            assert _calls(result) == [("get_current_weather", QWEN_ARGS)], reply
+            assert result.content == QWEN_PROSE
+            assert codes == ["recovered-block-unclosed"]
+        else:
+            assert result.calls == [], reply
+            assert result.content == reply
+            rest = reply[len(QWEN_PROSE) :]
+            cut_in_marker = len(rest) < len("<tool_call>") and "<tool_call>".startswith(rest)
+            assert codes == ([] if cut_in_marker else ["call-abandoned"]), reply
+            events = stream_events("qwen-xml", [reply], [QWEN_WEATHER], strict=strict)
+            started = [e.index for e in events if isinstance(e, CallStart)]
+            assert [e.index for e in events if isinstance(e, CallAbort)] == started
+        check_stream("qwen-xml", reply, [reply[: k // 2], reply[k // 2 :]], tools=[QWEN_WEATHER])
+        check_stream("qwen-xml", reply, list(reply), tools=[QWEN_WEATHER], strict=strict)
+
+
+def test_qwen_the_unclosed_call_is_a_tolerance() -> None:
+    assert "recovered-block-unclosed" in TOLERANCES
+    reply = QWEN_FULL.removesuffix("</tool_call>")
+    assert parse("qwen-xml", reply, [QWEN_WEATHER], strict=True).content == reply
+
+
+def test_qwen_a_second_call_cut_short_leaves_the_first() -> None:
+    one = QWEN_FULL[len(QWEN_PROSE) :]
+    reply = QWEN_PROSE + one + "\n" + one[: one.index("Dallas") + 3]
+    result = parse("qwen-xml", reply, [QWEN_WEATHER])
+    assert _calls(result) == [("get_current_weather", QWEN_ARGS)]
+    assert result.content == QWEN_PROSE + "\n" + one[: one.index("Dallas") + 3]
+    assert _codes("qwen-xml", reply, [QWEN_WEATHER]) == ["call-abandoned"]
+    _every_cut("qwen-xml", reply, [QWEN_WEATHER])
+
+
+def test_qwen_an_unopened_call_cut_short_stays_text() -> None:
+    """Qwen3-Coder's call without <tool_call>: without its closing tag it is no call, and
+    cut short after its name was announced it is withdrawn with a notice."""
+    reply = "<function=get_current_weather>\n<parameter=city>\nDallas\n</parameter>\n</function>"
+    result = parse("qwen-xml", reply, [QWEN_WEATHER])
+    assert result.calls == [] and result.content == reply
+    assert _codes("qwen-xml", reply, [QWEN_WEATHER]) == ["call-abandoned"]
