@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from toolwire import ChatTemplate
+from toolwire import ChatTemplate, prepare_arguments
 from toolwire.events import TOLERANCES, CallAbort, CallStart, Notice
 from toolwire.formats.base import ParseResult
 
@@ -396,3 +396,114 @@ def test_qwen_an_unopened_call_cut_short_stays_text() -> None:
     result = parse("qwen-xml", reply, [QWEN_WEATHER])
     assert result.calls == [] and result.content == reply
     assert _codes("qwen-xml", reply, [QWEN_WEATHER]) == ["call-abandoned"]
+
+
+# --------------------------------------------------------------------------- GLM
+
+GLM_WEATHER = _tool(
+    "get_weather",
+    {
+        "city": {"type": "string"},
+        "days": {"type": "integer"},
+        "opts": {"type": "object"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+    ["city"],
+)
+GLM_SCHEMA = GLM_WEATHER["function"]["parameters"]
+# the GLM-4.7 shape of the peers' case (a JSON-quoted string beside a number), as SGLang's
+# GLM detector reads it: the value is decoded as JSON first
+GLM_QUOTED = (
+    '<tool_call>get_weather\n<arg_key>city</arg_key><arg_value>"Paris"</arg_value>'
+    "<arg_key>days</arg_key><arg_value>3</arg_value></tool_call>"
+)
+# JSON copied with its quotes escaped: SGLang unescapes, then decodes
+GLM_ESCAPED = (
+    "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
+    '<arg_key>opts</arg_key>\n<arg_value>{\\"strict\\": true}</arg_value>\n'
+    '<arg_key>tags</arg_key>\n<arg_value>[\\"a\\", \\"b\\"]</arg_value>\n</tool_call>'
+)
+# a key the model left without its value (SGLang's pair regex skips it)
+GLM_NO_VALUE = (
+    "<tool_call>get_weather\n<arg_key>days</arg_key>\n<arg_key>city</arg_key>\n"
+    "<arg_value>Paris</arg_value>\n<arg_key>tags</arg_key>\n</tool_call>"
+)
+
+
+def _typed(result: ParseResult) -> list[dict[str, Any]]:
+    return [
+        dict(prepare_arguments(c.arguments_text, GLM_SCHEMA, text_values=True).arguments)
+        for c in result.calls
+    ]
+
+
+def test_glm_a_json_quoted_string_is_the_string() -> None:
+    result = parse("glm", GLM_QUOTED, [GLM_WEATHER])
+    assert _calls(result) == [("get_weather", {"city": "Paris", "days": "3"})]
+    assert _typed(result) == [{"city": "Paris", "days": 3}]
+    assert _codes("glm", GLM_QUOTED, [GLM_WEATHER]) == ["arguments-repaired"]
+    assert "JSON string" in result.notices[0]
+
+
+def test_glm_escaped_json_is_that_json() -> None:
+    result = parse("glm", GLM_ESCAPED, [GLM_WEATHER])
+    assert _typed(result) == [{"city": "Paris", "opts": {"strict": True}, "tags": ["a", "b"]}]
+    assert _codes("glm", GLM_ESCAPED, [GLM_WEATHER]) == ["arguments-repaired"] * 2
+
+
+def test_glm_a_key_without_a_value_is_left_out() -> None:
+    result = parse("glm", GLM_NO_VALUE, [GLM_WEATHER])
+    assert _calls(result) == [("get_weather", {"city": "Paris"})]
+    assert result.content == ""
+    notices = result.notices
+    assert len(notices) == 2 and "'days'" in notices[0] and "'tags'" in notices[1]
+    assert set(_codes("glm", GLM_NO_VALUE, [GLM_WEATHER])) == {"arguments-repaired"}
+
+
+@pytest.mark.parametrize(
+    ("value", "read"),
+    [
+        ("line1\\nline2", "line1\\nline2"),  # escapes in a text value are its text
+        ('say \\"hi\\"', 'say \\"hi\\"'),  # an escaped quote in text is not JSON
+        ("", ""),  # an empty value is the empty text, as the grammar writes it
+        ('"unclosed', '"unclosed'),  # no JSON string: text
+        ("{not json}", "{not json}"),
+        ('"line1\\nline2"', "line1\nline2"),  # a JSON string: its escapes decoded
+    ],
+)
+def test_glm_other_values_are_their_text(value: str, read: str) -> None:
+    reply = (
+        f"<tool_call>get_weather<arg_key>city</arg_key><arg_value>{value}</arg_value></tool_call>"
+    )
+    result = parse("glm", reply, [GLM_WEATHER])
+    assert _calls(result) == [("get_weather", {"city": read})]
+    assert bool(result.notices) == (value != read)
+
+
+@pytest.mark.parametrize("reply", [GLM_QUOTED, GLM_ESCAPED, GLM_NO_VALUE])
+def test_glm_variants_stream_as_they_read_whole(reply: str) -> None:
+    _every_cut("glm", reply, [GLM_WEATHER])
+
+
+def test_glm_strict_reads_values_as_written_and_wants_every_value() -> None:
+    quoted = parse("glm", GLM_QUOTED, [GLM_WEATHER], strict=True)
+    assert _calls(quoted) == [("get_weather", {"city": '"Paris"', "days": "3"})]
+    assert not quoted.notices
+    escaped = parse("glm", GLM_ESCAPED, [GLM_WEATHER], strict=True)
+    assert escaped.calls[0].arguments["opts"] == '{\\"strict\\": true}'
+    missing = parse("glm", GLM_NO_VALUE, [GLM_WEATHER], strict=True)
+    assert missing.calls == [] and missing.content == GLM_NO_VALUE
+
+
+def test_glm_a_repair_of_a_call_that_breaks_later_is_not_told() -> None:
+    reply = GLM_QUOTED.replace("</tool_call>", "<arg_key>city</arg_key></tool_call>")
+    result = parse("glm", reply, [GLM_WEATHER])
+    assert result.calls == [] and result.content == reply
+    assert _codes("glm", reply, [GLM_WEATHER]) == ["call-not-read"]
+
+
+def test_glm_the_peers_argumentless_call() -> None:
+    """llama.cpp's #20650 case: a call with no argument tags at all."""
+    reply = "<tool_call>read_file_diff_md</tool_call>"
+    result = parse("glm", reply, [_tool("read_file_diff_md", {"review_id": {"type": "string"}})])
+    assert _calls(result) == [("read_file_diff_md", {})] and not result.notices
