@@ -167,7 +167,9 @@ class _KimiBody(ResyncBody):
         self.state = _BEFORE_ARGS
         if self.counter:  # announced once its arguments name its tool
             return j
-        self.name = (m or loose).group(1)  # type: ignore[union-attr]
+        named = m or loose
+        assert named is not None
+        self.name = named.group(1)
         self.index, self.id = self.announce(self.name, call_id)
         if loose is not None:
             self.told.append(
