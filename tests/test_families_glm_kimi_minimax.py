@@ -121,7 +121,8 @@ MY_NEAR_MISSES: dict[str, list[str]] = {
     ],
     "kimi-k2": [
         "<|tool_calls_section_begin|><|tool_calls_section_end|>",
-        "<|tool_calls_section_begin|><|tool_call_begin|>get_weather:0"
+        # (get_weather:0 is a named tolerance: see test_families_variants_unseen.py)
+        "<|tool_calls_section_begin|><|tool_call_begin|>get_weather.0"
         '<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>',
         "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather"
         '<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>',

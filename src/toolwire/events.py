@@ -69,6 +69,9 @@ NoticeCode = Literal[
     "recovered-tool-calls-object",
     "recovered-trailing-call",
     "recovered-raw-controls",
+    "recovered-self-closing",
+    "recovered-json-arguments",
+    "recovered-bare-id",
     "calls-kept-apart",
     "arguments-repaired",
     "arguments-unknown-fields",
@@ -121,6 +124,11 @@ NOTICES: dict[NoticeCode, str] = {
     "recovered-trailing-call": "a call that is the reply's last block, after prose, was read; "
     "the prose stays content",
     "recovered-raw-controls": "a call whose JSON strings held raw line breaks or tabs was read",
+    "recovered-self-closing": "a call written as one self-closing tag, with no arguments, was read",
+    "recovered-json-arguments": "a call whose arguments came as one JSON object, not its "
+    "grammar's argument tags, was read",
+    "recovered-bare-id": "a call whose id lacks its tool's namespace, or names no tool, was "
+    "read: the tool it names, or the one declared tool its arguments fit",
     "calls-kept-apart": "the engine streamed two calls under one index: kept apart",
     "arguments-repaired": "the arguments were repaired or typed by the schema (each repair named)",
     "arguments-unknown-fields": "fields the tool's schema does not list were dropped",

@@ -14,6 +14,12 @@ JSON, decoded here because the grammar says so (strictly: a value that is not JS
 call). The call's arguments are that mapping and its argument text is the mapping's JSON,
 streamed as it grows; typing by the tool's schema still happens once, in the argument
 pipeline. ``<｜DSML｜`` is the marker: any DSML text that is not a complete block stays text.
+
+Two shapes the templates never write but the models do (SGLang reads both), each read unless
+strict and named in a notice: an invoke closed in its own tag, ``<｜DSML｜invoke name="x"/>``
+(a call with no arguments: ``recovered-self-closing``), and an invoke whose body is one JSON
+object of the arguments instead of parameter elements (``recovered-json-arguments``), its
+text passed on as written while it streams. Parameters and a JSON body never mix in one invoke.
 """
 
 from __future__ import annotations
@@ -21,10 +27,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..events import NoticeCode
 from ..messages import ToolCall
 from .base import Family, loads_json
 from .deepseek import NameReader
-from .markerstream import OPEN, WS, Body, MarkerStream
+from .jsonscan import ObjectScanner
+from .markerstream import DONE, OPEN, WS, Body, MarkerStream
 from .scan import Markers
 
 __all__ = ["DeepSeekDsml"]
@@ -39,8 +47,10 @@ _KINDS = ('true">', 'false">')
 _END_PARAMETER = "</｜DSML｜parameter>"
 _VALUE_END = Markers((_END_PARAMETER,))
 _NAME_END = '">'
+#: An invoke closed in its own tag: a call with no arguments (not the templates' shape).
+_SELF_CLOSED = '"/>'
 
-_BLOCK, _NEXT, _NAME, _NAME_CLOSE, _BETWEEN, _PNAME, _KIND, _VALUE = range(8)
+_BLOCK, _NEXT, _NAME, _NAME_CLOSE, _BETWEEN, _PNAME, _KIND, _VALUE, _JSON, _JSON_END = range(10)
 
 
 class _DsmlBody(Body):
@@ -57,6 +67,10 @@ class _DsmlBody(Body):
         self._opened = False  # the current value's entry is open in the argument text
         self.args: dict[str, Any] = {}
         self.args_text: list[str] = []
+        self.scanner = ObjectScanner()  # a JSON body's object, when the invoke has one
+        #: The tolerances met, told once the block is read (a block that breaks later is
+        #: text, and no tolerance was used).
+        self.told: list[tuple[NoticeCode, str]] = []
 
     def _delta(self, text: str) -> None:
         self.args_text.append(text)
@@ -69,6 +83,8 @@ class _DsmlBody(Body):
             if self.status != OPEN or self.state == _VALUE:
                 return i, False
             return i, True
+        if state == _JSON:
+            return self._json_body(s, i)
         if state in (_NAME, _PNAME):
             name, i = self.names.feed(s, i)
             if self.names.problem:
@@ -95,10 +111,23 @@ class _DsmlBody(Body):
             self.state = _NEXT
             i = j
         elif state == _NAME_CLOSE:
-            j = self.expect(s, i, _NAME_END, "text after the tool's name")
+            j, literal = self.expect_one(
+                s, i, (_NAME_END, _SELF_CLOSED), "text after the tool's name"
+            )
             if j < 0:
                 return i, False
+            if literal == _SELF_CLOSED and self.stream.strict:
+                return self.fail(i, "an invoke closed in its own tag"), False
             self._open_call()
+            if literal == _SELF_CLOSED:
+                self.told.append(
+                    (
+                        "recovered-self-closing",
+                        f'read {_INVOKE}{self.name}"/> as a call to {self.name} with no arguments',
+                    )
+                )
+                self._close_call()
+                self.state = _NEXT
             i = j
         elif state == _KIND:
             j, literal = self.expect_one(
@@ -117,6 +146,18 @@ class _DsmlBody(Body):
             i += 1
         elif state == _NEXT:
             return self.next_call(s, i, _INVOKE, self.closer, _NAME, "a block without an invoke")
+        elif state == _JSON_END:
+            j = self.expect(
+                s, i, _END_INVOKE, f"text after the JSON arguments before {_END_INVOKE}"
+            )
+            if j < 0:
+                return i, False
+            self._close_json_call()
+            self.state = _NEXT
+            i = j
+        elif s[i] == "{" and not self.args_text and not self.stream.strict:
+            self.scanner = ObjectScanner()
+            self.state = _JSON
         else:  # _BETWEEN
             j, literal = self.expect_one(
                 s, i, (_PARAMETER, _END_INVOKE), f'expected {_PARAMETER}…" or {_END_INVOKE}'
@@ -172,6 +213,28 @@ class _DsmlBody(Body):
         quote = '"' if self.is_text else ""
         self._delta(opener + json.dumps(self.param, ensure_ascii=False) + ": " + quote)
 
+    def _json_body(self, s: str, i: int) -> tuple[int, bool]:
+        """The invoke's body as one JSON object, passed on as it streams."""
+        j = self.feed_args(self.scanner, self.index, s, i)
+        if self.status != OPEN or not self.scanner.done:
+            return j, False
+        args = self.json_args(self.scanner.text(), j)
+        if args is None:
+            return j, False
+        self.args = args
+        self.state = _JSON_END
+        return j, True
+
+    def _close_json_call(self) -> None:
+        self.told.append(
+            (
+                "recovered-json-arguments",
+                f"read the arguments of {self.name}, written as one JSON object in its invoke",
+            )
+        )
+        text = self.scanner.text().strip()
+        self.calls.append((self.index, ToolCall(self.id, self.name, dict(self.args), text)))
+
     def _close_call(self) -> None:
         self._delta("}" if self.args_text else "{}")
         call = ToolCall(self.id, self.name, dict(self.args), "".join(self.args_text))
@@ -181,6 +244,12 @@ class _DsmlBody(Body):
 class DeepSeekDsmlStream(MarkerStream):
     marker = _DSML
     body_class = _DsmlBody
+
+    def _close(self, body: Body) -> None:
+        if body.status == DONE and isinstance(body, _DsmlBody):
+            for code, message in body.told:
+                self._notice(code, message)
+        super()._close(body)
 
 
 class DeepSeekDsml(Family):

@@ -20,13 +20,19 @@ template writes strings as they are and other values as their JSON (``true``, ``
 ``[1, 2]``) with no type mark, so the call is marked ``text_values`` and the argument pipeline
 types each value by the tool's schema. A past turn's reasoning is rendered from the message's
 ``reasoning_content``.
+
+Tool names follow the template's namespaces: it takes a tool's namespace to be its name up to
+the first dot and lists ``"NS.*"`` among the valid recipients, so a tool named ``get_weather``
+(its own namespace) is also addressed as ``get_weather.get_weather``. A recipient or invoke
+name that is a declared tool's namespace, a dot, then that tool's name is that tool; any other
+name is read as written.
 """
 
 from __future__ import annotations
 
 import re
 
-from .base import Family
+from .base import Family, ToolIndex
 from .harmony import ChannelStream, Route, read_role, valid_name
 from .markerstream import WS, MarkerStream
 from .scan import Markers
@@ -44,6 +50,18 @@ _NAME_END = '">'
 _RECIPIENT = re.compile(r"(?:\s*to=([^\s<]+))?\s*")
 
 _OPENING, _NEXT, _NAME, _IN_INVOKE, _PNAME, _CLOSE_NAME, _VALUE = range(7)
+
+
+def tool_named(tools: ToolIndex, written: str) -> str:
+    """The declared tool ``written`` addresses: ``NS.NAME`` is NAME when NS is NAME's
+    namespace (its name up to the first dot), as the template lists recipients; else
+    ``written`` itself (declared, or not: the pipeline decides what an undeclared call is)."""
+    if not tools.known or tools.has(written):
+        return written
+    namespace, dot, rest = written.partition(".")
+    if dot and tools.has(rest) and rest.partition(".")[0] == namespace:
+        return rest
+    return written
 
 
 class _AtemBody(TextBody):
@@ -96,6 +114,8 @@ class _AtemBody(TextBody):
         if name is None:
             return i, False
         is_tool = self.state == _NAME
+        if is_tool:
+            name = tool_named(self.stream.tools, name)
         if is_tool and name != self.recipient:
             return self.fail(i, f"the invoke names {name}, the message {self.recipient}"), False
         if not self.named(name, is_tool, i):
@@ -124,7 +144,7 @@ class GlimmerStream(ChannelStream):
             return Route("text")
         if not valid_name(recipient):
             return Route("bad", note=f"a malformed recipient {recipient[:40]!r}")
-        return Route("call", _AtemBody(self, recipient))
+        return Route("call", _AtemBody(self, tool_named(self.tools, recipient)))
 
 
 class Glimmer(Family):

@@ -6,12 +6,27 @@ tags, verbatim: the templates write strings as they are and other values as thei
 the call is marked ``text_values`` and the argument pipeline types each value by the tool's
 schema. The name follows the opening tag at once; a JSON object there is Hermes's call,
 ``<function=`` is Qwen's, and neither is ever read as this family's.
+
+What GLM models write besides, read as SGLang's GLM detector reads it unless strict, each
+repair named in an ``arguments-repaired`` notice once the call is read:
+
+- a value written as a JSON string (``<arg_value>"Paris"</arg_value>``) is that string, as
+  a JSON value would be for any other type (a value meant to be quoted text is rare; a
+  template never quotes a string);
+- a JSON object or list written with its quotes escaped (``{\\"a\\": 1}``, what the model
+  copies from JSON it saw) is that JSON;
+- a key with no ``<arg_value>`` after it is left out (so a required field is reported
+  missing, not filled with nothing). An empty ``<arg_value></arg_value>`` is the empty text.
+
+A value opening with ``"``, ``{`` or ``[`` is passed on once whole (it may be read as one of
+these); any other streams as it comes. Escapes in any other value (``a\\nb``) are its text.
 """
 
 from __future__ import annotations
 
-from .base import Family
-from .markerstream import DONE, WS, MarkerStream
+from ..events import NoticeCode
+from .base import Family, loads_json
+from .markerstream import DONE, WS, Body, MarkerStream
 from .scan import Markers
 from .textargs import NameReader, TextBody
 
@@ -24,8 +39,30 @@ _END_KEY = "</arg_key>"
 _VALUE = "<arg_value>"
 _END_VALUE = "</arg_value>"
 _VALUE_END = Markers((_END_VALUE,))
+#: A value opening with one of these is held until whole: it may be JSON to read.
+_HELD = '"{['
 
-_NAME, _BETWEEN, _KEY_NAME, _KEY_END, _BEFORE_VALUE, _IN_VALUE = range(6)
+_NAME, _BETWEEN, _KEY_NAME, _KEY_END, _BEFORE_VALUE, _IN_VALUE, _VALUE_FIRST, _HELD_VALUE = range(8)
+
+
+def _read_value(text: str) -> tuple[str, str]:
+    """``(value, repair)``: a held value as read, and the repair that took ("" for none)."""
+    try:
+        value = loads_json(text)
+    except (ValueError, RecursionError):
+        value = None
+    if isinstance(value, str) and text.startswith('"'):
+        return value, "a JSON string read as its text"
+    if value is not None or text.startswith('"') or '\\"' not in text:
+        return text, ""  # JSON as the grammar writes it, or text
+    try:
+        unescaped = loads_json('"' + text + '"')
+        inner = loads_json(unescaped)
+    except (ValueError, RecursionError):
+        return text, ""
+    if isinstance(inner, (dict, list)):
+        return unescaped, "JSON written with its quotes escaped read as that JSON"
+    return text, ""
 
 
 class _GlmBody(TextBody):
@@ -33,13 +70,22 @@ class _GlmBody(TextBody):
         super().__init__(stream)
         self.names = NameReader(WS + "<", "tool name")
         self.keys = NameReader("<", "argument name")
+        self.key = ""  # the key read, its value not yet opened
+        self.held: list[str] = []
+        #: The repairs used, told once the call is read.
+        self.told: list[tuple[NoticeCode, str]] = []
 
     def step(self, s: str, i: int) -> tuple[int, bool]:
         state = self.state
         if state == _IN_VALUE:
             i, complete = self.read_value(s, i, _VALUE_END, _BETWEEN)
-            if not complete:
-                return i, False
+            return i, complete
+        if state == _HELD_VALUE:
+            return self._held_value(s, i)
+        if state == _VALUE_FIRST:
+            held = s[i] in _HELD and not self.stream.strict
+            self.state = _HELD_VALUE if held else _IN_VALUE
+            self.held = []
             return i, True
         if state == _NAME:
             name, i = self.names.read(self, s, i)
@@ -49,8 +95,12 @@ class _GlmBody(TextBody):
             return i, True
         if state == _KEY_NAME:
             key, i = self.keys.read(self, s, i)
-            if key is None or not self.named(key, False, i):
+            if key is None:
                 return i, False
+            assert self.call is not None
+            if key in self.call.args:
+                return self.fail(i, f"the argument {key!r} is given twice"), False
+            self.key = key
             self.state = _KEY_END
             return i, True
         if state == _KEY_END:
@@ -58,34 +108,75 @@ class _GlmBody(TextBody):
             if j < 0:
                 return i, False
             self.state = _BEFORE_VALUE
-            i = j
-            return i, True
+            return j, True
         if s[i] in WS:
-            i += 1
-            return i, True
+            return i + 1, True
         if state == _BEFORE_VALUE:
-            j = self.expect(s, i, _VALUE, "no <arg_value> after </arg_key>")
-            if j < 0:
-                return i, False
-            self.state = _IN_VALUE
-            i = j
-            return i, True
+            return self._before_value(s, i)
         # _BETWEEN
         j, literal = self.expect_one(s, i, (_KEY, _CLOSE_TAG), "expected <arg_key> or </tool_call>")
         if j < 0:
             return i, False
+        return self._tag(literal, j)
+
+    def _tag(self, literal: str, j: int) -> tuple[int, bool]:
+        """``<arg_key>`` opens a key; ``</tool_call>`` ends the call."""
         if literal == _KEY:
             self.state = _KEY_NAME
-            i = j
-            return i, True
+            return j, True
         self.end_call()
         self.status = DONE
         return j, False
+
+    def _before_value(self, s: str, i: int) -> tuple[int, bool]:
+        """After ``</arg_key>``: its value, or (unless strict) the next key or the call's end,
+        the key then left out."""
+        ends = (_VALUE,) if self.stream.strict else (_VALUE, _KEY, _CLOSE_TAG)
+        j, literal = self.expect_one(s, i, ends, "no <arg_value> after </arg_key>")
+        if j < 0:
+            return i, False
+        if literal == _VALUE:
+            if not self.named(self.key, False, i):
+                return i, False
+            self.state = _VALUE_FIRST
+            return j, True
+        assert self.call is not None
+        self.told.append(
+            (
+                "arguments-repaired",
+                f"the argument {self.key!r} of {self.call.name} has no <arg_value>: left out",
+            )
+        )
+        return self._tag(literal, j)
+
+    def _held_value(self, s: str, i: int) -> tuple[int, bool]:
+        """A value that may be JSON to read: kept until its end, then passed on as read."""
+        j, end = _VALUE_END.scan(s, i)
+        self.held.append(s[i:j])
+        if not end:
+            return j, False
+        assert self.call is not None
+        value, repair = _read_value("".join(self.held))
+        if repair:
+            self.told.append(
+                ("arguments-repaired", f"the argument {self.key!r} of {self.call.name}: {repair}")
+            )
+        self.call.value(value)
+        self.call.close()
+        self.held = []
+        self.state = _BETWEEN
+        return j + len(end), True
 
 
 class GlmStream(MarkerStream):
     marker = _OPEN_TAG
     body_class = _GlmBody
+
+    def _close(self, body: Body) -> None:
+        if body.status == DONE and isinstance(body, _GlmBody):
+            for code, message in body.told:
+                self._notice(code, message)
+        super()._close(body)
 
 
 class Glm(Family):

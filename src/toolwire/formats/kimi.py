@@ -19,20 +19,30 @@ Two tolerances, each named in a notice, for what Kimi K2 Thinking writes:
 - ``section-missing``: calls opened by ``<|tool_call_begin|>`` with no section around them,
   perhaps without ``<|tool_call_end|>``. Each call is still whole (its id, then one complete
   JSON object); the calls end at the first text that is no call token, or at the reply's end.
+
+And one for ids that do not name the tool as the templates write them (``bare-id``; vLLM and
+SGLang read both): ``NAME:N`` without the ``functions.`` namespace names NAME, and a bare
+counter (``0``) names no tool at all — the call is then to the one declared tool, or to the
+one declared tool whose schema takes the arguments (every field one it lists, every field it
+requires given); with no such single tool the call stays text with a ``call-not-read``
+notice. A bare counter's call is announced once its arguments are whole, so its name is
+known; the id kept is the one the model wrote.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
-from ..events import Event, ReasoningDelta
+from ..arguments.schema import declared, matching_pattern, resolve
+from ..events import Event, NoticeCode, ReasoningDelta
 from ..messages import ToolCall
-from .base import Family
+from .base import Family, ToolIndex
 from .brokencall import BlockStream, ResyncBody
 from .functionary import OpeningsStream
 from .jsonscan import ObjectScanner
-from .markerstream import DONE, FAILED, OPEN, WS, MarkerStream, expect_any
+from .markerstream import DONE, FAILED, OPEN, WS, Body, MarkerStream, expect_any
 from .reasoning import _REASONING, _START, ReasoningSplitter
 from .scan import Markers
 from .textargs import MAX_NAME
@@ -46,6 +56,10 @@ _ARGS = "<|tool_call_argument_begin|>"
 _END_CALL = "<|tool_call_end|>"
 #: ``functions.NAME:N``, the id the model writes for each call.
 _ID = re.compile(r"functions\.([^\s<>{}\[\]\"'=:]+):(\d+)\Z")
+#: ``NAME:N``, the id without its namespace (a tolerance).
+_ID_NO_NAMESPACE = re.compile(r"([^\s<>{}\[\]\"'=:.]+):(\d+)\Z")
+#: ``N``, a bare counter: the id names no tool (a tolerance).
+_COUNTER = re.compile(r"\d{1,9}\Z")
 
 #: The tokens that open calls: thinking never holds them.
 _CALL_TOKENS = Markers((_SECTION, _CALL))
@@ -69,6 +83,11 @@ class _KimiBody(ResyncBody):
         self.state = _FIRST
         #: Opened by <|tool_call_begin|>, no section around the calls (a tolerance).
         self.bare = False
+        #: The current call's id is a bare counter: its tool is found from its arguments.
+        self.counter = False
+        #: ``(index, code, message)`` of the tolerances each call used, told for the calls
+        #: read once the block is (a call that breaks after is text, and used none).
+        self.told: list[tuple[int, NoticeCode, str]] = []
 
     def step(self, s: str, i: int) -> tuple[int, bool]:
         state = self.state
@@ -92,7 +111,12 @@ class _KimiBody(ResyncBody):
                 return i, False
             return i, True
         if state == _OBJECT:
-            i = self.feed_args(self.scanner, self.index, s, i)
+            if self.counter:
+                i = self.scanner.feed(s, i)
+                if self.scanner.failed:
+                    return self.fail(i, "the arguments are not a JSON object"), False
+            else:
+                i = self.feed_args(self.scanner, self.index, s, i)
             if self.status != OPEN or not self.scanner.done:
                 return i, False
             if not self._finish_call():
@@ -133,13 +157,29 @@ class _KimiBody(ResyncBody):
         call_id = "".join(self.id_parts).strip(WS)  # blanks between the tokens
         self.id_parts = []
         m = _ID.match(call_id)
-        if m is None:
+        loose = None if m or self.stream.strict else _ID_NO_NAMESPACE.match(call_id)
+        self.counter = not (m or loose or self.stream.strict) and bool(_COUNTER.match(call_id))
+        if m is None and loose is None and not self.counter:
             return self.fail(j, f"the call id {call_id[:40]!r} is not functions.NAME:N")
         if any(call_id == cid for _index, cid in self.started):
             return self.fail_block(j, f"the call id {call_id!r} is used twice")
-        self.name = m.group(1)
-        self.index, self.id = self.announce(self.name, call_id)
+        self.id = call_id
         self.state = _BEFORE_ARGS
+        if self.counter:  # announced once its arguments name its tool
+            return j
+        named = m or loose
+        assert named is not None
+        self.name = named.group(1)
+        self.index, self.id = self.announce(self.name, call_id)
+        if loose is not None:
+            self.told.append(
+                (
+                    self.index,
+                    "recovered-bare-id",
+                    f"the call id {call_id!r} has no functions. namespace: read as a call to "
+                    f"{self.name}",
+                )
+            )
         return j
 
     def _bare_next(self, s: str, i: int) -> tuple[int, bool]:
@@ -178,19 +218,70 @@ class _KimiBody(ResyncBody):
     def on_broken(self) -> None:
         self.id_parts = []
         self.scanner = ObjectScanner()
+        self.counter = False
 
     def _finish_call(self) -> bool:
         text = self.scanner.text()
         args = self.json_args(text, 0)
         if args is None:
             return False
+        if self.counter:
+            self.counter = False
+            name = fitting_tool(self.stream.tools, args)
+            if name is None:
+                self.fail(
+                    0,
+                    f"the call id {self.id!r} names no tool, and no one declared tool "
+                    "takes its arguments",
+                )
+                return False
+            self.name = name
+            self.index, self.id = self.announce(name, self.id)
+            self.stream._args(self.index, text.strip())
+            self.told.append(
+                (
+                    self.index,
+                    "recovered-bare-id",
+                    f"the call id {self.id!r} names no tool: read as a call to {name}, the one "
+                    "declared tool its arguments fit",
+                )
+            )
         self.calls.append((self.index, ToolCall(self.id, self.name, args, text.strip())))
         return True
+
+
+def fitting_tool(tools: ToolIndex, args: Mapping[str, object]) -> str | None:
+    """The one declared tool a call of ``args`` can be to: the only tool declared, or the only
+    one whose schema lists every field given (or takes any) and finds every field it requires;
+    None when no tool or several fit (a call must not be guessed)."""
+    if not tools.known or not len(tools):
+        return None
+    if len(tools) == 1:
+        return tools.names[0]
+    fits = [name for name in tools.names if _takes(tools.schema(name) or {}, args)]
+    return fits[0] if len(fits) == 1 else None
+
+
+def _takes(schema: Mapping[str, object], args: Mapping[str, object]) -> bool:
+    props, patterns, is_open = declared(schema, schema)
+    if not is_open and any(k not in props and not matching_pattern(patterns, k) for k in args):
+        return False
+    root = resolve(schema, schema)
+    required = root.get("required") if isinstance(root, Mapping) else None
+    return all(k in args for k in required) if isinstance(required, list) else True
 
 
 class KimiK2Stream(BlockStream, OpeningsStream):
     openings = (_SECTION, _CALL)
     body_class = _KimiBody
+
+    def _close(self, body: Body) -> None:
+        if body.status == DONE and isinstance(body, _KimiBody):
+            read = {index for index, _call in body.calls}
+            for index, code, message in body.told:
+                if index in read:
+                    self._notice(code, message)
+        super()._close(body)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -16,6 +16,13 @@ Qwen3-Coder sometimes leaves out the opening ``<tool_call>`` but writes the rest
 (the closing tag confirms it), and the repair is named in a ``recovered-unopened-call``
 notice. Without the closing tag it stays text, as does ``<function=NAME>`` naming no declared
 tool: text that never became a call is given back without a notice.
+
+A reply that ends inside a call (a length limit, a stop) is never a call lost in silence. A
+call whose ``</function>`` came, so that every argument is whole, and only ``</tool_call>``
+(or part of it) is missing, is read unless strict, named in a ``recovered-block-unclosed``
+notice, as vLLM reads it. Cut anywhere before, the call is withdrawn and its text follows as
+text, with a ``call-abandoned`` notice: a value may be cut short, and nothing half-written
+runs.
 """
 
 from __future__ import annotations
@@ -51,12 +58,17 @@ class _XmlBody(TextBody):
     close_tag: ClassVar[str] = _CLOSE_TAG
     value_end: ClassVar[Markers] = _VALUE_END
     trims_newlines: ClassVar[bool] = True
+    #: A call whose </function> came, the reply ending before its closing tag, is read
+    #: (what vLLM does for Qwen; Seed-OSS keeps it as text).
+    reads_unclosed: ClassVar[bool] = True
 
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
         self.name_parts: list[str] = []
         #: The call opened at ``<function=``: its ``<tool_call>`` was left out.
         self.unopened = False
+        #: The reply ended inside the call.
+        self.cut_short = False
 
     def _read_name(self, s: str, i: int) -> tuple[str | None, int]:
         """Read up to ``>``: the name when it closes, else None (more needed, or failed)."""
@@ -148,8 +160,41 @@ class _XmlBody(TextBody):
             return j, False
         return i, True
 
+    def end_of_reply(self) -> None:
+        whole = self.state == _POST and self.call is not None and not self.unopened
+        if whole and self.reads_unclosed and not self.stream.strict:
+            self.stream._notice(
+                "recovered-block-unclosed",
+                f"read a call whose {self.close_tag} never came: the reply ended after its "
+                "</function>",
+            )
+            self.end_call()
+            self.status = DONE
+            return
+        super().end_of_reply()
+        self.cut_short = True
 
-class QwenXmlStream(MarkerStream):
+
+class _XmlStream(MarkerStream):
+    """A stream of :class:`_XmlBody` calls: one the reply cut short is an abandoned call."""
+
+    def _give_back(self, body: Body) -> None:
+        if not getattr(body, "cut_short", False):
+            super()._give_back(body)
+            return
+        for index, cid in body.started:
+            self._abort(index, cid, body.reason)
+        self._notice(
+            "call-abandoned",
+            f"a call opening with {self._raw[0]} was cut short by the end of the reply; "
+            "its text follows as text",
+        )
+        self._text("".join(self._raw))
+        self._body = None
+        self._raw = []
+
+
+class QwenXmlStream(_XmlStream):
     marker = _OPEN_TAG
     body_class = _XmlBody
 

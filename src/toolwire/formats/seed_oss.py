@@ -33,6 +33,7 @@ class _SeedBody(_XmlBody):
     close_tag = "</seed:tool_call>"
     value_end = Markers(("</parameter>",))
     trims_newlines = False
+    reads_unclosed = False
 
 
 class SeedOssStream(MarkerStream):
