@@ -151,6 +151,20 @@ def test_an_abandoned_call_is_reported_streamed_and_not() -> None:
         assert "ended inside the call" in notices[0]["message"]
 
 
+def test_a_call_the_reader_withdraws_itself_is_told_once() -> None:
+    # Qwen3-Coder's XML call cut short: the reader withdraws the call it began and says so
+    # in its own notice; the gateway adds none of its own for the same call
+    template = (FIXTURES / "Qwen3-Coder.jinja").read_text()
+    cut = "Checking. <tool_call>\n<function=get_weather>\n<parameter=city>\nPar"
+    backend = LlamaCppBackend("scripted", llama=ScriptedLlama(template, cut), memory=ModelMemory())
+    with ServedApp(create_app(backend, model_name="gw")) as served:
+        reply = _post(served.url, ASK).json()
+        chunks = _stream(served.url, ASK)
+    assert reply["choices"][0]["message"]["content"] == cut
+    for notices in (reply["toolwire"]["notices"], chunks[-1]["toolwire"]["notices"]):
+        assert _codes(notices) == ["call-abandoned"]
+
+
 def test_parallel_calls_cut_to_one_are_reported(upstream: FakeOpenAIServer, gateway: str) -> None:
     calls = [
         ("c1", "get_weather", '{"city": "Paris"}'),

@@ -118,9 +118,16 @@ async def turn(events: AsyncIterable[Event]) -> AsyncIterator[Output]:
     """
     sent = 0
     finish = Finish("stop")
+    held: Told | None = None  # a CallAbort's notice, unless the reader's own follows it
     async for event in events:
         told = _told(event)
-        if told is not None:
+        if held is not None:
+            if not (isinstance(event, Notice) and event.code == "call-abandoned"):
+                yield held  # the reader said nothing of it itself: the client is told once
+            held = None
+        if isinstance(event, CallAbort):
+            held = told
+        elif told is not None:
             yield told
         if isinstance(event, CallEnd):
             call = event.call
@@ -134,6 +141,8 @@ async def turn(events: AsyncIterable[Event]) -> AsyncIterator[Output]:
             yield event
         elif isinstance(event, Done):
             finish = Finish(event.finish_reason, event.usage)
+    if held is not None:
+        yield held
     yield finish
 
 
