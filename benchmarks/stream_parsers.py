@@ -120,6 +120,15 @@ def _call(family: str, i: int) -> str:
         return _named_json_call(family, i, args)
     if family == "inkling":
         return _inkling_call(args)
+    if family == "hunyuan":
+        return (
+            "<tool_calls>\n<tool_call>write_file<tool_sep>\n"
+            + "".join(
+                f"<arg_key>{k}</arg_key>\n<arg_value>{_as_text(v)}</arg_value>\n"
+                for k, v in args.items()
+            )
+            + "</tool_call>\n</tool_calls>"
+        )
     if i % 2:
         return "[TOOL_CALLS]write_file[ARGS]" + json.dumps(args)
     items = [{"name": "write_file", "arguments": args, "id": "a1b2c3d4e"}]

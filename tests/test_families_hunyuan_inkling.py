@@ -265,8 +265,259 @@ def test_inkling_streams_as_it_reads_whole(reply: str) -> None:
     check_stream("inkling", reply, list(reply))
 
 
+# --------------------------------------------------------------------------- Hunyuan (hy_v3)
+
+BLOCK, CALL, SEP = "<tool_calls>", "<tool_call>", "<tool_sep>"
+CALL_END, BLOCK_END = "</tool_call>", "</tool_calls>"
+DATE: Call = ("get_current_date", {})
+
+
+def kv(key: str, value: str, sep: str = "") -> str:
+    return f"<arg_key>{key}</arg_key>{sep}<arg_value>{value}</arg_value>{sep}"
+
+
+def hy(*calls: str, sep: str = "") -> str:
+    return BLOCK + sep + "".join(calls) + BLOCK_END
+
+
+def hy_call(name: str, args: str = "", sep: str = "") -> str:
+    return f"{CALL}{name}{SEP}{sep}{args}{CALL_END}{sep}"
+
+
+#: (reply, content, calls): SGLang's Hunyuan cases; values are text, typed by the pipeline.
+HUNYUAN_VALID: list[tuple[str, str, list[Call]]] = [
+    (hy(hy_call("get_current_date")), "", [DATE]),
+    (hy(hy_call("get_current_date", sep="\n"), sep="\n"), "", [DATE]),
+    (hy(hy_call("get_weather", kv("city", "Beijing"))), "", [("get_weather", {"city": "Beijing"})]),
+    (
+        hy(hy_call("get_weather", kv("city", "Beijing") + kv("date", "2026-03-30"))),
+        "",
+        [("get_weather", {"city": "Beijing", "date": "2026-03-30"})],
+    ),
+    (
+        hy(
+            hy_call(
+                "get_weather", kv("city", "Beijing", "\n") + kv("date", "2026-03-30", "\n"), "\n"
+            ),
+            sep="\n",
+        ),
+        "",
+        [("get_weather", {"city": "Beijing", "date": "2026-03-30"})],
+    ),
+    ("Checking." + hy(hy_call("get_current_date", sep="\n"), sep="\n"), "Checking.", [DATE]),
+    (
+        hy(
+            hy_call("get_weather", kv("city", "Beijing", "\n"), "\n"),
+            hy_call("get_weather", kv("city", "Hangzhou", "\n"), "\n"),
+            sep="\n",
+        ),
+        "",
+        [("get_weather", {"city": "Beijing"}), ("get_weather", {"city": "Hangzhou"})],
+    ),
+    (
+        hy(
+            hy_call("get_weather", kv("city", "Beijing")),
+            hy_call("get_weather", kv("city", "Tokyo")),
+            hy_call("get_current_date"),
+        ),
+        "",
+        [("get_weather", {"city": "Beijing"}), ("get_weather", {"city": "Tokyo"}), DATE],
+    ),
+    # SGLang skips an undeclared tool; here the call is read and the pipeline holds it back
+    (hy(hy_call("nonexistent_func", kv("x", "1"))), "", [("nonexistent_func", {"x": "1"})]),
+    # values are the text between the tags: "5" for an integer, JSON for a string-typed value
+    (
+        hy(hy_call("search", kv("query", "restaurants") + kv("count", "5"))),
+        "",
+        [("search", {"query": "restaurants", "count": "5"})],
+    ),
+    (
+        hy(hy_call("search", kv("query", '{"key": "value"}'))),
+        "",
+        [("search", {"query": '{"key": "value"}'})],
+    ),
+    (
+        "Let me look.\n" + hy(hy_call("get_current_date")) + "\nDone.",
+        "Let me look.\n\nDone.",
+        [DATE],
+    ),
+]
+
+#: (reply, notice codes): not this grammar, read as text.
+HUNYUAN_NEAR: list[tuple[str, list[str]]] = [
+    # the Hy4 spelling without <tool_sep> is GLM's grammar, not this one
+    (hy(f"{CALL}get_weather{kv('city', 'Beijing')}{CALL_END}"), ["call-not-read"]),
+    # Hunyuan A13B's JSON list (the apriel grammar)
+    ('<tool_calls>[{"name": "f", "arguments": {}}]</tool_calls>', ["call-not-read"]),
+    (BLOCK + BLOCK_END, ["call-not-read"]),
+    (hy(hy_call("f", kv("a", "1") + kv("a", "2"))), ["call-not-read"]),
+    (BLOCK + hy_call("get_current_date"), ["call-not-read"]),  # the block never closed
+    (BLOCK + CALL + "get weather" + SEP + CALL_END + BLOCK_END, ["call-not-read"]),
+    (BLOCK + CALL + "f" + SEP + "<arg_key>a</arg_key><arg_value>1" + BLOCK_END, ["call-not-read"]),
+]
+
+
+@pytest.mark.parametrize(("reply", "content", "calls"), HUNYUAN_VALID)
+def test_hunyuan_valid_replies(reply: str, content: str, calls: list[Call]) -> None:
+    result = parse("hunyuan", reply)
+    assert (result.content, calls_of(result), result.notices) == (content, calls, [])
+    for call in result.calls:
+        assert call.text_values and json.loads(call.arguments_text) == call.arguments
+
+
+def test_hunyuan_values_are_typed_by_the_schema() -> None:
+    """SGLang types "5" as an integer and "true" as a boolean by the schema: so does the
+    argument pipeline, for every text-valued call."""
+    from toolwire.arguments import prepare_arguments
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "count": {"type": "integer"},
+            "verbose": {"type": "boolean"},
+            "q": {"type": "string"},
+        },
+    }
+    (call,) = parse(
+        "hunyuan", hy(hy_call("f", kv("count", "5") + kv("verbose", "true") + kv("q", "12")))
+    ).calls
+    done = prepare_arguments(call.arguments_text, schema, text_values=True)
+    assert done.arguments == {"count": 5, "verbose": True, "q": "12"}
+
+
+@pytest.mark.parametrize(("reply", "codes"), HUNYUAN_NEAR)
+def test_hunyuan_near_misses_are_text(reply: str, codes: list[str]) -> None:
+    result = parse("hunyuan", reply)
+    assert (result.content, result.calls, notice_codes("hunyuan", reply)) == (reply, [], codes)
+
+
+def test_hunyuan_thinking_is_reasoning() -> None:
+    result = parse(
+        "hunyuan", "<think>\nneed the date\n</think>\n" + hy(hy_call("get_current_date"))
+    )
+    assert (result.reasoning, result.content, calls_of(result)) == ("\nneed the date\n", "", [DATE])
+
+
+HUNYUAN_REPLIES = [r for r, _, _ in HUNYUAN_VALID] + [r for r, _ in HUNYUAN_NEAR]
+
+
+@pytest.mark.parametrize("reply", HUNYUAN_REPLIES)
+def test_hunyuan_streams_as_it_reads_whole(reply: str) -> None:
+    for cut in range(len(reply) + 1):
+        check_stream("hunyuan", reply, [reply[:cut], reply[cut:]])
+    check_stream("hunyuan", reply, list(reply))
+
+
+# --------------------------------------------------------------------------- Hunyuan A13B
+
+BOSTON: Call = ("get_weather", {"city": "Boston"})
+SF_C: Call = ("get_weather", {"city": "San Francisco", "metric": "celsius"})
+USER_CALL: Call = (
+    "register_user",
+    {
+        "name": "John Doe",
+        "age": 37,
+        "address": {"city": "San Francisco", "state": "CA"},
+        "role": None,
+        "passed_test": True,
+        "aliases": ["John", "Johnny"],
+    },
+)
+
+
+def a13b(*calls: Call) -> str:
+    """Calls as vLLM's cases write them: a JSON list, ``", "`` and ``": "`` between items."""
+    items = [{"name": name, "arguments": args} for name, args in calls]
+    return "<tool_calls>" + json.dumps(items, ensure_ascii=False) + "</tool_calls>"
+
+
+SEATTLE: Call = ("get_weather", {"city": "Seattle"})
+DEEP: Call = ("complex_tool", {"level1": {"level2": {"level3": {"value": 123}}}})
+BEIJING: Call = ("get_weather", {"city": "北京"})
+
+#: (reply, content, calls): vLLM's hunyuan_a13b cases, read by the apriel family.
+A13B: list[tuple[str, str, list[Call]]] = [
+    ("How can I help you today?", "How can I help you today?", []),
+    (a13b(SF_C), "", [SF_C]),
+    (a13b(SF_C, USER_CALL), "", [SF_C, USER_CALL]),
+    ("I will call the tool now. " + a13b(BOSTON), "I will call the tool now. ", [BOSTON]),
+    # vLLM drops the text after the calls; here prose after a call stays content
+    (a13b(SEATTLE) + "\nThank you!", "\nThank you!", [SEATTLE]),
+    (a13b(DEEP), "", [DEEP]),
+    (a13b(BEIJING), "", [BEIJING]),
+    (a13b(("a", {}), ("b", {"x": 42})), "", [("a", {}), ("b", {"x": 42})]),
+    (a13b(("a", {"x": 42}), ("b", {})), "", [("a", {"x": 42}), ("b", {})]),
+    # vLLM's streamed case ends with the answer's closer; the model wraps its answer so
+    ("<answer>\n" + a13b(BOSTON) + "\n</answer>", "\n\n", [BOSTON]),
+]
+
+
+@pytest.mark.parametrize(("reply", "content", "calls"), A13B)
+def test_hunyuan_a13b_replies_are_the_apriel_grammar(
+    reply: str, content: str, calls: list[Call]
+) -> None:
+    result = parse("apriel", reply)
+    assert (result.content, calls_of(result), result.notices) == (content, calls, [])
+    assert parse("hunyuan", reply).calls == []
+
+
+def test_hunyuan_a13b_thinking_and_answer_tags_are_not_text() -> None:
+    reply = (
+        "<think>\nThe user wants the weather.\n</think>\n<answer>\n" + a13b(BOSTON) + "\n</answer>"
+    )
+    result = parse("apriel", reply)
+    assert (result.reasoning, result.content.strip(), calls_of(result)) == (
+        "\nThe user wants the weather.\n",
+        "",
+        [BOSTON],
+    )
+    answer = parse("apriel", "<think>\nok\n</think>\n<answer>\nIt is sunny.\n</answer>")
+    assert answer.content == "\nIt is sunny.\n"
+    # <answer> later in the text is the text's own
+    assert parse("apriel", "Say <answer> now").content == "Say <answer> now"
+
+
+def test_hunyuan_a13b_template_is_detected_and_round_trips_two_calls() -> None:
+    from pathlib import Path
+
+    from toolwire import detect_format, load_template
+    from toolwire.formats.detect import DERIVE_TOOLS, assistant_text
+    from toolwire.messages import ToolCall
+
+    tpl = load_template(
+        Path(__file__).parent
+        / "fixtures"
+        / "chat_templates"
+        / "tencent-Hunyuan-A13B-Instruct.jinja"
+    )
+    found = detect_format(tpl)
+    assert (found.format, found.via) == ("apriel", "probe")
+    calls = [
+        ToolCall("c1", "get_weather", {"city": "Paris", "days": 3}),
+        ToolCall("c2", "set_alarm", {"time": "07:30", "loud": True}),
+    ]
+    turn = {"role": "assistant", "content": "", "tool_calls": [c.to_openai() for c in calls]}
+    text, opened = assistant_text(
+        tpl, [{"role": "user", "content": "Paris, then an alarm."}], [turn], DERIVE_TOOLS
+    )
+    result = get_family("apriel").parse(text, reasoning_open=opened)
+    assert [(c.name, c.arguments) for c in result.calls] == [(c.name, c.arguments) for c in calls]
+    assert result.content.strip() == ""
+
+
+A13B_REPLIES = [r for r, _, _ in A13B]
+
+
 # --------------------------------------------------------------------------- shared lists
 
 #: What the cross-family matrix and the streaming tests read for these families.
-MY_VALID: dict[str, list[tuple[str, str, list[Call]]]] = {"inkling": INKLING_VALID}
-MY_REPLIES = [("inkling", r) for r in INKLING_REPLIES]
+MY_VALID: dict[str, list[tuple[str, str, list[Call]]]] = {
+    "inkling": INKLING_VALID,
+    "hunyuan": HUNYUAN_VALID,
+    "apriel": [case for case in A13B if case[2]],
+}
+MY_REPLIES = (
+    [("inkling", r) for r in INKLING_REPLIES]
+    + [("hunyuan", r) for r in HUNYUAN_REPLIES]
+    + [("apriel", r) for r in A13B_REPLIES]
+)

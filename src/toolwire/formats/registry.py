@@ -14,6 +14,7 @@ from .glimmer import Glimmer
 from .glm import Glm
 from .harmony import GptOss
 from .hermes import Hermes
+from .hunyuan import Hunyuan
 from .inkling import Inkling
 from .jsonlist import Apertus, Apriel, CommandR7B, Firefunction, Granite, NemotronV2
 from .kimi import KimiK2
@@ -66,6 +67,7 @@ _FAMILIES: dict[str, Family] = {
         Glimmer(),
         KimiK3(),
         Inkling(),
+        Hunyuan(),
     )
 }
 
