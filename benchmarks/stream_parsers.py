@@ -118,6 +118,17 @@ def _call(family: str, i: int) -> str:
         return _deepseek_call(family, args)
     if family in _NAMED_JSON:
         return _named_json_call(family, i, args)
+    if family == "inkling":
+        return _inkling_call(args)
+    if family == "hunyuan":
+        return (
+            "<tool_calls>\n<tool_call>write_file<tool_sep>\n"
+            + "".join(
+                f"<arg_key>{k}</arg_key>\n<arg_value>{_as_text(v)}</arg_value>\n"
+                for k, v in args.items()
+            )
+            + "</tool_call>\n</tool_calls>"
+        )
     if i % 2:
         return "[TOOL_CALLS]write_file[ARGS]" + json.dumps(args)
     items = [{"name": "write_file", "arguments": args, "id": "a1b2c3d4e"}]
@@ -242,6 +253,15 @@ def _channel_call(family: str, args: dict[str, object]) -> str:
         '<|open|>call tool="write_file" index="1"<|sep|>'
         + arguments
         + "<|close|>call<|sep|><|close|>tools<|sep|>"
+    )
+
+
+def _inkling_call(args: dict[str, object]) -> str:
+    """Inkling's typed blocks: some thinking, then the call's block, its author the tool."""
+    call = json.dumps({"name": "write_file", "args": args}, separators=(",", ":"))
+    return (
+        "<|message_model|><|content_thinking|>Writing it.<|end_message|>"
+        "<|message_model|>write_file<|content_invoke_tool_json|>" + call + "<|end_message|>"
     )
 
 

@@ -139,6 +139,7 @@ DROPS_TOKENS = {
     "functionary-v3.2",
     "command-r-plus",
     "words",
+    "inkling",  # its control tokens are never text
 }
 
 # ------------------------------------------------------------------------------ the material

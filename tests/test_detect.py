@@ -74,6 +74,8 @@ EXPECTED = {
     "openai-gpt-oss-120b.jinja": "gpt-oss",
     "openbmb-MiniCPM5-1B.jinja": "minicpm5",
     "unsloth-Apriel-1.5.jinja": "apriel",
+    # Hunyuan A13B writes Apriel's grammar, <tool_calls>[...]</tool_calls>
+    "tencent-Hunyuan-A13B-Instruct.jinja": "apriel",
 }
 #: Families whose templates render one call a turn.
 ONE_CALL_A_TURN = frozenset({"llama3", "gigachat", "gpt-oss"})

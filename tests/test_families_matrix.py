@@ -50,6 +50,7 @@ def _valid_replies() -> list[tuple[str, str]]:
         test_families_channels,
         test_families_deepseek,
         test_families_glm_kimi_minimax,
+        test_families_hunyuan_inkling,
         test_families_json_lists,
         test_families_json_more,
         test_families_pythonic_gemma,
@@ -61,6 +62,7 @@ def _valid_replies() -> list[tuple[str, str]]:
     for module in (
         test_families_channels,
         test_families_glm_kimi_minimax,
+        test_families_hunyuan_inkling,
         test_families_pythonic_gemma,
         test_families_xml_more,
     ):

@@ -13,6 +13,7 @@ from . import (
     test_families_channels,
     test_families_deepseek,
     test_families_glm_kimi_minimax,
+    test_families_hunyuan_inkling,
     test_families_json_lists,
     test_families_json_more,
     test_families_pythonic_gemma,
@@ -24,6 +25,7 @@ from .test_formats import check_stream
 REPLIES = [
     *test_formats.ALL_REPLIES,
     *test_families_glm_kimi_minimax.MY_REPLIES,
+    *test_families_hunyuan_inkling.MY_REPLIES,
     *test_families_json_lists.ALL,
     *test_families_json_more.ALL,
     *test_families_json_more.PLAIN,

@@ -86,6 +86,7 @@ NO_GENERATION_PROMPT = {
     "mistralai-Ministral-3-14B-Reasoning-2512.jinja",
     "mistralai-Mistral-Nemo-Instruct-2407.jinja",
     "unsloth-mistral-Devstral-Small-2507.jinja",
+    "tencent-Hunyuan-A13B-Instruct.jinja",  # never reads add_generation_prompt
 }
 #: Templates that take their tools and date as variables of their own (fireworks' serving).
 EXTRA_VARIABLES = {

@@ -133,6 +133,7 @@ COMMON_END_TOKENS = (
     "<turn|>",  # Gemma 4
     "<|eot|>",  # Muse Glimmer (not its <|eom|>: more messages of the same turn follow it)
     "<|end_of_msg|>",  # Kimi K3
+    "<|eos|>",  # Hunyuan A13B
 )
 _SENTINEL_EOS = "<|toolwire-eos|>"
 _SENTINEL_BOS = "<|toolwire-bos|>"

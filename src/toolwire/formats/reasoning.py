@@ -19,8 +19,8 @@ Two things end a block besides its closer:
 - nothing else: a closer missing at the end of the reply leaves everything reasoning.
 
 Cohere's models wrap their answer in ``<|START_RESPONSE|>…<|END_RESPONSE|>`` (Command R7B) or
-``<|START_TEXT|>…<|END_TEXT|>`` (Cohere2): those markers, where the answer starts, are the
-grammar's and never part of the text.
+``<|START_TEXT|>…<|END_TEXT|>`` (Cohere2), Hunyuan A13B in ``<answer>…</answer>``: those
+markers, where the answer starts, are the grammar's and never part of the text.
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ CLOSERS: tuple[str, ...] = tuple(dict.fromkeys((*OPENERS.values(), *PROMPT_OPENE
 ANSWERS: dict[str, str] = {
     "<|START_RESPONSE|>": "<|END_RESPONSE|>",
     "<|START_TEXT|>": "<|END_TEXT|>",
+    # Hunyuan A13B: ``<think>…</think>`` then ``<answer>…</answer>`` around text or calls.
+    "<answer>": "</answer>",
 }
 #: A thinking closer that also opens the answer, and the marker that ends it.
 _ANSWER_AFTER = {PROMPT_OPENERS["Here are my reasoning steps:"]: "[END FINAL RESPONSE]"}

@@ -14,6 +14,8 @@ from .glimmer import Glimmer
 from .glm import Glm
 from .harmony import GptOss
 from .hermes import Hermes
+from .hunyuan import Hunyuan
+from .inkling import Inkling
 from .jsonlist import Apertus, Apriel, CommandR7B, Firefunction, Granite, NemotronV2
 from .kimi import KimiK2
 from .kimi_k3 import KimiK3
@@ -64,6 +66,8 @@ _FAMILIES: dict[str, Family] = {
         GptOss(),
         Glimmer(),
         KimiK3(),
+        Inkling(),
+        Hunyuan(),
     )
 }
 
