@@ -6,9 +6,12 @@ parser tests (transcribed). Each names a template (llama.cpp) or a parser (vLLM,
 tables below say which toolwire family reads it. SGLang's cases are split by a fixed rule into
 development (``tests/fixtures/peer/sglang_cases.json``) and held out
 (``tests/fixtures/held_out/sglang_cases.json``, read here and by no test): the two are printed
-apart, so the held-out figure says how toolwire does on cases nobody fitted it to. A case passes when that family's one-shot parse gives the expected calls (name;
-arguments after typing by the tool's schema; id when the case asserts one) and the expected
-content and reasoning, whitespace-trimmed. A family that is not registered fails its cases.
+apart, so the held-out figure says how toolwire does on cases nobody fitted it to.
+
+A case passes when that family's one-shot parse gives the expected calls (name; arguments
+after typing by the tool's schema, only the keys named when the case marks them ``partial``;
+id when the case asserts one) and the expected content and reasoning, whitespace-trimmed. A
+family that is not registered fails its cases.
 
     python benchmarks/peer_cases.py [--failures]
 """
