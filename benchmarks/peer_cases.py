@@ -102,6 +102,9 @@ NEW_GRAMMARS: dict[str, str] = {
     # SGLang's MiniCPM4XmlFormatDetector: <function name="f"><param name="k">v</param></function>,
     # values as text or CDATA, typed by the schema
     "minicpm4-xml": "MiniCPM4's <function name=...><param name=...> XML calls",
+    # SGLang's K2V3Detector (vLLM's K2V3ToolParser): <ifm|tool_call>NAME<ifm|arg_key>k
+    # </ifm|arg_key><ifm|arg_value>v</ifm|arg_value></ifm|tool_call>, or JSON inside the tags
+    "k2v3-ifm": "the IFM <ifm|tool_call> calls (K2 V3)",
 }
 
 
