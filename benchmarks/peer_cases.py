@@ -105,6 +105,14 @@ NEW_GRAMMARS: dict[str, str] = {
     # SGLang's K2V3Detector (vLLM's K2V3ToolParser): <ifm|tool_call>NAME<ifm|arg_key>k
     # </ifm|arg_key><ifm|arg_value>v</ifm|arg_value></ifm|tool_call>, or JSON inside the tags
     "k2v3-ifm": "the IFM <ifm|tool_call> calls (K2 V3)",
+    # SGLang's MultiFormatDetector dialects (ported from vLLM's multi-format parser) that no
+    # family reads: its minimax and dsv32 dialects, <tool_calls><invoke name="f"><parameter
+    # name="k">v</parameter></invoke></tool_calls> (no minimax: or DSML prefix); its gptoss
+    # dialect, <tool_call>assistant to=functions.f json\n{...}\n</tool_call>; its python
+    # dialect, <tool_call>f(k="v")</tool_call>
+    "invoke-xml": "<tool_calls><invoke name=...><parameter name=...> without a namespace",
+    "tagged-harmony": "a harmony-style 'to=functions.NAME json' header inside <tool_call>",
+    "tagged-pythonic": "one Python call inside <tool_call>...</tool_call>",
 }
 
 
