@@ -185,6 +185,7 @@ def test_a_bare_list_of_json_objects_is_not_llama3() -> None:
     assert not detect_module._reads(llama3, two, opened_two, DERIVE_CALLS)
     found = detect_format(tpl)
     assert found.format != "llama3" and found.family is not None
+    assert found.unproven == ("llama3",)  # what toolwire doctor explains
     assert found.family.parse(two, DERIVE_TOOLS).calls[1].arguments == DERIVE_CALLS[1].arguments
 
 
@@ -203,6 +204,17 @@ def test_a_synthetic_bare_list_is_not_claimed_by_a_family_that_reads_one_call() 
     assert found.family is not None  # a grammar learned from the renderings, and proved
     two, opened = _probe_text(tpl, DERIVE_CALLS)
     assert detect_module._reads(found.family, two, opened, DERIVE_CALLS)
+
+
+def test_a_template_that_refuses_the_proofs_tools_keeps_the_probes_claim() -> None:
+    """Nothing the template renders refutes the probe: one that accepts one tool only cannot
+    render the proof's two, and the claim stands on the one call it reads."""
+    guard = "{% if tools | length > 1 %}{{ raise_exception('one tool only') }}{% endif %}"
+    tpl = ChatTemplate(guard + INVENTED_END, eos_token="<|fin|>")
+    with pytest.raises(TemplateError, match="one tool only"):
+        tpl.render([USER], DERIVE_TOOLS)
+    found = detect_format(tpl)
+    assert (found.format, found.unproven) == ("hermes", ())
 
 
 def test_pythonic_values_with_unescaped_quotes_are_not_claimed() -> None:

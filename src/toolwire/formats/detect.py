@@ -3,14 +3,21 @@
 The probe renders one conversation twice: a user message with the generation prompt, and
 the same followed by an assistant turn that calls a tool. What the second adds to the first,
 cut at the end of the turn, is exactly the text the model was trained to write for that
-call. The family whose parser reads that text back as the probe's call is the template's
-format (``via="probe"``).
+call. A family whose parser reads that text back as the probe's call claims the template,
+and the claim stands only when the family also reads back the template's own rendering of
+two calls (:data:`DERIVE_CALLS`; a template that writes one call a turn, of the second
+alone): one call is no proof of a grammar (a bare JSON object is Llama 3's call, a list of
+two is not). That family is the template's format (``via="probe"``). Where the model's text
+starts and ends is found from the template (:mod:`toolwire.formats.turn`): the end it
+writes after a plain turn, and the start also from a rendering with a plain assistant turn,
+for templates that write the conversation before a call otherwise than the prompt.
 
 When no family does, the grammar is learned from the template's renderings of one call and
 of two (:mod:`toolwire.formats.learn`) and kept only when the family built from it reads both
 back exactly (``"derived"``). A template that renders no calls at all may still state its
 format in its prompt: a family's ``prompt_markers`` shown with tools and not without claim it
-(``"prompt"``). Otherwise the format is ``none`` (a template that ignores tools, or a grammar
+(``"prompt"``); a template whose calls render in a grammar no family reads is not claimed
+from its words. Otherwise the format is ``none`` (a template that ignores tools, or a grammar
 that cannot be learned). No template source text is fingerprinted, so a renamed or lightly
 edited template is still recognised, and a template that only looks like one is not.
 """
@@ -20,7 +27,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..arguments import prepare_arguments
@@ -140,10 +147,10 @@ class Detection:
     """What the probe found: the format's name (``"none"`` if no family fits) and why.
 
     ``via`` says how: ``"probe"`` (a family read the template's own rendering of the probe
-    call), ``"derived"`` (no family did; a grammar was learned from the template's renderings
-    and proved on them: ``shape``), ``"prompt"`` (the template renders no calls, but its
-    prompt with tools states a family's format: a text the family declares in
-    ``prompt_markers``, absent from the prompt without tools), or ``""`` for ``none``.
+    call, and of two calls), ``"derived"`` (no family did; a grammar was learned from the
+    template's renderings and proved on them: ``shape``), ``"prompt"`` (the template renders
+    no calls, but its prompt with tools states a family's format: a text the family declares
+    in ``prompt_markers``, absent from the prompt without tools), or ``""`` for ``none``.
     """
 
     format: str
@@ -165,6 +172,9 @@ class Detection:
     #: the rendering (``"prompt"``), or after what a plain assistant turn shares with it
     #: (``"turn"``: a template that writes the conversation before a call otherwise).
     start: str = "prompt"
+    #: Families that read the probe call but misread the template's own two calls: the claim
+    #: they could not prove (``toolwire doctor`` shows why, in that family's grammar).
+    unproven: tuple[str, ...] = ()
 
     @property
     def family(self) -> Family | None:
@@ -183,13 +193,21 @@ def _attempts() -> Iterator[tuple[list[dict[str, Any]], str | None, bool]]:
                 yield [*head, _USER], content, results
 
 
-def _reads(family: Family, text: str, reasoning_open: bool, calls: Sequence[ToolCall]) -> bool:
-    """Whether ``family`` reads ``text`` as exactly ``calls`` and nothing else."""
+def _reads(
+    family: Family,
+    text: str,
+    reasoning_open: bool,
+    calls: Sequence[ToolCall],
+    *,
+    prose: bool = False,
+) -> bool:
+    """Whether ``family`` reads ``text`` as exactly ``calls`` and nothing else (with
+    ``prose``, text left beside the calls is allowed: the doctor names it)."""
     generated = "\x00generated"
     result = family.parse(
         text, DERIVE_TOOLS, reasoning_open=reasoning_open, make_id=lambda _i: generated
     )
-    if len(result.calls) != len(calls) or result.content.strip():
+    if len(result.calls) != len(calls) or (result.content.strip() and not prose):
         return False
     for got, want in zip(result.calls, calls, strict=True):
         # an id is generated, the probe's own, or one the model wrote (Kimi's functions.NAME:0)
@@ -262,13 +280,16 @@ def _proven(
     budget: TemplateBudget,
     memo: Plain,
 ) -> bool:
-    """Whether ``family`` reads back the template's own rendering of both
-    :data:`DERIVE_CALLS`, asked for as the probe was (``attempt``, ``start``).
+    """Whether ``family``'s claim on the template stands: it reads back the template's own
+    rendering of both :data:`DERIVE_CALLS`, asked for as the probe was (``attempt``,
+    ``start``), as exactly those calls (text the template writes beside them may stay text).
 
     A template that writes both calls must be read as both (one call a message or not: it
     teaches its model to write two). One that writes only the first of them, or refuses two
     calls in a turn, teaches one call a turn: then the proof is the second call (markup,
-    quotes, a line break, a boolean) rendered alone, read back exactly.
+    quotes, a line break, a boolean) rendered alone. A template that refuses to render the
+    proof's conversation at all (two tools, say) cannot refute the probe: the claim stands on
+    the probe's reading. Only a rendering the family misreads refutes it.
     """
     before, content, results = attempt
 
@@ -289,19 +310,18 @@ def _proven(
 
     try:
         text, opened = rendered(DERIVE_CALLS)
-        named = [c.name for c in DERIVE_CALLS if c.name in text]
-        if len(named) == len(DERIVE_CALLS):
-            return _reads(family, text, opened, DERIVE_CALLS)
-        if named != [DERIVE_CALLS[0].name]:
-            return False
+        if all(c.name in text for c in DERIVE_CALLS):
+            return _reads(family, text, opened, DERIVE_CALLS, prose=True)
     except (TemplateError, LimitError):
         if budget.exhausted:
             return False
     try:
         text, opened = rendered(DERIVE_CALLS[1:])
     except (TemplateError, LimitError):
-        return False
-    return _reads(family, text, opened, DERIVE_CALLS[1:])
+        return not budget.exhausted
+    if DERIVE_CALLS[1].name not in text:
+        return False  # it writes the probe's call and not this one: nothing it writes is proof
+    return _reads(family, text, opened, DERIVE_CALLS[1:], prose=True)
 
 
 def _probe(template: ChatTemplate, families: Sequence[Family], budget: TemplateBudget) -> Detection:
@@ -311,6 +331,7 @@ def _probe(template: ChatTemplate, families: Sequence[Family], budget: TemplateB
     first_text = ""
     first_open = False
     memo: Plain = {}
+    refuted: list[str] = []
     probe = with_sentinels(template)
     for attempt in _attempts():
         before, content, results = attempt
@@ -349,6 +370,7 @@ def _probe(template: ChatTemplate, families: Sequence[Family], budget: TemplateB
             proven = tuple(
                 fam.name for fam in found if _proven(template, fam, attempt, start, budget, memo)
             )
+            refuted += [fam.name for fam in found if fam.name not in (*proven, *refuted)]
             if proven:
                 return Detection(
                     proven[0],
@@ -363,16 +385,17 @@ def _probe(template: ChatTemplate, families: Sequence[Family], budget: TemplateB
                 return Detection("none", "", False, (), tuple(errors))
         if not first_text and texts:
             first_text, first_open = texts[0][0], prompt_opens
+    unproven = tuple(refuted)
     derived = _derive(template, budget, memo)
     if derived is not None:
-        return derived
+        return replace(derived, unproven=unproven)
     # a prompt states a format only for a template that shows no calls: one whose calls
     # render in a grammar no family read is not claimed from its words
     claimed = None if shows_calls else _prompt_claim(template, families, budget)
     if claimed is not None:
         return Detection(claimed, first_text, first_open, (claimed,), via="prompt")
     if rendered:  # an attempt the template refused is no error when another rendered
-        return Detection("none", first_text, first_open)
+        return Detection("none", first_text, first_open, unproven=unproven)
     return Detection("none", "", False, (), tuple(errors))
 
 
