@@ -256,3 +256,56 @@ def test_vllm_cases_name_their_source() -> None:
     for case in VLLM["cases"]:
         assert case["source"].startswith("tests/") and len(case["commit"]) == 40
     assert json.dumps(VLLM)  # plain data
+
+
+# -- SGLang's function-call parser tests (development cases only; the held-out file is read
+# by benchmarks/peer_cases.py alone and never asserted here)
+
+SGLANG = bench.load("sglang_cases.json")
+SGLANG_OUT = bench.run_all(SGLANG)
+#: The development cases that pass today (53 of 100 when they were transcribed): a floor, so a
+#: change cannot lose any silently; raise it as families learn the failing shapes.
+SGLANG_FLOOR = 53
+
+
+def test_sglang_development_cases_do_not_regress() -> None:
+    passed = sum(o.passed for o in SGLANG_OUT.values())
+    failing = sorted(k for k, o in SGLANG_OUT.items() if not o.passed)
+    assert passed >= SGLANG_FLOOR, f"{passed}/{len(SGLANG_OUT)} pass; failing: {failing}"
+
+
+def test_sglang_cases_name_their_source_and_a_known_family() -> None:
+    ids = [c["id"] for c in SGLANG["cases"]]
+    assert len(ids) == len(set(ids))
+    known = {*family_names(), *bench.NEW_GRAMMARS}
+    for case in SGLANG["cases"]:
+        assert case["source"].startswith("test/") and len(case["commit"]) == 40
+        assert case["family"] in known, case["family"]
+        assert set(case["tools"]) <= set(SGLANG["tools"]), case["id"]
+    assert SGLANG["license"] == "Apache-2.0"
+
+
+def _sglang_passing_case() -> dict[str, Any]:
+    for case in SGLANG["cases"]:
+        calls = case["expect"]["calls"]
+        if SGLANG_OUT[case["id"]].passed and calls and calls[0]["arguments"]:
+            return copy.deepcopy(case)
+    raise AssertionError("no passing SGLang case with arguments")
+
+
+def test_partial_arguments_compare_only_the_named_keys() -> None:
+    case = _sglang_passing_case()
+    call = case["expect"]["calls"][0]
+    key, value = next(iter(call["arguments"].items()))
+    call["arguments"], call["partial"] = {key: value}, True
+    assert bench.run_case(case, SGLANG["tools"]).passed
+    call["arguments"] = {key: value, "never_written": 1}
+    outcome = bench.run_case(case, SGLANG["tools"])
+    assert not outcome.passed and "never_written" in outcome.why
+
+
+def test_calls_not_asserted_still_check_the_content() -> None:
+    case = _sglang_passing_case()
+    case["expect"]["calls"] = None
+    case["expect"]["content"] = "text nobody wrote"
+    assert "content" in bench.run_case(case, SGLANG["tools"]).why
