@@ -68,12 +68,22 @@ EXPECTED = {
     "vllm-tool_chat_template_minimax_m1.jinja": ("minimax-m1", "probe"),
     "vllm-tool_chat_template_mistral_parallel.jinja": ("mistral", "probe"),
     "vllm-tool_chat_template_nemotron_json.jinja": ("nemotron-v2", "probe"),
+    "glm_4_5.jinja": ("glm", "probe"),
+    "mistralai-Mistral-Small-3.1-24B-Instruct-2503.jinja": ("mistral", "probe"),
+    "sglang-tool_chat_template_deepseekv31.jinja": ("deepseek-v3.1", "probe"),
+    "sglang-tool_chat_template_llama3.1_json.jinja": ("llama3", "probe"),
+    "vllm-tool_chat_template_deepseekr1.jinja": ("deepseek-r1", "probe"),
+    "vllm-tool_chat_template_deepseekv3.jinja": ("deepseek-r1", "probe"),  # R1's grammar
+    "vllm-tool_chat_template_llama3.2_json.jinja": ("llama3", "probe"),
+    "vllm-tool_chat_template_llama4_json.jinja": ("llama3", "probe"),
     # grammars no family reads, learned and proved on the template's own renderings
     "vllm-tool_chat_template_granite_20b_fc.jinja": ("derived", "derived"),
     "vllm-tool_chat_template_hyperclovax_seed_think_14b.jinja": ("derived", "derived"),
     "vllm-tool_chat_template_internlm2_tool.jinja": ("derived", "derived"),
     "vllm-tool_chat_template_phi4_mini.jinja": ("derived", "derived"),  # bare JSON list
     "vllm-tool_chat_template_xlam_llama.jinja": ("derived", "derived"),
+    "vllm-tool_chat_template_qwen2_5_coder.jinja": ("derived", "derived"),  # <tools>…</tools>
+    "llama-cpp-microsoft-Phi-4-mini-instruct.jinja": ("derived", "derived"),
     # nothing can be claimed: see the tests below for each reason
     "vllm-tool_chat_template_deepseekv31.jinja": ("none", ""),  # does not compile
     "vllm-tool_chat_template_gemma3_pythonic.jinja": ("none", ""),  # no commas between values
@@ -82,6 +92,7 @@ EXPECTED = {
     "sglang-tool_chat_template_llama4_pythonic.jinja": ("none", ""),  # values unquoted
     "vllm-tool_chat_template_llama4_pythonic.jinja": ("none", ""),  # quotes left unescaped
     "vllm-tool_chat_template_minicpm3.jinja": ("none", ""),  # Python calls in a code fence
+    "vllm-tool_chat_template_mistral.jinja": ("none", ""),  # writes the content, not the calls
 }
 
 
@@ -352,6 +363,20 @@ def test_mistral_parallel_is_found_from_a_plain_turn() -> None:
     assert text.startswith('[TOOL_CALLS] [{"name": "get_weather"')
     found = detect_format(tpl)
     assert (found.format, found.start) == ("mistral", "turn")
+
+
+def test_deepseek_v31_as_sglang_publishes_it_is_found_from_a_plain_turn() -> None:
+    """SGLang's DeepSeek V3.1 example writes a past call's turn header with other whitespace
+    than its generation prompt, and ``</think>`` joined to it: the generation prompt's diff
+    starts before the header, the plain turn's at the calls."""
+    tpl = unseen("sglang-tool_chat_template_deepseekv31.jinja")
+    turn = _turn((PROBE_CALL,), "", False)
+    prompt_text, _ = assistant_text(tpl, [USER], turn, PROBE_TOOLS, start="prompt")
+    assert "<｜Assistant｜>" in prompt_text
+    assert get_family("deepseek-v3.1").parse(prompt_text, PROBE_TOOLS).content.strip() != ""
+    found = detect_format(tpl)
+    assert (found.format, found.via, found.start) == ("deepseek-v3.1", "probe", "turn")
+    assert found.call_text.strip().startswith("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>")
 
 
 def test_deepseek_v31_as_vllm_publishes_it_does_not_compile() -> None:
