@@ -201,7 +201,9 @@ def _plain(
 ) -> tuple[str, str]:
     """The rendering of ``before`` with the plain reply last, and the end of a turn learned
     from it (:func:`~toolwire.formats.turn.learned_end`); ``("", "")`` when refused."""
-    key = json.dumps([list(before), [t.get("function", t).get("name") for t in tools or ()]])
+    key = json.dumps(
+        [list(before), [t.get("function", t).get("name") for t in tools or ()]], default=str
+    )
     hit = memo.get(key)
     if hit is not None:
         return hit
