@@ -1,12 +1,14 @@
 """Will tool calling work with this model? A check-up of its chat template, in plain words.
 
-Detection (:func:`~toolwire.formats.detect.detect_format`) names a family from one probe
-call. The doctor goes further, the way a user's first real request would: it has the
-template write TWO parallel calls whose arguments hold a string with a quote and a newline,
-an integer and a boolean; reads them back in the detected family's grammar; types them by
-the tools' schemas (the one way toolwire types arguments); and renders a whole tool
-conversation to see that the tools and the tool's result reach the prompt. Each finding is
-one :class:`Check`; the :class:`Report` passes only when the round trip holds exactly.
+Detection (:func:`~toolwire.formats.detect.detect_format`) names a family from a probe call
+and its proof on two (a family refuted there, ``Detection.unproven``, is still the one the
+doctor checks, to say why). The doctor goes further, the way a user's first real request
+would: it has the template write TWO parallel calls whose arguments hold a string with a
+quote and a newline, an integer and a boolean; reads them back in the detected family's
+grammar; types them by the tools' schemas (the one way toolwire types arguments); and renders
+a whole tool conversation to see that the tools and the tool's result reach the prompt. Each
+finding is one :class:`Check`; the :class:`Report` passes only when the round trip holds
+exactly.
 
 Everything here is pure: a template in, a report out. A template that refuses to render is
 a failed check carrying the template's own message, never an exception.
