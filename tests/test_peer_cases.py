@@ -50,7 +50,6 @@ M3_BY_SCHEMA = (
     "MiniMax M3 writes a string holding tags and an object alike; the peer decides by the"
     " schema, a format reads what is written (typing by the schema happens after)"
 )
-END_TOKEN_IN_CASE = "the case keeps the end-of-turn token, where an engine stops before a parser"
 BUILTIN_RECIPIENT = (
     "a message to a built-in tool (python) stays text with a notice; the peer drops it"
 )
@@ -60,7 +59,6 @@ UNCLOSED = (
     " (recovered-unclosed-tag), the family alone does not"
 )
 BROKEN_CALL = "a call with broken JSON stays text; the peer returns it as a call"
-EOS_TOKEN = "the end-of-sentence token after the calls stays in the family's content"
 MISTRAL_NO_ARGS = "[TOOL_CALLS]name{...} without [ARGS] (the peer's tokenizer drops the token)"
 GRANITE_STRING_PREFIX = "Granite 3.1's plain-text <tool_call> [...] prefix is not read"
 GIGACHAT_NO_TOKENS = (
@@ -75,7 +73,6 @@ NO_SCHEMA = (
 
 KNOWN_FAILURES: dict[str, str] = {
     "MiniMax-M3:5389": M3_BY_SCHEMA,
-    "CohereForAI-c4ai-command-r-plus-tool_use:5489": END_TOKEN_IN_CASE,
     "Apriel-1.6-15b-Thinker-fixed:5807": APRIEL_THINKING,
     "Apriel-1.6-15b-Thinker-fixed:5815": APRIEL_THINKING,
     "openai-gpt-oss-120b:6119": BUILTIN_RECIPIENT,
@@ -87,7 +84,6 @@ KNOWN_FAILURES_VLLM: dict[str, str] = {
     "llama3_json:multiple_json_surrounding_text": TEXT_AROUND_JSON,
     "hermes:non_streaming_tool_call_until_eos": UNCLOSED,
     "kimi_k2:invalid_json": BROKEN_CALL,
-    "deepseek_v32:with_end_of_sentence_token": EOS_TOKEN,
     "mistral:v11_single_tool_add": MISTRAL_NO_ARGS,
     "mistral:v11_single_tool_weather": MISTRAL_NO_ARGS,
     "mistral:streaming_multiple_tools": BROKEN_CALL,
