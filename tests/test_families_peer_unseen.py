@@ -62,7 +62,7 @@ TURN_ENDS = [
     ("command-r-plus", "<|CHATBOT_TOKEN|>Fine, thanks.<|END_OF_TURN_TOKEN|>", "Fine, thanks.", []),
     (
         "deepseek-dsml",
-        "Saving.<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"save_note\">\n"
+        'Saving.<｜DSML｜function_calls>\n<｜DSML｜invoke name="save_note">\n'
         '<｜DSML｜parameter name="title" string="true">milk</｜DSML｜parameter>\n'
         "</｜DSML｜invoke>\n</｜DSML｜function_calls><｜end▁of▁sentence｜>",
         "Saving.",
@@ -97,3 +97,49 @@ def test_a_turn_end_token_inside_the_text_stays_text(family: str, reply: str) ->
     assert result.content == expected
     assert result.calls == []
     _every_cut(family, reply)
+
+
+# -- Qwen XML: a call written with neither <tool_call> nor </tool_call>
+
+BARE_A = "<function=save_note>\n<parameter=title>\nbread\n</parameter>\n</function>"
+BARE_B = "<function=save_note>\n<parameter=pages>\n4\n</parameter>\n</function>"
+
+
+@pytest.mark.parametrize(
+    ("reply", "content", "calls"),
+    [
+        (BARE_A, "", [("save_note", {"title": "bread"})]),
+        ("I'll save it.\n" + BARE_A + "\n", "I'll save it.", [("save_note", {"title": "bread"})]),
+        (
+            BARE_A + "\n" + BARE_B,
+            "",
+            [("save_note", {"title": "bread"}), ("save_note", {"pages": "4"})],
+        ),
+        (BARE_A + "\n<function=sa", "<function=sa", [("save_note", {"title": "bread"})]),
+    ],
+)
+def test_qwen_a_bare_function_call_is_read_and_named(
+    reply: str, content: str, calls: list[Any]
+) -> None:
+    result = parse("qwen-xml", reply, NOTE_TOOLS)
+    assert result.content.strip() == content
+    assert _calls(result) == calls
+    assert "recovered-unopened-call" in _codes("qwen-xml", reply, NOTE_TOOLS)
+    assert parse("qwen-xml", reply, NOTE_TOOLS, strict=True).calls == []
+    _every_cut("qwen-xml", reply)
+
+
+@pytest.mark.parametrize(
+    ("reply", "tools"),
+    [
+        (BARE_A.replace("save_note", "drop_table"), NOTE_TOOLS),  # no such tool
+        (BARE_A, None),  # no tools declared: nothing confirms it
+        (BARE_A + "\nThat is how a call looks.", NOTE_TOOLS),  # prose after it
+        (BARE_A[:-4], NOTE_TOOLS),  # cut before </function>
+    ],
+)
+def test_qwen_a_bare_function_not_confirmed_stays_text(reply: str, tools: Any) -> None:
+    result = parse("qwen-xml", reply, tools)
+    assert result.calls == []
+    assert result.content == reply
+    _every_cut("qwen-xml", reply, tools)

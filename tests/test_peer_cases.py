@@ -41,7 +41,6 @@ VLLM = bench.load("vllm_cases.json")
 LLAMA_OUT = bench.run_all(LLAMA)
 VLLM_OUT = bench.run_all(VLLM)
 
-NO_OPENER = "a <function=...> with neither <tool_call> nor </tool_call> is prose here"
 APRIEL_THINKING = (
     "the peer counts the prompt's own opening line as reasoning; toolwire's reasoning is what"
     " the model wrote"
@@ -87,7 +86,6 @@ KNOWN_FAILURES_VLLM: dict[str, str] = {
     "mistral:v11_single_tool_add": MISTRAL_NO_ARGS,
     "mistral:v11_single_tool_weather": MISTRAL_NO_ARGS,
     "mistral:streaming_multiple_tools": BROKEN_CALL,
-    "qwen3coder:fallback_no_tags": NO_OPENER,
     "granite:various_data_types": GRANITE_STRING_PREFIX,
     "granite:escaped_strings": GRANITE_STRING_PREFIX,
     "granite:granite_string_prefix_format": GRANITE_STRING_PREFIX,
