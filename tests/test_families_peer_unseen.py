@@ -143,3 +143,56 @@ def test_qwen_a_bare_function_not_confirmed_stays_text(reply: str, tools: Any) -
     assert result.calls == []
     assert result.content == reply
     _every_cut("qwen-xml", reply, tools)
+
+
+# -- GLM: the newlines between the tags written escaped, as a backslash and n
+
+GLM_ESCAPED = [
+    (
+        "<tool_call>save_note\\n<arg_key>title</arg_key>\\n<arg_value>eggs</arg_value>\\n"
+        "</tool_call>",
+        [("save_note", {"title": "eggs"})],
+    ),
+    (  # a value that is JSON, its quotes escaped too, and a second call
+        "Two notes.<tool_call>save_note\\n<arg_key>body</arg_key>\\n"
+        '<arg_value>{\\"lines\\": [\\"a\\\\nb\\"]}</arg_value></tool_call>\n'
+        "<tool_call>save_note\\n<arg_key>pages</arg_key>\\n<arg_value>2</arg_value>"
+        "</tool_call>",
+        [("save_note", {"body": '{"lines": ["a\\nb"]}'}), ("save_note", {"pages": "2"})],
+    ),
+]
+
+
+@pytest.mark.parametrize(("reply", "calls"), GLM_ESCAPED)
+def test_glm_escaped_newlines_between_tags_are_read_and_named(reply: str, calls: list[Any]) -> None:
+    result = parse("glm", reply, NOTE_TOOLS)
+    assert _calls(result) == calls
+    codes = _codes("glm", reply, NOTE_TOOLS)
+    assert codes.count("recovered-escaped-newline") == len(calls)  # told once a call
+    assert "recovered-escaped-newline" in TOLERANCES
+    assert parse("glm", reply, NOTE_TOOLS, strict=True).calls == []
+    _every_cut("glm", reply)
+
+
+def test_glm_an_escaped_newline_inside_a_value_is_its_text() -> None:
+    reply = (
+        "<tool_call>save_note\n<arg_key>title</arg_key>\n<arg_value>a\\nb</arg_value>\n</tool_call>"
+    )
+    result = parse("glm", reply, NOTE_TOOLS)
+    assert _calls(result) == [("save_note", {"title": "a\\nb"})]
+    assert "recovered-escaped-newline" not in _codes("glm", reply, NOTE_TOOLS)
+    _every_cut("glm", reply)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "<tool_call>save_note\\t<arg_key>title</arg_key><arg_value>x</arg_value></tool_call>",
+        "<tool_call>save\\note<arg_key>title</arg_key><arg_value>x</arg_value></tool_call>",
+    ],
+)
+def test_glm_other_backslashes_between_tags_stay_text(reply: str) -> None:
+    result = parse("glm", reply, NOTE_TOOLS)
+    assert result.calls == []
+    assert result.content == reply
+    _every_cut("glm", reply)
