@@ -196,3 +196,22 @@ def test_glm_other_backslashes_between_tags_stay_text(reply: str) -> None:
     assert result.calls == []
     assert result.content == reply
     _every_cut("glm", reply)
+
+
+# -- MiniCPM4's XML calls: MiniCPM5's grammar, read by its family
+
+
+def test_minicpm4_calls_between_prose_are_read_by_the_minicpm5_family() -> None:
+    reply = (
+        "Saving both.\n"
+        '<function name="save_note"><param name="title">tea</param></function>\n'
+        '<function name="save_note"><param name="body"><![CDATA[a <b>\nc]]></param>'
+        '<param name="pages">3</param></function>\nDone.\n'
+    )
+    result = parse("minicpm5", reply, NOTE_TOOLS)
+    assert _calls(result) == [
+        ("save_note", {"title": "tea"}),
+        ("save_note", {"body": "a <b>\nc", "pages": "3"}),
+    ]
+    assert result.content.split() == ["Saving", "both.", "Done."]
+    _every_cut("minicpm5", reply)
