@@ -24,7 +24,7 @@ from typing import Any
 from ..messages import ToolCall
 from .base import Family, ReplyStream
 from .callshape import CallShape
-from .jsoncall import JsonCall
+from .jsoncall import JsonCall, raw_controls_notice
 from .scan import Markers
 
 __all__ = ["Llama3"]
@@ -51,6 +51,7 @@ class Llama3Stream(ReplyStream):
         self._call: JsonCall | None = None
         self._done: list[tuple[int, ToolCall]] = []
         self._started: list[tuple[int, str]] = []
+        self._raw_controls: set[int] = set()  # calls whose strings held raw line breaks
 
     def _new_object(self) -> JsonCall:
         declared = self.tools.known and not self._tagged
@@ -129,6 +130,8 @@ class Llama3Stream(ReplyStream):
                     text = json.dumps(parsed.arguments, ensure_ascii=False)
                     self._args(call.index, text)  # the argument text, all at once
                     parsed = replace(parsed, arguments_text=text)
+                if call.raw_controls:
+                    self._raw_controls.add(call.index)
                 self._done.append((call.index, parsed))
 
     def _to_text(self, reason: str) -> None:
@@ -150,6 +153,8 @@ class Llama3Stream(ReplyStream):
                 self._to_text("the reply ended inside the call")
             else:
                 for index, call in self._done:
+                    if index in self._raw_controls:
+                        raw_controls_notice(self, call.name)
                     self._end(index, call)
         self._state = _TEXT
 

@@ -1,0 +1,130 @@
+"""Replies toolwire used to lose: a call whose JSON strings hold raw line breaks or tabs, a
+call written as the last block after prose, and LFM2's JSON form.
+
+Each sample call is the one the stream benchmark writes in the family's own grammar (so a
+family added there is checked here too), changed only as the model strays.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from toolwire import family_names, get_family
+from toolwire.events import TOLERANCES, CallArgsDelta, CallEnd, CallStart, Event, Notice
+
+
+def _benchmark() -> ModuleType:
+    path = Path(__file__).parent.parent / "benchmarks" / "stream_parsers.py"
+    spec = importlib.util.spec_from_file_location("stream_parsers_unseen", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+BENCH = _benchmark()
+TOOLS = BENCH.TOOLS
+
+
+def _events(family: str, text: str, chunk: int, *, strict: bool = False) -> list[Event]:
+    stream = get_family(family).stream(TOOLS, strict=strict)
+    out: list[Event] = []
+    for at in range(0, len(text), chunk):
+        out += stream.feed(text[at : at + chunk])
+    return out + stream.finish()
+
+
+def _codes(events: list[Event]) -> list[str]:
+    return [e.code for e in events if isinstance(e, Notice)]
+
+
+# ------------------------------------------------------------ raw controls in JSON strings
+
+#: The families whose call body is JSON (the sample writes its string escapes as \\n, \\t).
+JSON_BODIED = [
+    name
+    for name in family_names()
+    if name not in ("lfm2", "pythonic", "gemma4") and "\\n" in BENCH._call(name, 1)
+]
+
+
+def _raw(text: str) -> str:
+    """The sample with its escaped line breaks and tabs written raw, as a model writing code
+    into an argument does."""
+    return text.replace("\\n", "\n").replace("\\t", "\t")
+
+
+def test_the_json_families_are_the_ones_expected() -> None:
+    # the selection is by the sample's text: make sure it found the JSON grammars
+    for name in ("hermes", "llama3", "mistral", "granite", "deepseek-v3.1", "functionary-v3.2",
+                 "gigachat", "kimi-k2", "gpt-oss", "minimax-m1", "command-r7b"):
+        assert name in JSON_BODIED
+    assert "qwen-xml" not in JSON_BODIED and "glm" not in JSON_BODIED
+
+
+@pytest.mark.parametrize("family", JSON_BODIED)
+@pytest.mark.parametrize("i", [0, 1])
+def test_raw_line_breaks_in_a_json_call_are_read_and_named(family: str, i: int) -> None:
+    text = _raw(BENCH._call(family, i))
+    assert "\n" in text and "\t" in text
+    whole = get_family(family).parse(text, TOOLS)
+    assert [c.name for c in whole.calls] == ["write_file"]
+    assert whole.calls[0].arguments["content"] == BENCH._content(i)
+    for chunk in (1, 7, len(text)):
+        events = _events(family, text, chunk)
+        assert _codes(events).count("recovered-raw-controls") == 1, chunk
+        ends = [e for e in events if isinstance(e, CallEnd)]
+        assert [e.call.arguments for e in ends] == [whole.calls[0].arguments]
+        # what streamed is JSON a client can run (json.loads refuses a raw control in a
+        # string): the raw characters went out escaped
+        streamed = "".join(e.text for e in events if isinstance(e, CallArgsDelta))
+        assert json.loads(streamed) == whole.calls[0].arguments
+        assert json.loads(ends[0].call.arguments_text) == whole.calls[0].arguments
+
+
+@pytest.mark.parametrize("family", JSON_BODIED)
+def test_strict_refuses_raw_line_breaks_and_says_so(family: str) -> None:
+    assert "recovered-raw-controls" in TOLERANCES
+    text = _raw(BENCH._call(family, 1))
+    events = _events(family, text, 5, strict=True)
+    assert not [e for e in events if isinstance(e, CallEnd)]
+    assert "recovered-raw-controls" not in _codes(events)
+    assert "call-not-read" in _codes(events)
+
+
+@pytest.mark.parametrize("family", JSON_BODIED)
+def test_other_control_characters_still_fail_with_a_notice(family: str) -> None:
+    text = BENCH._call(family, 1).replace("\\t", "\x01", 1)
+    result = get_family(family).parse(text, TOOLS)
+    assert result.calls == []
+    assert result.content  # the text stays, never lost
+    events = _events(family, text, 9)
+    assert "call-not-read" in _codes(events)
+
+
+def test_the_hermes_reply_of_the_issue() -> None:
+    text = (
+        '<tool_call>\n{"name": "write_file", "arguments": {"path": "a.py", '
+        '"content": "def f():\n\treturn 1\n"}}\n</tool_call>'
+    )
+    result = get_family("hermes").parse(text, TOOLS)
+    assert [c.arguments for c in result.calls] == [
+        {"path": "a.py", "content": "def f():\n\treturn 1\n"}
+    ]
+    assert result.content == ""
+    events = _events("hermes", text, 3)
+    starts = [e for e in events if isinstance(e, CallStart)]
+    assert len(starts) == 1 and "recovered-raw-controls" in _codes(events)
+
+
+def test_a_raw_line_break_between_json_tokens_is_no_repair() -> None:
+    # whitespace outside strings is JSON: nothing to name
+    text = '<tool_call>\n{"name": "write_file",\n\t"arguments": {"path": "a.py"}}\n</tool_call>'
+    events = _events("hermes", text, 4)
+    assert [e.call.arguments for e in events if isinstance(e, CallEnd)] == [{"path": "a.py"}]
+    assert "recovered-raw-controls" not in _codes(events)
