@@ -128,3 +128,96 @@ def test_a_raw_line_break_between_json_tokens_is_no_repair() -> None:
     events = _events("hermes", text, 4)
     assert [e.call.arguments for e in events if isinstance(e, CallEnd)] == [{"path": "a.py"}]
     assert "recovered-raw-controls" not in _codes(events)
+
+
+# ------------------------------------------------------------------- LFM2's JSON form
+
+LFM2_TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+    {"type": "function", "function": {"name": "search", "parameters": {
+        "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}},
+]
+
+#: SGLang's Lfm2Detector tests and docstring (test_lfm2_detector.py): the JSON list form, a
+#: single object in the envelope, and the Python form beside them; (reply, content, calls).
+LFM2_CASES = [
+    (
+        '<|tool_call_start|>[{"name": "search", "arguments": {"query": "sglang"}}]'
+        "<|tool_call_end|>",
+        "",
+        [("search", {"query": "sglang"})],
+    ),
+    (
+        '<|tool_call_start|>[{"name": "calculator", "arguments": {"expression": "5 * 7"}}]'
+        "<|tool_call_end|>",
+        "",
+        [("calculator", {"expression": "5 * 7"})],
+    ),
+    (
+        '<|tool_call_start|>{"name": "get_weather", "arguments": {"city": "Vienna"}}'
+        "<|tool_call_end|>",
+        "",
+        [("get_weather", {"city": "Vienna"})],
+    ),
+    (
+        'Sure! <|tool_call_start|>[{"name": "get_weather", "arguments": {"city": "Paris"}}, '
+        '{"name": "search", "arguments": {"query": "restaurants"}}]<|tool_call_end|>',
+        "Sure! ",
+        [("get_weather", {"city": "Paris"}), ("search", {"query": "restaurants"})],
+    ),
+    (
+        '<|tool_call_start|>[get_weather(city="Tokyo"), search(query="restaurants")]'
+        "<|tool_call_end|>",
+        "",
+        [("get_weather", {"city": "Tokyo"}), ("search", {"query": "restaurants"})],
+    ),
+]
+
+
+@pytest.mark.parametrize(("reply", "content", "calls"), LFM2_CASES)
+def test_lfm2_reads_its_json_form_and_its_python_form(
+    reply: str, content: str, calls: list[tuple[str, dict[str, object]]]
+) -> None:
+    whole = get_family("lfm2").parse(reply, LFM2_TOOLS)
+    assert [(c.name, c.arguments) for c in whole.calls] == calls
+    assert whole.content == content and whole.notices == []
+    for chunk in (1, 3, 11):
+        stream = get_family("lfm2").stream(LFM2_TOOLS)
+        events: list[Event] = []
+        for at in range(0, len(reply), chunk):
+            events += stream.feed(reply[at : at + chunk])
+        events += stream.finish()
+        ends = [e.call for e in events if isinstance(e, CallEnd)]
+        assert [(c.name, c.arguments) for c in ends] == calls
+        # the JSON form streams its arguments as written, as every JSON family does
+        for index, call in enumerate(ends):
+            text = "".join(
+                e.text for e in events if isinstance(e, CallArgsDelta) and e.index == index
+            )
+            assert json.loads(text) == call.arguments
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # a list is one form: JSON, then a Python call
+        '<|tool_call_start|>[{"name": "search", "arguments": {}}, search(query="x")]'
+        "<|tool_call_end|>",
+        # not the call shape: no arguments, another key, not closed
+        '<|tool_call_start|>[{"name": "search"}]<|tool_call_end|>',
+        '<|tool_call_start|>[{"name": "search", "arguments": {}, "x": 1}]<|tool_call_end|>',
+        '<|tool_call_start|>[{"name": "search", "arguments": {}}<|tool_call_end|>',
+        '<|tool_call_start|>{"name": "search", "arguments": {}}] <|tool_call_end|>',
+    ],
+)
+def test_lfm2_json_that_is_not_a_call_stays_text_with_a_notice(reply: str) -> None:
+    result = get_family("lfm2").parse(reply, LFM2_TOOLS)
+    assert result.calls == []
+    assert result.content == reply
+    assert any("is not a call" in n for n in result.notices)
+
+
+def test_lfm2_does_not_read_json_lists_of_other_families() -> None:
+    for family in ("granite", "nemotron-v2", "apriel", "hermes", "mistral", "llama3"):
+        assert get_family("lfm2").parse(BENCH._call(family, 1), TOOLS).calls == [], family
