@@ -61,8 +61,19 @@ def _raw(text: str) -> str:
 
 def test_the_json_families_are_the_ones_expected() -> None:
     # the selection is by the sample's text: make sure it found the JSON grammars
-    for name in ("hermes", "llama3", "mistral", "granite", "deepseek-v3.1", "functionary-v3.2",
-                 "gigachat", "kimi-k2", "gpt-oss", "minimax-m1", "command-r7b"):
+    for name in (
+        "hermes",
+        "llama3",
+        "mistral",
+        "granite",
+        "deepseek-v3.1",
+        "functionary-v3.2",
+        "gigachat",
+        "kimi-k2",
+        "gpt-oss",
+        "minimax-m1",
+        "command-r7b",
+    ):
         assert name in JSON_BODIED
     assert "qwen-xml" not in JSON_BODIED and "glm" not in JSON_BODIED
 
@@ -133,10 +144,28 @@ def test_a_raw_line_break_between_json_tokens_is_no_repair() -> None:
 # ------------------------------------------------------------------- LFM2's JSON form
 
 LFM2_TOOLS = [
-    {"type": "function", "function": {"name": "get_weather", "parameters": {
-        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
-    {"type": "function", "function": {"name": "search", "parameters": {
-        "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "search",
+            "parameters": {
+                "type": "object",
+                "properties": {"query": {"type": "string"}},
+                "required": ["query"],
+            },
+        },
+    },
 ]
 
 #: SGLang's Lfm2Detector tests and docstring (test_lfm2_detector.py): the JSON list form, a
