@@ -31,6 +31,13 @@ rules decide it:
 
 Calls are announced as soon as their name and ``(`` are read, and end only when the reply
 does (rule 1); a reply that breaks a rule aborts them and becomes text.
+
+After prose (:mod:`toolwire.formats.trailing`): ``<|python_start|>`` and the list after it are
+read anywhere — the tag makes the call certain, as vLLM's Llama 4 reader takes it, so this is
+the grammar; and, unless strict, a call list that is the reply's last block, a ``[`` line after
+the prose to the end, whose every call names a declared tool with arguments that fit its
+schema — a guess, named ``recovered-trailing-call``. The prose streams as it comes; only the
+candidate block is held back.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from .jsoncall import JsonCall
 from .markerstream import DONE, FAILED, OPEN, WS, Body, MarkerStream, expect_literal
 from .pyliteral import PYTHON, LiteralBody
 from .textargs import NameReader
+from .trailing import TrailingBlock, end_trailing
 
 __all__ = ["Lfm2", "Pythonic"]
 
@@ -319,10 +327,12 @@ class PythonicStream(MarkerStream):
         self._raw = []  # the list and what follows it, held until the reply ends
         self._tagged = False
         self._closed = False
+        #: After prose: the last block, which may be a call list, held back.
+        self._trail = TrailingBlock((_PY_START,), brackets=not self.strict)
 
     def _content(self, text: str) -> None:
         if self._state == _TEXT:
-            self._text(text)
+            self._text(self._trail.feed(text))
             return
         s = self._take_held() + text
         i = 0
@@ -330,7 +340,7 @@ class PythonicStream(MarkerStream):
         while i < n:
             state = self._state
             if state == _TEXT:
-                self._text(s[i:])
+                self._text(self._trail.feed(s[i:]))
                 return
             if state == _CALLS:
                 i = self._read_list(s, i)
@@ -396,7 +406,7 @@ class PythonicStream(MarkerStream):
             self._abort(index, cid, reason or "not a call")
         if reason:
             self._notice("call-not-read", f"the reply is not a call list ({reason})")
-        self._text("".join(self._lead) + "".join(self._raw))
+        self._text(self._trail.feed("".join(self._lead) + "".join(self._raw)))
         self._lead, self._raw = [], []
         self._body = None
         self._state = _TEXT
@@ -417,7 +427,15 @@ class PythonicStream(MarkerStream):
             else:
                 for index, call in body.calls:
                     self._end(index, call)
+        if self._state == _TEXT:
+            end_trailing(self, self._trail, self._whole_reply)
         self._state = _TEXT
+
+    def _whole_reply(self) -> PythonicStream:
+        """A reader of the held block as a whole reply, with no trailing block of its own."""
+        reader = PythonicStream(self.tools, make_id=self._make_id, strict=self.strict)
+        reader._trail = TrailingBlock(brackets=False)
+        return reader
 
 
 class Pythonic(Family):
