@@ -16,6 +16,13 @@ import pytest
 
 from toolwire import family_names, get_family
 from toolwire.events import TOLERANCES, CallArgsDelta, CallEnd, CallStart, Event, Notice
+from toolwire.formats.base import Family
+from toolwire.formats.words import Words
+
+
+def _family(name: str) -> Family:
+    """A family by name, or the reader for tools in words."""
+    return Words() if name == "words" else get_family(name)
 
 
 def _benchmark() -> ModuleType:
@@ -250,3 +257,213 @@ def test_lfm2_json_that_is_not_a_call_stays_text_with_a_notice(reply: str) -> No
 def test_lfm2_does_not_read_json_lists_of_other_families() -> None:
     for family in ("granite", "nemotron-v2", "apriel", "hermes", "mistral", "llama3"):
         assert get_family("lfm2").parse(BENCH._call(family, 1), TOOLS).calls == [], family
+
+
+# ------------------------------------------------------------- a call after prose, last
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+PARIS = {"city": "Paris"}
+LLAMA_CALL = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+BARE_CALL = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+
+
+def _read(family: str, reply: str, chunk: int, *, strict: bool = False) -> list[Event]:
+    stream = _family(family).stream([WEATHER], strict=strict)
+    out: list[Event] = []
+    for at in range(0, len(reply), chunk):
+        out += stream.feed(reply[at : at + chunk])
+    return out + stream.finish()
+
+
+def _text(events: list[Event]) -> str:
+    from toolwire.events import TextDelta
+
+    return "".join(e.text for e in events if isinstance(e, TextDelta))
+
+
+def _calls(events: list[Event]) -> list[tuple[str, dict[str, object]]]:
+    return [(e.call.name, e.call.arguments) for e in events if isinstance(e, CallEnd)]
+
+
+#: (family, reply, prose kept, whether the read is a guess named recovered-trailing-call)
+TRAILING = [
+    ("llama3", "I'll look that up.\n" + LLAMA_CALL, "I'll look that up.\n", True),
+    ("llama3", "I'll look that up.\n" + LLAMA_CALL + "\n", "I'll look that up.\n", True),
+    # vLLM's llama3_json test "Here is the result: {...}", as the reply's last block
+    ("llama3", "Here is the result:\n" + LLAMA_CALL, "Here is the result:\n", True),
+    ("llama3", "Let me check. <|python_tag|>" + LLAMA_CALL, "Let me check. ", False),
+    ("pythonic", 'I will check.\n[get_weather(city="Paris")]', "I will check.\n", True),
+    # vLLM's llama4_pythonic python_tag case, after an intro sentence; with and without its end
+    (
+        "pythonic",
+        "Sure. <|python_start|>[get_weather(city='Paris')]<|python_end|>",
+        "Sure. ",
+        False,
+    ),
+    ("pythonic", "Sure. <|python_start|>[get_weather(city='Paris')]", "Sure. ", False),
+    ("words", "Sure, I will check.\n" + BARE_CALL, "Sure, I will check.\n", True),
+]
+
+
+@pytest.mark.parametrize(("family", "reply", "prose", "guess"), TRAILING)
+def test_a_call_that_ends_the_reply_after_prose_is_read(
+    family: str, reply: str, prose: str, guess: bool
+) -> None:
+    for chunk in (1, 4, len(reply)):
+        events = _read(family, reply, chunk)
+        assert _calls(events) == [("get_weather", PARIS)], chunk
+        assert _text(events) == prose
+        assert ("recovered-trailing-call" in _codes(events)) == guess
+        if guess:
+            assert "recovered-trailing-call" in TOLERANCES
+
+
+@pytest.mark.parametrize(("family", "reply", "prose", "guess"), TRAILING)
+def test_strict_reads_only_the_tagged_call_after_prose(
+    family: str, reply: str, prose: str, guess: bool
+) -> None:
+    events = _read(family, reply, 3, strict=True)
+    if guess:
+        assert _calls(events) == [] and _text(events) == reply
+        assert "recovered-trailing-call" not in _codes(events)
+    else:
+        assert _calls(events) == [("get_weather", PARIS)]
+
+
+def test_the_prose_streams_and_only_the_candidate_is_held() -> None:
+    stream = get_family("llama3").stream([WEATHER])
+    prose = "I'll look that up for you, one moment.\n"
+    assert _text(stream.feed(prose)) == prose.rstrip("\n")  # the line break may open one
+    assert _text(stream.feed(LLAMA_CALL[:20])) == "\n"  # the candidate is not text yet
+    assert _text(stream.feed(LLAMA_CALL[20:])) == ""
+    events = stream.finish()
+    assert _calls(events) == [("get_weather", PARIS)] and _text(events) == ""
+
+
+@pytest.mark.parametrize(
+    ("family", "call"),
+    [("llama3", LLAMA_CALL), ("words", BARE_CALL), ("pythonic", '[get_weather(city="Paris")]')],
+)
+def test_a_call_in_the_middle_of_prose_stays_prose(family: str, call: str) -> None:
+    reply = "Here is what I would send:\n" + call + "\nbut I did not send it."
+    for chunk in (1, 5, len(reply)):
+        events = _read(family, reply, chunk)
+        assert _calls(events) == [] and _text(events) == reply
+        assert "recovered-trailing-call" not in _codes(events)
+
+
+@pytest.mark.parametrize(
+    ("family", "call", "why"),
+    [
+        ("llama3", '{"name": "get_time", "parameters": {"city": "Paris"}}', "undeclared"),
+        ("llama3", '{"name": "get_weather", "parameters": {"town": "Paris"}}', "invalid"),
+        ("llama3", '{"name": "get_weather", "parameters": {"city": 3}}', "invalid"),
+        ("words", '{"name": "get_time", "arguments": {"city": "Paris"}}', "undeclared"),
+        ("words", '{"name": "get_weather", "arguments": {}}', "invalid"),
+        ("pythonic", '[get_time(city="Paris")]', "undeclared"),
+        ("pythonic", "[get_weather(city=3)]", "invalid"),
+    ],
+)
+def test_a_trailing_call_to_an_undeclared_tool_or_with_invalid_arguments_stays_text(
+    family: str, call: str, why: str
+) -> None:
+    reply = "Sure.\n" + call
+    events = _read(family, reply, 3)
+    assert _calls(events) == [] and _text(events) == reply
+    assert "recovered-trailing-call" not in _codes(events)
+    # a declared tool called with arguments it cannot take is named, never shown silently
+    assert ("call-not-read" in _codes(events)) == (why == "invalid")
+
+
+def test_a_trailing_call_without_known_tools_is_no_guess() -> None:
+    result = get_family("llama3").parse("Sure.\n" + LLAMA_CALL)
+    assert result.calls == [] and result.content == "Sure.\n" + LLAMA_CALL
+
+
+@pytest.mark.parametrize("family", ["llama3", "pythonic", "words"])
+def test_many_brace_lines_after_prose_stay_linear(family: str) -> None:
+    from .test_fuzz_parsers import _work
+
+    def reply(n: int) -> str:
+        return "Intro.\n" + '{"name": "x", "a": [1, {"b": "}"}]} then text\n[f(a=1)] so\n' * n
+
+    fam = _family(family)
+    small, large = reply(100), reply(400)
+    for chunk in (3, 10**6):
+        ratio = _work(fam, large, chunk) / max(1, _work(fam, small, chunk))
+        assert ratio < 4 * 1.5, (chunk, ratio)
+    assert fam.parse(large, [WEATHER]).content == large
+
+
+def test_an_unclosed_brace_line_is_released_as_text_at_the_end() -> None:
+    reply = 'Sure.\n{"name": "get_weather", "parameters": {"city": "Paris"'
+    events = _read("llama3", reply, 2)
+    assert _calls(events) == [] and _text(events) == reply
+
+
+# ----------------------------------------------------------------- through the pipeline
+
+_HERMES_TEMPLATE = (
+    Path(__file__).parent / "fixtures" / "chat_templates" / "Qwen-Qwen2.5-7B-Instruct.jinja"
+).read_text()
+
+
+def _turn(reply: str, **options: object) -> list[Event]:
+    from toolwire import LlamaCppBackend, Request, stream_sync
+    from toolwire.pipeline import ModelMemory
+    from toolwire.testing import ScriptedLlama
+
+    backend = LlamaCppBackend(
+        "scripted", llama=ScriptedLlama(_HERMES_TEMPLATE, reply), memory=ModelMemory()
+    )
+    request = Request([{"role": "user", "content": "Weather in Paris?"}], [WEATHER], **options)
+    return list(stream_sync(backend.stream(request)))
+
+
+def test_drift_recovery_reads_a_bare_call_after_prose_in_a_hermes_reply() -> None:
+    reply = "Sure, I will check.\n" + BARE_CALL
+    events = _turn(reply)
+    assert _calls(events) == [("get_weather", PARIS)]
+    assert _text(events) == "Sure, I will check.\n"
+    assert "recovered-trailing-call" in _codes(events)
+    assert events[-1].finish_reason == "tool_calls"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Sure.\n" + BARE_CALL + "\nThat is the call I would make.",
+        "Sure.\n" + BARE_CALL.replace("get_weather", "get_time"),
+        "Sure.\n" + BARE_CALL.replace('"city"', '"town"'),
+    ],
+)
+def test_drift_recovery_leaves_json_that_is_not_the_last_valid_call_as_text(reply: str) -> None:
+    events = _turn(reply)
+    assert _calls(events) == [] and _text(events) == reply
+    assert "recovered-trailing-call" not in _codes(events)
+
+
+def test_strict_refuses_a_bare_call_after_prose() -> None:
+    reply = "Sure, I will check.\n" + BARE_CALL
+    events = _turn(reply, strict=True)
+    assert _calls(events) == [] and _text(events) == reply
+
+
+def test_a_hermes_call_with_raw_line_breaks_through_the_pipeline() -> None:
+    reply = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris\n"}}\n</tool_call>'
+    events = _turn(reply)
+    assert [name for name, _ in _calls(events)] == ["get_weather"]
+    assert "recovered-raw-controls" in _codes(events)
+    strict = _turn(reply, strict=True)
+    assert _calls(strict) == [] and _text(strict) == reply
+    assert "call-not-read" in _codes(strict)
