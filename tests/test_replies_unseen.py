@@ -467,3 +467,35 @@ def test_a_hermes_call_with_raw_line_breaks_through_the_pipeline() -> None:
     strict = _turn(reply, strict=True)
     assert _calls(strict) == [] and _text(strict) == reply
     assert "call-not-read" in _codes(strict)
+
+
+@pytest.mark.parametrize(
+    ("family", "reply"),
+    [
+        (
+            "hermes",
+            '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par\n</tool_call>\n'
+            '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+        ),
+        (
+            "mistral",
+            '[TOOL_CALLS]get_weather[ARGS]{"city": "Par\n'
+            '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}',
+        ),
+        (
+            "granite",
+            '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Par\n'
+            '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]',
+        ),
+    ],
+)
+def test_a_string_cut_short_at_a_line_break_does_not_swallow_the_next_call(
+    family: str, reply: str
+) -> None:
+    # the tolerance for raw line breaks must not let a string run across the family's own
+    # marker: the next call is read, however the reply is cut (the marker split included)
+    for chunk in (1, 2, 3, 5, 8, len(reply)):
+        events = _read(family, reply, chunk)
+        assert _calls(events) == [("get_weather", PARIS)], chunk
+        assert "call-not-read" in _codes(events)
+        assert "recovered-raw-controls" not in _codes(events)

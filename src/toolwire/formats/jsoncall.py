@@ -69,6 +69,8 @@ class JsonCall:
         self.shape = shape
         self.args_key = shape.args_key
         self.announce_at_end = announce_at_end
+        #: A string that holds a raw line break may not run across the stream's marker.
+        stops = (stream.marker,) if stream.marker else ()
         order = None
         if shape.id_key and not announce_at_end:
             order = ObjectScanner(
@@ -78,6 +80,8 @@ class JsonCall:
                 on_stream=self._on_name_text,
                 raw_controls=not stream.strict,
             )
+        if order is not None:
+            order.stops = stops
         self.scanner = _Scanner(
             order,
             name_key=shape.name_key,
@@ -87,6 +91,7 @@ class JsonCall:
             key_is_name=shape.name_is_key,
             raw_controls=not stream.strict,
         )
+        self.scanner.stops = stops
         self.index = -1
         self.id = ""
         self.name = ""

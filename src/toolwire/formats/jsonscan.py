@@ -11,7 +11,11 @@ JSON, but its meaning is plain. When the reader allows it (``raw_controls``, set
 that is not strict and names the repair), the scanner writes each one as its escape in the
 text it gives (``text``, ``piece``, the streamed value), so what follows reads strict JSON and
 what streams is already the JSON a client can run; ``raw_count`` says how many it escaped.
-Other control characters still fail the object.
+Other control characters still fail the object. A string that broke JSON's rules so is not
+trusted to run across the reader's own call marker (``stops``): a call cut short inside a
+string must not swallow the call written after it, so the object fails where the marker
+starts (and a piece that may be the marker's start is left unread at a chunk's end, for the
+reader to hold back and feed again with the next chunk).
 """
 
 from __future__ import annotations
@@ -80,6 +84,10 @@ class ObjectScanner:
         #: The text the last ``feed`` consumed, escaped as ``text`` is.
         self.piece = ""
         self._raw_at: list[int] = []  # where raw controls sit in the chunk being fed
+        #: Texts a string holding a raw control may not run across (the reader's marker).
+        self.stops: tuple[str, ...] = ()
+        self._raw_string = False  # the string being read holds a raw control
+        self._stop_search: re.Pattern[str] | None = None
 
     @property
     def done(self) -> bool:
@@ -131,11 +139,16 @@ class ObjectScanner:
                     self._escape = False
                     i += 1
                     continue
-                m = _IN_STRING.search(s, i)
+                guarded = self._raw_string and bool(self.stops)
+                m = (self._stops() if guarded else _IN_STRING).search(s, i)
                 if m is None:
+                    if guarded:  # what may be a stop's start is left for the next chunk
+                        n -= self._stop_start(s, i, n)
                     i = n
                     break
                 j = m.start()
+                if len(m.group()) > 1 or m.group() in self.stops:
+                    return self._fail(j)  # the marker: the string was cut short before it
                 if s[j] == "\\":
                     self._escape = True
                     i = j + 1
@@ -145,10 +158,12 @@ class ObjectScanner:
                         return self._fail(j)
                     self._raw_at.append(j)
                     self.raw_count += 1
+                    self._raw_string = True
                     i = j + 1
                     continue
                 # the string closes at j
                 self._in_string = False
+                self._raw_string = False
                 i = j + 1
                 if self._capture is not None:
                     self._capture.append(self._escaped(s, cap_from, j))
@@ -240,6 +255,21 @@ class ObjectScanner:
         elif self._streaming and self._state in (_VAL, _PRIM) and self._on_stream and n > cap_from:
             self._on_stream(self._escaped(s, cap_from, n))
         return n
+
+    def _stops(self) -> re.Pattern[str]:
+        """What ends the search in a string holding a raw control: its end, or a stop."""
+        if self._stop_search is None:
+            alternatives = "|".join(re.escape(stop) for stop in self.stops)
+            self._stop_search = re.compile(_IN_STRING.pattern + "|" + alternatives)
+        return self._stop_search
+
+    def _stop_start(self, s: str, i: int, n: int) -> int:
+        """How long the end of ``s[i:n]`` is that may begin a stop (0 when none)."""
+        for k in range(min(n - i, max(map(len, self.stops)) - 1), 0, -1):
+            tail = s[n - k : n]
+            if any(stop.startswith(tail) for stop in self.stops):
+                return k
+        return 0
 
     def _string_closed(self) -> None:
         raw = "".join(self._capture or ())
