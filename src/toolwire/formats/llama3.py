@@ -15,8 +15,9 @@ JSON inside prose is never read here: a reply with text around an object is repl
 recovery, in the reply pipeline, reads only a reply that is nothing but calls).
 
 After prose, two things are read (:mod:`toolwire.formats.trailing`): ``<|python_tag|>`` and the
-calls after it, anywhere — the tag makes the call certain, so this is the grammar itself
-(llama.cpp reads content before the tag); and, unless strict, a call that is the reply's last
+calls after it, anywhere — the tag is the model's own token for a call, so this is the grammar
+itself, not a guess (vLLM's Llama 3 JSON reader reads a call after text, "Here is the result:
+{...}", even untagged); and, unless strict, a call that is the reply's last
 block, a ``{`` line after the prose to the end, naming a declared tool with arguments that fit
 its schema — a guess, named ``recovered-trailing-call``. The prose streams as it comes; only
 the candidate block is held back.

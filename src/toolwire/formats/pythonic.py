@@ -33,11 +33,12 @@ Calls are announced as soon as their name and ``(`` are read, and end only when 
 does (rule 1); a reply that breaks a rule aborts them and becomes text.
 
 After prose (:mod:`toolwire.formats.trailing`): ``<|python_start|>`` and the list after it are
-read anywhere — the tag makes the call certain, as vLLM's Llama 4 reader takes it, so this is
-the grammar; and, unless strict, a call list that is the reply's last block, a ``[`` line after
-the prose to the end, whose every call names a declared tool with arguments that fit its
-schema — a guess, named ``recovered-trailing-call``. The prose streams as it comes; only the
-candidate block is held back.
+read anywhere — the tag is Llama 4's own token opening a call list (vLLM's Llama 4 reader reads
+it, its ``<|python_end|>`` written or not), so this is the grammar, not a guess; and, unless
+strict, a call list that is the reply's last block, a ``[`` line after the prose to the end,
+whose every call names a declared tool with arguments that fit its schema — a guess, named
+``recovered-trailing-call``. The prose streams as it comes; only the candidate block is held
+back.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ What is a candidate, and why only that:
   after it;
 - a family's own marker (``<|python_tag|>``, ``<|python_start|>``), anywhere: everything
   after it is the candidate. A marker makes the call certain, so this is the family's grammar,
-  not a guess (llama.cpp's Llama 3.x reader takes content before ``<|python_tag|>``).
+  not a guess.
 
 A bracketed candidate is only a guess, so the reader must be sure: the block read by the
 family's grammar (or drift recovery's shapes) is nothing but calls, each names a declared tool,
