@@ -26,6 +26,12 @@ The same call written more than once in one reply is recovered once: small model
 call until the token limit, and a client would otherwise run the tool that many times. (The
 reply pipeline's guard keeps the repeats, so its repeat check drops and names them.)
 
+A call written as bare JSON after a line of prose, as the reply's last block
+(``Sure.\n{"name": N, "arguments": {...}}``), is recovered when it calls a declared tool with
+arguments that fit its schema (:mod:`toolwire.formats.trailing`), named ``trailing-call``: the
+prose streams on as it comes and stays content, only the candidate block is held back. JSON in
+the middle of prose stays prose.
+
 A turn that offered no tools recovers nothing, but the same shapes, to any name, are still
 call markup: :class:`ToollessWatch` lets the text through as it comes and names such a
 reply at its end (``call-without-tools``).
@@ -44,6 +50,7 @@ from ..events import Event
 from ..messages import ToolCall
 from .base import IdMaker, ToolIndex, random_call_id
 from .callshape import CallShape
+from .trailing import TrailingBlock, fit_calls
 
 __all__ = ["DriftGuard", "ToollessWatch", "recover_calls", "written_calls"]
 
@@ -247,10 +254,67 @@ class DriftGuard:
         # a native call (an engine's own tool_calls) shows at its start; a family's call
         # may still turn out unread (an unclosed tag), so there only its end counts
         self._release_on = (ev.CallStart, ev.CallEnd) if release_on_start else (ev.CallEnd,)
+        #: The reply opened as prose: its last block, which may be a call, held back.
+        self._trail: TrailingBlock | None = None
+
+    def _trailing(self, events: Sequence[Event]) -> list[Event]:
+        """Events after the reply showed prose: text passes but for the last block (which may
+        be a call); anything else lets the held text go first. A real call ends the watch."""
+        trail = self._trail
+        out: list[Event] = []
+        for event in events:
+            if trail is None:
+                out.append(event)
+                continue
+            if isinstance(event, ev.TextDelta):
+                text = trail.feed(event.text)
+                if text:
+                    out.append(ev.TextDelta(text))
+                continue
+            if isinstance(event, ev.ReasoningDelta):
+                out.append(event)
+                continue
+            held = trail.flush()
+            if held:
+                out.append(ev.TextDelta(held))
+            if isinstance(event, (ev.CallStart, ev.CallArgsDelta, ev.CallEnd, ev.CallAbort)):
+                self._next = max(self._next, event.index + 1)
+            if isinstance(event, self._release_on):  # a real call: nothing to recover
+                trail = self._trail = None
+            out.append(event)
+        return out
+
+    def _end_trailing(self) -> list[Event]:
+        trail, self._trail = self._trail, None
+        if trail is None:
+            return []
+        text, block = trail.end()
+        found = recover_calls(block, self._tools) if block else None
+        calls = [ToolCall("", name, args, raw) for name, args, raw in (found or ([], ""))[0]]
+        events: list[Event] = [ev.TextDelta(text)] if text else []
+        if not fit_calls(calls, ToolIndex.of(self._tools)):
+            return events + ([ev.TextDelta(block)] if block else [])
+        names = ", ".join(dict.fromkeys(call.name[:100] for call in calls))[:300]
+        events.append(
+            ev.Notice(
+                "recovered-trailing-call",
+                f"read the call to {names} the reply ends with, after its prose",
+            )
+        )
+        for call in calls:
+            index = self._next
+            self._next += 1
+            cid = self._make_id(index)
+            events += [
+                ev.CallStart(index, cid, call.name),
+                ev.CallArgsDelta(index, call.arguments_text),
+                ev.CallEnd(index, ToolCall(cid, call.name, call.arguments, call.arguments_text)),
+            ]
+        return events
 
     def push(self, events: Sequence[Event]) -> list[Event]:
         if not self._holding:
-            return list(events)
+            return self._trailing(events)
         out: list[Event] = []
         for position, event in enumerate(events):
             if isinstance(event, ev.ReasoningDelta):  # never read, never held
@@ -265,9 +329,10 @@ class DriftGuard:
             self._held.append(event)
             if self._saw_call or not _may_be_a_call(self._head):
                 self._holding = False
-                out.extend(self._held)
-                self._held = []
-                return out + list(events[position + 1 :])
+                held, self._held = self._held, []
+                if not self._saw_call:  # prose: its last block may still be a call
+                    self._trail = TrailingBlock()
+                return out + self._trailing([*held, *events[position + 1 :]])
         return out
 
     def end(self, *, cut: bool = False) -> list[Event]:
@@ -276,7 +341,7 @@ class DriftGuard:
         ``cut``: the engine stopped the reply at its token limit.
         """
         if not self._holding:
-            return []
+            return self._end_trailing()
         self._holding = False
         held, self._held = self._held, []
         found = (

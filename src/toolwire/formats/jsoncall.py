@@ -15,6 +15,11 @@ Two things a shape may add:
 - arguments written as a string holding their JSON (``args_in_string``): unless strict, the
   string is decoded, its text passed on as the call's argument text once the object is
   complete, and the repair named in a ``recovered-arguments-string`` notice.
+
+Unless strict, a raw line break or tab inside one of the object's strings (a model writing
+code into an argument) is read as its escape (:mod:`toolwire.formats.jsonscan`), so the
+argument text streamed is JSON already; the reader that ends the call names the repair with
+:func:`raw_controls_notice` (``recovered-raw-controls``), once the call is read whole.
 """
 
 from __future__ import annotations
@@ -27,7 +32,16 @@ from .base import ReplyStream, loads_json
 from .callshape import CallShape
 from .jsonscan import ObjectScanner
 
-__all__ = ["JsonCall"]
+__all__ = ["JsonCall", "raw_controls_notice"]
+
+
+def raw_controls_notice(stream: ReplyStream, name: str) -> None:
+    """Name the repair of a call whose JSON strings held raw line breaks or tabs."""
+    stream._notice(
+        "recovered-raw-controls",
+        f"the call to {name} wrote raw line breaks or tabs inside its JSON strings; "
+        "they were read as their escapes",
+    )
 
 
 class _Scanner(ObjectScanner):
@@ -55,6 +69,8 @@ class JsonCall:
         self.shape = shape
         self.args_key = shape.args_key
         self.announce_at_end = announce_at_end
+        #: A string that holds a raw line break may not run across the stream's marker.
+        stops = (stream.marker,) if stream.marker else ()
         order = None
         if shape.id_key and not announce_at_end:
             order = ObjectScanner(
@@ -62,7 +78,10 @@ class JsonCall:
                 stream_key=shape.name_key,
                 on_name=self._on_id,
                 on_stream=self._on_name_text,
+                raw_controls=not stream.strict,
             )
+        if order is not None:
+            order.stops = stops
         self.scanner = _Scanner(
             order,
             name_key=shape.name_key,
@@ -70,7 +89,9 @@ class JsonCall:
             on_name=self._on_name,
             on_stream=self._on_args,
             key_is_name=shape.name_is_key,
+            raw_controls=not stream.strict,
         )
+        self.scanner.stops = stops
         self.index = -1
         self.id = ""
         self.name = ""
@@ -81,6 +102,11 @@ class JsonCall:
         self._args_string: bool | None = None
         self._held_args: list[str] = []
         self._args_text: list[str] = []
+
+    @property
+    def raw_controls(self) -> bool:
+        """Did the object's strings hold raw line breaks or tabs (read as their escapes)?"""
+        return self.scanner.raw_count > 0
 
     @property
     def started(self) -> bool:

@@ -13,6 +13,14 @@ an ``arguments-key`` notice. Its arguments do not stream as they come (only ``"p
 does): once the object closes, its argument text is passed on at once, the object re-written.
 JSON inside prose is never read here: a reply with text around an object is reply text (drift
 recovery, in the reply pipeline, reads only a reply that is nothing but calls).
+
+After prose, two things are read (:mod:`toolwire.formats.trailing`): ``<|python_tag|>`` and the
+calls after it, anywhere — the tag is the model's own token for a call, so this is the grammar
+itself, not a guess (vLLM's Llama 3 JSON reader reads a call after text, "Here is the result:
+{...}", even untagged); and, unless strict, a call that is the reply's last
+block, a ``{`` line after the prose to the end, naming a declared tool with arguments that fit
+its schema — a guess, named ``recovered-trailing-call``. The prose streams as it comes; only
+the candidate block is held back.
 """
 
 from __future__ import annotations
@@ -24,8 +32,9 @@ from typing import Any
 from ..messages import ToolCall
 from .base import Family, ReplyStream
 from .callshape import CallShape
-from .jsoncall import JsonCall
+from .jsoncall import JsonCall, raw_controls_notice
 from .scan import Markers
+from .trailing import TrailingBlock, end_trailing
 
 __all__ = ["Llama3"]
 
@@ -51,6 +60,9 @@ class Llama3Stream(ReplyStream):
         self._call: JsonCall | None = None
         self._done: list[tuple[int, ToolCall]] = []
         self._started: list[tuple[int, str]] = []
+        self._raw_controls: set[int] = set()  # calls whose strings held raw line breaks
+        #: After prose: the last block, which may be a call, held back.
+        self._trail = TrailingBlock((_TAG,), brackets=not self.strict)
 
     def _new_object(self) -> JsonCall:
         declared = self.tools.known and not self._tagged
@@ -58,14 +70,14 @@ class Llama3Stream(ReplyStream):
 
     def _content(self, text: str) -> None:
         if self._state == _TEXT:
-            self._text(text)
+            self._text(self._trail.feed(text))
             return
         s = self._take_held() + text  # a partial python tag, held
         i = 0
         n = len(s)
         while i < n:
             if self._state == _TEXT:
-                self._text(s[i:])
+                self._text(self._trail.feed(s[i:]))
                 return
             if self._state == _START:
                 j = i
@@ -129,6 +141,8 @@ class Llama3Stream(ReplyStream):
                     text = json.dumps(parsed.arguments, ensure_ascii=False)
                     self._args(call.index, text)  # the argument text, all at once
                     parsed = replace(parsed, arguments_text=text)
+                if call.raw_controls:
+                    self._raw_controls.add(call.index)
                 self._done.append((call.index, parsed))
 
     def _to_text(self, reason: str) -> None:
@@ -137,7 +151,7 @@ class Llama3Stream(ReplyStream):
             self._abort(index, cid, reason)
         if reason:
             self._notice("call-not-read", f"the reply is not a Llama 3 call ({reason})")
-        self._text("".join(self._lead) + "".join(self._raw))
+        self._text(self._trail.feed("".join(self._lead) + "".join(self._raw)))
         self._lead, self._raw, self._started, self._done = [], [], [], []
         self._call = None
         self._state = _TEXT
@@ -150,8 +164,18 @@ class Llama3Stream(ReplyStream):
                 self._to_text("the reply ended inside the call")
             else:
                 for index, call in self._done:
+                    if index in self._raw_controls:
+                        raw_controls_notice(self, call.name)
                     self._end(index, call)
+        if self._state == _TEXT:
+            end_trailing(self, self._trail, self._whole_reply)
         self._state = _TEXT
+
+    def _whole_reply(self) -> Llama3Stream:
+        """A reader of the held block as a whole reply, with no trailing block of its own."""
+        reader = Llama3Stream(self.tools, make_id=self._make_id, strict=self.strict)
+        reader._trail = TrailingBlock(brackets=False)
+        return reader
 
 
 class Llama3(Family):

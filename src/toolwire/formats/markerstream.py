@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from ..messages import ToolCall
 from .base import ReplyStream, loads_json
-from .jsoncall import JsonCall
+from .jsoncall import JsonCall, raw_controls_notice
 from .jsonscan import ObjectScanner
 from .scan import Markers
 
@@ -61,6 +61,8 @@ class Body:
         self.reason = ""
         self.started: list[tuple[int, str]] = []  # (index, id) of calls announced
         self.calls: list[tuple[int, ToolCall]] = []
+        #: Calls whose JSON strings held raw line breaks or tabs: named when they end.
+        self.raw_controls: set[int] = set()
 
     def feed(self, s: str, i: int) -> int:
         """Consume from ``s[i]``; return where it stopped (see the module docstring).
@@ -138,16 +140,23 @@ class Body:
         call.note_started(self.started)
         if result is None:
             return self.fail(k, problem), False
+        if call.raw_controls:
+            self.raw_controls.add(call.index)
         self.calls.append((call.index, result))
         return k, True
 
     def feed_args(self, scanner: ObjectScanner, index: int, s: str, i: int) -> int:
         """Feed a JSON object of arguments, passing its text on to call ``index`` as it comes.
-        Check ``status`` and ``scanner.done`` after."""
+        Check ``status`` and ``scanner.done`` after. Unless strict, raw line breaks and tabs in
+        its strings are passed on escaped, and named when the call ends."""
+        scanner.raw_controls = not self.stream.strict
+        scanner.stops = (self.stream.marker,) if self.stream.marker else ()
         j = scanner.feed(s, i)
         if scanner.failed:
             return self.fail(j, "the arguments are not a JSON object")
-        self.stream._args(index, s[i:j])
+        self.stream._args(index, scanner.piece)
+        if scanner.raw_count:
+            self.raw_controls.add(index)
         return j
 
     def json_args(self, text: str, i: int) -> dict[str, Any] | None:
@@ -234,6 +243,8 @@ class MarkerStream(ReplyStream):
             self._give_back(body)
             return
         for index, call in body.calls:
+            if index in body.raw_controls:
+                raw_controls_notice(self, call.name)
             self._end(index, call)
         self._body = None
         self._raw = []

@@ -100,12 +100,15 @@ class _MistralBody(Body):
             state = self.state
             if state == _OBJECT:
                 i = self._object(s, i)
+                if self.status == OPEN:  # the object wants more (the rest may be held)
+                    return i
                 continue
             if state == _LIST and self.item is not None:  # [TOOL_CALLS][{...}, ...]
                 i, ended = self.feed_json_call(self.item, s, i, "a list item is not a JSON object")
-                if ended:
-                    self.item = None
-                    self.state = _LIST_NEXT
+                if not ended:
+                    return i
+                self.item = None
+                self.state = _LIST_NEXT
                 continue
             if state in (_NAME, _ID):
                 word, i = self._word(s, i, _NAME_CHARS if state == _NAME else _ID_CHARS)

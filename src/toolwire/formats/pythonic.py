@@ -1,7 +1,12 @@
 """Calls written as a Python list of calls: LFM2's tagged list, and Llama 4's bare one.
 
 - ``lfm2`` (LFM2, LFM2.5): ``<|tool_call_start|>[get_weather(city='Paris', days=3),
-  other(a=1)]<|tool_call_end|>``, anywhere in the reply.
+  other(a=1)]<|tool_call_end|>``, anywhere in the reply. Some LFM2 models write the same block
+  as JSON instead, a list of ``{"name": NAME, "arguments": {...}}`` objects or one such
+  object (``<|tool_call_start|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]
+  <|tool_call_end|>``): SGLang's LFM2 reader takes both, and so does this one. The first
+  character inside the list decides which (``{`` opens JSON, a name opens a Python call), so
+  nothing is read twice; the JSON objects are read as every JSON family reads its calls.
 - ``pythonic`` (Llama 4, and models told to answer the same way): ``[f(a=1, b="x"), g()]``
   with no marker (``<|python_start|>``/``<|python_end|>`` around it are accepted).
 
@@ -26,6 +31,14 @@ rules decide it:
 
 Calls are announced as soon as their name and ``(`` are read, and end only when the reply
 does (rule 1); a reply that breaks a rule aborts them and becomes text.
+
+After prose (:mod:`toolwire.formats.trailing`): ``<|python_start|>`` and the list after it are
+read anywhere — the tag is Llama 4's own token opening a call list (vLLM's Llama 4 reader reads
+it, its ``<|python_end|>`` written or not), so this is the grammar, not a guess; and, unless
+strict, a call list that is the reply's last block, a ``[`` line after the prose to the end,
+whose every call names a declared tool with arguments that fit its schema — a guess, named
+``recovered-trailing-call``. The prose streams as it comes; only the candidate block is held
+back.
 """
 
 from __future__ import annotations
@@ -35,9 +48,12 @@ import re
 from typing import Any, ClassVar
 
 from .base import Family
-from .markerstream import DONE, FAILED, OPEN, WS, MarkerStream, expect_literal
+from .callshape import CallShape
+from .jsoncall import JsonCall
+from .markerstream import DONE, FAILED, OPEN, WS, Body, MarkerStream, expect_literal
 from .pyliteral import PYTHON, LiteralBody
 from .textargs import NameReader
+from .trailing import TrailingBlock, end_trailing
 
 __all__ = ["Lfm2", "Pythonic"]
 
@@ -188,8 +204,91 @@ class CallListBody(LiteralBody):
 # ----------------------------------------------------------------------------- LFM2
 
 
-class _Lfm2Body(CallListBody):
+class _Lfm2PythonBody(CallListBody):
     end = _LFM2_CLOSE
+
+
+#: LFM2's JSON form: exactly ``name`` and ``arguments``, as SGLang's reader shows it.
+_LFM2_JSON = CallShape()
+_L_START, _L_LIST, _L_PYTHON, _L_ITEM, _L_NEXT, _L_END = range(6)
+
+
+class _Lfm2Body(Body):
+    """One ``<|tool_call_start|>`` block, in either of LFM2's forms: after ``[``, a name
+    hands the rest to the Python list's reader, ``{`` reads JSON call objects; a ``{`` right
+    after the marker is one JSON call."""
+
+    def __init__(self, stream: MarkerStream) -> None:
+        super().__init__(stream)
+        self.python: _Lfm2PythonBody | None = None
+        self.item: JsonCall | None = None
+        self.listed = True  # the JSON calls are in a list (else one object)
+
+    def step(self, s: str, i: int) -> tuple[int, bool]:
+        state = self.state
+        if state == _L_PYTHON:
+            return self._python(s, i)
+        if state == _L_ITEM:
+            assert self.item is not None
+            i, ended = self.feed_json_call(self.item, s, i, "a call is not a JSON object")
+            if ended:
+                self.item = None
+                self.state = _L_NEXT if self.listed else _L_END
+            return i, ended
+        c = s[i]
+        if c in WS:
+            return i + 1, True
+        if state == _L_START:
+            if c == "[":
+                self.state = _L_LIST
+                return i + 1, True
+            if c != "{":
+                return self.fail(i, "no [ opens the call list"), False
+            self.listed = False
+            return self._item(i)
+        if state == _L_LIST:  # the first item decides the form
+            if c == "{":
+                return self._item(i)
+            if self.calls:  # one list, one form
+                return self.fail(i, "a JSON call list goes on with no JSON object"), False
+            python = self.python = _Lfm2PythonBody(self.stream)
+            python.state = _NEXT  # its [ is read
+            python.started, python.calls = self.started, self.calls  # one record of calls
+            self.state = _L_PYTHON
+            return self._python(s, i)
+        if state == _L_NEXT:
+            if c == ",":
+                self.state = _L_LIST
+                return i + 1, True
+            if c != "]":
+                return self.fail(i, "expected , or ] in the call list"), False
+            self.state = _L_END
+            return i + 1, True
+        j = self.expect(s, i, _LFM2_CLOSE, f"text after the calls before {_LFM2_CLOSE}")
+        if j < 0:
+            return i, False
+        self.status = DONE
+        return j, False
+
+    def _item(self, i: int) -> tuple[int, bool]:
+        """A JSON call object starts at ``s[i]`` (its ``{``, read by the call's scanner)."""
+        self.item = JsonCall(self.stream, _LFM2_JSON)
+        self.state = _L_ITEM
+        return i, True
+
+    def _python(self, s: str, i: int) -> tuple[int, bool]:
+        python = self.python
+        assert python is not None
+        j = python.feed(s, i)
+        self.status, self.reason = python.status, python.reason
+        return j, False
+
+    def end_of_reply(self) -> None:
+        if self.python is not None:
+            self.python.end_of_reply()
+            self.status, self.reason = self.python.status, self.python.reason
+            return
+        super().end_of_reply()
 
 
 class Lfm2Stream(MarkerStream):
@@ -229,10 +328,12 @@ class PythonicStream(MarkerStream):
         self._raw = []  # the list and what follows it, held until the reply ends
         self._tagged = False
         self._closed = False
+        #: After prose: the last block, which may be a call list, held back.
+        self._trail = TrailingBlock((_PY_START,), brackets=not self.strict)
 
     def _content(self, text: str) -> None:
         if self._state == _TEXT:
-            self._text(text)
+            self._text(self._trail.feed(text))
             return
         s = self._take_held() + text
         i = 0
@@ -240,7 +341,7 @@ class PythonicStream(MarkerStream):
         while i < n:
             state = self._state
             if state == _TEXT:
-                self._text(s[i:])
+                self._text(self._trail.feed(s[i:]))
                 return
             if state == _CALLS:
                 i = self._read_list(s, i)
@@ -306,7 +407,7 @@ class PythonicStream(MarkerStream):
             self._abort(index, cid, reason or "not a call")
         if reason:
             self._notice("call-not-read", f"the reply is not a call list ({reason})")
-        self._text("".join(self._lead) + "".join(self._raw))
+        self._text(self._trail.feed("".join(self._lead) + "".join(self._raw)))
         self._lead, self._raw = [], []
         self._body = None
         self._state = _TEXT
@@ -327,7 +428,15 @@ class PythonicStream(MarkerStream):
             else:
                 for index, call in body.calls:
                     self._end(index, call)
+        if self._state == _TEXT:
+            end_trailing(self, self._trail, self._whole_reply)
         self._state = _TEXT
+
+    def _whole_reply(self) -> PythonicStream:
+        """A reader of the held block as a whole reply, with no trailing block of its own."""
+        reader = PythonicStream(self.tools, make_id=self._make_id, strict=self.strict)
+        reader._trail = TrailingBlock(brackets=False)
+        return reader
 
 
 class Pythonic(Family):

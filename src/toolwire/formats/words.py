@@ -12,6 +12,12 @@ cannot read becomes a failed call named :data:`UNREADABLE`, whose result tells t
 to write one. Nothing is typed here: the arguments are the object the model wrote (the text of
 each ``<parameter=P>`` value, marked ``text_values``), typed once by the argument pipeline.
 
+A call written as bare JSON after a line of prose (``Sure, I will check.\n{"name": ...}``) is
+read when it is the reply's last block, names a declared tool and its arguments fit the tool's
+schema (:mod:`toolwire.formats.trailing`), named ``recovered-trailing-call``; the prose streams
+as it comes and stays content, only the candidate block is held back. JSON in the middle of
+prose stays prose.
+
 The reader is linear in the reply, however it is cut: markers are found with one search per
 chunk, the text of a block is joined once when the block closes, and a reply held because it
 may be nothing but a call's JSON is decided by its first character, not re-read.
@@ -33,6 +39,7 @@ from .callshape import CallShape
 from .drift import recover_calls
 from .qwen_xml import QwenXml
 from .scan import Markers
+from .trailing import TrailingBlock, end_trailing
 
 __all__ = ["HOW_TO_CALL", "UNREADABLE", "Words"]
 
@@ -102,6 +109,8 @@ class WordsStream(ReplyStream):
         self._found = False
         self._start = _UNDECIDED
         self._start_text: list[str] = []
+        #: After prose: the last block, which may be a call's JSON, held back.
+        self._trail = TrailingBlock()
 
     def _content(self, text: str) -> None:
         s = self._take_held() + text
@@ -137,7 +146,7 @@ class WordsStream(ReplyStream):
         if not text:
             return
         if self._start == _PASSING:
-            self._text(text)
+            self._text(self._trail.feed(text))
             return
         # the reply may still be nothing but a call's JSON: its first character decides
         self._start_text.append(text)
@@ -152,7 +161,7 @@ class WordsStream(ReplyStream):
         if self._start != _PASSING:
             self._start = _PASSING
             held, self._start_text = "".join(self._start_text), []
-            self._text(held)
+            self._text(self._trail.feed(held))
 
     def _close_block(self, *, complete: bool, readable: bool = True) -> None:
         opener, body = self._opener, "".join(self._block)
@@ -164,6 +173,8 @@ class WordsStream(ReplyStream):
             )
             return
         raw = opener + body + (_BLOCKS[opener] if complete else "")
+        self._stop_holding()
+        self._text(self._trail.flush())  # a block follows: what was held is not the last
         if self.strict and opener != "<tool_call>":  # not the form asked for: text
             self._stop_holding()
             self._text(raw)
@@ -278,6 +289,14 @@ class WordsStream(ReplyStream):
                     self._emit(ToolCall("", name, arguments, text), whole)
                 return
             self._stop_holding()
+        end_trailing(self, self._trail, self._whole_reply)
+
+    def _whole_reply(self) -> ReplyStream:
+        """A reader of the held block as a whole reply, with no trailing block of its own."""
+        reader = Words().stream(self.tools_given, make_id=self._make_id)
+        assert isinstance(reader, WordsStream)
+        reader._trail = TrailingBlock(brackets=False)
+        return reader
 
 
 class Words(Family):
@@ -300,4 +319,5 @@ class Words(Family):
         assert isinstance(s, WordsStream)
         s.tools_given = tools
         s.strict = strict
+        s._trail = TrailingBlock(brackets=not strict)
         return s
