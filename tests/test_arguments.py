@@ -65,6 +65,9 @@ NORMALISE = [
     ('{"count": 3.0}', {"count": 3}, "integer-from-float"),
     ('{"flag": "true"}', {"flag": True}, "boolean-from-string"),
     ('{"flag": "false"}', {"flag": False}, "boolean-from-string"),
+    # Python's spelling, which a template quoting every value of a Python call teaches
+    ('{"flag": "True"}', {"flag": True}, "boolean-from-string"),
+    ('{"flag": "False"}', {"flag": False}, "boolean-from-string"),
     ('{"tags": "[\\"a\\", \\"b\\"]"}', {"tags": ["a", "b"]}, "json-from-string"),
     ('{"where": "{\\"x\\": 1, \\"y\\": 2}"}', {"where": {"x": 1, "y": 2}}, "json-from-string"),
     ('{"tags": "solo"}', {"tags": ["solo"]}, "list-from-single"),
@@ -102,7 +105,6 @@ def test_strict_refuses_each_normalisation(raw: str, expected: Any, repair: str)
     [
         ('{"flag": "yes"}', "flag"),
         ('{"flag": "1"}', "flag"),
-        ('{"flag": "True"}', "flag"),
         ('{"count": "3 items"}', "count"),
         ('{"count": "about 3"}', "count"),
         ('{"count": 3.5}', "count"),
@@ -285,3 +287,19 @@ def test_cli_args(
     monkeypatch.setattr(sys, "stdin", io.StringIO("{query: 'x'}"))
     assert main(["args", "--schema", str(tmp_path / "params.json"), "--strict"]) == 1
     assert "could not be read" in capsys.readouterr().out
+
+
+def test_the_text_null_of_a_text_or_null_parameter_is_null_when_values_are_text() -> None:
+    # MiniMax M2's template writes text as it is and every other value as JSON: for a
+    # parameter of text or null, its ``null`` is the null (and JSON arguments keep the text)
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            "b": {"type": ["string", "null"]},
+            "c": {"type": "string"},
+        },
+    }
+    got = prepare_arguments({"a": "null", "b": " null ", "c": "null"}, schema, text_values=True)
+    assert got.arguments == {"a": None, "b": None, "c": "null"}
+    assert prepare_arguments({"a": "null"}, schema).arguments == {"a": "null"}

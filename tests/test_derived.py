@@ -150,7 +150,21 @@ SEMI_LIST = (
     "{% else %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endif %}{% endfor %}"
     "{% if add_generation_prompt %}<|a|>{% endif %}"
 )
-UNSEEN = {"angle": ANGLE, "tildes": TILDES, "semi-list": SEMI_LIST}
+#: Tags namespaced by a suffix (the shape of Hunyuan's templates): ``<tool_calls:x>`` around
+#: ``<tool_call:x>NAME<tool_sep:x>`` and ``<arg_key:x>K</arg_key:x><arg_value:x>V</arg_value:x>``;
+#: two tags ending alike (``<tool_sep:x>``, ``</arg_value:x>``) must not blur the key's opener.
+NAMESPACED = (
+    "{% for m in messages %}{% if m.role == 'assistant' %}<|a|>{{ m.content or '' }}"
+    "{% if m.tool_calls %}<tool_calls:x>\n{% for c in m.tool_calls %}"
+    "<tool_call:x>{{ c.function.name }}<tool_sep:x>\n"
+    "{% for k, v in c.function.arguments.items() %}<arg_key:x>{{ k }}</arg_key:x>\n"
+    "<arg_value:x>{{ v if v is string else v | tojson }}</arg_value:x>\n{% endfor %}"
+    "</tool_call:x>\n{% endfor %}</tool_calls:x>{% endif %}<|end|>"
+    "{% elif m.role == 'tool' %}<|t|>{{ m.content }}<|end|>"
+    "{% else %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}<|a|>{% endif %}"
+)
+UNSEEN = {"angle": ANGLE, "tildes": TILDES, "semi-list": SEMI_LIST, "namespaced": NAMESPACED}
 
 
 @functools.cache
@@ -172,6 +186,10 @@ def test_unseen_shapes_are_described() -> None:
     assert shapes["tildes"].kind == "tags" and shapes["tildes"].key_open == ("~",)
     assert (shapes["semi-list"].name_key, shapes["semi-list"].args_key) == ("tool", "parameters")
     assert shapes["semi-list"].next_call == (";",) and shapes["semi-list"].trail == ("]", "<<CALLS")
+    spaced = shapes["namespaced"]
+    assert (spaced.kind, spaced.marker) == ("tags", "<tool_calls:x>")
+    assert (spaced.name_end, spaced.key_open) == (("<tool_sep:x>",), ("<arg_key:x>",))
+    assert (spaced.value_end, spaced.trail) == (("</arg_value:x>",), ("</tool_calls:x>",))
     assert "<<call" in unseen("angle").label
 
 
@@ -201,6 +219,10 @@ REPLIES = {
     "tildes": "Ok\n@@get_weather\n~city~ São Paulo ;;\n~days~ 2 ;;\n@@/\nand more text",
     "semi-list": 'CALLS>> [{"tool": "get_weather", "parameters": {"city": "Rome"}};\n'
     ' {"tool": "set_flags", "parameters": {"enabled": true}}]\n<<CALLS tail',
+    "namespaced": "Checking.<tool_calls:x>\n<tool_call:x>get_weather<tool_sep:x>\n"
+    "<arg_key:x>city</arg_key:x>\n<arg_value:x>Paris</arg_value:x>\n</tool_call:x>\n"
+    "<tool_call:x>set_flags<tool_sep:x><arg_key:x>enabled</arg_key:x>"
+    "<arg_value:x>true</arg_value:x></tool_call:x></tool_calls:x> done",
 }
 
 
@@ -231,6 +253,12 @@ def test_replies_in_the_learned_grammars() -> None:
     listed = _parse(unseen("semi-list"), REPLIES["semi-list"])
     assert [c.arguments for c in listed.calls] == [{"city": "Rome"}, {"enabled": True}]
     assert listed.content == " tail"
+    spaced = _parse(unseen("namespaced"), REPLIES["namespaced"])
+    assert [(c.name, typed(c, PLAIN_TOOLS)) for c in spaced.calls] == [
+        ("get_weather", {"city": "Paris"}),
+        ("set_flags", {"enabled": True}),
+    ]
+    assert spaced.content == "Checking. done"
 
 
 @pytest.mark.parametrize("key", sorted(REPLIES))
@@ -281,6 +309,14 @@ NEAR_MISSES = {
         "CALLS>> []  <<CALLS",  # empty
         'CALLS>> [{"tool": "f", "parameters": {}}] <<DONE',  # the wrong closer
         'CALLS>> [{"name": "f", "parameters": {}}] <<CALLS',  # another shape's key
+    ],
+    "namespaced": [
+        "<tool_calls:x>\n<tool_call:x>get_weather<tool_sep:x>\n<arg_key:x>city</arg_key:x>\n"
+        "<arg_value:x>Paris",  # the reply ends inside a value
+        "<tool_calls:x>\n<tool_call:y>get_weather<tool_sep:x>\n</tool_call:x>\n"
+        "</tool_calls:x>",  # another namespace
+        "<tool_calls:x>\n<tool_call:x>get_weather<tool_sep:x>\n<arg_key:x>city</arg_key>\n"
+        "<arg_value:x>Paris</arg_value:x>\n</tool_call:x>\n</tool_calls:x>",  # a tag unspaced
     ],
 }
 NEAR = [(key, reply) for key, replies in NEAR_MISSES.items() for reply in replies]

@@ -372,17 +372,18 @@ def test_qwen_coder_call_without_its_opening_tag() -> None:
 
 
 @pytest.mark.parametrize(
-    "reply",
+    ("reply", "code"),
     [
-        UNOPENED.removesuffix("</tool_call>"),  # no closing tag: nothing confirms the call
-        UNOPENED.removesuffix("\n</function>\n</tool_call>"),  # truncated
-        UNOPENED.replace("</tool_call>", "and then </tool_call>"),
+        # with neither tag but ending the reply it is read (tests/test_families_peer_unseen.py)
+        (UNOPENED.replace("</tool_call>", "That is all."), "call-not-read"),  # prose after it
+        (UNOPENED.removesuffix("\n</function>\n</tool_call>"), "call-abandoned"),  # truncated
+        (UNOPENED.replace("</tool_call>", "and then </tool_call>"), "call-not-read"),
     ],
 )
-def test_an_unconfirmed_unopened_call_is_text_with_a_notice(reply: str) -> None:
+def test_an_unconfirmed_unopened_call_is_text_with_a_notice(reply: str, code: str) -> None:
     events = events_of("qwen-xml", [reply])
     assert not any(isinstance(e, CallEnd) for e in events)
-    assert any(isinstance(e, CallAbort) for e in events) and codes(events) == ["call-not-read"]
+    assert any(isinstance(e, CallAbort) for e in events) and codes(events) == [code]
     assert parsed("qwen-xml", reply).content == reply
 
 

@@ -390,9 +390,9 @@ def test_qwen_a_second_call_cut_short_leaves_the_first() -> None:
 
 
 def test_qwen_an_unopened_call_cut_short_stays_text() -> None:
-    """Qwen3-Coder's call without <tool_call>: without its closing tag it is no call, and
-    cut short after its name was announced it is withdrawn with a notice."""
-    reply = "<function=get_current_weather>\n<parameter=city>\nDallas\n</parameter>\n</function>"
+    """Qwen3-Coder's call without <tool_call>, cut short after its name was announced, is
+    withdrawn with a notice (whole, with neither tag, it is read: test_families_peer_unseen)."""
+    reply = "<function=get_current_weather>\n<parameter=city>\nDallas\n</parameter>\n"
     result = parse("qwen-xml", reply, [QWEN_WEATHER])
     assert result.calls == [] and result.content == reply
     assert _codes("qwen-xml", reply, [QWEN_WEATHER]) == ["call-abandoned"]

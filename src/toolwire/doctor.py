@@ -1,12 +1,14 @@
 """Will tool calling work with this model? A check-up of its chat template, in plain words.
 
-Detection (:func:`~toolwire.formats.detect.detect_format`) names a family from one probe
-call. The doctor goes further, the way a user's first real request would: it has the
-template write TWO parallel calls whose arguments hold a string with a quote and a newline,
-an integer and a boolean; reads them back in the detected family's grammar; types them by
-the tools' schemas (the one way toolwire types arguments); and renders a whole tool
-conversation to see that the tools and the tool's result reach the prompt. Each finding is
-one :class:`Check`; the :class:`Report` passes only when the round trip holds exactly.
+Detection (:func:`~toolwire.formats.detect.detect_format`) names a family from a probe call
+and its proof on two (a family refuted there, ``Detection.unproven``, is still the one the
+doctor checks, to say why). The doctor goes further, the way a user's first real request
+would: it has the template write TWO parallel calls whose arguments hold a string with a
+quote and a newline, an integer and a boolean; reads them back in the detected family's
+grammar; types them by the tools' schemas (the one way toolwire types arguments); and renders
+a whole tool conversation to see that the tools and the tool's result reach the prompt. Each
+finding is one :class:`Check`; the :class:`Report` passes only when the round trip holds
+exactly.
 
 Everything here is pure: a template in, a report out. A template that refuses to render is
 a failed check carrying the template's own message, never an exception.
@@ -23,6 +25,7 @@ from .arguments import prepare_arguments
 from .errors import ArgumentsError, LimitError, TemplateError
 from .formats.base import Family, ParseResult
 from .formats.detect import assistant_text, detect_format
+from .formats.registry import get_family
 from .messages import ToolCall
 from .prompted import tools_in_words, transcript_in_words
 from .templates import ChatTemplate
@@ -342,10 +345,14 @@ def _conversation(template: ChatTemplate, family: Family | None) -> list[Check]:
 def diagnose(template: ChatTemplate) -> Report:
     """Check that tool calling works through ``template``, end to end, and say why not."""
     found = detect_format(template)
-    family = found.family
+    family, format_ = found.family, found.format
     checks: list[Check] = []
+    if family is None and found.unproven:  # a family read one call, not the template's two
+        family, format_ = get_family(found.unproven[0]), found.unproven[0]
+        why = f"{format_} reads one call of this template, not its two: detection names none"
+        checks.append(Check("detected", False, why, required=False))
     if family is not None:
-        checks.append(Check("family", True, f"{found.format}: {family.label}"))
+        checks.append(Check("family", True, f"{format_}: {family.label}"))
     elif found.errors:
         message = f"{_NO_FAMILY}; the template fails to render a tool call: {found.errors[0]}"
         checks.append(Check("family", False, message))
@@ -375,4 +382,4 @@ def diagnose(template: ChatTemplate) -> Report:
         if rendering is not None:
             checks += _read_back(rendering)
     checks += _conversation(template, family)
-    return Report(template.name, found.format, checks)
+    return Report(template.name, format_, checks)

@@ -69,6 +69,7 @@ NoticeCode = Literal[
     "recovered-tool-calls-object",
     "recovered-trailing-call",
     "recovered-raw-controls",
+    "recovered-escaped-newline",
     "recovered-self-closing",
     "recovered-json-arguments",
     "recovered-bare-id",
@@ -124,6 +125,8 @@ NOTICES: dict[NoticeCode, str] = {
     "recovered-trailing-call": "a call that is the reply's last block, after prose, was read; "
     "the prose stays content",
     "recovered-raw-controls": "a call whose JSON strings held raw line breaks or tabs was read",
+    "recovered-escaped-newline": "a call whose tags were parted by an escaped newline (a "
+    "backslash and n) instead of a line break was read",
     "recovered-self-closing": "a call written as one self-closing tag, with no arguments, was read",
     "recovered-json-arguments": "a call whose arguments came as one JSON object, not its "
     "grammar's argument tags, was read",

@@ -2,10 +2,12 @@
 
 Each change undoes one slip small models make, is named on the result, and never invents a
 value: a field the tool does not take is dropped; ``"3"`` becomes 3 where a number is wanted
-and ``3.0`` becomes 3 for an integer; exactly ``"true"``/``"false"`` become booleans; a list
-or object sent as JSON text is read; one value where a list is wanted becomes a list of one;
-an enum option in the wrong case becomes the option when exactly one matches; ``null`` for an
-optional field that does not allow null is dropped. Nothing else — no text rewritten, no
+and ``3.0`` becomes 3 for an integer; exactly ``"true"``/``"false"`` become booleans, and
+Python's ``"True"``/``"False"`` too (a template that quotes every value of a Python call,
+``urgent="False"``, teaches its model to); a list or object sent as JSON text is read; one
+value where a list is wanted becomes a list of one; an enum option in the wrong case becomes
+the option when exactly one matches; ``null`` for an optional field that does not allow null
+is dropped. Nothing else — no text rewritten, no
 default filled in; the strict check afterwards decides.
 
 Only an explicit ``type`` (or ``enum``/``const``) licenses a change of type: ``items`` or
@@ -43,6 +45,8 @@ _MAX_NUMBER_CHARS = 400
 _EXACT_FLOAT_INT = 2**53
 #: Numbers written with more digits than this (counting the exponent) stay text.
 _MAX_EXPONENT = 400
+#: The texts a boolean is written as: JSON's, and Python's (a quoted Python call's value).
+_BOOLEAN_TEXTS = {"true": True, "false": False, "True": True, "False": False}
 #: Schema nodes visited per call, at most: union branches are tried within this budget.
 _WORK_BUDGET = 20_000
 
@@ -219,9 +223,9 @@ def _coerce(value: Any, types: set[str], ctx: _Ctx, depth: int) -> Any:
             if number is not None:
                 ctx.repair("number-from-string")
                 return number
-        if "boolean" in types and value in ("true", "false"):
+        if "boolean" in types and value in _BOOLEAN_TEXTS:
             ctx.repair("boolean-from-string")
-            return value == "true"
+            return _BOOLEAN_TEXTS[value]
         if types & {"array", "object"} and value.lstrip()[:1] in ("[", "{"):
             try:
                 read = read_json(value, max_depth=max(1, MAX_ARGUMENT_DEPTH - depth))

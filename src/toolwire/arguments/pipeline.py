@@ -207,14 +207,20 @@ def _read_text_values(
     Python's ``True``/``False``/``None`` where a boolean or null is wanted (what a template
     renders with Jinja's ``string`` filter) are the named repair ``python-literals``. Any
     other text stays text (and with ``strict`` so does a Python literal): normalising may
-    still read it, and otherwise the check names it.
+    still read it, and otherwise the check names it. For a parameter of text or null, the
+    text ``null`` is null: the JSON a template writes for every value that is not text.
     """
     props, _, _ = declared(schema, schema)
     out: dict[str, Any] = {}
     for key, item in value.items():
         prop = props.get(key)
         types = types_of(prop, schema, infer=False) if prop is not None else None
-        if isinstance(item, str) and types is not None and "string" not in types:
+        if isinstance(item, str) and types is not None and {"string", "null"} <= types:
+            # text or null: a template writes text as it is and the rest as JSON, so the
+            # text ``null`` is the null it rendered (what the peers read, too)
+            if item.strip() == "null":
+                item = None
+        elif isinstance(item, str) and types is not None and "string" not in types:
             text = item.strip()
             if not strict and text in _PY_LITERALS and _json_kind(_PY_LITERALS[text]) in types:
                 item = _PY_LITERALS[text]

@@ -87,6 +87,7 @@ class _ActionBody(_ListBody):
 class CommandRPlusStream(OpeningsStream, JsonListStream):
     grammar = COMMAND_R_PLUS
     body_class = _ActionBody
+    turn_end = "<|END_OF_TURN_TOKEN|>"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -243,6 +243,7 @@ class _DsmlBody(Body):
 
 class DeepSeekDsmlStream(MarkerStream):
     marker = _DSML
+    turn_end = "<｜end▁of▁sentence｜>"
     body_class = _DsmlBody
 
     def _close(self, body: Body) -> None:

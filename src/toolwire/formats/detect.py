@@ -3,14 +3,21 @@
 The probe renders one conversation twice: a user message with the generation prompt, and
 the same followed by an assistant turn that calls a tool. What the second adds to the first,
 cut at the end of the turn, is exactly the text the model was trained to write for that
-call. The family whose parser reads that text back as the probe's call is the template's
-format (``via="probe"``).
+call. A family whose parser reads that text back as the probe's call claims the template,
+and the claim stands only when the family also reads back the template's own rendering of
+two calls (:data:`DERIVE_CALLS`; a template that writes one call a turn, of the second
+alone): one call is no proof of a grammar (a bare JSON object is Llama 3's call, a list of
+two is not). That family is the template's format (``via="probe"``). Where the model's text
+starts and ends is found from the template (:mod:`toolwire.formats.turn`): the end it
+writes after a plain turn, and the start also from a rendering with a plain assistant turn,
+for templates that write the conversation before a call otherwise than the prompt.
 
 When no family does, the grammar is learned from the template's renderings of one call and
 of two (:mod:`toolwire.formats.learn`) and kept only when the family built from it reads both
 back exactly (``"derived"``). A template that renders no calls at all may still state its
 format in its prompt: a family's ``prompt_markers`` shown with tools and not without claim it
-(``"prompt"``). Otherwise the format is ``none`` (a template that ignores tools, or a grammar
+(``"prompt"``); a template whose calls render in a grammar no family reads is not claimed
+from its words. Otherwise the format is ``none`` (a template that ignores tools, or a grammar
 that cannot be learned). No template source text is fingerprinted, so a renamed or lightly
 edited template is still recognised, and a template that only looks like one is not.
 """
@@ -20,7 +27,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..arguments import prepare_arguments
@@ -31,8 +38,9 @@ from ..templates.shaping import CallIds
 from .base import Family
 from .derived import DerivedShape
 from .learn import learn_shape
-from .reasoning import CLOSERS, OPENERS, opens_reasoning
+from .reasoning import opens_reasoning
 from .registry import _FAMILIES, get_family
+from .turn import PROBE_DATETIME, Plain, Start, turn_texts, with_sentinels
 
 __all__ = [
     "DERIVE_CALLS",
@@ -89,8 +97,6 @@ DERIVE_CALLS = (
     ToolCall("f5g6h7i8j", "set_alarm", {"time": '07:30\n<b>"wake" & go</b>', "loud": True}),
 )
 _SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in DERIVE_TOOLS}
-#: Templates reading ``datetime`` get this one while probing: both renderings must agree.
-_PROBE_DATETIME = "Jan 01 2026 00:00:00 GMT"
 
 _SYSTEM = {"role": "system", "content": "You are a helpful assistant."}
 _USER = {"role": "user", "content": "What will the weather be in Paris over the next 3 days?"}
@@ -135,8 +141,6 @@ COMMON_END_TOKENS = (
     "<|end_of_msg|>",  # Kimi K3
     "<|eos|>",  # Hunyuan A13B
 )
-_SENTINEL_EOS = "<|toolwire-eos|>"
-_SENTINEL_BOS = "<|toolwire-bos|>"
 
 
 @dataclass(frozen=True)
@@ -144,10 +148,10 @@ class Detection:
     """What the probe found: the format's name (``"none"`` if no family fits) and why.
 
     ``via`` says how: ``"probe"`` (a family read the template's own rendering of the probe
-    call), ``"derived"`` (no family did; a grammar was learned from the template's renderings
-    and proved on them: ``shape``), ``"prompt"`` (the template renders no calls, but its
-    prompt with tools states a family's format: a text the family declares in
-    ``prompt_markers``, absent from the prompt without tools), or ``""`` for ``none``.
+    call, and of two calls), ``"derived"`` (no family did; a grammar was learned from the
+    template's renderings and proved on them: ``shape``), ``"prompt"`` (the template renders
+    no calls, but its prompt with tools states a family's format: a text the family declares
+    in ``prompt_markers``, absent from the prompt without tools), or ``""`` for ``none``.
     """
 
     format: str
@@ -165,53 +169,19 @@ class Detection:
     #: The template writes an assistant's calls only when its content is ``None`` (render
     #: with ``keep_call_none``): DeepSeek R1's distills.
     none_content: bool = False
+    #: Where ``call_text`` was found to start: after what the generation prompt shares with
+    #: the rendering (``"prompt"``), or after what a plain assistant turn shares with it
+    #: (``"turn"``: a template that writes the conversation before a call otherwise).
+    start: str = "prompt"
+    #: Families that read the probe call but misread the template's own two calls: the claim
+    #: they could not prove (``toolwire doctor`` shows why, in that family's grammar).
+    unproven: tuple[str, ...] = ()
 
     @property
     def family(self) -> Family | None:
         if self.shape is not None:
             return self.shape.family
         return None if self.format == "none" else get_family(self.format)
-
-
-def _lcp(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    lo, hi = 0, n
-    while lo < hi:  # binary search on prefix equality: O(n log n) worst, fast in C
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _back_off(text: str, p: int) -> int:
-    """Move a cut point back so it does not split a marker.
-
-    A generation prompt ending ``<think>`` and a turn starting ``<tool_call>`` share
-    ``<t``; the model's text starts at the marker, not inside it.
-    """
-    markers = [m for fam in _FAMILIES.values() for m in fam.markers if len(m) > 1]
-    markers += [*OPENERS, *CLOSERS]
-    moved = True
-    while moved:
-        moved = False
-        for marker in markers:
-            for k in range(len(marker) - 1, 0, -1):
-                if k <= p and text.startswith(marker, p - k) and text.endswith(marker[:k], 0, p):
-                    p -= k
-                    moved = True
-                    break
-    return p
-
-
-def _cut_turn(text: str, ends: Sequence[str]) -> str:
-    cut = len(text)
-    for token in ends:
-        j = text.find(token)
-        if 0 <= j < cut:
-            cut = j
-    return text[:cut]
 
 
 def _attempts() -> Iterator[tuple[list[dict[str, Any]], str | None, bool]]:
@@ -224,13 +194,21 @@ def _attempts() -> Iterator[tuple[list[dict[str, Any]], str | None, bool]]:
                 yield [*head, _USER], content, results
 
 
-def _reads(family: Family, text: str, reasoning_open: bool, calls: Sequence[ToolCall]) -> bool:
-    """Whether ``family`` reads ``text`` as exactly ``calls`` and nothing else."""
+def _reads(
+    family: Family,
+    text: str,
+    reasoning_open: bool,
+    calls: Sequence[ToolCall],
+    *,
+    prose: bool = False,
+) -> bool:
+    """Whether ``family`` reads ``text`` as exactly ``calls`` and nothing else (with
+    ``prose``, text left beside the calls is allowed: the doctor names it)."""
     generated = "\x00generated"
     result = family.parse(
         text, DERIVE_TOOLS, reasoning_open=reasoning_open, make_id=lambda _i: generated
     )
-    if len(result.calls) != len(calls) or result.content.strip():
+    if len(result.calls) != len(calls) or (result.content.strip() and not prose):
         return False
     for got, want in zip(result.calls, calls, strict=True):
         # an id is generated, the probe's own, or one the model wrote (Kimi's functions.NAME:0)
@@ -253,20 +231,6 @@ def _reads(family: Family, text: str, reasoning_open: bool, calls: Sequence[Tool
     return True
 
 
-def _with_sentinels(template: ChatTemplate) -> ChatTemplate:
-    if template.eos_token and template.bos_token:
-        return template
-    return ChatTemplate(
-        template.source,
-        bos_token=template.bos_token or _SENTINEL_BOS,
-        eos_token=template.eos_token or _SENTINEL_EOS,
-        end_tokens=template.end_tokens,
-        tool_source=template.tool_source,
-        name=template.name,
-        variables=template.variables,
-    )
-
-
 def assistant_text(
     template: ChatTemplate,
     before: Sequence[Mapping[str, Any]],
@@ -276,70 +240,120 @@ def assistant_text(
     call_ids: CallIds = "keep",
     keep_call_none: bool = False,
     budget: TemplateBudget | None = None,
+    start: Start = "auto",
 ) -> tuple[str, bool]:
     """The text a template puts in the model's mouth for ``turn``, and whether it starts
     inside a thinking block the generation prompt opened.
 
     ``before`` is rendered with the generation prompt, ``before + turn`` without (with
     ``keep_call_none``, a ``None`` content beside calls reaches the template as ``None``); what the
-    second adds, cut at the end of the turn, is what the model writes. Raises
-    :class:`~toolwire.errors.TemplateError` or :class:`~toolwire.errors.LimitError` when the
-    template refuses either conversation. Both renders spend ``budget`` (a fresh one for the
-    pair when none is given).
+    second adds, cut at the end of the turn, is what the model writes. The end of a turn is
+    learned from the template (what it writes after a plain reply), with known token texts
+    beside it. ``start="turn"`` takes the start from a rendering with a plain assistant turn
+    instead (what a plain turn and this one share is the template's, not the model's);
+    ``"auto"`` (the default) does so only when the generation prompt's diff would start inside
+    the last message of ``before`` (a template that writes the conversation before a call
+    otherwise). A turn that starts with the closer of a thinking block the generation prompt
+    opened starts inside that block. Raises :class:`~toolwire.errors.TemplateError` or
+    :class:`~toolwire.errors.LimitError` when the template refuses either conversation. Every
+    render spends ``budget`` (a fresh one for the call when none is given).
     """
-    probe = _with_sentinels(template)
-    budget = budget if budget is not None else TemplateBudget()
-    a = probe.render(
-        list(before),
+    texts = turn_texts(
+        template,
+        before,
+        turn,
         tools,
-        add_generation_prompt=True,
-        call_ids=call_ids,
-        datetime=_PROBE_DATETIME,
-        budget=budget,
-    )
-    b = probe.render(
-        [*before, *turn],
-        tools,
-        add_generation_prompt=False,
         call_ids=call_ids,
         keep_call_none=keep_call_none,
-        datetime=_PROBE_DATETIME,
-        budget=budget,
+        budget=budget if budget is not None else TemplateBudget(),
+        memo={},
+        known_ends=COMMON_END_TOKENS,
     )
-    p = _back_off(b, _lcp(a, b))
-    ends = [*probe.end_tokens, _SENTINEL_EOS, *COMMON_END_TOKENS]
-    text = _cut_turn(b[p:], ends)
-    # A generation prompt that closes an empty thinking block (``<think></think>``) where the
-    # past turn writes only ``</think>``: the model writes what follows the prompt's closer.
-    prompt_end = a.rstrip()
-    for closer in CLOSERS:
-        if prompt_end.endswith(closer) and text.startswith(closer):
-            text = text[len(closer) :]
-            break
-    return text, opens_reasoning(b[:p])
+    chosen = next((t for t in texts if t[2] == start), texts[0])
+    return chosen[0], chosen[1]
+
+
+def _proven(
+    template: ChatTemplate,
+    family: Family,
+    attempt: tuple[list[dict[str, Any]], str | None, bool],
+    start: str,
+    budget: TemplateBudget,
+    memo: Plain,
+) -> bool:
+    """Whether ``family``'s claim on the template stands: it reads back the template's own
+    rendering of both :data:`DERIVE_CALLS`, asked for as the probe was (``attempt``,
+    ``start``), as exactly those calls (text the template writes beside them may stay text).
+
+    A template that writes both calls must be read as both (one call a message or not: it
+    teaches its model to write two). One that writes only the first of them, or refuses two
+    calls in a turn, teaches one call a turn: then the proof is the second call (markup,
+    quotes, a line break, a boolean) rendered alone. A template that refuses to render the
+    proof's conversation at all (two tools, say) cannot refute the probe: the claim stands on
+    the probe's reading. Only a rendering the family misreads refutes it.
+    """
+    before, content, results = attempt
+
+    def rendered(calls: Sequence[ToolCall]) -> tuple[str, bool]:
+        texts = turn_texts(
+            template,
+            before,
+            _turn(calls, content, results),
+            DERIVE_TOOLS,
+            call_ids=family.call_ids,
+            keep_call_none=content is None,
+            budget=budget,
+            memo=memo,
+            known_ends=COMMON_END_TOKENS,
+        )
+        chosen = next((t for t in texts if t[2] == start), texts[0])
+        return chosen[0], chosen[1]
+
+    try:
+        text, opened = rendered(DERIVE_CALLS)
+        if all(c.name in text for c in DERIVE_CALLS):
+            return _reads(family, text, opened, DERIVE_CALLS, prose=True)
+    except (TemplateError, LimitError):
+        if budget.exhausted:
+            return False
+    try:
+        text, opened = rendered(DERIVE_CALLS[1:])
+    except (TemplateError, LimitError):
+        return not budget.exhausted
+    if DERIVE_CALLS[1].name not in text:
+        return False  # it writes the probe's call and not this one: nothing it writes is proof
+    return _reads(family, text, opened, DERIVE_CALLS[1:], prose=True)
 
 
 def _probe(template: ChatTemplate, families: Sequence[Family], budget: TemplateBudget) -> Detection:
     errors: list[str] = []
     rendered = False
+    shows_calls = False
     first_text = ""
     first_open = False
-    for before, content, results in _attempts():
+    memo: Plain = {}
+    refuted: list[str] = []
+    probe = with_sentinels(template)
+    for attempt in _attempts():
+        before, content, results = attempt
         try:
-            text, reasoning_open = assistant_text(
+            texts = turn_texts(
                 template,
                 before,
                 _turn([PROBE_CALL], content, results),
                 PROBE_TOOLS,
+                call_ids="keep",
                 keep_call_none=content is None,
                 budget=budget,
+                memo=memo,
+                known_ends=COMMON_END_TOKENS,
             )
             prompt_opens = opens_reasoning(
-                _with_sentinels(template).render(
+                probe.render(
                     before,
                     PROBE_TOOLS,
                     add_generation_prompt=True,
-                    datetime=_PROBE_DATETIME,
+                    datetime=PROBE_DATETIME,
                     budget=budget,
                 )
             )
@@ -349,75 +363,93 @@ def _probe(template: ChatTemplate, families: Sequence[Family], budget: TemplateB
                 return Detection("none", "", False, (), tuple(errors))
             continue
         rendered = True
-        found = tuple(
-            fam.name for fam in families if _reads(fam, text, reasoning_open, [PROBE_CALL])
-        )
-        if found:
-            return Detection(
-                found[0], text, prompt_opens, found, via="probe", none_content=content is None
+        for text, reasoning_open, start in texts:
+            shows_calls = shows_calls or PROBE_CALL.name in text
+            found = [fam for fam in families if _reads(fam, text, reasoning_open, [PROBE_CALL])]
+            # a family that reads the probe call claims the template only once it reads the
+            # template's own two calls too: one call is no proof of a grammar
+            proven = tuple(
+                fam.name for fam in found if _proven(template, fam, attempt, start, budget, memo)
             )
-        if not first_text:
-            first_text, first_open = text, prompt_opens
-    derived = _derive(template, budget)
+            refuted += [fam.name for fam in found if fam.name not in (*proven, *refuted)]
+            if proven:
+                return Detection(
+                    proven[0],
+                    text,
+                    prompt_opens,
+                    proven,
+                    via="probe",
+                    none_content=content is None,
+                    start=start,
+                )
+            if budget.exhausted:
+                return Detection("none", "", False, (), tuple(errors))
+        if not first_text and texts:
+            first_text, first_open = texts[0][0], prompt_opens
+    unproven = tuple(refuted)
+    derived = _derive(template, budget, memo)
     if derived is not None:
-        return derived
-    claimed = _prompt_claim(template, families, budget)
+        return replace(derived, unproven=unproven)
+    # a prompt states a format only for a template that shows no calls: one whose calls
+    # render in a grammar no family read is not claimed from its words
+    claimed = None if shows_calls else _prompt_claim(template, families, budget)
     if claimed is not None:
         return Detection(claimed, first_text, first_open, (claimed,), via="prompt")
     if rendered:  # an attempt the template refused is no error when another rendered
-        return Detection("none", first_text, first_open)
+        return Detection("none", first_text, first_open, unproven=unproven)
     return Detection("none", "", False, (), tuple(errors))
 
 
-def _derive(template: ChatTemplate, budget: TemplateBudget) -> Detection | None:
+def _derive(template: ChatTemplate, budget: TemplateBudget, memo: Plain) -> Detection | None:
     """Learn the grammar from renderings of one and of two calls, and keep it only when its
     family reads both renderings back exactly."""
     for before, content, results in _attempts():
         if results or budget.exhausted:  # a tool's turn would be learned as the calls' end
             continue
+        none = content is None
         try:
-            none = content is None
-            one, opened = assistant_text(
-                template,
-                before,
-                _turn(DERIVE_CALLS[:1], content, results),
-                DERIVE_TOOLS,
-                keep_call_none=none,
-                budget=budget,
+            ones, twos = (
+                turn_texts(
+                    template,
+                    before,
+                    _turn(calls, content, results),
+                    DERIVE_TOOLS,
+                    call_ids="keep",
+                    keep_call_none=none,
+                    budget=budget,
+                    memo=memo,
+                    known_ends=COMMON_END_TOKENS,
+                )
+                for calls in (DERIVE_CALLS[:1], DERIVE_CALLS)
             )
-            two, opened_two = assistant_text(
-                template,
-                before,
-                _turn(DERIVE_CALLS, content, results),
-                DERIVE_TOOLS,
-                keep_call_none=none,
-                budget=budget,
-            )
-            prompt = _with_sentinels(template).render(
+            prompt = with_sentinels(template).render(
                 before,
                 DERIVE_TOOLS,
                 add_generation_prompt=True,
-                datetime=_PROBE_DATETIME,
+                datetime=PROBE_DATETIME,
                 budget=budget,
             )
         except (TemplateError, LimitError):
             continue
-        shape = learn_shape(one, two, DERIVE_CALLS)
-        if shape is None:
-            continue
-        family = shape.family
-        if _reads(family, one, opened, DERIVE_CALLS[:1]) and _reads(
-            family, two, opened_two, DERIVE_CALLS
-        ):
-            return Detection(
-                "derived",
-                one,
-                opens_reasoning(prompt),
-                ("derived",),
-                via="derived",
-                shape=shape,
-                none_content=none,
-            )
+        for one, opened, start in ones:
+            two, opened_two, _ = next((t for t in twos if t[2] == start), twos[0])
+            shape = learn_shape(one, two, DERIVE_CALLS)
+            if shape is None:
+                continue
+            family = shape.family
+            if _reads(family, one, opened, DERIVE_CALLS[:1]) and _reads(
+                family, two, opened_two, DERIVE_CALLS
+            ):
+                return Detection(
+                    "derived",
+                    one,
+                    opens_reasoning(prompt),
+                    ("derived",),
+                    via="derived",
+                    shape=shape,
+                    none_content=none,
+                    start=start,
+                )
     return None
 
 
@@ -429,11 +461,11 @@ def _prompt_claim(
     claimants = [fam for fam in families if fam.prompt_markers]
     if not claimants:
         return None
-    probe = _with_sentinels(template)
+    probe = with_sentinels(template)
     for before in ([_USER], [_SYSTEM, _USER]):
         try:
-            told = probe.render(before, PROBE_TOOLS, datetime=_PROBE_DATETIME, budget=budget)
-            plain = probe.render(before, None, datetime=_PROBE_DATETIME, budget=budget)
+            told = probe.render(before, PROBE_TOOLS, datetime=PROBE_DATETIME, budget=budget)
+            plain = probe.render(before, None, datetime=PROBE_DATETIME, budget=budget)
         except (TemplateError, LimitError):
             continue
         for fam in claimants:

@@ -72,6 +72,7 @@ class _GigaChatBody(Body):
 class GigaChatStream(OpeningsStream):
     openings = (_CALL_V3, _CALL_V31)
     body_class = _GigaChatBody
+    turn_end = "</s>"  # the models' end-of-sequence token
 
 
 class GigaChat(Family):

@@ -17,6 +17,11 @@ repair named in an ``arguments-repaired`` notice once the call is read:
   copies from JSON it saw) is that JSON;
 - a key with no ``<arg_value>`` after it is left out (so a required field is reported
   missing, not filled with nothing). An empty ``<arg_value></arg_value>`` is the empty text.
+- the newlines between the tags written escaped, as the two characters ``\\n``
+  (``<tool_call>f\\n<arg_key>``, what a model copies from a template shown as JSON), are
+  read as the newlines they stand for, named in a ``recovered-escaped-newline`` notice. A
+  backslash ends the name (no tool name holds one); only between tags is it read so, never
+  inside a value.
 
 A value opening with ``"``, ``{`` or ``[`` is passed on once whole (it may be read as one of
 these); any other streams as it comes. Escapes in any other value (``a\\nb``) are its text.
@@ -68,12 +73,13 @@ def _read_value(text: str) -> tuple[str, str]:
 class _GlmBody(TextBody):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
-        self.names = NameReader(WS + "<", "tool name")
+        self.names = NameReader(WS + "<\\", "tool name")
         self.keys = NameReader("<", "argument name")
         self.key = ""  # the key read, its value not yet opened
         self.held: list[str] = []
         #: The repairs used, told once the call is read.
         self.told: list[tuple[NoticeCode, str]] = []
+        self.escaped_newline = False  # the tolerance is told once a call
 
     def step(self, s: str, i: int) -> tuple[int, bool]:
         state = self.state
@@ -111,6 +117,19 @@ class _GlmBody(TextBody):
             return j, True
         if s[i] in WS:
             return i + 1, True
+        if s[i] == "\\" and not self.stream.strict:  # an escaped newline between the tags
+            if i + 1 == len(s):
+                return i, False  # wait: is it \n?
+            if s[i + 1] == "n":
+                if not self.escaped_newline:
+                    self.escaped_newline = True
+                    self.told.append(
+                        (
+                            "recovered-escaped-newline",
+                            "read a call whose tags were parted by \\n written as two characters",
+                        )
+                    )
+                return i + 2, True
         if state == _BEFORE_VALUE:
             return self._before_value(s, i)
         # _BETWEEN

@@ -124,7 +124,16 @@ def _name_json_payload(text: str, start: int, call: ToolCall) -> _Payload | None
 
 
 def _tidy_opener(common: str) -> str:
-    """A learned opening text starts at a tag's start, not at the end of the one before."""
+    """A learned opening text starts at a tag's start, not inside the one before.
+
+    Two different tags may end alike: ``<tool_sep:x>`` and ``</arg_value:x>`` share ``:x>``
+    (tags namespaced by a suffix), and a common suffix starting there starts inside a tag.
+    Text that closes a bracket before opening one is the end of the tag before: it goes.
+    """
+    closer = min((i for i in (common.find(c) for c in ">])}") if i >= 0), default=-1)
+    opener = min((i for i in (common.find(c) for c in "<[({") if i >= 0), default=-1)
+    if closer >= 0 and (opener < 0 or closer < opener):
+        common = common[closer + 1 :]
     while common and (common[0] in WS or common[0] in ">])}|"):
         common = common[1:]
     return common

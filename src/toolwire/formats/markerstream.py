@@ -185,8 +185,16 @@ class MarkerStream(ReplyStream):
         if "marker" in cls.__dict__:
             cls._opening = Markers((cls.marker,))
 
+    #: The family's end-of-turn token, for an engine that leaves it in the reply (SGLang's
+    #: tests write GigaChat's ``</s>`` so). At the very end of the reply, after nothing but
+    #: whitespace, it is where the turn stopped, not text; anywhere else it stays text. It is
+    #: the template's own token, not a stray from the grammar, so it needs no notice.
+    turn_end: ClassVar[str] = ""
+
     _body: Body | None = None
     _raw: list[str]
+    #: Reply text held back while it may be ``turn_end`` at the reply's end.
+    _tail: str = ""
 
     def new_body(self) -> Body:
         return self.body_class(self)
@@ -203,6 +211,7 @@ class MarkerStream(ReplyStream):
                 if not marker:
                     self._held = s[j:]
                     return
+                self._release_tail()  # a call follows: what was held is text
                 self._body = self.new_body()
                 self._raw = [marker]
                 i = j + len(marker)
@@ -248,3 +257,27 @@ class MarkerStream(ReplyStream):
             self._close(body)
         else:
             self._text(self._take_held())
+        tail, self._tail = self._tail, ""
+        if not (tail.startswith(self.turn_end) and not tail[len(self.turn_end) :].strip(WS)):
+            super()._text(tail)  # not the turn's end token: it is text
+
+    def _text(self, text: str) -> None:
+        end = self.turn_end
+        if not end:
+            super()._text(text)
+            return
+        s = self._tail + text
+        stripped = s.rstrip(WS)
+        if stripped.endswith(end) and len(s) - len(stripped) <= MAX_HELD:
+            keep = len(stripped) - len(end)  # the token and the whitespace after it
+        else:  # a piece at the end that may still become the token
+            keep = len(s) - next(
+                (k for k in range(min(len(end) - 1, len(s)), 0, -1) if end.startswith(s[-k:])),
+                0,
+            )
+        self._tail = s[keep:]
+        super()._text(s[:keep])
+
+    def _release_tail(self) -> None:
+        tail, self._tail = self._tail, ""
+        super()._text(tail)

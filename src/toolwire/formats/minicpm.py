@@ -1,6 +1,7 @@
 """MiniCPM5: ``<function name="NAME"><param name="K">V</param>…</function>``.
 
-Written by openbmb MiniCPM5. There is no wrapping tag: each call is one ``<function>``
+Written by openbmb MiniCPM5, and in the same grammar by MiniCPM4 (SGLang's MiniCPM4 XML
+detector reads these calls). There is no wrapping tag: each call is one ``<function>``
 element, written anywhere in the reply (the template puts a newline between two calls and
 after any text). A value is the text between its tags, verbatim; a string holding ``<``,
 ``&`` or a newline is wrapped in ``<![CDATA[…]]>``, whose inside is the value (so it may hold

@@ -14,8 +14,11 @@ family's call.
 Qwen3-Coder sometimes leaves out the opening ``<tool_call>`` but writes the rest:
 ``<function=NAME>…</function>\n</tool_call>``. Unless strict, that is read as the call it is
 (the closing tag confirms it), and the repair is named in a ``recovered-unopened-call``
-notice. Without the closing tag it stays text, as does ``<function=NAME>`` naming no declared
-tool: text that never became a call is given back without a notice.
+notice. It also writes the call bare, with neither tag (vLLM and SGLang read that): a
+``<function=NAME>…</function>`` naming a declared tool, that the reply ends after or that
+another bare call follows, is read under the same notice. Anything else after the bare
+``</function>`` (prose), or a name no declared tool has, and it stays text: text that never
+became a call is given back without a notice.
 
 A reply that ends inside a call (a length limit, a stop) is never a call lost in silence. A
 call whose ``</function>`` came, so that every argument is whole, and only ``</tool_call>``
@@ -148,7 +151,19 @@ class _XmlBody(TextBody):
             self.state = _PNAME if literal == _PARAMETER else _POST
             i = j
         else:  # _POST
-            j = self.expect(s, i, self.close_tag, f"text after </function> before {self.close_tag}")
+            if self.unopened:
+                j, literal = self.expect_one(
+                    s,
+                    i,
+                    (self.close_tag, _FUNCTION),
+                    f"text after </function> before {self.close_tag}",
+                )
+                if j >= 0 and literal == _FUNCTION:  # the next bare call: this one is whole
+                    return self._end_bare(i), False
+            else:
+                j = self.expect(
+                    s, i, self.close_tag, f"text after </function> before {self.close_tag}"
+                )
             if j < 0:
                 return i, False
             if self.unopened:
@@ -160,7 +175,33 @@ class _XmlBody(TextBody):
             return j, False
         return i, True
 
+    def _bare_ok(self) -> bool:
+        """A call with neither ``<tool_call>`` nor ``</tool_call>`` is read only when it names
+        a declared tool, unless strict: nothing else confirms it is a call."""
+        assert self.call is not None
+        tools = self.stream.tools
+        return not self.stream.strict and tools.known and tools.has(self.call.name)
+
+    def _end_bare(self, i: int) -> int:
+        """The bare call before ``s[i]`` is whole: read it (named), or fail it to text."""
+        if not self._bare_ok():
+            return self.fail(i, f"text after </function> before {self.close_tag}")
+        self.stream._notice(
+            "recovered-unopened-call",
+            "read a call written as <function=…>…</function> with neither <tool_call> nor "
+            "</tool_call>",
+        )
+        self.end_call()
+        self.status = DONE
+        return i
+
     def end_of_reply(self) -> None:
+        if self.state == _POST and self.call is not None and self.unopened and self._bare_ok():
+            held = self.stream._raw[-1]  # what the reply ended on, held back: not this call's
+            if not self.close_tag.startswith(held):
+                self.stream._text(held)  # the start of another bare call, cut short
+            self._end_bare(0)  # a bare call the reply ends after
+            return
         whole = self.state == _POST and self.call is not None and not self.unopened
         if whole and self.reads_unclosed and not self.stream.strict:
             self.stream._notice(
