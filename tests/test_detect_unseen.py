@@ -484,7 +484,11 @@ def test_detection_renders_a_bounded_number_of_times(monkeypatch: pytest.MonkeyP
         count[0] = 0
         detect_format(ChatTemplate(source, name=path.name))
         assert count[0] == 0
-    assert 0 < most <= 64
+    # 8 probe attempts (each a few renders, and a proof for each family that reads the probe
+    # call: a refuted one costs its proof again on the next attempt), 4 derivations, the
+    # prompt's claim: a template a family reads but never proves (vLLM's Hermes 2 Pro
+    # example) takes the most; the time and memory of them all are one budget's
+    assert 0 < most <= 96
 
 
 def test_a_spent_budget_stops_detection_and_is_not_cached() -> None:
