@@ -25,7 +25,8 @@ def calls(family: str, reply: str, **kw: Any) -> list[tuple[str, dict[str, Any]]
 
 
 def codes(family: str, reply: str, **kw: Any) -> list[str]:
-    stream = get_family(family).stream(None, **kw)
+    tools = kw.pop("tools", None)
+    stream = get_family(family).stream(tools, **kw)
     return [e.code for e in stream.feed(reply) + stream.finish() if isinstance(e, Notice)]
 
 
@@ -66,3 +67,70 @@ def test_qwen_closing_tag_text_not_before_a_tag_stays_in_the_value() -> None:
     )
     assert calls("qwen-xml", reply) == [("f", {"x": value})]
     assert "recovered-misspelt-tag" not in codes("qwen-xml", reply)
+
+
+# --- DeepSeek V4 DSML: damaged wrappers, bare invokes, quoted markup ------------------------
+
+D = "<｜DSML｜"
+INVOKE = (
+    f'{D}invoke name="get_weather">\n{D}parameter name="city" string="true">SF</｜DSML｜parameter>'
+    "\n</｜DSML｜invoke>"
+)
+BLOCK = f"{D}tool_calls>\n{INVOKE}\n</｜DSML｜tool_calls>"
+SF = ("get_weather", {"city": "SF"})
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
+
+
+@pytest.mark.parametrize(
+    ("reply", "content"),
+    [
+        (f"\n\n{D}toolcalls>\n\n{INVOKE}", ""),  # misspelt wrapper, no closer
+        (f"\n\n{D}tool_calls\n{BLOCK}", ""),  # a wrapper that lost its >
+        (f"\n\n{D}tool_calls<tool_calls>\n\n{BLOCK}", ""),
+        (f"\n\n{D}tool_calls<tool_calls>\n\n{INVOKE}", ""),
+        (f"Checking files.\n\n{D} SugarPanel>\n{BLOCK}", "Checking files."),
+        (f"\n\n{D}tool_calls...\n\n{INVOKE}", ""),
+        (f"Final scan:\n\n{D}tool_calls-ok Let's scan the outputs.\n{INVOKE}", "Final scan:"),
+    ],
+)
+def test_dsml_damaged_wrapper_before_a_call_is_read_past(reply: str, content: str) -> None:
+    result = get_family("deepseek-dsml").parse(reply, tools=TOOLS)
+    assert [(c.name, c.arguments) for c in result.calls] == [SF]
+    assert result.content.strip() == content
+    assert D not in result.content
+    assert "recovered-misspelt-tag" in codes("deepseek-dsml", reply, tools=TOOLS)
+    strict = get_family("deepseek-dsml").parse(reply, tools=TOOLS, strict=True)
+    assert D in strict.content  # strict: the damaged tag is not read past
+    for size in (1, 3, 5):
+        check_stream("deepseek-dsml", reply, pieces(reply, size), tools=TOOLS)
+
+
+def test_dsml_bare_invoke_is_read_under_a_notice_only_for_a_declared_tool() -> None:
+    reply = f"Looking it up.\n{INVOKE}"
+    assert calls("deepseek-dsml", reply, tools=TOOLS) == [SF]
+    assert "recovered-section-missing" in codes("deepseek-dsml", reply, tools=TOOLS)
+    assert calls("deepseek-dsml", reply, tools=TOOLS, strict=True) == []
+    assert calls("deepseek-dsml", reply) == []  # no declared tools: nothing confirms a call
+    other = [{"type": "function", "function": {"name": "search", "parameters": {}}}]
+    assert calls("deepseek-dsml", reply, tools=other) == []
+
+
+def test_dsml_damaged_tag_with_no_call_after_stays_text() -> None:
+    for reply in (f"Example: '{D}toolcalls>'\n", f"{D}tool_calls-ok and then prose only."):
+        result = get_family("deepseek-dsml").parse(reply, tools=TOOLS)
+        assert result.calls == []
+        assert result.content == reply
+
+
+@pytest.mark.parametrize("fence", ["```", "~~~"])
+def test_dsml_quoted_in_a_code_fence_is_prose(fence: str) -> None:
+    reply = f"Example:\n{fence}xml\n{BLOCK}\n{fence}\n"
+    result = get_family("deepseek-dsml").parse(reply, tools=TOOLS)
+    assert result.calls == []
+    assert result.content == reply
+    assert "call-not-read" not in codes("deepseek-dsml", reply, tools=TOOLS)
+    # after the fence closes, a call is a call again
+    after = reply + f"Now for real:\n{BLOCK}"
+    assert calls("deepseek-dsml", after, tools=TOOLS) == [SF]
+    for size in (1, 2, 7):
+        check_stream("deepseek-dsml", after, pieces(after, size), tools=TOOLS)
