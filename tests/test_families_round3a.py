@@ -134,3 +134,107 @@ def test_dsml_quoted_in_a_code_fence_is_prose(fence: str) -> None:
     assert calls("deepseek-dsml", after, tools=TOOLS) == [SF]
     for size in (1, 2, 7):
         check_stream("deepseek-dsml", after, pieces(after, size), tools=TOOLS)
+
+
+# --- Hermes: later calls written without their opening tag (vLLM's hermes_2_pro template) ---
+
+H1 = '{ "arguments": {"city": "Paris", "days": 3}, "name": "get_weather"}'
+H2 = '{ "arguments": {"time": "07:30"}, "name": "set_alarm"}'
+HERMES_TURN = f"<tool_call>\n{H1}\n</tool_call> {H2}\n</tool_call> "
+
+
+def test_hermes_reads_a_call_after_a_closed_call_without_its_opening_tag() -> None:
+    assert calls("hermes", HERMES_TURN) == [
+        ("get_weather", {"city": "Paris", "days": 3}),
+        ("set_alarm", {"time": "07:30"}),
+    ]
+    assert "recovered-unopened-call" in codes("hermes", HERMES_TURN)
+    assert calls("hermes", HERMES_TURN, strict=True) == [
+        ("get_weather", {"city": "Paris", "days": 3})
+    ]
+    for size in (1, 2, 5):
+        check_stream("hermes", HERMES_TURN, pieces(HERMES_TURN, size))
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        f" {H2} and then prose",  # an object with no </tool_call>: text
+        ' {"not": "a call"}\n</tool_call>',  # not a call's shape: text
+        f"\nSo that is it. {H2}\n</tool_call>",  # prose between: not right after the call
+    ],
+)
+def test_hermes_object_after_a_call_that_is_not_an_unopened_call_stays_text(after: str) -> None:
+    reply = f"<tool_call>\n{H1}\n</tool_call>{after}"
+    result = get_family("hermes").parse(reply)
+    assert [c.name for c in result.calls] == ["get_weather"]
+    assert result.content == after
+    assert "recovered-unopened-call" not in codes("hermes", reply)
+    for size in (1, 3):
+        check_stream("hermes", reply, pieces(reply, size))
+
+
+def test_vllm_hermes_2_pro_template_detects_as_hermes() -> None:
+    from pathlib import Path
+
+    from toolwire.formats.detect import detect_format
+    from toolwire.templates import ChatTemplate
+
+    path = (
+        Path(__file__).parent
+        / "fixtures/unseen_templates/vllm-tool_chat_template_hermes_2_pro.jinja"
+    )
+    detection = detect_format(ChatTemplate(path.read_text()))
+    assert detection.format == "hermes"
+    assert detection.via == "probe"
+
+
+# --- Hunyuan HY3/HY4: namespaced tags, and the separator left out ----------------------------
+
+HY4 = (
+    "<tool_calls:opensource><tool_call:opensource>get_weather<arg_key:opensource>city"
+    "</arg_key:opensource><arg_value:opensource>Beijing</arg_value:opensource>"
+    "</tool_call:opensource></tool_calls:opensource>"
+)
+
+
+def hy(namespace: str, sep: bool = True) -> str:
+    def t(tag: str) -> str:
+        return tag[:-1] + namespace + ">"
+
+    call = (
+        f"{t('<tool_call>')}get_weather{t('<tool_sep>') if sep else ''}\n"
+        f"{t('<arg_key>')}city{t('</arg_key>')}\n{t('<arg_value>')}Beijing{t('</arg_value>')}\n"
+        f"{t('</tool_call>')}\n"
+    )
+    zero = (
+        f"{t('<tool_call>')}get_current_date{t('<tool_sep>') if sep else ''}\n{t('</tool_call>')}\n"
+    )
+    return f"{t('<tool_calls>')}\n{call}{zero}{t('</tool_calls>')}"
+
+
+def test_hunyuan_reads_hy4_namespaced_tags_without_separator() -> None:
+    assert calls("hunyuan", HY4) == [("get_weather", {"city": "Beijing"})]
+    assert "recovered-separator-missing" in codes("hunyuan", HY4)
+    assert calls("hunyuan", HY4, strict=True) == []
+    for size in (1, 4, 9):
+        check_stream("hunyuan", HY4, pieces(HY4, size))
+
+
+@pytest.mark.parametrize("namespace", ["", ":opensource", ":v4"])
+def test_hunyuan_namespace_is_the_blocks_own(namespace: str) -> None:
+    reply = "Let me check.\n" + hy(namespace)
+    want = [("get_weather", {"city": "Beijing"}), ("get_current_date", {})]
+    assert calls("hunyuan", reply) == want
+    assert calls("hunyuan", reply, strict=True) == want
+    assert not [c for c in codes("hunyuan", reply) if c.startswith("recovered-")]
+    # the separator left out: read in a namespaced block, GLM's spelling without a namespace
+    assert calls("hunyuan", hy(namespace, sep=False)) == (want if namespace else [])
+    for size in (1, 6):
+        check_stream("hunyuan", reply, pieces(reply, size))
+
+
+def test_hunyuan_tags_of_another_namespace_do_not_close_the_block() -> None:
+    mixed = HY4.replace("</tool_call:opensource>", "</tool_call:other>")
+    assert calls("hunyuan", mixed) == []
+    assert get_family("hunyuan").parse(mixed).content == mixed

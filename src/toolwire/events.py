@@ -74,6 +74,7 @@ NoticeCode = Literal[
     "recovered-json-arguments",
     "recovered-bare-id",
     "recovered-misspelt-tag",
+    "recovered-separator-missing",
     "calls-kept-apart",
     "arguments-repaired",
     "arguments-unknown-fields",
@@ -135,6 +136,8 @@ NOTICES: dict[NoticeCode, str] = {
     "read: the tool it names, or the one declared tool its arguments fit",
     "recovered-misspelt-tag": "a call with a damaged tag (a closing or wrapper tag misspelt, "
     "cut short) was read",
+    "recovered-separator-missing": "a call whose name was not followed by its separator tag "
+    "was read",
     "calls-kept-apart": "the engine streamed two calls under one index: kept apart",
     "arguments-repaired": "the arguments were repaired or typed by the schema (each repair named)",
     "arguments-unknown-fields": "fields the tool's schema does not list were dropped",
