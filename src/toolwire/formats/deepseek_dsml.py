@@ -26,8 +26,9 @@ that lost its ``>``, a stray ``<｜DSML｜ word>`` line. Unless strict, a line a
 that is no DSML tag is read past when a call follows it (a calls block or an invoke), named
 ``recovered-misspelt-tag``; with no call after it, it is text. An invoke with no calls block
 around it is read when it names a declared tool (``recovered-section-missing``): nothing else
-confirms it. DSML inside a ``` or ~~~ code fence is markup quoted in prose, never a call; it
-stays text with no notice.
+confirms it; after a calls block that broke, no invoke is read bare (it was that block's).
+DSML inside a ``` or ~~~ code fence is markup quoted in prose, never a call; it stays text
+with no notice.
 """
 
 from __future__ import annotations
@@ -216,7 +217,9 @@ class _DsmlBody(Body):
     def _block(self, s: str, i: int) -> tuple[int, bool]:
         """After the marker: the calls block's tag; unless strict, also a bare invoke, or a
         damaged tag (misspelt, its ``>`` lost) when a call follows it."""
-        kinds = tuple(_BLOCKS) if self.stream.strict else (*_BLOCKS, _BARE_INVOKE)
+        stream = self.stream
+        bare_ok = not stream.strict and not getattr(stream, "broken", False)
+        kinds = (*_BLOCKS, _BARE_INVOKE) if bare_ok else tuple(_BLOCKS)
         status, j, literal = expect_any(s, i, kinds)
         if status == OPEN:
             return i, False
@@ -355,6 +358,9 @@ class DeepSeekDsmlStream(MarkerStream):
     #: line while it may still open or close one (None once it cannot).
     _fence = ""
     _head: str | None = ""
+    #: A calls block (or bare invoke) broke earlier in the reply: no bare invoke is read
+    #: after it, since the invokes left of that block are its text.
+    broken = False
 
     def new_body(self) -> Body:
         body = _DsmlBody(self)
@@ -367,6 +373,8 @@ class DeepSeekDsmlStream(MarkerStream):
             self._body = None
             self._raw = []
             return
+        if isinstance(body, _DsmlBody) and (body.closer or body.bare):
+            self.broken = True  # the invokes of a block that broke stay text with it
         super()._give_back(body)
 
     def _text(self, text: str) -> None:
