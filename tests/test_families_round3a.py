@@ -16,6 +16,7 @@ import pytest
 
 from toolwire import get_family
 from toolwire.events import Notice
+from toolwire.formats.detect import detect_format
 
 from .test_formats import check_stream
 
@@ -177,7 +178,6 @@ def test_hermes_object_after_a_call_that_is_not_an_unopened_call_stays_text(afte
 def test_vllm_hermes_2_pro_template_detects_as_hermes() -> None:
     from pathlib import Path
 
-    from toolwire.formats.detect import detect_format
     from toolwire.templates import ChatTemplate
 
     path = (
@@ -238,3 +238,21 @@ def test_hunyuan_tags_of_another_namespace_do_not_close_the_block() -> None:
     mixed = HY4.replace("</tool_call:opensource>", "</tool_call:other>")
     assert calls("hunyuan", mixed) == []
     assert get_family("hunyuan").parse(mixed).content == mixed
+
+
+def test_tencent_hy3_template_detects_as_hunyuan_and_reads_back_two_calls() -> None:
+    from pathlib import Path
+
+    from toolwire.formats.detect import DERIVE_CALLS, DERIVE_TOOLS, _turn, assistant_text
+    from toolwire.templates import ChatTemplate
+
+    path = Path(__file__).parent / "fixtures/unseen_templates/tencent-Hy3.jinja"
+    template = ChatTemplate(path.read_text(encoding="utf-8"))
+    detection = detect_format(template)
+    assert (detection.format, detection.via) == ("hunyuan", "probe")
+    user = [{"role": "user", "content": "Weather in Paris, and wake me at 7:30."}]
+    text, _ = assistant_text(template, user, _turn(DERIVE_CALLS, None, False), DERIVE_TOOLS)
+    assert "<tool_calls:opensource>" in text
+    result = get_family("hunyuan").parse(text, DERIVE_TOOLS)
+    assert [c.name for c in result.calls] == [c.name for c in DERIVE_CALLS]
+    assert result.content.strip() == ""

@@ -192,6 +192,8 @@ class _HunyuanBody(TextBody):
 class HunyuanStream(MarkerStream):
     marker = _BLOCK_OPEN
     body_class = _HunyuanBody
+    #: HY3's end of sequence, which its template writes straight after a turn's calls.
+    turn_end = "<｜hy_eos:opensource｜>"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
