@@ -73,6 +73,8 @@ NoticeCode = Literal[
     "recovered-self-closing",
     "recovered-json-arguments",
     "recovered-bare-id",
+    "recovered-misspelt-tag",
+    "recovered-separator-missing",
     "calls-kept-apart",
     "arguments-repaired",
     "arguments-unknown-fields",
@@ -132,6 +134,10 @@ NOTICES: dict[NoticeCode, str] = {
     "grammar's argument tags, was read",
     "recovered-bare-id": "a call whose id lacks its tool's namespace, or names no tool, was "
     "read: the tool it names, or the one declared tool its arguments fit",
+    "recovered-misspelt-tag": "a call with a damaged tag (a closing or wrapper tag misspelt, "
+    "cut short) was read",
+    "recovered-separator-missing": "a call whose name was not followed by its separator tag "
+    "was read",
     "calls-kept-apart": "the engine streamed two calls under one index: kept apart",
     "arguments-repaired": "the arguments were repaired or typed by the schema (each repair named)",
     "arguments-unknown-fields": "fields the tool's schema does not list were dropped",

@@ -20,6 +20,15 @@ strict and named in a notice: an invoke closed in its own tag, ``<｜DSML｜invo
 (a call with no arguments: ``recovered-self-closing``), and an invoke whose body is one JSON
 object of the arguments instead of parameter elements (``recovered-json-arguments``), its
 text passed on as written while it streams. Parameters and a JSON body never mix in one invoke.
+
+V4 also damages its calls block's tag (SGLang reads past it): ``<｜DSML｜toolcalls>``, a tag
+that lost its ``>``, a stray ``<｜DSML｜ word>`` line. Unless strict, a line after the marker
+that is no DSML tag is read past when a call follows it (a calls block or an invoke), named
+``recovered-misspelt-tag``; with no call after it, it is text. An invoke with no calls block
+around it is read when it names a declared tool (``recovered-section-missing``): nothing else
+confirms it; after a calls block that broke, no invoke is read bare (it was that block's).
+DSML inside a ``` or ~~~ code fence is markup quoted in prose, never a call; it stays text
+with no notice.
 """
 
 from __future__ import annotations
@@ -32,7 +41,7 @@ from ..messages import ToolCall
 from .base import Family, loads_json
 from .deepseek import NameReader
 from .jsonscan import ObjectScanner
-from .markerstream import DONE, OPEN, WS, Body, MarkerStream
+from .markerstream import DONE, OPEN, WS, Body, MarkerStream, expect_any
 from .scan import Markers
 
 __all__ = ["DeepSeekDsml"]
@@ -50,7 +59,27 @@ _NAME_END = '">'
 #: An invoke closed in its own tag: a call with no arguments (not the templates' shape).
 _SELF_CLOSED = '"/>'
 
-_BLOCK, _NEXT, _NAME, _NAME_CLOSE, _BETWEEN, _PNAME, _KIND, _VALUE, _JSON, _JSON_END = range(10)
+#: An invoke with no calls block around it, right after the marker (unless strict).
+_BARE_INVOKE = _INVOKE[len(_DSML) :]
+#: A damaged tag after the marker runs to the end of its line, at most this long.
+_MAX_DAMAGED = 200
+#: The lines that open and close a code fence: markup quoted inside one is prose.
+_FENCES = ("```", "~~~")
+
+(
+    _BLOCK,
+    _NEXT,
+    _NAME,
+    _NAME_CLOSE,
+    _BETWEEN,
+    _PNAME,
+    _KIND,
+    _VALUE,
+    _JSON,
+    _JSON_END,
+    _DAMAGED,
+    _AFTER_DAMAGED,
+) = range(12)
 
 
 class _DsmlBody(Body):
@@ -71,12 +100,19 @@ class _DsmlBody(Body):
         #: The tolerances met, told once the block is read (a block that breaks later is
         #: text, and no tolerance was used).
         self.told: list[tuple[NoticeCode, str]] = []
+        #: The invokes stand with no calls block around them (so no closer ends them).
+        self.bare = False
+        self.damaged: list[str] = []  # the damaged tag's text, while it is read
+        #: The marker came inside a code fence: quoted markup, never a call.
+        self.quoted = False
 
     def _delta(self, text: str) -> None:
         self.args_text.append(text)
         self.stream._args(self.index, text)
 
     def step(self, s: str, i: int) -> tuple[int, bool]:
+        if self.quoted:
+            return self.fail(i, "DSML quoted in a code fence"), False
         state = self.state
         if state == _VALUE:
             i = self._value(s, i)
@@ -93,6 +129,9 @@ class _DsmlBody(Body):
                 return i, False
             self.names = NameReader('"')
             if state == _NAME:
+                tools = self.stream.tools
+                if self.bare and not (tools.known and tools.has(name)):
+                    return self.fail(i, f"a bare invoke of {name!r}, not a declared tool"), False
                 self.name = name
                 self.state = _NAME_CLOSE
             else:
@@ -102,14 +141,11 @@ class _DsmlBody(Body):
                 self.state = _KIND
             return i, True
         if state == _BLOCK:
-            j, literal = self.expect_one(
-                s, i, tuple(_BLOCKS), f"no function_calls> or tool_calls> after {_DSML}"
-            )
-            if j < 0:
-                return i, False
-            self.closer = _BLOCKS[literal]
-            self.state = _NEXT
-            i = j
+            return self._block(s, i)
+        if state == _DAMAGED:
+            return self._damaged(s, i)
+        if state == _NEXT and self.bare:
+            return self._next_bare(s, i)
         elif state == _NAME_CLOSE:
             j, literal = self.expect_one(
                 s, i, (_NAME_END, _SELF_CLOSED), "text after the tool's name"
@@ -144,6 +180,12 @@ class _DsmlBody(Body):
             i = j
         elif s[i] in WS:
             i += 1
+        elif state == _AFTER_DAMAGED:
+            j = self.expect(s, i, _DSML, "no DSML tag after a damaged one")
+            if j < 0:
+                return i, False
+            self.state = _BLOCK
+            i = j
         elif state == _NEXT:
             return self.next_call(s, i, _INVOKE, self.closer, _NAME, "a block without an invoke")
         elif state == _JSON_END:
@@ -171,6 +213,73 @@ class _DsmlBody(Body):
                 self.state = _PNAME
             i = j
         return i, True
+
+    def _block(self, s: str, i: int) -> tuple[int, bool]:
+        """After the marker: the calls block's tag; unless strict, also a bare invoke, or a
+        damaged tag (misspelt, its ``>`` lost) when a call follows it."""
+        stream = self.stream
+        bare_ok = not stream.strict and not getattr(stream, "broken", False)
+        kinds = (*_BLOCKS, _BARE_INVOKE) if bare_ok else tuple(_BLOCKS)
+        status, j, literal = expect_any(s, i, kinds)
+        if status == OPEN:
+            return i, False
+        if status == DONE and literal == _BARE_INVOKE:
+            self.bare = True
+            self.told.append(
+                ("recovered-section-missing", "read an invoke with no calls block around it")
+            )
+            self.state = _NAME
+            return j, True
+        if status == DONE:
+            self.closer = _BLOCKS[literal]
+            self.state = _NEXT
+            return j, True
+        if self.stream.strict or self.state_damaged_before():
+            return self.fail(i, f"no function_calls> or tool_calls> after {_DSML}"), False
+        self.state = _DAMAGED
+        return i, True
+
+    def state_damaged_before(self) -> bool:
+        """One damaged tag is read past, not two."""
+        return any(code == "recovered-misspelt-tag" for code, _ in self.told)
+
+    def _damaged(self, s: str, i: int) -> tuple[int, bool]:
+        """A damaged tag: to its line's end (or the next marker), then a call must follow."""
+        line = s.find("\n", i)
+        mark = s.find(_DSML, i)
+        stops = [k for k in (line, mark) if k >= 0]
+        stop = min(stops) if stops else len(s)
+        self.damaged.append(s[i:stop])
+        if sum(map(len, self.damaged)) > _MAX_DAMAGED:
+            return self.fail(i, f"no function_calls> or tool_calls> after {_DSML}"), False
+        if not stops:
+            return stop, False
+        tag = _DSML + "".join(self.damaged).rstrip()
+        self.told.append(("recovered-misspelt-tag", f"read past the damaged tag {tag!r}"))
+        self.damaged = []
+        self.state = _AFTER_DAMAGED
+        return stop, True
+
+    def _next_bare(self, s: str, i: int) -> tuple[int, bool]:
+        """Between bare invokes: another invoke, or the end of the calls (a stray closer of a
+        calls block is theirs)."""
+        if s[i] in WS:
+            return i + 1, True
+        closers = tuple(_BLOCKS.values())
+        status, j, literal = expect_any(s, i, (_INVOKE, *closers))
+        if status == OPEN:
+            return i, False
+        if status == DONE and literal == _INVOKE:
+            self.state = _NAME
+            return j, True
+        self.status = DONE
+        return (j if status == DONE else i), False
+
+    def end_of_reply(self) -> None:
+        if self.bare and self.state == _NEXT:
+            self.status = DONE  # the reply ends after a bare invoke
+            return
+        super().end_of_reply()
 
     def _open_call(self) -> None:
         self.index, self.id = self.announce(self.name)
@@ -245,6 +354,56 @@ class DeepSeekDsmlStream(MarkerStream):
     marker = _DSML
     turn_end = "<｜end▁of▁sentence｜>"
     body_class = _DsmlBody
+    #: The fence the reply's text is inside (``""`` when none), and the head of the current
+    #: line while it may still open or close one (None once it cannot).
+    _fence = ""
+    _head: str | None = ""
+    #: A calls block (or bare invoke) broke earlier in the reply: no bare invoke is read
+    #: after it, since the invokes left of that block are its text.
+    broken = False
+
+    def new_body(self) -> Body:
+        body = _DsmlBody(self)
+        body.quoted = bool(self._fence)  # markup quoted in a code fence is prose, not a call
+        return body
+
+    def _give_back(self, body: Body) -> None:
+        if isinstance(body, _DsmlBody) and body.quoted:
+            self._text("".join(self._raw))  # quoted: it was never meant as a call
+            self._body = None
+            self._raw = []
+            return
+        if isinstance(body, _DsmlBody) and (body.closer or body.bare):
+            self.broken = True  # the invokes of a block that broke stay text with it
+        super()._give_back(body)
+
+    def _text(self, text: str) -> None:
+        self._track_fences(text)
+        super()._text(text)
+
+    def _track_fences(self, text: str) -> None:
+        """Follow the reply's text line by line: a line opening with ``` or ~~~ opens a
+        fence, and one opening with the same fence closes it. Only each line's head is
+        looked at, so following is linear in the text."""
+        pos = 0
+        n = len(text)
+        while pos <= n:
+            line = text.find("\n", pos)
+            end = n if line < 0 else line
+            if self._head is not None:
+                self._head += text[pos : min(end, pos + 8)]
+                head = self._head.lstrip(" \t")
+                if len(head) >= 3 or line >= 0 or len(self._head) > 8:
+                    fence = head[:3]
+                    if fence in _FENCES and not self._fence:
+                        self._fence = fence
+                    elif fence == self._fence:
+                        self._fence = ""
+                    self._head = None
+            if line < 0:
+                return
+            self._head = ""
+            pos = line + 1
 
     def _close(self, body: Body) -> None:
         if body.status == DONE and isinstance(body, _DsmlBody):

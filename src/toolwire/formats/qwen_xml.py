@@ -30,6 +30,7 @@ runs.
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 from .base import Family
@@ -45,8 +46,51 @@ _PARAMETER = "<parameter="
 _END_PARAMETER = "</parameter>"
 _END_FUNCTION = "</function>"
 _CLOSE_TAG = "</tool_call>"
+#: The tags that may follow a parameter's closing tag.
+_AFTER_VALUE = (_PARAMETER, _END_FUNCTION)
+#: A closing tag drifted on its own line (``</parameter1>``, ``</parameter_function>``, a
+#: ``</parameter`` without its ``>``), that the next parameter or ``</function>`` follows.
+_DRIFTED = r"\r?\n</parameter(?!>)[^\s<>]{0,32}>?[ \t]*"
+_NEXT_TAG = r"\r?\n(?:" + "|".join(map(re.escape, _AFTER_VALUE)) + ")"
+_NEXT_TAG_START = (
+    r"(?:\r|\r?\n(?:"
+    + "|".join(re.escape(t[:k]) for t in _AFTER_VALUE for k in range(len(t), 0, -1))
+    + r")?)?"
+)
+
+
+class _ValueEnd(Markers):
+    """Where a value ends: its ``</parameter>`` (less one newline before it) or, unless
+    strict, a drifted closing tag on its own line before the next tag (what SGLang strips).
+    A drifted tag is named ``recovered-misspelt-tag`` by the body that meets it."""
+
+    def __init__(self, drift: bool) -> None:
+        super().__init__(("\r\n" + _END_PARAMETER, "\n" + _END_PARAMETER, _END_PARAMETER))
+        self._drift = re.compile(_DRIFTED + "(?=" + _NEXT_TAG + ")").search if drift else None
+        self._drift_end = re.compile(_DRIFTED + _NEXT_TAG_START + r"\Z").search
+
+    def find(self, text: str, start: int = 0, end: int | None = None) -> tuple[int, str]:
+        j, marker = super().find(text, start, end)
+        if self._drift is None:
+            return j, marker
+        stop = len(text) if end is None else end
+        m = self._drift(text, start, stop if j < 0 else j + len(marker))
+        if m is not None and (j < 0 or m.start() < j):
+            return m.start(), m.group()
+        return j, marker
+
+    def held(self, text: str, start: int = 0, end: int | None = None) -> int:
+        held = super().held(text, start, end)
+        if self._drift is None:
+            return held
+        stop = len(text) if end is None else min(end, len(text))
+        m = self._drift_end(text, max(start, stop - 80), stop)
+        return held if m is None else max(held, stop - m.start())
+
+
 #: A value ends at its closing tag, less one newline before it.
-_VALUE_END = Markers(("\r\n" + _END_PARAMETER, "\n" + _END_PARAMETER, _END_PARAMETER))
+_VALUE_END = _ValueEnd(drift=False)
+_VALUE_END_DRIFT = _ValueEnd(drift=True)
 _MAX_NAME = 256
 #: Unless strict, a call may also open at ``<function=`` (its ``<tool_call>`` left out).
 _UNOPENED = Markers((_OPEN_TAG, _FUNCTION))
@@ -72,6 +116,16 @@ class _XmlBody(TextBody):
         self.unopened = False
         #: The reply ended inside the call.
         self.cut_short = False
+        #: Drifted closing tags that ended the current call's values, named once it is read.
+        self.drifted: list[str] = []
+
+    def end_call(self) -> None:
+        for tag in self.drifted:
+            self.stream._notice(
+                "recovered-misspelt-tag", f"read {tag} as the {_END_PARAMETER} it stands for"
+            )
+        self.drifted = []
+        super().end_call()
 
     def _read_name(self, s: str, i: int) -> tuple[str | None, int]:
         """Read up to ``>``: the name when it closes, else None (more needed, or failed)."""
@@ -98,9 +152,17 @@ class _XmlBody(TextBody):
         n = len(s)
         state = self.state
         if state == _VALUE:
-            i, complete = self.read_value(s, i, self.value_end, _BETWEEN)
+            ends = self.value_end
+            if ends is _VALUE_END and not self.stream.strict:
+                ends = _VALUE_END_DRIFT
+            start = i
+            i, complete = self.read_value(s, i, ends, _BETWEEN)
             if not complete:
                 return i, False
+            if ends is _VALUE_END_DRIFT:
+                _, tag = ends.find(s, start, i)
+                if not tag.endswith(_END_PARAMETER):
+                    self.drifted.append(tag.strip())
             return i, True
         if state == _VALUE_START:  # one newline (\n or \r\n) after the tag is not the value's
             if s[i] == "\r":
