@@ -1,7 +1,8 @@
 """Llama 3.1–3.3: the whole reply is ``{"name": NAME, "parameters": {...}}``.
 
 Optionally after ``<|python_tag|>``; several calls may follow one another, separated by
-``;`` or whitespace. An optional ``"type": "function"`` key is accepted and any other
+``;`` or whitespace, or, in a tagged reply, each call after its own ``<|python_tag|>`` (the
+tag is the model's token for "a call follows", so a second one is the grammar, not a drift). An optional ``"type": "function"`` key is accepted and any other
 ``type`` refused. Because there is no marker, a reply that merely starts with ``{`` may be
 JSON meant for the user: it is held until it closes, and when the tools are known an
 untagged object must name one of them. Once the reply shows text that is not a call, all
@@ -108,6 +109,14 @@ class Llama3Stream(ReplyStream):
                     self._raw.append(c)
                     i += 1
                     continue
+                if self._tagged and self._done and c == "<":  # the tag again: the next call
+                    if s.startswith(_TAG, i):
+                        self._raw.append(_TAG)
+                        i += len(_TAG)
+                        continue
+                    if _TAGS.held(s, i) == n - i:  # perhaps the tag, cut by the piece's end
+                        self._held = s[i:]
+                        return
                 if c != "{":
                     self._to_text("text after the call")
                     continue

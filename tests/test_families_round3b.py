@@ -1,0 +1,84 @@
+"""Llama 3, pythonic, Mistral and the words path on the peers' development cases: what the
+grammar marks is read, a deviation is a named notice, JSON in the middle of prose stays prose.
+
+The replies are SGLang's and vLLM's parser-test inputs (tests/fixtures/peer/); each read is
+also streamed cut at every point and one character at a time, which must give the same."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolwire.events import Notice
+
+from .test_formats import check_stream, parse, stream_events
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+SIGHTS = {
+    "type": "function",
+    "function": {
+        "name": "get_tourist_attractions",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+
+# SGLang TestLlama32Detector.test_multiple_json_with_separator_customized
+TAG_TWICE = (
+    '<|python_tag|>{"name": "get_weather", "parameters": {}}'
+    '<|python_tag|>{"name": "get_tourist_attractions", "parameters": {}}'
+)
+
+
+def _codes(family: str, reply: str, **kw: object) -> list[str]:
+    """The codes of the notices a reply gives, in order."""
+    return [e.code for e in stream_events(family, [reply], **kw) if isinstance(e, Notice)]
+
+
+def _streams(family: str, reply: str, **kw: object) -> None:
+    for k in range(1, len(reply)):
+        check_stream(family, reply, [reply[:k], reply[k:]], **kw)
+    check_stream(family, reply, list(reply), **kw)
+
+
+@pytest.mark.parametrize("lead", ["", "Let me check both. "])
+def test_llama3_each_call_after_its_own_python_tag(lead: str) -> None:
+    reply = lead + TAG_TWICE
+    got = parse("llama3", reply, tools=[WEATHER, SIGHTS])
+    assert [c.name for c in got.calls] == ["get_weather", "get_tourist_attractions"]
+    assert got.content.strip() == lead.strip()
+    assert got.notices == []
+    _streams("llama3", reply, tools=[WEATHER, SIGHTS])
+
+
+def test_llama3_tag_after_a_bare_call_opens_the_only_call() -> None:
+    """An untagged reply has no tag to repeat: the bare object before the tag is prose, and
+    the tag, the model's own token for a call, opens the one call read."""
+    bare = '{"name": "get_weather", "parameters": {}}'
+    reply = bare + '<|python_tag|>{"name": "get_tourist_attractions", "parameters": {}}'
+    got = parse("llama3", reply, tools=[WEATHER, SIGHTS])
+    assert [c.name for c in got.calls] == ["get_tourist_attractions"]
+    assert got.content == bare
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # SGLang test_json_with_trailing_text: bare JSON followed by prose is not the last block
+        '{"name": "get_weather", "parameters": {}} Some follow-up text',
+        # vLLM llama3_json:simple: bare JSON in the middle of prose stays prose
+        'Here is the result: {"name": "get_weather", "parameters": {}} Would you like more?',
+    ],
+)
+def test_llama3_bare_json_in_prose_stays_prose(reply: str) -> None:
+    got = parse("llama3", reply, tools=[WEATHER, SIGHTS])
+    assert got.calls == []
+    assert got.content == reply
