@@ -82,3 +82,73 @@ def test_llama3_bare_json_in_prose_stays_prose(reply: str) -> None:
     got = parse("llama3", reply, tools=[WEATHER, SIGHTS])
     assert got.calls == []
     assert got.content == reply
+
+
+@pytest.mark.parametrize("lead", ["", "Let me look. "])
+def test_llama3_text_after_a_tagged_call_is_a_named_tolerance(lead: str) -> None:
+    reply = lead + '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Oslo"}} Done.'
+    got = parse("llama3", reply, tools=[WEATHER, SIGHTS])
+    assert [(c.name, c.arguments) for c in got.calls] == [("get_weather", {"city": "Oslo"})]
+    assert got.content == lead + " Done."
+    assert _codes("llama3", reply, tools=[WEATHER, SIGHTS]) == ["recovered-text-after-call"]
+    strict = parse("llama3", reply, tools=[WEATHER, SIGHTS], strict=True)
+    assert strict.calls == [] and strict.content == reply
+    _streams("llama3", reply, tools=[WEATHER, SIGHTS])
+
+
+def test_llama3_piece_of_a_tag_after_a_tagged_call_is_text() -> None:
+    reply = '<|python_tag|>{"name": "get_weather", "parameters": {}}<|py'
+    got = parse("llama3", reply, tools=[WEATHER, SIGHTS])
+    assert [c.name for c in got.calls] == ["get_weather"]
+    assert got.content == "<|py"
+    _streams("llama3", reply, tools=[WEATHER, SIGHTS])
+
+
+# SGLang TestPythonicDetector.test_detect_and_parse_with_python_start_and_end_token
+MARS = (
+    "User wants to get the weather in Mars. <|python_start|>[get_weather(location='Mars', "
+    "unit='celsius')]<|python_end|> In this way we will get the weather in Mars."
+)
+MARS_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {
+            "type": "object",
+            "properties": {"location": {"type": "string"}, "unit": {"type": "string"}},
+        },
+    },
+}
+
+
+def test_pythonic_tagged_list_in_the_middle_of_text() -> None:
+    got = parse("pythonic", MARS, tools=[MARS_TOOL])
+    assert [(c.name, c.arguments) for c in got.calls] == [
+        ("get_weather", {"location": "Mars", "unit": "celsius"})
+    ]
+    assert got.content == (
+        "User wants to get the weather in Mars.  In this way we will get the weather in Mars."
+    )
+    assert _codes("pythonic", MARS, tools=[MARS_TOOL]) == ["recovered-text-after-call"]
+    strict = parse("pythonic", MARS, tools=[MARS_TOOL], strict=True)
+    assert strict.calls == [] and strict.content == MARS
+    _streams("pythonic", MARS, tools=[MARS_TOOL])
+
+
+def test_pythonic_text_after_an_untagged_list_stays_text() -> None:
+    """Without its tags the list has no end but the reply's: text after it makes it prose."""
+    reply = "[get_weather(location='Mars')] In this way we will know."
+    got = parse("pythonic", reply, tools=[MARS_TOOL])
+    assert got.calls == [] and got.content == reply
+
+
+def test_pythonic_positional_argument_stays_text_with_a_notice() -> None:
+    """SGLang's test_positional_arguments_ignored reads ``get_weather('Tokyo')`` as a call with
+    no arguments; that would run the tool without the city the model gave. Mapping by order is
+    no better: a JSON schema's properties carry no order a client must keep, so the first
+    property is not a signature's first parameter. The call stays text, and the user is told."""
+    reply = "[get_weather('Tokyo')]"
+    got = parse("pythonic", reply, tools=[WEATHER, SIGHTS])
+    assert got.calls == [] and got.content == reply
+    assert "call-not-read" in _codes("pythonic", reply, tools=[WEATHER, SIGHTS])
+    assert any("key=value" in n for n in got.notices)

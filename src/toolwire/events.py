@@ -73,6 +73,7 @@ NoticeCode = Literal[
     "recovered-self-closing",
     "recovered-json-arguments",
     "recovered-bare-id",
+    "recovered-text-after-call",
     "calls-kept-apart",
     "arguments-repaired",
     "arguments-unknown-fields",
@@ -132,6 +133,8 @@ NOTICES: dict[NoticeCode, str] = {
     "grammar's argument tags, was read",
     "recovered-bare-id": "a call whose id lacks its tool's namespace, or names no tool, was "
     "read: the tool it names, or the one declared tool its arguments fit",
+    "recovered-text-after-call": "a call its grammar's marker opened was read although text "
+    "followed it, where the grammar ends the reply; the text stays content",
     "calls-kept-apart": "the engine streamed two calls under one index: kept apart",
     "arguments-repaired": "the arguments were repaired or typed by the schema (each repair named)",
     "arguments-unknown-fields": "fields the tool's schema does not list were dropped",
