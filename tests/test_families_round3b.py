@@ -152,3 +152,24 @@ def test_pythonic_positional_argument_stays_text_with_a_notice() -> None:
     assert got.calls == [] and got.content == reply
     assert "call-not-read" in _codes("pythonic", reply, tools=[WEATHER, SIGHTS])
     assert any("key=value" in n for n in got.notices)
+
+
+CALL_JSON = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+
+
+@pytest.mark.parametrize(
+    ("reply", "codes"),
+    [
+        ("Sure, I will check.\n" + CALL_JSON, ["recovered-trailing-call"]),
+        (CALL_JSON, ["recovered-bare-json"]),
+    ],
+)
+def test_words_one_call_one_notice(reply: str, codes: list[str]) -> None:
+    """A call after prose is named once, as what it is; a reply that is only the call, too."""
+    from toolwire.formats.words import Words
+
+    stream = Words().stream([WEATHER])
+    events = stream.feed(reply) + stream.finish()
+    assert [e.code for e in events if isinstance(e, Notice)] == codes
+    calls = [e.call for e in events if hasattr(e, "call")]
+    assert [(c.name, c.arguments) for c in calls] == [("get_weather", {"city": "Paris"})]

@@ -53,6 +53,10 @@ _OPENERS = "[{("
 
 _PROSE, _GROUP, _CLOSED, _MARKED = range(4)
 
+#: Notices a reader gives because it was handed the block as a whole reply: for a block after
+#: prose they would say the reply was only the call, which it was not — one call, one notice.
+_WHOLE_REPLY_ONLY = frozenset({"recovered-bare-json"})
+
 
 class TrailingBlock:
     """Text of a reply in, text that may go out now out; the last block that may be a call
@@ -267,6 +271,8 @@ def end_trailing(
         stream._text(reply)
         return
     for notice in notices:
+        if not opener and notice.code in _WHOLE_REPLY_ONLY:
+            continue  # the block is not the whole reply: recovered-trailing-call says what it is
         stream._out.append(notice)
     for event in events:
         if isinstance(event, ev.TextDelta):
