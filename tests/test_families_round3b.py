@@ -173,3 +173,58 @@ def test_words_one_call_one_notice(reply: str, codes: list[str]) -> None:
     assert [e.code for e in events if isinstance(e, Notice)] == codes
     calls = [e.call for e in events if hasattr(e, "call")]
     assert [(c.name, c.arguments) for c in calls] == [("get_weather", {"city": "Paris"})]
+
+
+# vLLM test_mistral_tool_parser v11 cases: the arguments right after the name, no [ARGS]
+ADD = {
+    "type": "function",
+    "function": {
+        "name": "add",
+        "parameters": {
+            "type": "object",
+            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+        },
+    },
+}
+
+
+@pytest.mark.parametrize("lead", ["", "Adding. "])
+def test_mistral_arguments_without_args_marker_are_a_named_tolerance(lead: str) -> None:
+    reply = lead + '[TOOL_CALLS]add{"a": 3.5, "b": 4}[TOOL_CALLS]add[ARGS]{"a": 1, "b": 2}'
+    got = parse("mistral", reply, tools=[ADD])
+    assert [(c.name, c.arguments) for c in got.calls] == [
+        ("add", {"a": 3.5, "b": 4}),
+        ("add", {"a": 1, "b": 2}),
+    ]
+    assert got.content == lead
+    assert _codes("mistral", reply, tools=[ADD]) == ["recovered-args-marker-missing"]
+    strict = parse("mistral", reply, tools=[ADD], strict=True)
+    assert [c.arguments for c in strict.calls] == [{"a": 1, "b": 2}]
+    _streams("mistral", reply, tools=[ADD])
+
+
+@pytest.mark.parametrize("reply", ['[TOOL_CALLS]{"a": 1}', '[TOOL_CALLS]add{"a": '])
+def test_mistral_no_name_or_unfinished_arguments_stay_text(reply: str) -> None:
+    got = parse("mistral", reply, tools=[ADD])
+    assert got.calls == [] and got.content == reply
+    assert "recovered-args-marker-missing" not in _codes("mistral", reply, tools=[ADD])
+
+
+def test_mistral_nested_arguments_are_read_whole() -> None:
+    """SGLang test_tool_call_with_nested_json: the reader keeps the nested object; the peer
+    benchmark's failure is the schema typing dropping a property the schema does not list."""
+    reply = (
+        '[TOOL_CALLS] [{"name": "get_weather", "arguments": '
+        '{"city": "Beijing", "options": {"detailed": true}}}]'
+    )
+    (call,) = parse("mistral", reply, tools=[WEATHER]).calls
+    assert call.arguments == {"city": "Beijing", "options": {"detailed": True}}
+
+
+def test_mistral_unreadable_list_stays_text_with_a_notice() -> None:
+    """SGLang test_json_array_with_invalid_json drops the text; here call markup that is not
+    read is shown, never dropped silently, as in every family."""
+    reply = "[TOOL_CALLS] [not valid json]"
+    got = parse("mistral", reply, tools=[WEATHER])
+    assert got.calls == [] and got.content == reply
+    assert "call-not-read" in _codes("mistral", reply, tools=[WEATHER])

@@ -74,6 +74,7 @@ NoticeCode = Literal[
     "recovered-json-arguments",
     "recovered-bare-id",
     "recovered-text-after-call",
+    "recovered-args-marker-missing",
     "calls-kept-apart",
     "arguments-repaired",
     "arguments-unknown-fields",
@@ -135,6 +136,8 @@ NOTICES: dict[NoticeCode, str] = {
     "read: the tool it names, or the one declared tool its arguments fit",
     "recovered-text-after-call": "a call its grammar's marker opened was read although text "
     "followed it, where the grammar ends the reply; the text stays content",
+    "recovered-args-marker-missing": "a call whose arguments followed its name without the "
+    "marker that parts them ([ARGS]) was read",
     "calls-kept-apart": "the engine streamed two calls under one index: kept apart",
     "arguments-repaired": "the arguments were repaired or typed by the schema (each repair named)",
     "arguments-unknown-fields": "fields the tool's schema does not list were dropped",
