@@ -178,7 +178,7 @@ MY_NEAR_MISSES: dict[str, list[str]] = {
         "[get_weather(city='Paris'), unknown_tool()]",
         "[get_weather(city='Par",
         "[get_weather(city='Paris'",
-        "<|python_start|>[get_weather(city='Paris')]<|python_end|> and text",
+        # text after <|python_end|> is read under a notice: tests/test_families_round3b.py
         "<|python_start|>[get_weather(city='Paris')]<|python_e",
     ],
     "gemma4": [

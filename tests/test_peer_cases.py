@@ -58,7 +58,6 @@ UNCLOSED = (
     " (recovered-unclosed-tag), the family alone does not"
 )
 BROKEN_CALL = "a call with broken JSON stays text; the peer returns it as a call"
-MISTRAL_NO_ARGS = "[TOOL_CALLS]name{...} without [ARGS] (the peer's tokenizer drops the token)"
 GRANITE_STRING_PREFIX = "Granite 3.1's plain-text <tool_call> [...] prefix is not read"
 GIGACHAT_NO_TOKENS = (
     "function call{...} with the special tokens stripped (no <|role_sep|>) is prose here; "
@@ -83,8 +82,6 @@ KNOWN_FAILURES_VLLM: dict[str, str] = {
     "llama3_json:multiple_json_surrounding_text": TEXT_AROUND_JSON,
     "hermes:non_streaming_tool_call_until_eos": UNCLOSED,
     "kimi_k2:invalid_json": BROKEN_CALL,
-    "mistral:v11_single_tool_add": MISTRAL_NO_ARGS,
-    "mistral:v11_single_tool_weather": MISTRAL_NO_ARGS,
     "mistral:streaming_multiple_tools": BROKEN_CALL,
     "granite:various_data_types": GRANITE_STRING_PREFIX,
     "granite:escaped_strings": GRANITE_STRING_PREFIX,

@@ -75,6 +75,8 @@ NoticeCode = Literal[
     "recovered-bare-id",
     "recovered-misspelt-tag",
     "recovered-separator-missing",
+    "recovered-text-after-call",
+    "recovered-args-marker-missing",
     "calls-kept-apart",
     "arguments-repaired",
     "arguments-unknown-fields",
@@ -138,6 +140,10 @@ NOTICES: dict[NoticeCode, str] = {
     "cut short) was read",
     "recovered-separator-missing": "a call whose name was not followed by its separator tag "
     "was read",
+    "recovered-text-after-call": "a call its grammar's marker opened was read although text "
+    "followed it, where the grammar ends the reply; the text stays content",
+    "recovered-args-marker-missing": "a call whose arguments followed its name without the "
+    "marker that parts them ([ARGS]) was read",
     "calls-kept-apart": "the engine streamed two calls under one index: kept apart",
     "arguments-repaired": "the arguments were repaired or typed by the schema (each repair named)",
     "arguments-unknown-fields": "fields the tool's schema does not list were dropped",

@@ -1,11 +1,17 @@
 """Llama 3.1–3.3: the whole reply is ``{"name": NAME, "parameters": {...}}``.
 
 Optionally after ``<|python_tag|>``; several calls may follow one another, separated by
-``;`` or whitespace. An optional ``"type": "function"`` key is accepted and any other
-``type`` refused. Because there is no marker, a reply that merely starts with ``{`` may be
-JSON meant for the user: it is held until it closes, and when the tools are known an
-untagged object must name one of them. Once the reply shows text that is not a call, all
-of it is reply text — a call can only open at the start.
+``;`` or whitespace, or, in a tagged reply, each call after its own ``<|python_tag|>`` (the
+tag is the model's token for "a call follows", so a second one is the grammar, not a drift).
+An optional ``"type": "function"`` key is accepted and any other ``type`` refused. Because
+there is no marker, a reply that merely starts with ``{`` may be JSON meant for the user: it
+is held until it closes, and when the tools are known an untagged object must name one of
+them. Once the reply shows text that is not a call, all of it is reply text — a call can
+only open at the start.
+
+Text after calls a ``<|python_tag|>`` opened (where the grammar ends the reply) is, unless
+strict, reply text and the calls stand — the tag made them certain — named
+``recovered-text-after-call``; text after a bare object makes all of it text.
 
 The arguments may come under ``"arguments"`` instead of ``"parameters"`` (what most other
 JSON grammars write, and Llama models often answer with): the same whole-reply call, named in
@@ -59,6 +65,8 @@ class Llama3Stream(ReplyStream):
         self._tagged = False
         self._call: JsonCall | None = None
         self._done: list[tuple[int, ToolCall]] = []
+        self._kept: list[tuple[int, ToolCall]] = []  # calls read, text after them
+        self._after_call = 0
         self._started: list[tuple[int, str]] = []
         self._raw_controls: set[int] = set()  # calls whose strings held raw line breaks
         #: After prose: the last block, which may be a call, held back.
@@ -108,8 +116,19 @@ class Llama3Stream(ReplyStream):
                     self._raw.append(c)
                     i += 1
                     continue
+                if self._tagged and self._done and c == "<":  # the tag again: the next call
+                    if s.startswith(_TAG, i):
+                        self._raw.append(_TAG)
+                        i += len(_TAG)
+                        continue
+                    if _TAGS.held(s, i) == n - i:  # perhaps the tag, cut by the piece's end
+                        self._held = s[i:]
+                        return
                 if c != "{":
-                    self._to_text("text after the call")
+                    if self._tagged and self._done and not self.strict:
+                        self._text_after()
+                    else:
+                        self._to_text("text after the call")
                     continue
                 call = self._call = self._new_object()
             k = call.scanner.feed(s, i)
@@ -144,6 +163,21 @@ class Llama3Stream(ReplyStream):
                 if call.raw_controls:
                     self._raw_controls.add(call.index)
                 self._done.append((call.index, parsed))
+                self._after_call = len(self._raw)  # what follows the call starts here
+
+    def _text_after(self) -> None:
+        """Text after calls the tag opened: the calls stand (the tag made them certain), and
+        the rest of the reply is its text, where the grammar would end it — a tolerance."""
+        names = ", ".join(dict.fromkeys(call.name[:100] for _, call in self._done))[:300]
+        self._notice(
+            "recovered-text-after-call",
+            f"read the call to {names} after {_TAG}; the text after it stays reply text",
+        )
+        self._kept, self._done = self._done, []
+        between = "".join(self._raw[self._after_call :])  # the white space after the call
+        self._lead, self._raw, self._started = [], [], []
+        self._state = _TEXT
+        self._text(self._trail.feed(between))
 
     def _to_text(self, reason: str) -> None:
         """The reply is not (only) calls: everything so far, and after, is reply text."""
@@ -157,19 +191,31 @@ class Llama3Stream(ReplyStream):
         self._state = _TEXT
 
     def _content_end(self) -> None:
+        if self._state == _CALLS and self._held:  # a piece of a tag after the calls: text
+            held = self._take_held()
+            if self._tagged and self._done and not self.strict:
+                self._text_after()
+                self._text(self._trail.feed(held))
+            else:
+                self._raw.append(held)
+                self._to_text("text after the call")
         if self._state == _START:
             self._text("".join(self._lead) + self._take_held())
         elif self._state == _CALLS:
             if self._call is not None or not self._done:
                 self._to_text("the reply ended inside the call")
             else:
-                for index, call in self._done:
-                    if index in self._raw_controls:
-                        raw_controls_notice(self, call.name)
-                    self._end(index, call)
+                self._end_calls(self._done)
         if self._state == _TEXT:
+            self._end_calls(self._kept)
             end_trailing(self, self._trail, self._whole_reply)
         self._state = _TEXT
+
+    def _end_calls(self, calls: list[tuple[int, ToolCall]]) -> None:
+        for index, call in calls:
+            if index in self._raw_controls:
+                raw_controls_notice(self, call.name)
+            self._end(index, call)
 
     def _whole_reply(self) -> Llama3Stream:
         """A reader of the held block as a whole reply, with no trailing block of its own."""

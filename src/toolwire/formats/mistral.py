@@ -4,7 +4,9 @@ Two generations of the grammar:
 
 - ``[TOOL_CALLS][{"name": NAME, "arguments": {...}, "id": ID}, ...]`` — Mistral 7B v0.3, Nemo;
 - ``[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...}`` and ``[TOOL_CALLS]NAME[ARGS]{...}`` — Mistral
-  Small 3.2, Ministral 3, Devstral; each call opens with its own ``[TOOL_CALLS]``.
+  Small 3.2, Ministral 3, Devstral; each call opens with its own ``[TOOL_CALLS]``. Unless
+  strict, ``[TOOL_CALLS]NAME{...}`` (no ``[ARGS]``, as vLLM's v11 tests write it) is read too,
+  named ``recovered-args-marker-missing``.
 
 Text may come before a call. Mistral's templates insist on call ids of 9 alphanumerics, so
 this family asks for them when a conversation is rendered.
@@ -47,6 +49,7 @@ class _MistralBody(Body):
         self.index = -1
         self.scanner: ObjectScanner | None = None
         self.item: JsonCall | None = None
+        self.unmarked = False  # [ARGS] was not written
 
     # -- [TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...}
 
@@ -60,12 +63,25 @@ class _MistralBody(Body):
             return None, j
         if j == len(s):
             return None, j
+        if s[j] == "{" and chars is _NAME_CHARS and any(self.parts) and not self.stream.strict:
+            return self._args_unmarked(j)
         if s[j] != "[":
             self.fail(j, "an unexpected character in the call's name")
             return None, j
         word = "".join(self.parts)
         self.parts = []
         return word, j
+
+    def _args_unmarked(self, j: int) -> tuple[str | None, int]:
+        """``[TOOL_CALLS]NAME{...}``: the arguments right after the name, ``[ARGS]`` not
+        written (vLLM reads Mistral v11 calls so). The marker made the call certain and ``{``
+        cannot be part of a name, so the name ends there — a tolerance, named."""
+        self.name = "".join(self.parts)
+        self.parts = []
+        self.unmarked = True  # named once the call is read
+        self.index, self.call_id = self.announce(self.name, None)
+        self.state = _OBJ_WAIT
+        return None, j
 
     def _after_word(self, s: str, i: int, allow_id: bool) -> tuple[int, bool]:
         """Match ``[ARGS]`` (or ``[CALL_ID]``): the new index, and whether more text is needed."""
@@ -90,6 +106,12 @@ class _MistralBody(Body):
         args = self.json_args(text, k)
         if args is None:
             return k
+        if self.unmarked:
+            self.stream._notice(
+                "recovered-args-marker-missing",
+                f"read the call to {self.name[:100]} whose arguments follow its name "
+                f"without {_ARGS}",
+            )
         self.calls.append((self.index, ToolCall(self.call_id, self.name, args, text)))
         self.status = DONE
         return k
@@ -113,6 +135,8 @@ class _MistralBody(Body):
             if state in (_NAME, _ID):
                 word, i = self._word(s, i, _NAME_CHARS if state == _NAME else _ID_CHARS)
                 if word is None:
+                    if self.state == _OBJ_WAIT:  # the name ended at "{": its arguments follow
+                        continue
                     return i
                 if state == _NAME:
                     if not word:

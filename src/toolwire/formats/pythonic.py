@@ -11,7 +11,10 @@
   with no marker (``<|python_start|>``/``<|python_end|>`` around it are accepted).
 
 Each call is ``NAME(key=value, ...)``: a (possibly dotted) name, keyword arguments only,
-each value a Python literal read by :mod:`toolwire.formats.pyliteral` (never evaluated). The
+each value a Python literal read by :mod:`toolwire.formats.pyliteral` (never evaluated). A
+positional value (``get_weather('Tokyo')``) makes the call text with a notice: mapping it to the
+schema's properties by order would guess (a JSON schema's properties carry no order a client
+must keep), and dropping it would run the tool without what the model gave. The
 arguments are handed on as the JSON values they spell, untyped, and their JSON text streams
 while the call is read.
 
@@ -20,7 +23,10 @@ rules decide it:
 
 1. The reply must *be* the list: after optional whitespace (and thinking, which the reply
    stream splits off first), the first character is ``[``, and after the closing ``]`` only
-   whitespace follows. Text before or after makes the whole reply text.
+   whitespace follows. Text before or after makes the whole reply text — except text after
+   ``<|python_end|>``: the tags mark exactly where the list is, so, unless strict, its calls
+   stand and the text after is reply text, named ``recovered-text-after-call`` (Llama 4 ends
+   its reply with the list; SGLang reads prose on both sides of a tagged list).
 2. Each item must look like a call: a name, then ``(`` at once. ``[link text](url)``,
    ``[1] a footnote``, ``[x, y]`` fail at the first character a call cannot hold, and stay
    text without a notice — nothing there looked like a call.
@@ -47,6 +53,7 @@ import json
 import re
 from typing import Any, ClassVar
 
+from ..messages import ToolCall
 from .base import Family
 from .callshape import CallShape
 from .jsoncall import JsonCall
@@ -111,6 +118,10 @@ class CallListBody(LiteralBody):
         elif state == _ARG:  # after ( or a comma between arguments
             if c == ")":
                 return self._call_end(i)
+            if not (c.isalpha() or c in "_$"):  # a value where a keyword must be
+                # positional values are not mapped to the schema's properties by order:
+                # a JSON schema's properties carry no order a client must keep
+                return self.fail(i, "a positional argument; only key=value arguments"), False
             self.state = _KEY
             return i, True
         elif state == _AFTER_ARG:
@@ -328,6 +339,8 @@ class PythonicStream(MarkerStream):
         self._raw = []  # the list and what follows it, held until the reply ends
         self._tagged = False
         self._closed = False
+        self._kept: list[tuple[int, ToolCall]] = []  # calls read, text after them
+        self._after_end = 0
         #: After prose: the last block, which may be a call list, held back.
         self._trail = TrailingBlock((_PY_START,), brackets=not self.strict)
 
@@ -389,6 +402,9 @@ class PythonicStream(MarkerStream):
         return k
 
     def _trailer(self, s: str, i: int) -> int:
+        if self._closed and not self.strict:  # text after <|python_end|>: the list stands
+            self._text_after()
+            return i
         status, j = expect_literal(s, i, _PY_END)
         if not self._tagged or self._closed or status == FAILED:
             self._to_text("text after the call list")
@@ -398,7 +414,27 @@ class PythonicStream(MarkerStream):
             return len(s)
         self._closed = True
         self._raw.append(_PY_END)
+        self._after_end = len(self._raw)  # what follows the list's end tag starts here
         return j
+
+    def _text_after(self) -> None:
+        """Text after a list its tags closed: the calls stand (the tags mark exactly where the
+        list is), and the rest is the reply's text, where the grammar would end it — a
+        tolerance, named."""
+        body = self._body
+        assert isinstance(body, CallListBody)
+        names = ", ".join(dict.fromkeys(call.name[:100] for _, call in body.calls))[:300]
+        self._notice(
+            "recovered-text-after-call",
+            f"read the call to {names} in {_PY_START}…{_PY_END}; the text after it stays "
+            "reply text",
+        )
+        self._kept = body.calls
+        between = "".join(self._raw[self._after_end :])  # the white space after the tag
+        self._lead, self._raw = [], []
+        self._body = None
+        self._state = _TEXT
+        self._text(self._trail.feed(between))
 
     def _to_text(self, reason: str) -> None:
         """The reply is not (only) a call list: all of it is reply text."""
@@ -429,6 +465,8 @@ class PythonicStream(MarkerStream):
                 for index, call in body.calls:
                     self._end(index, call)
         if self._state == _TEXT:
+            for index, call in self._kept:
+                self._end(index, call)
             end_trailing(self, self._trail, self._whole_reply)
         self._state = _TEXT
 

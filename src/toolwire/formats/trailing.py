@@ -53,6 +53,10 @@ _OPENERS = "[{("
 
 _PROSE, _GROUP, _CLOSED, _MARKED = range(4)
 
+#: Notices a reader gives because it was handed the block as a whole reply: for a block after
+#: prose they would say the reply was only the call, which it was not — one call, one notice.
+_WHOLE_REPLY_ONLY = frozenset({"recovered-bare-json"})
+
 
 class TrailingBlock:
     """Text of a reply in, text that may go out now out; the last block that may be a call
@@ -226,11 +230,12 @@ def end_trailing(
     block read as ``whole_reply()`` (a fresh reader of the family's grammar, with no trailing
     of its own) reads a whole reply.
 
-    A block its marker opened is the family's grammar: its calls are the reply's, or it is
-    text with the ``call-not-read`` notice the grammar gives. A bracketed block is a guess:
-    only calls that :func:`fit_calls` are read, named ``recovered-trailing-call``; else it is
-    text (with a ``call-not-read`` notice when it did call a declared tool, so call markup is
-    never shown silently).
+    A block its marker opened is the family's grammar: its calls are the reply's (and text the
+    reader gives after them, as its grammar allows or under a notice it names, the reply's
+    text), or it is text with the ``call-not-read`` notice the grammar gives. A bracketed
+    block is a guess: only calls that :func:`fit_calls` are read, named
+    ``recovered-trailing-call``; else it is text (with a ``call-not-read`` notice when it did
+    call a declared tool, so call markup is never shown silently).
     """
     text, block = trail.end()
     opener, trail.opener = trail.opener, ""
@@ -243,7 +248,13 @@ def end_trailing(
     calls = [e.call for e in events if isinstance(e, ev.CallEnd)]
     prose = "".join(e.text for e in events if isinstance(e, ev.TextDelta)).strip()
     notices = [e for e in events if isinstance(e, ev.Notice)]
-    read = bool(calls) and not prose and not any(isinstance(e, ev.CallAbort) for e in events)
+    # After a marker the reader's own grammar decides: text it gives after its calls (a
+    # tolerance it names itself) stays text; a guessed block must be nothing but calls.
+    read = (
+        bool(calls)
+        and (not prose or bool(opener))
+        and not any(isinstance(e, ev.CallAbort) for e in events)
+    )
     if read and not opener:
         read = fit_calls(calls, stream.tools)
         if not read and all(stream.tools.has(c.name) for c in calls):
@@ -260,7 +271,12 @@ def end_trailing(
         stream._text(reply)
         return
     for notice in notices:
+        if not opener and notice.code in _WHOLE_REPLY_ONLY:
+            continue  # the block is not the whole reply: recovered-trailing-call says what it is
         stream._out.append(notice)
+    for event in events:
+        if isinstance(event, ev.TextDelta):
+            stream._text(event.text)
     if not opener:
         names = ", ".join(dict.fromkeys(c.name[:100] for c in calls))[:300]
         stream._notice(
