@@ -131,15 +131,22 @@ def _finite(text: str) -> float:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_no_constants, parse_float=_finite)
+#: The same, taking raw line breaks and tabs inside strings (``json``'s ``strict=False``).
+_RAW_DECODER = json.JSONDecoder(parse_constant=_no_constants, parse_float=_finite, strict=False)
+_OTHER_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
-def loads_json(text: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
+def loads_json(text: str, max_depth: int = MAX_JSON_DEPTH, *, raw_controls: bool = False) -> Any:
     """Strict JSON (no NaN/Infinity), refusing deep nesting before ``json`` can recurse.
 
-    Raises ``ValueError`` for anything that is not JSON within the limits.
+    With ``raw_controls``, a raw line break, carriage return or tab inside a string is read
+    as its escape (a model writing code into an argument); any other control character is
+    still refused. Raises ``ValueError`` for anything that is not JSON within the limits.
     """
     if _too_deep(text, max_depth):
         raise ValueError(f"nested deeper than {max_depth}")
+    if raw_controls and not _OTHER_CONTROLS.search(text):
+        return _RAW_DECODER.decode(text)
     return _DECODER.decode(text)
 
 

@@ -37,6 +37,7 @@ from ..events import ReasoningDelta
 from ..messages import ToolCall
 from .base import Family, ReplyStream, loads_json
 from .callshape import CallShape
+from .jsoncall import raw_controls_notice
 from .scan import Markers
 
 __all__ = ["Inkling"]
@@ -45,6 +46,7 @@ MESSAGE_MODEL = "<|message_model|>"
 TEXT = "<|content_text|>"
 THINKING = "<|content_thinking|>"
 INVOKE_JSON = "<|content_invoke_tool_json|>"
+_RAW_CONTROLS = re.compile(r"[\n\r\t]")
 INVOKE_TEXT = "<|content_invoke_tool_text|>"
 TOOL_ERROR = "<|content_tool_error|>"
 END_MESSAGE = "<|end_message|>"
@@ -211,10 +213,23 @@ class InklingStream(ReplyStream):
 
     def _call_in(self, body: str) -> tuple[str, dict[str, Any]] | str:
         """``(name, arguments)`` of the call in a block's body, or why it is none."""
+        raw = False
         try:
             obj = loads_json(body.strip())
         except (ValueError, RecursionError) as exc:
-            return f"not valid JSON ({exc})"
+            if self.strict or not _RAW_CONTROLS.search(body):
+                return f"not valid JSON ({exc})"
+            try:  # raw line breaks or tabs in its strings: read as their escapes, and said
+                obj = loads_json(body.strip(), raw_controls=True)
+            except (ValueError, RecursionError):
+                return f"not valid JSON ({exc})"
+            raw = True
+        found = self._shape_of(obj)
+        if raw and not isinstance(found, str):
+            raw_controls_notice(self, found[0])
+        return found
+
+    def _shape_of(self, obj: Any) -> tuple[str, dict[str, Any]] | str:
         found = _SHAPE.read(obj, self.tools, strict=self.strict)
         if not isinstance(found, str) or self.strict or not isinstance(obj, dict):
             return found
