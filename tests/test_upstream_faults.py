@@ -66,6 +66,11 @@ def upstream() -> Iterator[RawUpstream]:
     server.close()
 
 
+@pytest.fixture(autouse=True)
+def _fresh(upstream: RawUpstream) -> None:
+    upstream.reset()
+
+
 @pytest.fixture(scope="module", params=["a client per request", "serve's client"])
 def gateway(upstream: RawUpstream, request: pytest.FixtureRequest) -> Iterator[str]:
     """The gateway in front of the upstream, its backend with a client of its own per

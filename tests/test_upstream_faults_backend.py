@@ -53,6 +53,11 @@ def upstream() -> Iterator[RawUpstream]:
     server.close()
 
 
+@pytest.fixture(autouse=True)
+def _fresh(upstream: RawUpstream) -> None:
+    upstream.reset()
+
+
 @pytest.fixture(params=["a client per request", "serve's client"])
 def backend(request: pytest.FixtureRequest) -> Callable[..., OpenAIBackend]:
     """:func:`backend_for`, its backend with a client of its own per request (a new

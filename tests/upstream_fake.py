@@ -25,7 +25,9 @@ from .replies import TOOLS
 #: Planted in every upstream body and in the upstream's URL: it must never reach a client.
 SECRET = "upstream-secret-7f3a"
 DEADLINE = 1.5
-CONNECT = 0.5
+#: Long enough that a loaded machine never times out a loopback connect (the one test of a
+#: connect that hangs allows 10 s), short enough to be a bound.
+CONNECT = 3.0
 
 Act = Callable[[socket.socket], None]
 
@@ -48,6 +50,16 @@ class RawUpstream:
         self.base_url = f"http://127.0.0.1:{self.port}/{SECRET}/v1/"
         self.root = f"http://127.0.0.1:{self.port}/{SECRET}"
         threading.Thread(target=self._serve, daemon=True).start()
+
+    def reset(self) -> None:
+        """Forget what an earlier test left unplayed, so one test's failure cannot hand its
+        acts to the next test's requests."""
+        while True:
+            try:
+                self._acts.get_nowait()
+            except queue.Empty:
+                break
+        self.for_model.clear()
 
     def play(self, *acts: Act) -> None:
         for act in acts:
