@@ -3,7 +3,7 @@ reply becomes calls, for every transport (see :mod:`toolwire.pipeline.reply`).""
 
 from .memory import Lesson, ModelMemory, default_memory
 from .reply import decide, in_words, plan_turn, planned, read, reply
-from .request import Backend, Mode, Plan, Prepared, Request, stream_sync
+from .request import Backend, Mode, OutputFormat, Plan, Prepared, Request, stream_sync
 from .transport import Transport
 
 __all__ = [
@@ -11,6 +11,7 @@ __all__ = [
     "Lesson",
     "Mode",
     "ModelMemory",
+    "OutputFormat",
     "Plan",
     "Prepared",
     "Request",

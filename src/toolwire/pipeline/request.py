@@ -15,7 +15,7 @@ from ..events import Event
 from ..formats.base import Family, ToolIndex
 from ..formats.gbnf import Constraint
 
-__all__ = ["Backend", "Mode", "Plan", "Prepared", "Request", "stream_sync"]
+__all__ = ["Backend", "Mode", "OutputFormat", "Plan", "Prepared", "Request", "stream_sync"]
 
 T = TypeVar("T")
 
@@ -54,6 +54,10 @@ class Request:
     #: False: at most one call is passed on (``parallel_tool_calls: false``); the others
     #: are ``calls-dropped`` notices, and a grammar that can asks for one call only.
     parallel_calls: bool = True
+    #: Structured output: the reply's text must be JSON of this shape, as every API asks it
+    #: (Chat Completions ``response_format``, Responses ``text.format``, Messages
+    #: ``output_config.format``), settled into one: :class:`OutputFormat`. None: free text.
+    output: OutputFormat | None = None
     #: Provider-specific fields passed through as they are.
     extra: Mapping[str, Any] = field(default_factory=dict)
     #: The tools by name (see :class:`~toolwire.formats.base.ToolIndex`), built once.
@@ -73,6 +77,21 @@ class Request:
         return bool(self.tools) and (
             self.tool_choice == "required" or isinstance(self.tool_choice, Mapping)
         )
+
+
+@dataclass(frozen=True)
+class OutputFormat:
+    """What a structured output asks of the reply's text, whichever API asked it.
+
+    ``kind`` ``json_schema``: JSON valid under ``schema`` (``name`` as the client gave it;
+    ``strict`` as the client asked: a reply that does not fit is then an error, not a
+    notice). ``json_object``: any JSON object (``schema`` is None).
+    """
+
+    kind: Literal["json_schema", "json_object"]
+    schema: Mapping[str, Any] | None = None
+    name: str = "output"
+    strict: bool = False
 
 
 def _settled(
