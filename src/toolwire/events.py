@@ -44,6 +44,7 @@ NoticeCode = Literal[
     "no-tools",
     "tool-choice-not-enforced",
     "constrained-call",
+    "constrained-output",
     "healed-schema",
     "healed-tools",
     # calls read although the reply strayed from the grammar (tolerances: strict refuses them)
@@ -94,6 +95,8 @@ NoticeCode = Literal[
     # the gateway's own
     "tool-not-served",
     "response-not-stored",
+    # structured outputs
+    "output-not-schema",
 ]
 
 #: What each code means, in a line: the table of ``docs/notices.md``.
@@ -104,6 +107,7 @@ NOTICES: dict[NoticeCode, str] = {
     "no-tools": "not even the tool names fit the model's window: it answers without tools",
     "tool-choice-not-enforced": "tool_choice required, but only the prompt can ask the model",
     "constrained-call": "a call was finished under a grammar of the declared tools",
+    "constrained-output": "the reply was written under the grammar of the output format's schema",
     "healed-schema": "the engine refused a tool schema: sent again with plain schemas",
     "healed-tools": "the engine takes no tools: they were given in words instead",
     "recovered-bare-json": "a reply that is only a call as bare JSON was read as the call",
@@ -160,6 +164,8 @@ NOTICES: dict[NoticeCode, str] = {
     "directly-answer": "the model chose to answer in text, not with a tool",
     "tool-not-served": "a tool of a kind the gateway does not serve was left out",
     "response-not-stored": "the response could not be stored for previous_response_id",
+    "output-not-schema": "the reply is not JSON that fits the requested output format (with "
+    "strict, an error)",
 }
 
 #: The codes that name a tolerance: something read although the model or the engine strayed

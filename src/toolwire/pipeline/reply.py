@@ -35,14 +35,14 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from .. import events as ev
 from ..errors import BackendError
 from ..events import Event
 from ..formats.base import ReplyStream
 from ..formats.drift import DriftGuard, ToollessWatch
-from ..formats.gbnf import constraint_for
+from ..formats.gbnf import Constraint, constraint_for
 from ..formats.reasoning import ReasoningSplitter
 from ..formats.registry import FORMAT_SETTINGS, get_family
 from ..formats.words import Words
@@ -53,6 +53,7 @@ from .end import End
 from .memory import Lesson
 from .repeats import Repeats, without_tools
 from .request import Plan, Request
+from .structured import OutputCheck, output_constraint
 
 if TYPE_CHECKING:
     from .transport import Transport
@@ -131,6 +132,9 @@ def plan_turn(transport: Transport, request: Request) -> tuple[Plan, Request, li
             plan.family.name if plan.family else None, sent.tools, required=request.required
         )
         plan = replace(plan, constraint=constraint)
+    if plan.mode == "plain" and request.output is not None and _shapes(transport, request):
+        # no tools: the answer is the output's JSON, under its schema's grammar throughout
+        plan = replace(plan, constraint=cast("Constraint", output_constraint(request.output)))
     forced = plan.constraint is not None and plan.constraint.required
     if plan.mode in ("grammar", "words") and request.tool_choice == "required" and not forced:
         notices.append(
@@ -153,6 +157,12 @@ def _constrains(request: Request) -> bool:
     """Are this turn's calls finished under a grammar? Unless ``strict`` (the model's own
     output, untouched) or ``constrained`` is off."""
     return request.constrained and not request.strict
+
+
+def _shapes(transport: Transport, request: Request) -> bool:
+    """Is a structured output written under its grammar? On an engine that can, unless
+    ``constrained`` is off (the client asked for the format: toolwire's ``strict`` keeps it)."""
+    return transport.can_constrain and request.constrained
 
 
 def in_words(transport: Transport, request: Request) -> tuple[Request, ev.Notice | None]:
@@ -260,10 +270,13 @@ def _split(pieces: list[tuple[bool, str]]) -> list[Event]:
 async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event, None]:
     """One turn through ``transport``: decided, sent, read, and healed when refused."""
     end = End(request)
+    # an engine with its own API is another server's; a template's engine is our own
+    check = OutputCheck(request, upstream=transport.native_tools)
     async with aclosing(_attempts(transport, request)) as events:
         async for event in events:
             for out in end.push(event):
-                yield out
+                for checked in check.push(out):
+                    yield checked
 
 
 async def _attempts(transport: Transport, request: Request) -> AsyncGenerator[Event, None]:
