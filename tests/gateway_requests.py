@@ -328,11 +328,11 @@ MALFORMED: list[tuple[str, Any, str | None]] = [
         "stream_options.include_usage",
     ),
     # what the gateway cannot serve is refused, not ignored
-    ("json_object", body(response_format={"type": "json_object"}), "response_format.type"),
+    ("response_format xml", body(response_format={"type": "xml"}), "response_format.type"),
     (
-        "json_schema",
-        body(response_format={"type": "json_schema", "json_schema": {"name": "x"}}),
-        "response_format.type",
+        "json_schema without its object",
+        body(response_format={"type": "json_schema"}),
+        "response_format.json_schema",
     ),
     ("deprecated functions", body(functions=[TOOL["function"]]), "functions"),
     ("deprecated function_call", body(function_call="auto"), "function_call"),

@@ -3,7 +3,8 @@
 Tools in the request; calls arrive whole, with arguments as objects; ``think`` asks a
 thinking model to think and ``message.thinking`` is reasoning, never read for calls. The
 conversation is sent in Ollama's encoding: a call's arguments as an object, a result with
-``tool_name``. A transport: it sends and reads; the reply pipeline decides the rest.
+``tool_name``; a structured output as ``format`` (its JSON schema, or ``"json"``). A
+transport: it sends and reads; the reply pipeline decides the rest.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..errors import BackendError
 from ..events import Event
 from ..messages import ToolCall
 from ..pipeline import Request
+from ..pipeline.structured import ollama_format
 from .http import HttpTransport, Records, Reply
 
 __all__ = ["OllamaBackend", "to_ollama"]
@@ -78,6 +80,8 @@ class OllamaBackend(HttpTransport):
             body["tools"] = self.tools_on_wire(request.tools, dialect)
         if request.think is not None:
             body["think"] = request.think
+        if request.output is not None:  # a structured output: the schema, or "json"
+            body["format"] = ollama_format(request.output)
         options: dict[str, Any] = {}
         if request.temperature is not None:
             options["temperature"] = request.temperature

@@ -26,6 +26,7 @@ from ..errors import BackendError, UsageError
 from ..events import Event
 from ..messages import ToolCall
 from ..pipeline import Request
+from ..pipeline.structured import response_format
 from .http import HttpTransport, Records, Reply
 
 __all__ = ["PROVIDERS", "OpenAIBackend"]
@@ -112,6 +113,8 @@ class OpenAIBackend(HttpTransport):
             body["temperature"] = request.temperature
         if request.max_tokens is not None:
             body["max_tokens"] = request.max_tokens
+        if request.output is not None:  # a structured output, in OpenAI's own shape
+            body["response_format"] = response_format(request.output)
         body.update(request.extra)
         return body
 

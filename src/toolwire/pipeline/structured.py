@@ -46,10 +46,10 @@ from .request import OutputFormat, Request
 __all__ = [
     "OutputCheck",
     "OutputConstraint",
-    "output_constraint",
     "misfit",
-    "output_grammar",
     "ollama_format",
+    "output_constraint",
+    "output_grammar",
     "response_format",
 ]
 
@@ -172,8 +172,10 @@ def misfit(output: OutputFormat, text: str) -> str | None:
     except (ValueError, RecursionError) as exc:
         return f"the reply is not JSON ({str(exc)[:120]})"
     if output.kind == "json_object" or output.schema is None:
-        return None if output.kind != "json_object" or isinstance(value, dict) else (
-            "the reply is JSON but not an object"
+        return (
+            None
+            if output.kind != "json_object" or isinstance(value, dict)
+            else ("the reply is JSON but not an object")
         )
     from jsonschema.exceptions import best_match
 

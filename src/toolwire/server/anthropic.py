@@ -4,9 +4,10 @@ request core.
 In: ``system``, ``messages`` with content blocks ``text``, ``tool_use``, ``tool_result``
 (a string or text blocks, ``is_error``) and ``thinking``; ``tools`` with ``input_schema``;
 ``tool_choice`` ``auto``/``any``/``tool``/``none`` (``disable_parallel_tool_use``);
-``max_tokens``, ``temperature``, ``thinking``, ``stream``. Out: ``thinking``, ``text`` and
-``tool_use`` blocks with ``stop_reason`` ``tool_use``/``end_turn``/``max_tokens``, streamed
-with the event sequence the official ``anthropic`` client reads. Errors come in Anthropic's
+``max_tokens``, ``temperature``, ``thinking``, ``stream``, ``output_config.format`` (a
+structured output, ``json_schema``; ``output_config.effort`` is ignored). Out:
+``thinking``, ``text`` and ``tool_use`` blocks with ``stop_reason``
+``tool_use``/``end_turn``/``max_tokens``, streamed with the event sequence the official ``anthropic`` client reads. Errors come in Anthropic's
 shape. The toolwire notices are a top-level ``toolwire`` field (in a stream, on
 ``message_delta``).
 
@@ -33,6 +34,7 @@ from .api import closing
 from .core import Finish, Told, WireCall, dumps, turn, whole
 from .failures import Failure, failure
 from .fields import check, options
+from .output import messages_format
 from .remember import ResponseMemory
 from .validate import RequestError
 
@@ -79,6 +81,7 @@ class _Fields(BaseModel):
     thinking: dict[str, Any] | None = None
     stream: bool = False
     stop_sequences: list[str] | None = None
+    output_config: dict[str, Any] | None = None
 
 
 class _Tool(BaseModel):
@@ -293,6 +296,7 @@ def parse_messages(data: Mapping[str, Any]) -> MessagesCall:
         strict=settings.get("strict", False),
         constrained=settings.get("constrained", True),
         stream=bool(fields.stream),
+        output=messages_format(fields.output_config),
     )
     return MessagesCall(request, fields.model, skipped)
 

@@ -11,19 +11,20 @@ What each field gets:
   ``tool``; content a string or a list of content parts of the kinds the role takes),
   ``tools`` (function tools, each name unique, ``parameters`` a JSON schema of an object),
   ``tool_choice``, ``parallel_tool_calls``, ``stream``, ``temperature``, ``max_tokens`` /
-  ``max_completion_tokens``, and toolwire's own ``toolwire: {strict, constrained}``.
+  ``max_completion_tokens``, ``response_format`` (``text``; ``json_object``; ``json_schema``
+  with ``name``, ``schema``, ``strict``: a structured output, see
+  :mod:`toolwire.pipeline.structured`), and toolwire's own ``toolwire: {strict, constrained}``.
   ``model`` is checked and answered by the gateway's own model.
 * **Checked, then ignored** — sampling and bookkeeping hints without which the reply is still
   a right answer: ``top_p``, ``frequency_penalty``, ``presence_penalty``, ``seed``, ``stop``,
   ``logit_bias``, ``logprobs``, ``top_logprobs``, ``user``, ``metadata``, ``store``,
   ``service_tier``, ``prompt_cache_key``, ``safety_identifier``, ``reasoning_effort``,
-  ``verbosity``, ``prediction``, ``stream_options``, ``modalities: ["text"]``,
-  ``response_format: {"type": "text"}``, and the engines' ``top_k``, ``min_p``,
-  ``repetition_penalty``.
+  ``verbosity``, ``prediction``, ``stream_options``, ``modalities: ["text"]``, and the
+  engines' ``top_k``, ``min_p``, ``repetition_penalty``.
 * **Refused**, because the reply could not be what the client asked for: ``n`` other than 1,
   the deprecated ``functions`` / ``function_call`` (send ``tools`` / ``tool_choice``),
-  ``audio`` and ``modalities`` with ``audio``, ``response_format`` of ``json_object`` or
-  ``json_schema``, ``web_search_options``; and any field not listed here (as OpenAI does).
+  ``audio`` and ``modalities`` with ``audio``, ``web_search_options``; and any field not
+  listed here (as OpenAI does).
 
 A message may carry ``name``; an assistant message also what clients echo back from a
 reply (``refusal``, ``annotations``, ``audio``, ``reasoning_content``, ``thinking``, a null
@@ -54,6 +55,7 @@ from typing_extensions import NotRequired, TypedDict
 from ..arguments.schema import validator_for
 from ..errors import ArgumentsError
 from ..tools import _NAME as _TOOL_NAME
+from .output import FormatName, output_schema
 
 __all__ = ["MAX_DEPTH", "MAX_TOKENS", "MESSAGES", "TAG", "ChatCompletionsRequest"]
 
@@ -354,8 +356,39 @@ class Prediction(TypedDict):
 
 
 @_strict
-class ResponseFormat(TypedDict):
+class TextFormat(TypedDict):
     type: Literal["text"]
+
+
+@_strict
+class JsonObjectFormat(TypedDict):
+    type: Literal["json_object"]
+
+
+@_strict
+class JsonSchemaSpec(TypedDict):
+    name: FormatName
+    description: NotRequired[str | None]
+    schema: NotRequired[Annotated[dict[str, Any], AfterValidator(output_schema)] | None]
+    strict: NotRequired[bool | None]
+
+
+@_strict
+class JsonSchemaFormat(TypedDict):
+    type: Literal["json_schema"]
+    json_schema: JsonSchemaSpec
+
+
+if TYPE_CHECKING:
+    ResponseFormat = TextFormat | JsonObjectFormat | JsonSchemaFormat
+else:
+    ResponseFormat = _by_field(
+        "type",
+        "must be an object whose type is text, json_object or json_schema",
+        text=TextFormat,
+        json_object=JsonObjectFormat,
+        json_schema=JsonSchemaFormat,
+    )
 
 
 @_strict

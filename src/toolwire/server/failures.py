@@ -24,6 +24,10 @@ too long, cut short)
 failed mid-stream                             502
 ============================================  ======  =====================================
 
+A structured output whose reply does not fit its schema, with ``strict``, is a 502 when an
+upstream wrote it (its reply is not what was asked of it) and a 500 when the gateway's own
+engine did (the server failed; the request was right), each naming why.
+
 A call to a tool the request did not declare, with ``strict``, is a 502 naming the tool; an
 engine in-process that fails (``kind`` ``engine``) and toolwire's own errors keep their
 message, which is toolwire's own words.
@@ -81,6 +85,10 @@ def failure(exc: ToolwireError) -> Failure:
         return Failure(502, "upstream_error", f"{_WHO} could not be reached")
     if exc.kind == "unreadable":
         return Failure(502, "upstream_error", f"{_WHO} sent a reply that could not be read")
+    if exc.kind == "output-schema":  # the upstream's reply is not the format asked for
+        return Failure(502, "upstream_error", str(exc)[:500])
+    if exc.kind == "output-schema-local":  # our own engine's: the server failed, not the client
+        return Failure(500, "server_error", str(exc)[:500])
     return Failure(502, "upstream_error", f"{_WHO} failed: {str(exc)[:500]}")
 
 

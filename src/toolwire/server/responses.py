@@ -2,9 +2,10 @@
 
 In: ``input`` as a string or items (messages, ``function_call``, ``function_call_output``),
 ``instructions``, function ``tools``, ``tool_choice``, ``parallel_tool_calls``,
-``max_output_tokens``, ``temperature``, ``stream``. Out: ``reasoning``, ``message``
-(``output_text``) and ``function_call`` items, streamed with the event sequence the official
-client's ``responses.stream()`` reads. The items become the Chat Completions messages the
+``max_output_tokens``, ``temperature``, ``stream``, ``text.format`` (a structured output:
+``json_object`` or ``json_schema``, see :mod:`toolwire.pipeline.structured`). Out:
+``reasoning``, ``message`` (``output_text``) and ``function_call`` items, streamed with
+the event sequence the official client's ``responses.stream()`` reads. The items become the Chat Completions messages the
 core takes, so every engine and every repair is the same as for the other APIs.
 
 With a conversation store (``toolwire serve`` opens one), responses are stored unless the
@@ -13,7 +14,7 @@ request says ``store: false``, and ``previous_response_id`` continues one (see
 that names the field): input images and files. Tools other than functions (a provider's
 own: web search, a shell, free-form ``custom`` tools) are left out with a
 ``tool-not-served`` notice, so a client that offers them still gets its function tools.
-Fields that change nothing here (``metadata``, ``user``, ``reasoning``, ``text``,
+Fields that change nothing here (``metadata``, ``user``, ``reasoning``, ``text.verbosity``,
 ``truncation``, ``include``, ``top_p``…) are accepted and ignored.
 """
 
@@ -32,6 +33,7 @@ from ..pipeline import Request
 from .api import OpenAIErrors
 from .core import Finish, Told, WireCall, dumps, turn, whole
 from .fields import check, options
+from .output import responses_format
 from .remember import ResponseMemory
 from .validate import RequestError
 
@@ -54,6 +56,7 @@ class _Fields(BaseModel):
     stream: bool = False
     store: bool | None = None
     previous_response_id: str | None = None
+    text: dict[str, Any] | None = None
 
 
 class _Tool(BaseModel):
@@ -93,6 +96,7 @@ class ResponsesCall:
             "max_output_tokens": fields.max_output_tokens,
             "previous_response_id": fields.previous_response_id,
             "store": self.memory is not None,
+            "text": fields.text or {"format": {"type": "text"}},
         }
 
 
@@ -268,6 +272,7 @@ async def parse_responses(
         strict=settings.get("strict", False),
         constrained=settings.get("constrained", True),
         stream=bool(fields.stream),
+        output=responses_format(fields.text),
     )
     call = ResponsesCall(request, fields, conversation, memory)
     call.notices = skipped

@@ -31,6 +31,7 @@ from pydantic import ValidationError
 from ..errors import UsageError
 from ..pipeline import Request
 from .chat_request import MAX_DEPTH, MESSAGES, TAG, ChatCompletionsRequest
+from .output import chat_format
 
 __all__ = [
     "MAX_BODY_DEPTH",
@@ -190,7 +191,6 @@ def _path(keys: Any) -> str:
 
 
 _FRIENDLY = {
-    "response_format.type": "is not served (only text): the gateway cannot promise JSON",
     "modalities": "is not served (only text): the gateway answers in text",
 }
 #: pydantic's words for a wrong type, in JSON's.
@@ -348,6 +348,7 @@ def validate_chat(data: Any) -> Request:
         strict=bool(options.get("strict")),
         constrained=options.get("constrained") is not False,
         stream=bool(parsed.stream),
+        output=chat_format(parsed.response_format),
     )
 
 
