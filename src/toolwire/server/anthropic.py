@@ -8,8 +8,8 @@ In: ``system``, ``messages`` with content blocks ``text``, ``tool_use``, ``tool_
 structured output, ``json_schema``; ``output_config.effort`` is ignored). Out:
 ``thinking``, ``text`` and ``tool_use`` blocks with ``stop_reason``
 ``tool_use``/``end_turn``/``max_tokens``, streamed with the event sequence the official
-``anthropic`` client reads. Errors come in Anthropic's shape. The toolwire notices are a top-level ``toolwire`` field (in a stream, on
-``message_delta``).
+``anthropic`` client reads. Errors come in Anthropic's shape. The toolwire notices are a
+top-level ``toolwire`` field (in a stream, on ``message_delta``).
 
 Not served (a 400 naming the field): images and documents, ``stop_sequences``. Server tools
 (web search, code execution…) are left out with a ``tool-not-served`` notice.

@@ -6,7 +6,8 @@ In: ``input`` as a string or items (messages, ``function_call``, ``function_call
 ``json_object`` or ``json_schema``, see :mod:`toolwire.pipeline.structured`). Out:
 ``reasoning``, ``message`` (``output_text``) and ``function_call`` items, streamed with
 the event sequence the official client's ``responses.stream()`` reads. The items become
-the Chat Completions messages the core takes, so every engine and every repair is the same as for the other APIs.
+the Chat Completions messages the core takes, so every engine and every repair is the
+same as for the other APIs.
 
 With a conversation store (``toolwire serve`` opens one), responses are stored unless the
 request says ``store: false``, and ``previous_response_id`` continues one (see
