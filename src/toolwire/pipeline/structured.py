@@ -188,7 +188,8 @@ def misfit(output: OutputFormat, text: str) -> str | None:
     if error is None:
         return None
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-    return f"the reply does not fit the schema at {where or 'its root'}: {error.message[:200]}"
+    at = f"'{where.lstrip('.')}'" if where else "its root"
+    return f"the reply does not fit the schema at {at}: {error.message[:200]}"
 
 
 class OutputCheck:
