@@ -20,7 +20,10 @@ model and how its reply becomes calls.
    words — and the lesson is kept in the transport's :class:`ModelMemory`.
 4. **Constrain** (an engine that can, unless ``strict`` or ``constrained=False``): a call
    the model begins is finished under a grammar of the declared tools and their schemas
-   (:mod:`toolwire.formats.gbnf`); with ``tool_choice`` required, from the first token.
+   (:mod:`toolwire.formats.gbnf`); with ``tool_choice`` required, from the first token. A
+   structured output (``Request.output``) on a turn with no tools is written under its
+   schema's grammar from the first token (:mod:`toolwire.pipeline.structured`), and every
+   reply is checked against it at its end.
 5. **Repeats** (:mod:`toolwire.pipeline.repeats`), unless ``strict``: a call repeated in one
    reply ends the reply there (generation closed); the call whose result ends the
    conversation, written again, is dropped, and when it was all the model said, the model is
