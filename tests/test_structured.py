@@ -294,3 +294,34 @@ def test_a_malformed_format_is_a_400_naming_its_field(
     else:
         assert error["param"] == where
     assert upstream.requests == []  # refused before any upstream request
+
+
+def test_with_strict_a_misfit_of_the_local_engine_is_a_server_error() -> None:
+    """The gateway's own engine (here one that cannot sample under a grammar) wrote prose:
+    the request was right, so the client gets a 500, not a 4xx, nor an upstream's 502."""
+    from pathlib import Path
+
+    from toolwire.backends.llamacpp import LlamaCppBackend
+    from toolwire.testing import ScriptedLlama
+
+    template = Path(__file__).parent / "fixtures" / "chat_templates"
+    source = (template / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text()
+    backend = LlamaCppBackend("q.gguf", llama=ScriptedLlama(source, "Paris, I think."))
+    with ServedApp(create_app(backend, model_name="gw")) as served:
+        client = _openai(served.url)
+        with pytest.raises(openai.InternalServerError) as caught:
+            client.chat.completions.parse(
+                model="gw",
+                messages=ASK,  # type: ignore[arg-type]
+                response_format=City,
+            )
+        assert caught.value.status_code == 500 and "not JSON" in str(caught.value)
+        # without strict the same reply is the content, with its notice
+        loose = {"type": "json_schema", "json_schema": {"name": "City", "schema": GOOD_SCHEMA}}
+        reply = httpx.post(
+            served.url + "/v1/chat/completions",
+            json={"model": "gw", "messages": ASK, "response_format": loose},
+            timeout=30,
+        ).json()
+    assert reply["choices"][0]["message"]["content"] == "Paris, I think."
+    assert [n["code"] for n in reply["toolwire"]["notices"]] == ["output-not-schema"]

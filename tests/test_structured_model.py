@@ -57,6 +57,20 @@ def test_chat_completions_parse_on_the_local_model(gateway: str) -> None:
     assert _notices(done.model_extra) == ["constrained-output"]
 
 
+def test_streamed_the_parse_helper_gets_the_same_object(gateway: str) -> None:
+    client = openai.OpenAI(base_url=gateway + "/v1", api_key="unused", max_retries=0)
+    with client.chat.completions.stream(
+        model="local",
+        messages=ASK,  # type: ignore[arg-type]
+        response_format=Capital,
+        max_tokens=100,
+        temperature=0,
+    ) as stream:
+        final = stream.get_final_completion()
+    parsed = final.choices[0].message.parsed
+    assert isinstance(parsed, Capital) and "paris" in parsed.city.lower()
+
+
 def test_responses_parse_on_the_local_model(gateway: str) -> None:
     client = openai.OpenAI(base_url=gateway + "/v1", api_key="unused", max_retries=0)
     done = client.responses.parse(
