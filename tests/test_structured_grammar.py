@@ -17,6 +17,7 @@ from toolwire.errors import BackendError
 from toolwire.formats.gbnf import Constraint
 from toolwire.pipeline import OutputFormat, Request, planned
 from toolwire.pipeline.structured import (
+    MAX_GRAMMAR_BOUND,
     OutputCheck,
     OutputConstraint,
     misfit,
@@ -95,6 +96,27 @@ def test_a_bound_too_large_for_a_grammar_is_left_to_the_check() -> None:
     assert matches(grammar, '{"s": "' + "x" * 300 + '"}')
     small = {**schema, "properties": {"s": {"type": "string", "maxLength": 3}}}
     assert not matches(output_grammar(OutputFormat("json_schema", small, "Small")), '{"s": "abcd"}')
+
+
+def test_a_constant_that_looks_like_a_bound_is_kept() -> None:
+    schema = {"const": {"maxLength": 1000}}
+    grammar = output_grammar(OutputFormat("json_schema", schema, "Const"))
+    assert matches(grammar, '{"maxLength": 1000}') and not matches(grammar, "{}")
+
+
+def test_bounds_at_the_limit_make_a_grammar_an_engine_takes() -> None:
+    """Each bound a grammar keeps is spelt out as nested repetitions: at the limit, for an
+    array and the strings in it, the grammar still compiles (a recursive compiler included)."""
+    bound = MAX_GRAMMAR_BOUND
+    item = {"type": "string", "minLength": 1, "maxLength": bound}
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "array", "items": item, "minItems": bound, "maxItems": bound}},
+        "required": ["a"],
+    }
+    grammar = output_grammar(OutputFormat("json_schema", schema, "Many"))
+    assert matches(grammar, json.dumps({"a": ["x"] * bound}))
+    assert not matches(grammar, json.dumps({"a": ["x"] * (bound - 1)}))
 
 
 def test_a_ref_schema_as_pydantic_writes_it_is_followed() -> None:

@@ -11,8 +11,8 @@ Three things follow from one :class:`OutputFormat`, each here, once:
   tool schemas do in :mod:`toolwire.formats.gbnf`; two things are changed in what it
   writes: a string character is never a raw control character (JSON has none), and white
   space between tokens is bounded but may be a line break and its indent, as models write
-  JSON. A length or count bound too large to spell out in a grammar
-  (``maxLength: 100000``) is left out of the grammar only (the check below still holds it),
+  JSON. A length or count bound too large to spell out in a grammar (above
+  :data:`MAX_GRAMMAR_BOUND`) is left out of the grammar only (the check below still holds it),
   and a schema the converter cannot take leaves the grammar any JSON of the schema's type.
 * **To an upstream**, the format in its dialect: :func:`response_format` (OpenAI's
   ``response_format``) and :func:`ollama_format` (Ollama's ``format``).
@@ -53,12 +53,16 @@ __all__ = [
     "response_format",
 ]
 
-#: Length and count bounds above this are left out of a grammar (a grammar spells a bound
-#: out as nested repetitions: 100,000 of them is a grammar no engine should be given).
-MAX_GRAMMAR_BOUND = 256
+#: Length and count bounds above this are left out of a grammar: the converter spells a
+#: bound out as nested repetitions, and engines compile nesting recursively (llguidance
+#: refuses an array bound of 32 so spelt; 100,000 is a grammar no engine should be given).
+#: The reply's check still holds the bound.
+MAX_GRAMMAR_BOUND = 24
 _BOUNDS = frozenset(
     {"minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"}
 )
+#: Keywords whose value is JSON data, not a schema: never loosened.
+_VALUES = frozenset({"const", "enum", "default", "examples"})
 #: White space between JSON tokens: none, a space, or a line break and its indent; bounded.
 _SPACE = '| " " | "\\n"{1,2} [ \\t]{0,20}'
 #: A character of a JSON string: no raw control character, escapes as JSON has them.
@@ -109,7 +113,7 @@ def _loosened(schema: Any) -> Any:
     if not isinstance(schema, Mapping):
         return schema
     return {
-        key: _loosened(value)
+        key: value if key in _VALUES else _loosened(value)
         for key, value in schema.items()
         if not (
             key in _BOUNDS
