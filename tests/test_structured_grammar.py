@@ -18,6 +18,7 @@ from toolwire.formats.gbnf import Constraint
 from toolwire.pipeline import OutputFormat, Request, planned
 from toolwire.pipeline.structured import (
     MAX_GRAMMAR_BOUND,
+    CallOrOutput,
     OutputCheck,
     OutputConstraint,
     misfit,
@@ -183,15 +184,28 @@ def test_with_no_tools_the_output_grammar_holds_from_the_first_token() -> None:
     "changes",
     [
         {"constrained": False},  # the client turned grammars off
-        {"tools": [WEATHER]},  # the model may call: calls are constrained, not the answer
         {"tools": [WEATHER], "tool_choice": "required"},  # a call's grammar, not the output's
     ],
 )
 def test_the_output_grammar_is_not_used(changes: dict[str, Any]) -> None:
     _, plan = planned(_backend(True), Request(ASK, output=CITY_OUT, **changes))
-    assert not isinstance(plan.constraint, OutputConstraint)
+    assert not isinstance(plan.constraint, (OutputConstraint, CallOrOutput))
     if "tools" in changes:
         assert isinstance(plan.constraint, Constraint)  # the tools' own, as without output
+
+
+def test_with_tools_the_reply_is_a_call_or_the_answer_in_the_schema() -> None:
+    _, plan = planned(_backend(True), Request(ASK, [WEATHER], output=CITY_OUT))
+    assert isinstance(plan.constraint, CallOrOutput) and plan.constraint.required
+    grammar = plan.constraint.grammar("required")
+    call = {"name": "get_weather", "arguments": {"city": "Oslo"}}
+    assert matches(grammar, "<tool_call>\n" + json.dumps(call) + "\n</tool_call>")
+    assert matches(grammar, json.dumps({"name": "Oslo", "population": 7}))
+    assert not matches(grammar, "Oslo is sunny.")  # neither a call nor the answer
+    assert not matches(grammar, json.dumps({"name": "Oslo"}))  # the answer must fit
+    # the rules of each are kept apart: no name is defined twice
+    names = [line.split(" ::= ")[0] for line in grammar.splitlines()]
+    assert len(names) == len(set(names))
 
 
 def test_an_engine_that_cannot_constrain_gets_no_grammar() -> None:

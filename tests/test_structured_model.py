@@ -97,6 +97,42 @@ def test_messages_parse_on_the_local_model(gateway: str) -> None:
     assert done.stop_reason == "end_turn"
 
 
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+            "additionalProperties": False,
+        },
+        "strict": True,  # the client's parse helper takes strict tools only
+    },
+}
+
+
+def test_with_tools_the_local_model_calls_or_answers_in_the_schema(gateway: str) -> None:
+    """Either is right; prose is neither, and the grammar leaves no room for it."""
+    client = openai.OpenAI(base_url=gateway + "/v1", api_key="unused", max_retries=0)
+    done = client.chat.completions.parse(
+        model="local",
+        messages=ASK,  # type: ignore[arg-type]
+        tools=[WEATHER],  # type: ignore[list-item]
+        response_format=Capital,
+        max_tokens=100,
+        temperature=0,
+    )
+    message = done.choices[0].message
+    if message.tool_calls:
+        assert message.tool_calls[0].function.name == "get_weather"
+        assert done.choices[0].finish_reason == "tool_calls"
+    else:
+        assert isinstance(message.parsed, Capital)
+    assert _notices(done.model_extra)[0] == "constrained-output"
+
+
 def test_json_object_on_the_local_model(gateway: str) -> None:
     client = openai.OpenAI(base_url=gateway + "/v1", api_key="unused", max_retries=0)
     done = client.chat.completions.create(

@@ -21,9 +21,9 @@ model and how its reply becomes calls.
 4. **Constrain** (an engine that can, unless ``strict`` or ``constrained=False``): a call
    the model begins is finished under a grammar of the declared tools and their schemas
    (:mod:`toolwire.formats.gbnf`); with ``tool_choice`` required, from the first token. A
-   structured output (``Request.output``) on a turn with no tools is written under its
-   schema's grammar from the first token (:mod:`toolwire.pipeline.structured`), and every
-   reply is checked against it at its end.
+   structured output (``Request.output``) is written under its schema's grammar from the
+   first token — on a turn with tools (a call not required), under the grammar of a call or
+   that answer (:mod:`toolwire.pipeline.structured`) — and every reply is checked against it.
 5. **Repeats** (:mod:`toolwire.pipeline.repeats`), unless ``strict``: a call repeated in one
    reply ends the reply there (generation closed); the call whose result ends the
    conversation, written again, is dropped, and when it was all the model said, the model is
@@ -56,7 +56,7 @@ from .end import End
 from .memory import Lesson
 from .repeats import Repeats, without_tools
 from .request import Plan, Request
-from .structured import OutputCheck, output_constraint
+from .structured import OutputCheck, call_or_output, output_constraint
 
 if TYPE_CHECKING:
     from .transport import Transport
@@ -134,6 +134,11 @@ def plan_turn(transport: Transport, request: Request) -> tuple[Plan, Request, li
         constraint = constraint_for(
             plan.family.name if plan.family else None, sent.tools, required=request.required
         )
+        if constraint is not None and request.output is not None and not request.required:
+            # tools and a structured output: a call, or the answer in the schema
+            constraint = cast(
+                "Constraint", call_or_output(constraint, request.output) or constraint
+            )
         plan = replace(plan, constraint=constraint)
     if plan.mode == "plain" and request.output is not None and _shapes(transport, request):
         # no tools: the answer is the output's JSON, under its schema's grammar throughout

@@ -25,15 +25,17 @@ Three things follow from one :class:`OutputFormat`, each here, once:
   gets the notice only: its finish reason already says it is incomplete, and the official
   clients raise their own error for it.
 
-With tools offered and a call not required, the model may call a tool or answer: the
-call is constrained as calls are (see :mod:`toolwire.formats.gbnf`), the answer is not
-(one grammar for both is not built), and the answer is checked like any other. With a call
+With tools offered and a call not required, the model may call a tool or answer, and on an
+engine that can it does one of the two from the first token (:class:`CallOrOutput`: the
+tools' grammar in its required form, or the output's; prose is neither). With a call
 required the turn's grammar is the call's; the format applies to the answer of a later turn.
+Where no grammar is had (tools in words, an engine that cannot), the answer is checked only.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,8 +46,10 @@ from ..events import Event
 from .request import OutputFormat, Request
 
 __all__ = [
+    "CallOrOutput",
     "OutputCheck",
     "OutputConstraint",
+    "call_or_output",
     "misfit",
     "ollama_format",
     "output_constraint",
@@ -98,6 +102,59 @@ class OutputConstraint:
 def output_constraint(output: OutputFormat) -> OutputConstraint:
     """The constraint that makes an engine write ``output``'s JSON (see the module's doc)."""
     return OutputConstraint(output)
+
+
+@dataclass(frozen=True)
+class CallOrOutput:
+    """A turn with tools and a structured output, a call not required: from the first token
+    the reply is either the calls (the tools' own grammar, in their ``required`` form) or the
+    output's JSON — as the APIs define it, the model calls a tool or answers in the schema.
+    Each grammar's rules are kept apart by a prefix on the output's."""
+
+    calls: Any  # the tools' constraint (the duck type: its ``grammar("required")``)
+    output: OutputFormat
+    required: bool = True
+
+    def trigger(self, text: str, *, searched: int = 0, thinking: bool = False) -> None:
+        """Never: the reply is under the grammar from its start."""
+        del text, searched, thinking
+        return None
+
+    def grammar(self, form: str, lead: str = "") -> str:
+        """Either grammar, from the first token (``form`` and ``lead`` are the calls')."""
+        del form
+        calls = _renamed(str(self.calls.grammar("required", lead)), "calls-")
+        answer = _renamed(output_grammar(self.output), "output-")
+        return f"root ::= calls-root | output-root\n{calls}\n{answer}"
+
+
+#: A GBNF token: a string literal, a character class, a name, or anything else.
+_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|\[(?:\\.|[^\]\\])*\]|[A-Za-z0-9_-]+|\s+|.')
+
+
+def _renamed(grammar: str, prefix: str) -> str:
+    """``grammar`` with each rule's name (and every reference to it) given ``prefix``;
+    literals and character classes untouched."""
+    names = {line.split("::=", 1)[0].strip() for line in grammar.splitlines() if "::=" in line}
+    out = []
+    for line in grammar.splitlines():
+        if "::=" not in line:
+            continue
+        out.append(
+            "".join(prefix + token if token in names else token for token in _TOKEN.findall(line))
+        )
+    return "\n".join(out)
+
+
+def call_or_output(calls: Any, output: OutputFormat) -> CallOrOutput | None:
+    """:class:`CallOrOutput` when the tools' constraint can be had in its required form;
+    None otherwise (the answer is then only checked)."""
+    try:
+        combined = CallOrOutput(calls, output)
+        combined.grammar("required")
+    except Exception:  # a tools' grammar that cannot be built so: unconstrained answer
+        return None
+    return combined
 
 
 def _schema(output: OutputFormat) -> Mapping[str, Any]:
@@ -196,6 +253,12 @@ def misfit(output: OutputFormat, text: str) -> str | None:
     return f"the reply does not fit the schema at {at}: {error.message[:200]}"
 
 
+def _from_the_start(notice: ev.Notice) -> bool:
+    """An engine's notice that the reply was under a grammar from its first token (the one
+    a call's grammar found begun in the reply says so otherwise)."""
+    return notice.code == "constrained-call" and "required" in notice.message
+
+
 class OutputCheck:
     """The reply checked against its structured output, at its end (see the module's doc):
     push each event as it comes; what to give on comes back.
@@ -210,7 +273,10 @@ class OutputCheck:
         self._output = output
         self._strict = request.strict or bool(output and output.strict)
         self._upstream = upstream
-        self._toolless = not request.tools
+        # the engine's notice of a grammar from the first token, on a turn that required no
+        # call, is of the output's grammar (alone, or a call's or the output's)
+        self._ours = not request.required
+        self._tools = bool(request.tools)
         self._text: list[str] = []
 
     def push(self, event: Event) -> list[Event]:
@@ -219,11 +285,12 @@ class OutputCheck:
             return [event]
         if isinstance(event, ev.TextDelta):
             self._text.append(event.text)
-        elif isinstance(event, ev.Notice) and event.code == "constrained-call" and self._toolless:
+        elif isinstance(event, ev.Notice) and self._ours and _from_the_start(event):
+            either = "a call's or " if self._tools else ""
             return [
                 ev.Notice(
                     "constrained-output",
-                    f"the reply was written under the grammar of the {output.name!r} "
+                    f"the reply was written under the grammar of {either}the {output.name!r} "
                     "output format's schema",
                 )
             ]
