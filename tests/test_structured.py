@@ -325,3 +325,33 @@ def test_with_strict_a_misfit_of_the_local_engine_is_a_server_error() -> None:
         ).json()
     assert reply["choices"][0]["message"]["content"] == "Paris, I think."
     assert [n["code"] for n in reply["toolwire"]["notices"]] == ["output-not-schema"]
+
+
+def test_responses_streamed_the_notice_is_on_the_completed_response(
+    upstream: FakeOpenAIServer, gateway: str
+) -> None:
+    upstream.add_stream(text_deltas("Oslo."))
+    body = {"model": "gw", "input": "Oslo?", "stream": True}
+    body["text"] = {"format": {"type": "json_object"}}
+    with httpx.stream("POST", gateway + "/v1/responses", json=body, timeout=30) as r:
+        data = [json.loads(line[6:]) for line in r.iter_lines() if line.startswith("data: ")]
+    assert data[-1]["type"] == "response.completed"
+    notices = data[-1]["response"]["toolwire"]["notices"]
+    assert [n["code"] for n in notices] == ["output-not-schema"]
+    assert _sent_format(upstream) == {"type": "json_object"}
+
+
+def test_messages_streamed_a_misfit_is_the_stream_s_error_event(
+    upstream: FakeOpenAIServer, gateway: str
+) -> None:
+    """Messages' structured outputs promise a fitting reply: one that does not is an error
+    (the stream's last event), not a notice."""
+    upstream.add_stream(text_deltas('{"name": 3}'))
+    schema = City.model_json_schema()
+    body = {"model": "gw", "messages": ASK, "max_tokens": 10, "stream": True}
+    body["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
+    with httpx.stream("POST", gateway + "/v1/messages", json=body, timeout=30) as r:
+        data = [json.loads(line[6:]) for line in r.iter_lines() if line.startswith("data: ")]
+    assert data[-1]["type"] == "error"
+    assert "output format" in data[-1]["error"]["message"]
+    assert not any(d["type"] == "message_stop" for d in data)
