@@ -15,6 +15,8 @@ a reader of the raw output sees); it is dropped there, as llama.cpp does.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,8 +119,16 @@ class CommandRPlusStream(OpeningsStream, JsonListStream):
         super()._close(body)
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    return "Action:\n```json\n" + json.dumps([{"tool_name": name, "parameters": args}]) + "\n```"
+
+
 class CommandRPlus(Family):
     name = "command-r-plus"
     label = "Cohere Action: ```json [...]``` (Command R+)"
+    # a call's turn is written without its end: the next turn's start ends it
+    end_tokens = ("<|END_OF_TURN_TOKEN|>", "<|START_OF_TURN_TOKEN|>")
+    drops_tokens = True
+    samples = (_sample,)
     markers = (_ACTION, _ROLE)
     stream_class = CommandRPlusStream

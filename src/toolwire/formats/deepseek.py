@@ -22,13 +22,16 @@ without the closer, so that is R1's grammar, not a repair).
 
 from __future__ import annotations
 
+import json
 import re
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from ..messages import ToolCall
 from .base import Family
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream
+from .reasoning import THINK
 
 __all__ = ["DeepSeekR1", "DeepSeekV31", "NameReader"]
 
@@ -213,9 +216,28 @@ class DeepSeekV31Stream(MarkerStream):
     body_class = _V31Body
 
 
+def _calls(call: str) -> str:
+    begin, end = (
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>",
+        "<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+    )
+    return begin + call + end
+
+
+def _r1_sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    return _calls("function<｜tool▁sep｜>" + name + "\n```json\n" + json.dumps(args) + "\n```")
+
+
+def _v31_sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    return _calls(name + "<｜tool▁sep｜>" + json.dumps(args))
+
+
 class DeepSeekR1(Family):
     name = "deepseek-r1"
     label = "DeepSeek R1 function<｜tool▁sep｜>NAME + fenced JSON (DeepSeek R1 and its distills)"
+    reasoning = THINK
+    end_tokens = ("<｜end▁of▁sentence｜>",)
+    samples = (_r1_sample,)
     markers = (CALLS_BEGIN,)
     stream_class = DeepSeekR1Stream
 
@@ -223,5 +245,8 @@ class DeepSeekR1(Family):
 class DeepSeekV31(Family):
     name = "deepseek-v3.1"
     label = "DeepSeek V3.1 NAME<｜tool▁sep｜>JSON (DeepSeek V3.1)"
+    reasoning = THINK
+    end_tokens = ("<｜end▁of▁sentence｜>",)
+    samples = (_v31_sample,)
     markers = (CALLS_BEGIN,)
     stream_class = DeepSeekV31Stream

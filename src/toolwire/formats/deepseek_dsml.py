@@ -34,6 +34,7 @@ with no notice.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from ..events import NoticeCode
@@ -42,6 +43,7 @@ from .base import Family, loads_json
 from .deepseek import NameReader
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream, expect_any
+from .reasoning import THINK
 from .scan import Markers
 
 __all__ = ["DeepSeekDsml"]
@@ -412,8 +414,24 @@ class DeepSeekDsmlStream(MarkerStream):
         super()._close(body)
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    params = "".join(
+        f'<｜DSML｜parameter name="{k}" string="{kind}">{text}</｜DSML｜parameter>\n'
+        for k, v in args.items()
+        for kind, text in [("true", v) if isinstance(v, str) else ("false", json.dumps(v))]
+    )
+    return (
+        f'<｜DSML｜tool_calls>\n<｜DSML｜invoke name="{name}">\n'
+        + params
+        + "</｜DSML｜invoke>\n</｜DSML｜tool_calls>"
+    )
+
+
 class DeepSeekDsml(Family):
     name = "deepseek-dsml"
     label = "DeepSeek DSML <｜DSML｜invoke>/<｜DSML｜parameter> (DeepSeek V3.2, V4)"
+    reasoning = THINK
+    end_tokens = ("<｜end▁of▁sentence｜>",)
+    samples = (_sample,)
     markers = (_DSML,)
     stream_class = DeepSeekDsmlStream

@@ -20,6 +20,8 @@ opening markers, failures that are plainly not call markup given back without a 
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..messages import ToolCall
@@ -253,9 +255,19 @@ class FunctionaryV31Stream(OpeningsStream):
     body_class = _V31Body
 
 
+def _v31_sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    return "<function=" + name + ">" + json.dumps(args) + "</function>"
+
+
+def _v32_sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    return ">>>" + name + "\n" + json.dumps(args)
+
+
 class FunctionaryV31(Family):
     name = "functionary-v3.1"
     label = "Functionary <function=NAME>{...}</function> (Functionary v3.1 Llama 3.1)"
+    end_tokens = ("<|eot_id|>", "<|eom_id|>")
+    samples = (_v31_sample,)
     markers = (_FUNCTION, _PYTHON_TAG)
     stream_class = FunctionaryV31Stream
 
@@ -332,5 +344,8 @@ class FunctionaryV32Stream(OpeningsStream):
 class FunctionaryV32(Family):
     name = "functionary-v3.2"
     label = "Functionary >>>NAME\\n{...} (Functionary v3.2)"
+    end_tokens = ("<|eot_id|>",)
+    drops_tokens = True
+    samples = (_v32_sample,)
     markers = (_RECIPIENT,)
     stream_class = FunctionaryV32Stream

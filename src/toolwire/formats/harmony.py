@@ -29,8 +29,10 @@ except inside such a notice's returned text.
 
 from __future__ import annotations
 
+import json
 import re
-from typing import ClassVar, NamedTuple
+from collections.abc import Mapping
+from typing import Any, ClassVar, NamedTuple
 
 from ..events import ReasoningDelta
 from ..messages import ToolCall
@@ -320,9 +322,21 @@ class HarmonyStream(ChannelStream):
         return Route("reasoning" if channel == "analysis" else "text")
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    return (
+        "<|channel|>analysis<|message|>Writing it.<|end|><|start|>assistant<|channel|>"
+        f"commentary to=functions.{name} <|constrain|>json<|message|>"
+        + json.dumps(args)
+        + "<|call|>"
+    )
+
+
 class GptOss(Family):
     name = "gpt-oss"
     label = "OpenAI harmony <|channel|>… to=functions.NAME <|message|>{JSON} (gpt-oss)"
+    end_tokens = ("<|end|>", "<|return|>", "<|call|>")
+    drops_tokens = True
+    samples = (_sample,)
     markers = ("<|channel|>", "<|start|>")
     stream_class = HarmonyStream
     one_call_per_message = True

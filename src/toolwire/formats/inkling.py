@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ..events import ReasoningDelta
@@ -254,8 +255,19 @@ class InklingStream(ReplyStream):
         self._mode = _TEXT
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    """Some thinking, then the call's block, its author the tool."""
+    call = json.dumps({"name": name, "args": args}, separators=(",", ":"))
+    return (
+        "<|message_model|><|content_thinking|>Writing it.<|end_message|>"
+        f"<|message_model|>{name}<|content_invoke_tool_json|>" + call + "<|end_message|>"
+    )
+
+
 class Inkling(Family):
     name = "inkling"
     label = "Inkling <|message_model|>NAME<|content_invoke_tool_json|>{...}<|end_message|>"
+    drops_tokens = True  # its control tokens are never text
+    samples = (_sample,)
     markers = (INVOKE_JSON,)
     stream_class = InklingStream

@@ -18,13 +18,17 @@ Anything else is reply text, with a ``call-not-read`` notice.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from .base import Family
 from .callshape import CallShape
 from .jsoncall import JsonCall
 from .markerstream import DONE, WS, Body, MarkerStream
+from .reasoning import ReasoningTags
+from .samples import Sample
 
 __all__ = ["Apertus", "Apriel", "CommandR7B", "Firefunction", "Granite", "NemotronV2"]
 
@@ -154,9 +158,28 @@ class CommandR7BStream(JsonListStream):
     grammar = COMMAND_R7B
 
 
+def _named(name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    return {"name": name, "arguments": args}
+
+
+def _list_sample(
+    opening: str,
+    closing: str = "",
+    item: Callable[[str, Mapping[str, Any]], dict[str, Any]] = _named,
+) -> Sample:
+    """A writer of one call as a list of one item between ``opening`` and ``closing``."""
+
+    def sample(name: str, args: Mapping[str, Any], index: int) -> str:
+        return opening + json.dumps([item(name, args)]) + closing
+
+    return sample
+
+
 class Granite(Family):
     name = "granite"
     label = "Granite <|tool_call|>[...] (Granite 3.x)"
+    end_tokens = ("<|end_of_text|>",)
+    samples = (_list_sample("<|tool_call|>"),)
     markers = (GRANITE.marker,)
     prompt_markers = (GRANITE.marker,)
     stream_class = GraniteStream
@@ -165,6 +188,8 @@ class Granite(Family):
 class NemotronV2(Family):
     name = "nemotron-v2"
     label = "Nemotron <TOOLCALL>[...]</TOOLCALL> (Nemotron Nano v2)"
+    end_tokens = ("<SPECIAL_12>",)
+    samples = (_list_sample("<TOOLCALL>", "</TOOLCALL>"),)
     markers = (NEMOTRON_V2.marker,)
     stream_class = NemotronV2Stream
 
@@ -172,6 +197,15 @@ class NemotronV2(Family):
 class Apriel(Family):
     name = "apriel"
     label = "Apriel <tool_calls>[...]</tool_calls> (Apriel 1.5, 1.6)"
+    reasoning = ReasoningTags(
+        # Apriel 1.6's prompt ends with this line; its answer follows the closer
+        prompt_blocks={"Here are my reasoning steps:": "[BEGIN FINAL RESPONSE]"},
+        answer_after={"[BEGIN FINAL RESPONSE]": "[END FINAL RESPONSE]"},
+        # Hunyuan A13B (read as this family): <think>…</think> then <answer>…</answer>
+        blocks={"<think>": "</think>"},
+        answers={"<answer>": "</answer>"},
+    )
+    samples = (_list_sample("<tool_calls>", "</tool_calls>"),)
     markers = (APRIEL.marker,)
     stream_class = AprielStream
 
@@ -179,6 +213,7 @@ class Apriel(Family):
 class Apertus(Family):
     name = "apertus"
     label = 'Apertus <|tools_prefix|>[{"NAME": {...}}]<|tools_suffix|> (Apertus)'
+    samples = (_list_sample("<|tools_prefix|>", "<|tools_suffix|>", lambda n, a: {n: a}),)
     markers = (APERTUS.marker,)
     stream_class = ApertusStream
 
@@ -186,6 +221,7 @@ class Apertus(Family):
 class Firefunction(Family):
     name = "firefunction"
     label = "Firefunction functools[...] (Firefunction v2)"
+    samples = (_list_sample(" functools"),)
     markers = (FIREFUNCTION.marker,)
     stream_class = FirefunctionStream
 
@@ -193,5 +229,17 @@ class Firefunction(Family):
 class CommandR7B(Family):
     name = "command-r7b"
     label = "Cohere <|START_ACTION|>[...]<|END_ACTION|> (Command R7B, Cohere2)"
+    reasoning = ReasoningTags(
+        blocks={"<|START_THINKING|>": "<|END_THINKING|>"},
+        answers={"<|START_RESPONSE|>": "<|END_RESPONSE|>", "<|START_TEXT|>": "<|END_TEXT|>"},
+    )
+    end_tokens = ("<|END_OF_TURN_TOKEN|>",)
+    samples = (
+        _list_sample(
+            "<|START_ACTION|>",
+            "<|END_ACTION|>",
+            lambda n, a: {"tool_call_id": "0", "tool_name": n, "parameters": a},
+        ),
+    )
     markers = (COMMAND_R7B.marker,)
     stream_class = CommandR7BStream

@@ -31,6 +31,7 @@ known; the id kept is the one the model wrote.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -43,7 +44,7 @@ from .brokencall import BlockStream, ResyncBody
 from .functionary import OpeningsStream
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, FAILED, OPEN, WS, Body, MarkerStream, expect_any
-from .reasoning import _REASONING, _START, ReasoningSplitter
+from .reasoning import _REASONING, _START, THINK, ReasoningSplitter
 from .scan import Markers
 from .textargs import MAX_NAME
 
@@ -323,8 +324,18 @@ class KimiK2Stream(BlockStream, OpeningsStream):
         return out + super().finish()
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    return (
+        f"<|tool_calls_section_begin|><|tool_call_begin|>functions.{name}:0"
+        "<|tool_call_argument_begin|>" + json.dumps(args) + "<|tool_call_end|>"
+        "<|tool_calls_section_end|>"
+    )
+
+
 class KimiK2(Family):
     name = "kimi-k2"
     label = "Kimi K2 <|tool_calls_section_begin|> functions.NAME:N + JSON (Kimi K2)"
+    reasoning = THINK
+    samples = (_sample,)
     markers = (_SECTION, _CALL)
     stream_class = KimiK2Stream

@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from .base import MAX_JSON_DEPTH, MAX_REPLY_CHARS, Family, IdMaker, ToolIndex, loads_json
 from .markerstream import OPEN, WS, MarkerStream
-from .reasoning import ReasoningSplitter
+from .reasoning import ReasoningSplitter, ReasoningTags
+from .samples import as_text
 from .scan import Markers
 from .textargs import NameReader, TextArgs, TextBody
 
@@ -287,8 +289,17 @@ class MiniMaxM3Stream(MarkerStream):
         self._reasoning = _ThinkSplitter(opened=reasoning_open)
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    ns = "]<]minimax[>["
+    params = "".join(f"{ns}<{k}>{as_text(v)}{ns}</{k}>" for k, v in args.items())
+    return f'{ns}<tool_call>\n{ns}<invoke name="{name}">{params}{ns}</invoke>\n{ns}</tool_call>'
+
+
 class MiniMaxM3(Family):
     name = "minimax-m3"
     label = "MiniMax M3 ]<]minimax[>[<invoke name=…> with nested XML arguments (MiniMax M3)"
+    reasoning = ReasoningTags(channel_openers=("<mm:think>",))
+    drops_tokens = True
+    samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = MiniMaxM3Stream

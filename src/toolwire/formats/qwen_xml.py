@@ -31,10 +31,12 @@ runs.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from .base import Family
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream
+from .reasoning import THINK
 from .scan import Markers
 from .textargs import TextArgs, TextBody
 
@@ -315,8 +317,16 @@ class QwenXmlStream(_XmlStream):
         super()._give_back(body)
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    params = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in args.items())
+    return f"<tool_call>\n<function={name}>\n{params}</function>\n</tool_call>"
+
+
 class QwenXml(Family):
     name = "qwen-xml"
     label = "Qwen XML <function=…><parameter=…> (Qwen3-Coder, Qwen3.5/3.6, Nemotron-3-Nano)"
+    reasoning = THINK
+    end_tokens = ("<|im_end|>", "<|endoftext|>")
+    samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = QwenXmlStream

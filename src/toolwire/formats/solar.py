@@ -9,6 +9,8 @@ last call is reply text.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any
 
 from .base import Family
@@ -114,8 +116,16 @@ class SolarOpenStream(OpeningsStream):
         self.ids: set[str] = set()
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    return (
+        f"<|tool_calls|><|tool_call:begin|>call{index}<|tool_call:name|>{name}"
+        f"<|tool_call:args|>{json.dumps(args)}<|tool_call:end|><|calls|>"
+    )
+
+
 class SolarOpen(Family):
     name = "solar-open"
     label = "Solar Open <|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{...}"
+    samples = (_sample,)
     markers = (_CALLS,)
     stream_class = SolarOpenStream
