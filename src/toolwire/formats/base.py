@@ -366,6 +366,13 @@ class Family:
     stream_class: ClassVar[type[ReplyStream]]
 
     @property
+    def models(self) -> str:
+        """The models, as the label names them in its closing parentheses (the whole label
+        when it names none), for ``toolwire families``."""
+        found = re.search(r"\(([^()]*)\)\s*\Z", self.label)
+        return found.group(1) if found else self.label
+
+    @property
     def special_tokens(self) -> tuple[str, ...]:
         """The tokens a call of this family needs kept: its markers and ``kept_tokens``."""
         return tuple(dict.fromkeys((*self.markers, *self.kept_tokens)))

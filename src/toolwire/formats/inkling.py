@@ -266,7 +266,9 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
 
 class Inkling(Family):
     name = "inkling"
-    label = "Inkling <|message_model|>NAME<|content_invoke_tool_json|>{...}<|end_message|>"
+    label = (
+        "Inkling <|message_model|>NAME<|content_invoke_tool_json|>{...}<|end_message|> (Inkling)"
+    )
     drops_tokens = True  # its control tokens are never text
     samples = (_sample,)
     markers = (INVOKE_JSON,)

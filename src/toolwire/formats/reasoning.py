@@ -85,6 +85,15 @@ class ReasoningTags:
         """Every text that opens thinking: the model's blocks, the prompt's, the channels'."""
         return (*self.blocks, *self.prompt_blocks, *self.channel_openers)
 
+    def describe(self) -> list[str]:
+        """Each tag pair in words, for ``toolwire families``."""
+        return [
+            *(f"{o}…{c}" for o, c in self.blocks.items()),
+            *(f"{o}…{c} (prompt)" for o, c in self.prompt_blocks.items()),
+            *(f"answer {o}…{c}" for o, c in self.answers.items()),
+            *(f"{o}… (its grammar)" for o in self.channel_openers),
+        ]
+
     @functools.cached_property
     def _tables(self) -> _Tables:
         return _Tables(self)

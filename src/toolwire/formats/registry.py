@@ -9,6 +9,8 @@ tests.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import FormatError
 from . import reasoning
 from .base import Family
@@ -40,6 +42,7 @@ from .solar import SolarOpen
 
 __all__ = [
     "FORMAT_SETTINGS",
+    "describe_families",
     "end_tokens",
     "families",
     "family_names",
@@ -126,6 +129,22 @@ def end_tokens() -> tuple[str, ...]:
 def kept_tokens() -> tuple[str, ...]:
     """The tokens any family's calls need kept when generating (markers and declared)."""
     return tuple(dict.fromkeys(t for f in _FAMILIES.values() for t in f.special_tokens))
+
+
+def describe_families() -> list[dict[str, Any]]:
+    """What each family declares, for ``toolwire families`` and the README's table: its
+    name, the models (its label), the texts that open its calls, its thinking tags, and
+    whether its calls can be constrained (a ``grammar`` it declares)."""
+    return [
+        {
+            "name": f.name,
+            "models": f.models,
+            "markers": list(f.markers),
+            "thinking": f.reasoning.describe(),
+            "constrained": getattr(f, "grammar", None) is not None,
+        }
+        for f in _FAMILIES.values()
+    ]
 
 
 reasoning.install(reasoning_tags())

@@ -125,7 +125,9 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
 
 class SolarOpen(Family):
     name = "solar-open"
-    label = "Solar Open <|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{...}"
+    label = (
+        "Solar Open <|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{...} (Solar Open)"
+    )
     samples = (_sample,)
     markers = (_CALLS,)
     stream_class = SolarOpenStream
