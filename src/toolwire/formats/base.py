@@ -217,6 +217,13 @@ class ReplyStream:
     #: The text that opens a call anywhere in the reply, for grammars that have one. Unless
     #: strict, it also ends a thinking block when it starts a line there (a named repair).
     marker: ClassVar[str] = ""
+    #: What splits thinking off the reply before the grammar reads it (MiniMax M3 has its
+    #: own; every splitter recognises every family's tags unless given others).
+    splitter_class: ClassVar[type[ReasoningSplitter]] = ReasoningSplitter
+    #: False for a grammar that reads the thinking a prompt opened itself (on its channels,
+    #: in its blocks): the splitter is then not opened, and the grammar reads
+    #: ``reasoning_open``.
+    splitter_opens: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -232,7 +239,11 @@ class ReplyStream:
         self._make_id = make_id or random_call_id
         self._out: list[Event] = []
         ends = () if strict or not self.marker else (self.marker,)
-        self._reasoning = ReasoningSplitter(opened=reasoning_open, call_markers=ends)
+        #: The generation prompt opened a thinking block: the reply starts inside it.
+        self.reasoning_open = reasoning_open
+        self._reasoning = self.splitter_class(
+            opened=reasoning_open and self.splitter_opens, call_markers=ends
+        )
         self._told_call_ended = False
         self._ids: set[str] = set()
         self._size = 0

@@ -22,9 +22,9 @@ from typing import Any
 
 from .base import Family, ToolIndex
 from .callshape import CallShape
-from .functionary import OpeningsStream
 from .jsonlist import _ITEM, _NEXT, _OPEN, JsonListStream, ListGrammar, _ListBody
 from .markerstream import DONE, FAILED, WS, MarkerStream
+from .openings import OpeningsStream
 
 __all__ = ["CommandRPlus"]
 

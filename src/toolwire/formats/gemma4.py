@@ -98,10 +98,12 @@ class Gemma4Stream(MarkerStream):
     marker = _OPEN_TAG
     body_class = _Gemma4Body
 
-    def __init__(self, *args: Any, reasoning_open: bool = False, **kwargs: Any) -> None:
-        # A prompt that opened thinking opened Gemma's channel: the reply starts inside it.
+    # A prompt that opened thinking opened Gemma's channel: the reply starts inside it.
+    splitter_opens = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._mode = _THINKING if reasoning_open else _OUT
+        self._mode = _THINKING if self.reasoning_open else _OUT
         self._pending = ""  # a partial channel token, held until the next chunk decides
 
     def _reason(self, text: str) -> None:

@@ -19,9 +19,9 @@ from typing import Any
 
 from .base import Family
 from .callshape import CallShape
-from .functionary import OpeningsStream, end_after_call
 from .jsoncall import JsonCall
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream, expect_literal
+from .openings import OpeningsStream, end_after_call
 
 __all__ = ["GigaChat"]
 

@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .base import Family, ToolIndex
-from .harmony import ChannelStream, Route, read_role, valid_name
+from .channels import ChannelStream, Route, read_role, valid_name
 from .markerstream import WS, MarkerStream
 from .samples import as_text
 from .scan import Markers

@@ -95,13 +95,15 @@ class InklingStream(ReplyStream):
 
     marker = INVOKE_JSON
 
-    def __init__(self, *args: Any, reasoning_open: bool = False, **kwargs: Any) -> None:
-        # Inkling's thinking is a block kind, not ``<think>``: the splitter is never opened.
+    # Inkling's thinking is a block kind, not ``<think>``: the splitter is never opened.
+    splitter_opens = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Unless thinking is open, the reply may start in the header the prompt opened.
-        self._mode = _THINK if reasoning_open else _HEADER
+        self._mode = _THINK if self.reasoning_open else _HEADER
         #: The header being read was opened by the prompt, not by a <|message_model|>.
-        self._implicit = not reasoning_open
+        self._implicit = not self.reasoning_open
         self._pending = ""  # a partial control token, held until the next chunk decides
         self._header: list[str] = []
         self._header_len = 0

@@ -41,10 +41,10 @@ from ..events import Event, NoticeCode, ReasoningDelta
 from ..messages import ToolCall
 from .base import Family, ToolIndex
 from .brokencall import BlockStream, ResyncBody
-from .functionary import OpeningsStream
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, FAILED, OPEN, WS, Body, MarkerStream, expect_any
-from .reasoning import _REASONING, _START, THINK, ReasoningSplitter
+from .openings import OpeningsStream
+from .reasoning import THINK, ReasoningSplitter
 from .scan import Markers
 from .textargs import MAX_NAME
 
@@ -299,7 +299,7 @@ class KimiK2Stream(BlockStream, OpeningsStream):
         out = super().feed(s[:j])
         if token:
             out += self._cut_thinking(token) + super().feed(s[j:])
-        elif self._reasoning._state not in (_START, _REASONING):  # thinking is over
+        elif not (self._reasoning.deciding or self._reasoning.thinking):  # thinking is over
             self._watching = False
             out += super().feed(self._take_pending())
         return out
@@ -311,7 +311,7 @@ class KimiK2Stream(BlockStream, OpeningsStream):
     def _cut_thinking(self, token: str) -> list[Event]:
         """A call token came: inside thinking that never closed, it ends the thinking."""
         self._watching = False
-        if self._reasoning._state != _REASONING:
+        if not self._reasoning.thinking:
             return []
         for _thinking, piece in self._reasoning.finish():
             self._out.append(ReasoningDelta(piece))

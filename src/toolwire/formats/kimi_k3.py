@@ -41,7 +41,7 @@ from typing import Any
 
 from ..messages import ToolCall
 from .base import Family, loads_json
-from .harmony import ChannelStream, Route
+from .channels import ChannelStream, Route
 from .markerstream import DONE, WS, Body, MarkerStream
 from .reasoning import ReasoningTags
 from .samples import as_text

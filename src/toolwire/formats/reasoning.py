@@ -183,6 +183,16 @@ class ReasoningSplitter:
         if opened:
             self._enter(self._t.any_closer, self._calls)
 
+    @property
+    def deciding(self) -> bool:
+        """True while the reply's start may still open a thinking block."""
+        return self._state == _START
+
+    @property
+    def thinking(self) -> bool:
+        """True while the reply is inside a thinking block."""
+        return self._state == _REASONING
+
     def _enter(self, closers: tuple[str, ...], calls: tuple[str, ...] = ()) -> None:
         """The reply is now inside a thinking block that ``closers`` end, or a line that
         starts with one of ``calls``."""

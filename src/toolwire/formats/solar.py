@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .base import Family
-from .functionary import ArgsBody, OpeningsStream, end_after_call
 from .markerstream import DONE, OPEN, MarkerStream, expect_any
+from .openings import ArgsBody, OpeningsStream, end_after_call
 from .textargs import MAX_NAME, NameReader
 
 __all__ = ["SolarOpen"]
