@@ -2,7 +2,7 @@
 models, the texts that open its calls, its thinking tags, whether its calls can be
 constrained). ``--markdown`` prints the README's table; ``--update FILE`` rewrites that
 table in place, between ``<!-- families:start -->`` and ``<!-- families:end -->``
-(tests/test_families_table.py fails when README.md's differs)."""
+(tests/test_families_declared.py fails when README.md's differs)."""
 
 from __future__ import annotations
 

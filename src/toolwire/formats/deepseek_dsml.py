@@ -40,11 +40,11 @@ from typing import Any
 from ..events import NoticeCode
 from ..messages import ToolCall
 from .base import Family, loads_json
-from .deepseek import NameReader
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream, expect_any
 from .reasoning import THINK
 from .scan import Markers
+from .textargs import LOOSE_NAME_BREAKS, NameReader
 
 __all__ = ["DeepSeekDsml"]
 
@@ -88,7 +88,7 @@ class _DsmlBody(Body):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
         self.closer = ""
-        self.names = NameReader('"')
+        self.names = NameReader('"', "tool name", bad=LOOSE_NAME_BREAKS)
         self.name = ""
         self.index = -1
         self.id = ""
@@ -129,7 +129,7 @@ class _DsmlBody(Body):
                 return self.fail(i, self.names.problem), False
             if name is None:
                 return i, False
-            self.names = NameReader('"')
+            self.names = NameReader('"', "tool name", bad=LOOSE_NAME_BREAKS)
             if state == _NAME:
                 tools = self.stream.tools
                 if self.bare and not (tools.known and tools.has(name)):

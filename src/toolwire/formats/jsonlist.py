@@ -20,99 +20,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from .base import Family
 from .callshape import CallShape
-from .jsoncall import JsonCall
-from .markerstream import DONE, WS, Body, MarkerStream
+from .listcalls import JsonListStream, ListGrammar
 from .reasoning import ReasoningTags
 from .samples import Sample
 
 __all__ = ["Apertus", "Apriel", "CommandR7B", "Firefunction", "Granite", "NemotronV2"]
-
-_OPEN, _ITEM_WAIT, _ITEM, _NEXT, _END = range(5)
-
-
-@dataclass(frozen=True)
-class ListGrammar:
-    """What one family writes around its list of calls."""
-
-    #: The text that opens the list; it may end with the list's ``[`` itself.
-    marker: str
-    #: The shape of each item.
-    item: CallShape
-    #: The text that must follow the list's ``]`` (after optional whitespace), if any.
-    end: str = ""
-
-
-class _ListBody(Body):
-    stream: JsonListStream
-
-    def __init__(self, stream: MarkerStream) -> None:
-        super().__init__(stream)
-        assert isinstance(stream, JsonListStream)
-        self.grammar = stream.grammar
-        self.state = _ITEM_WAIT if self.grammar.marker.endswith("[") else _OPEN
-        self.item: JsonCall | None = None
-
-    def step(self, s: str, i: int) -> tuple[int, bool]:
-        if self.state == _ITEM:
-            assert self.item is not None
-            i, ended = self.feed_json_call(self.item, s, i, "a list item is not a JSON object")
-            if ended:
-                self.item = None
-                self.state = _NEXT
-                return i, True
-            return i, False
-        c = s[i]
-        if c in WS:
-            i += 1
-            return i, True
-        if self.state == _OPEN:
-            if c != "[":
-                return self.fail(i, f"no JSON list after {self.grammar.marker}"), False
-            self.state = _ITEM_WAIT
-        elif self.state == _ITEM_WAIT:
-            if c != "{":
-                what = "is empty" if c == "]" and not self.calls else "does not hold objects"
-                return self.fail(i, f"the call list {what}"), False
-            self.item = JsonCall(self.stream, self.grammar.item)
-            self.state = _ITEM
-            return i, True
-        elif self.state == _NEXT:
-            if c == ",":
-                self.state = _ITEM_WAIT
-            elif c != "]":
-                return self.fail(i, "expected , or ] in the call list"), False
-            elif not self.grammar.end:
-                self.status = DONE
-                return i + 1, False
-            else:
-                self.state = _END
-        else:  # _END
-            end = self.grammar.end
-            j = self.expect(s, i, end, f"text after the call list before {end}")
-            if j < 0:
-                return i, False
-            self.status = DONE
-            return j, False
-        i += 1
-        return i, True
-
-
-class JsonListStream(MarkerStream):
-    """A reply stream for one :class:`ListGrammar`; subclasses set ``grammar``."""
-
-    grammar: ClassVar[ListGrammar]
-    body_class = _ListBody
-
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        if "grammar" in cls.__dict__:
-            cls.marker = cls.grammar.marker
-        super().__init_subclass__(**kwargs)
-
 
 #: ``{"name": NAME, "arguments": {...}}``, nothing else.
 _NAME_ARGS = CallShape()

@@ -23,17 +23,17 @@ from typing import Any
 
 from .base import Family
 from .markerstream import MarkerStream
-from .qwen_xml import _XmlBody
 from .reasoning import ReasoningTags
 from .samples import as_text
 from .scan import Markers
+from .xmlparams import XmlBody
 
 __all__ = ["SeedOss"]
 
 _OPEN_TAG = "<seed:tool_call>"
 
 
-class _SeedBody(_XmlBody):
+class _SeedBody(XmlBody):
     open_tag = _OPEN_TAG
     close_tag = "</seed:tool_call>"
     value_end = Markers(("</parameter>",))

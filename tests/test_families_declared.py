@@ -3,7 +3,10 @@ family declares; and the declarations themselves, as the registry gathers them."
 
 from __future__ import annotations
 
+import ast
 import json
+import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -129,3 +132,58 @@ def test_every_form_of_a_familys_sample_is_its_call(name: str) -> None:
         result = family.parse(family.sample(index))
         assert [c.name for c in result.calls] == ["write_file"], (name, index)
         assert result.calls[0].arguments["path"] == sample_arguments(index)["path"]
+
+
+# ---------------------------------------------------------------- one module per family
+
+
+def _family_modules() -> dict[str, Path]:
+    """The module of each registered family, by its dotted name."""
+    out = {}
+    for name in family_names():
+        module = sys.modules[type(get_family(name)).__module__]
+        assert module.__file__ is not None
+        out[module.__name__] = Path(module.__file__)
+    return out
+
+
+def _cross_imports(dotted: str, source: str, modules: Mapping[str, Path]) -> list[str]:
+    """What the module ``dotted`` (its ``source``) imports that it should not: another
+    family's module, or a name private to any module."""
+    problems = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ImportFrom) or node.level != 1:
+            continue
+        target = f"toolwire.formats.{node.module}"
+        if target in modules and target != dotted:
+            problems.append(f"{dotted} imports {target}")
+        problems += [
+            f"{dotted} imports {alias.name} from {target}"
+            for alias in node.names
+            if alias.name.startswith("_")
+        ]
+    return problems
+
+
+def test_no_family_module_imports_another_or_a_private_name() -> None:
+    """Shared steps live in shared modules with public names; a family's module imports
+    those, never another family's module nor a name private to another module."""
+    modules = _family_modules()
+    assert len(modules) >= 20
+    problems = [
+        problem
+        for dotted, path in modules.items()
+        for problem in _cross_imports(dotted, path.read_text(encoding="utf-8"), modules)
+    ]
+    assert problems == []
+
+
+def test_the_check_sees_a_cross_import() -> None:
+    modules = _family_modules()
+    source = "from .qwen_xml import QwenXml\nfrom .reasoning import _START, THINK\n"
+    assert _cross_imports("toolwire.formats.seed_oss", source, modules) == [
+        "toolwire.formats.seed_oss imports toolwire.formats.qwen_xml",
+        "toolwire.formats.seed_oss imports _START from toolwire.formats.reasoning",
+    ]
+    own = "from .base import Family\nfrom .xmlparams import XmlBody\n"
+    assert _cross_imports("toolwire.formats.seed_oss", own, modules) == []
