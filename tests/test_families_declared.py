@@ -118,6 +118,21 @@ def test_a_splitter_given_one_familys_tags_reads_only_those() -> None:
     assert pieces == [(True, "a"), (False, "b")]
 
 
+@pytest.mark.parametrize("name", family_names())
+def test_a_familys_kept_tokens_are_written_in_its_grammar(name: str) -> None:
+    """Each token a family declares kept is one its calls are written with: in a sample
+    call, or in the module that reads them (a form no sample writes, Mistral's
+    ``[CALL_ID]``)."""
+    family = get_family(name)
+    written = "".join(family.sample(i) for i in range(len(family.samples)))
+    module = sys.modules[type(family).__module__]
+    assert module.__file__ is not None
+    source = Path(module.__file__).read_text(encoding="utf-8")
+    for token in family.kept_tokens:
+        assert token in written or source.count(token) > 1, (name, token)
+    assert family.special_tokens[: len(family.markers)] == tuple(dict.fromkeys(family.markers))
+
+
 def test_the_kept_tokens_include_every_familys_markers() -> None:
     kept = set(registry.kept_tokens())
     for name in family_names():

@@ -200,6 +200,12 @@ class DeepSeekR1(Family):
     label = "DeepSeek R1 function<｜tool▁sep｜>NAME + fenced JSON (DeepSeek R1 and its distills)"
     reasoning = THINK
     end_tokens = ("<｜end▁of▁sentence｜>",)
+    kept_tokens = (
+        "<｜tool▁call▁begin｜>",
+        "<｜tool▁sep｜>",
+        "<｜tool▁call▁end｜>",
+        "<｜tool▁calls▁end｜>",
+    )
     samples = (_r1_sample,)
     markers = (CALLS_BEGIN,)
     stream_class = DeepSeekR1Stream
@@ -210,6 +216,12 @@ class DeepSeekV31(Family):
     label = "DeepSeek V3.1 NAME<｜tool▁sep｜>JSON (DeepSeek V3.1)"
     reasoning = THINK
     end_tokens = ("<｜end▁of▁sentence｜>",)
+    kept_tokens = (
+        "<｜tool▁call▁begin｜>",
+        "<｜tool▁sep｜>",
+        "<｜tool▁call▁end｜>",
+        "<｜tool▁calls▁end｜>",
+    )
     samples = (_v31_sample,)
     markers = (CALLS_BEGIN,)
     stream_class = DeepSeekV31Stream

@@ -181,6 +181,7 @@ class Gemma4(Family):
     # a turn that calls tools stops at <|tool_response> for the results
     end_tokens = ("<|tool_response>", "<turn|>")
     drops_tokens = True
+    kept_tokens = ("<tool_call|>", '<|"|>')
     samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = Gemma4Stream

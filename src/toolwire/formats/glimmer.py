@@ -167,6 +167,7 @@ class Glimmer(Family):
     # not its <|eom|>: more messages of the same turn follow it
     end_tokens = ("<|eot|>",)
     drops_tokens = True
+    kept_tokens = ("<|message|>", "<|eom|>")
     samples = (_sample,)
     markers = ("<|start|>", _BLOCK)
     stream_class = GlimmerStream

@@ -215,6 +215,7 @@ class Glm(Family):
     label = "GLM <tool_call>NAME<arg_key>…<arg_value>… (GLM 4.5/4.6/4.7, poolside Laguna)"
     reasoning = THINK
     end_tokens = ("</assistant>",)  # poolside Laguna
+    kept_tokens = ("</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")
     samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = GlmStream

@@ -119,6 +119,7 @@ class GptOss(Family):
     label = "OpenAI harmony <|channel|>… to=functions.NAME <|message|>{JSON} (gpt-oss)"
     end_tokens = ("<|end|>", "<|return|>", "<|call|>")
     drops_tokens = True
+    kept_tokens = ("<|message|>", "<|constrain|>", "<|call|>", "<|end|>")
     samples = (_sample,)
     markers = ("<|channel|>", "<|start|>")
     stream_class = HarmonyStream

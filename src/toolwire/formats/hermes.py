@@ -140,6 +140,7 @@ class Hermes(Family):
     label = "Hermes <tool_call> JSON (Qwen2.5, Qwen3, Hermes 2/3, Granite 4)"
     reasoning = THINK
     end_tokens = ("<|im_end|>", "<|endoftext|>")
+    kept_tokens = ("</tool_call>",)
     samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = HermesStream

@@ -215,6 +215,16 @@ class Hunyuan(Family):
     label = "Hunyuan <tool_calls><tool_call>NAME<tool_sep><arg_key>…<arg_value>… (Hunyuan hy_v3)"
     reasoning = THINK
     end_tokens = ("<|eos|>",)
+    kept_tokens = (
+        "<tool_call>",
+        "<tool_sep>",
+        "</tool_call>",
+        "</tool_calls>",
+        "<arg_key>",
+        "</arg_key>",
+        "<arg_value>",
+        "</arg_value>",
+    )
     samples = (_sample,)
     markers = (_BLOCK_OPEN,)
     stream_class = HunyuanStream

@@ -272,6 +272,7 @@ class Inkling(Family):
         "Inkling <|message_model|>NAME<|content_invoke_tool_json|>{...}<|end_message|> (Inkling)"
     )
     drops_tokens = True  # its control tokens are never text
+    kept_tokens = ("<|message_model|>", "<|content_thinking|>", "<|end_message|>")
     samples = (_sample,)
     markers = (INVOKE_JSON,)
     stream_class = InklingStream

@@ -105,6 +105,7 @@ class NemotronV2(Family):
     name = "nemotron-v2"
     label = "Nemotron <TOOLCALL>[...]</TOOLCALL> (Nemotron Nano v2)"
     end_tokens = ("<SPECIAL_12>",)
+    kept_tokens = ("</TOOLCALL>",)
     samples = (_list_sample("<TOOLCALL>", "</TOOLCALL>"),)
     markers = (NEMOTRON_V2.marker,)
     stream_class = NemotronV2Stream
@@ -121,6 +122,7 @@ class Apriel(Family):
         blocks={"<think>": "</think>"},
         answers={"<answer>": "</answer>"},
     )
+    kept_tokens = ("</tool_calls>",)
     samples = (_list_sample("<tool_calls>", "</tool_calls>"),)
     markers = (APRIEL.marker,)
     stream_class = AprielStream
@@ -129,6 +131,7 @@ class Apriel(Family):
 class Apertus(Family):
     name = "apertus"
     label = 'Apertus <|tools_prefix|>[{"NAME": {...}}]<|tools_suffix|> (Apertus)'
+    kept_tokens = ("<|tools_suffix|>",)
     samples = (_list_sample("<|tools_prefix|>", "<|tools_suffix|>", lambda n, a: {n: a}),)
     markers = (APERTUS.marker,)
     stream_class = ApertusStream
@@ -150,6 +153,7 @@ class CommandR7B(Family):
         answers={"<|START_RESPONSE|>": "<|END_RESPONSE|>", "<|START_TEXT|>": "<|END_TEXT|>"},
     )
     end_tokens = ("<|END_OF_TURN_TOKEN|>",)
+    kept_tokens = ("<|END_ACTION|>",)
     samples = (
         _list_sample(
             "<|START_ACTION|>",

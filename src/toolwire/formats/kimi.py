@@ -336,6 +336,11 @@ class KimiK2(Family):
     name = "kimi-k2"
     label = "Kimi K2 <|tool_calls_section_begin|> functions.NAME:N + JSON (Kimi K2)"
     reasoning = THINK
+    kept_tokens = (
+        "<|tool_call_argument_begin|>",
+        "<|tool_call_end|>",
+        "<|tool_calls_section_end|>",
+    )
     samples = (_sample,)
     markers = (_SECTION, _CALL)
     stream_class = KimiK2Stream

@@ -273,6 +273,7 @@ class KimiK3(Family):
     reasoning = ReasoningTags(channel_openers=("<|open|>think<|sep|>",))
     end_tokens = ("<|end_of_msg|>",)
     drops_tokens = True
+    kept_tokens = ("<|open|>", "<|sep|>", "<|close|>")
     samples = (_sample,)
     markers = (_OPEN + "tools" + _SEP,)
     stream_class = KimiK3Stream

@@ -135,6 +135,7 @@ class MiniMax(Family):
     label = "MiniMax <minimax:tool_call><invoke name=…><parameter name=…> (MiniMax M2)"
     reasoning = THINK
     end_tokens = ("[e~[",)  # MiniMax M2
+    kept_tokens = ("</minimax:tool_call>",)
     samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = MiniMaxStream

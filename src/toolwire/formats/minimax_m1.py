@@ -93,6 +93,7 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
 class MiniMaxM1(Family):
     name = "minimax-m1"
     label = "MiniMax M1 <tool_calls> JSON lines </tool_calls> (MiniMax M1)"
+    kept_tokens = ("</tool_calls>",)
     samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = MiniMaxM1Stream

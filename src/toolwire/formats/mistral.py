@@ -207,6 +207,7 @@ class Mistral(Family):
     label = "Mistral [TOOL_CALLS] (7B v0.3, Nemo, Small 3.2, Ministral 3, Devstral)"
     reasoning = ReasoningTags(blocks={"[THINK]": "[/THINK]"})
     end_tokens = ("</s>",)
+    kept_tokens = ("[ARGS]", "[CALL_ID]")
     samples = (_list_sample, _args_sample)
     markers = (_MARKER,)
     call_ids = "alnum9"

@@ -323,6 +323,7 @@ def _list_sample(name: str, args: Mapping[str, Any], index: int) -> str:
 class Lfm2(Family):
     name = "lfm2"
     label = "LFM2 <|tool_call_start|>[NAME(key=value)]<|tool_call_end|> (LFM2, LFM2.5)"
+    kept_tokens = ("<|tool_call_end|>",)
     samples = (_lfm2_sample,)
     markers = (_LFM2_OPEN,)
     #: LFM2 8B's template shows no calls; its prompt lists the tools between these tokens.

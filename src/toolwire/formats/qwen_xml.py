@@ -69,6 +69,7 @@ class QwenXml(Family):
     label = "Qwen XML <function=…><parameter=…> (Qwen3-Coder, Qwen3.5/3.6, Nemotron-3-Nano)"
     reasoning = THINK
     end_tokens = ("<|im_end|>", "<|endoftext|>")
+    kept_tokens = ("</tool_call>",)
     samples = (_sample,)
     markers = (OPEN_TAG,)
     stream_class = QwenXmlStream

@@ -56,6 +56,7 @@ class SeedOss(Family):
     label = "Seed-OSS <seed:tool_call><function=…><parameter=…> (ByteDance Seed-OSS)"
     reasoning = ReasoningTags(blocks={"<seed:think>": "</seed:think>"})
     end_tokens = ("<seed:eos>",)
+    kept_tokens = ("</seed:tool_call>",)
     samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = SeedOssStream

@@ -128,6 +128,13 @@ class SolarOpen(Family):
     label = (
         "Solar Open <|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{...} (Solar Open)"
     )
+    kept_tokens = (
+        "<|tool_call:begin|>",
+        "<|tool_call:name|>",
+        "<|tool_call:args|>",
+        "<|tool_call:end|>",
+        "<|calls|>",
+    )
     samples = (_sample,)
     markers = (_CALLS,)
     stream_class = SolarOpenStream
