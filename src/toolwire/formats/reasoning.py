@@ -21,6 +21,13 @@ Two things end a block besides its closer:
 Cohere's models wrap their answer in ``<|START_RESPONSE|>…<|END_RESPONSE|>`` (Command R7B) or
 ``<|START_TEXT|>…<|END_TEXT|>`` (Cohere2), Hunyuan A13B in ``<answer>…</answer>``: those
 markers, where the answer starts, are the grammar's and never part of the text.
+
+This module is the mechanism; the tags are the families' (each declares its own
+:class:`ReasoningTags` as ``Family.reasoning``). The registry gathers them and installs the
+union here when the package is imported (:func:`install`), so a splitter, and
+:func:`opens_reasoning`, recognise every family's tags unless given others; the union is
+also readable under the names the tables had as constants (``OPENERS``, ``CLOSERS``,
+``PROMPT_OPENERS``, ``ANSWERS``, ``CHANNEL_OPENERS``).
 """
 
 from __future__ import annotations
