@@ -18,6 +18,8 @@ from toolwire.formats import reasoning, registry
 from toolwire.formats.detect import COMMON_END_TOKENS, GENERIC_END_TOKENS
 from toolwire.formats.samples import sample_arguments
 
+from .family_cases import modules_listing
+
 README = Path(__file__).parent.parent / "README.md"
 
 
@@ -202,3 +204,15 @@ def test_the_check_sees_a_cross_import() -> None:
     ]
     own = "from .base import Family\nfrom .xmlparams import XmlBody\n"
     assert _cross_imports("toolwire.formats.seed_oss", own, modules) == []
+
+
+def test_the_family_test_modules_are_found_by_their_lists() -> None:
+    found = {m.__name__.rsplit(".", 1)[-1] for m in modules_listing("MY_VALID")}
+    assert found >= {
+        "test_families_channels",
+        "test_families_glm_kimi_minimax",
+        "test_families_hunyuan_inkling",
+        "test_families_pythonic_gemma",
+        "test_families_xml_more",
+    }
+    assert found == {m.__name__.rsplit(".", 1)[-1] for m in modules_listing("MY_REPLIES")}

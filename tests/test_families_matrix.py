@@ -37,26 +37,12 @@ def test_a_call_is_read_by_its_own_family_only(writer: str) -> None:
 
 def _valid_replies() -> list[tuple[str, str]]:
     """Every reply with calls that a family's own tests read, as (writer, reply)."""
-    from . import (
-        test_families_channels,
-        test_families_deepseek,
-        test_families_glm_kimi_minimax,
-        test_families_hunyuan_inkling,
-        test_families_json_lists,
-        test_families_json_more,
-        test_families_pythonic_gemma,
-        test_families_xml_more,
-    )
+    from . import test_families_deepseek, test_families_json_lists, test_families_json_more
+    from .family_cases import modules_listing
     from .replies import VALID
 
     out = [(f, case[0]) for f, cases in VALID.items() for case in cases if case[2]]
-    for module in (
-        test_families_channels,
-        test_families_glm_kimi_minimax,
-        test_families_hunyuan_inkling,
-        test_families_pythonic_gemma,
-        test_families_xml_more,
-    ):
+    for module in modules_listing("MY_VALID"):
         out += [(f, case[0]) for f, cases in module.MY_VALID.items() for case in cases if case[2]]
     out += [(f, reply) for f, reply, _, calls in test_families_deepseek.ALL if calls]
     for module in (test_families_json_lists, test_families_json_more):
