@@ -4,11 +4,13 @@ For each family, and for the reader for tools in words, replies of about 1 KB, 1
 and 1 MB (many calls, long string arguments, text between them; for words, every form it
 reads in turn: Hermes tags, a JSON fence, ``<function=NAME>{...}``, XML parameters, and code
 fences that are not calls) are fed one character at a time and four at a time (about one
-token). Printed per size: microseconds per character and per chunk, the ratio to one one-shot
-parse of the same text, and the ratio to a naive reader that re-parses the whole buffer at
-every chunk. The naive reader is quadratic, so its total is estimated from timing it at 40
-evenly spaced chunk positions (mean cost times the number of chunks). Last, per reader, the
-total time at the largest size over the time at a tenth of it (linear: about 10).
+token). A family's calls are the sample calls it declares (``Family.samples``), so a family
+added to the registry is measured here too. Printed per size: microseconds per character and
+per chunk, the ratio to one one-shot parse of the same text, and the ratio to a naive reader
+that re-parses the whole buffer at every chunk. The naive reader is quadratic, so its total
+is estimated from timing it at 40 evenly spaced chunk positions (mean cost times the number
+of chunks). Last, per reader, the total time at the largest size over the time at a tenth of
+it (linear: about 10).
 
 Targets: linear (per-character time at 1 MB within 1.5x of 10 KB, both chunk sizes; 1 MB
 takes about 10x the time of 100 KB); at most 10 µs per 4-character chunk; at least 100x
