@@ -4,11 +4,13 @@ For each family, and for the reader for tools in words, replies of about 1 KB, 1
 and 1 MB (many calls, long string arguments, text between them; for words, every form it
 reads in turn: Hermes tags, a JSON fence, ``<function=NAME>{...}``, XML parameters, and code
 fences that are not calls) are fed one character at a time and four at a time (about one
-token). Printed per size: microseconds per character and per chunk, the ratio to one one-shot
-parse of the same text, and the ratio to a naive reader that re-parses the whole buffer at
-every chunk. The naive reader is quadratic, so its total is estimated from timing it at 40
-evenly spaced chunk positions (mean cost times the number of chunks). Last, per reader, the
-total time at the largest size over the time at a tenth of it (linear: about 10).
+token). A family's calls are the sample calls it declares (``Family.samples``), so a family
+added to the registry is measured here too. Printed per size: microseconds per character and
+per chunk, the ratio to one one-shot parse of the same text, and the ratio to a naive reader
+that re-parses the whole buffer at every chunk. The naive reader is quadratic, so its total
+is estimated from timing it at 40 evenly spaced chunk positions (mean cost times the number
+of chunks). Last, per reader, the total time at the largest size over the time at a tenth of
+it (linear: about 10).
 
 Targets: linear (per-character time at 1 MB within 1.5x of 10 KB, both chunk sizes; 1 MB
 takes about 10x the time of 100 KB); at most 10 µs per 4-character chunk; at least 100x
@@ -23,254 +25,24 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 
 from toolwire import Family, family_names, get_family
+from toolwire.formats.samples import SAMPLE_TOOLS, sample_arguments
 from toolwire.formats.words import Words
 
-TOOLS = [
-    {
-        "name": "write_file",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "path": {"type": "string"},
-                "content": {"type": "string"},
-                "mode": {"type": "integer"},
-            },
-        },
-    }
-]
-
-_LINE = 'for i in range(10):  # a "quoted" word, a tab\there, and some unicode: héllo → ok\n'
-
-
-def _content(i: int) -> str:
-    return _LINE * (3 + (i * 7) % 20)
-
-
-#: The families that write a JSON list of calls: the text around the list.
-_LISTS = {
-    "granite": ("<|tool_call|>", ""),
-    "nemotron-v2": ("<TOOLCALL>", "</TOOLCALL>"),
-    "apriel": ("<tool_calls>", "</tool_calls>"),
-    "apertus": ("<|tools_prefix|>", "<|tools_suffix|>"),
-    "firefunction": (" functools", ""),
-    "command-r7b": ("<|START_ACTION|>", "<|END_ACTION|>"),
-}
-
-
-def _list_item(family: str, args: dict[str, object]) -> dict[str, object]:
-    if family == "apertus":
-        return {"write_file": args}
-    if family == "command-r7b":
-        return {"tool_call_id": "0", "tool_name": "write_file", "parameters": args}
-    return {"name": "write_file", "arguments": args}
+TOOLS = SAMPLE_TOOLS
 
 
 def _call(family: str, i: int) -> str:
-    args = {"path": f"src/file_{i}.py", "content": _content(i), "mode": 420}
-    if family in _LISTS:
-        opening, closing = _LISTS[family]
-        return opening + json.dumps([_list_item(family, args)]) + closing
-    if family == "hermes":
-        body = json.dumps({"name": "write_file", "arguments": args})
-        return "<tool_call>\n" + body + "\n</tool_call>"
-    if family == "qwen-xml":
-        return (
-            "<tool_call>\n<function=write_file>\n"
-            + "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in args.items())
-            + "</function>\n</tool_call>"
-        )
-    if family == "llama3":
-        return json.dumps({"name": "write_file", "parameters": args})
-    if family == "glm":
-        return (
-            "<tool_call>write_file\n"
-            + "".join(
-                f"<arg_key>{k}</arg_key>\n<arg_value>{_as_text(v)}</arg_value>\n"
-                for k, v in args.items()
-            )
-            + "</tool_call>"
-        )
-    if family == "kimi-k2":
-        return (
-            "<|tool_calls_section_begin|><|tool_call_begin|>functions.write_file:0"
-            "<|tool_call_argument_begin|>" + json.dumps(args) + "<|tool_call_end|>"
-            "<|tool_calls_section_end|>"
-        )
-    if family == "minimax":
-        return (
-            '<minimax:tool_call>\n<invoke name="write_file">\n'
-            + "".join(f'<parameter name="{k}">{_as_text(v)}</parameter>\n' for k, v in args.items())
-            + "</invoke>\n</minimax:tool_call>"
-        )
-    if family in ("seed-oss", "minicpm5", "minimax-m3"):
-        return _xml_more_call(family, args)
+    """Call ``i`` of a reply: the family's own declared sample (``Family.samples``)."""
     if family == "words":
-        return _words_call(i, args)
-    if family in ("lfm2", "pythonic", "gemma4"):
-        return _literal_call(family, args)
-    if family in ("gpt-oss", "glimmer", "kimi-k3"):
-        return _channel_call(family, args)
-    if family in ("deepseek-r1", "deepseek-v3.1", "deepseek-dsml"):
-        return _deepseek_call(family, args)
-    if family in _NAMED_JSON:
-        return _named_json_call(family, i, args)
-    if family == "inkling":
-        return _inkling_call(args)
-    if family == "hunyuan":
-        return (
-            "<tool_calls>\n<tool_call>write_file<tool_sep>\n"
-            + "".join(
-                f"<arg_key>{k}</arg_key>\n<arg_value>{_as_text(v)}</arg_value>\n"
-                for k, v in args.items()
-            )
-            + "</tool_call>\n</tool_calls>"
-        )
-    if i % 2:
-        return "[TOOL_CALLS]write_file[ARGS]" + json.dumps(args)
-    items = [{"name": "write_file", "arguments": args, "id": "a1b2c3d4e"}]
-    return "[TOOL_CALLS]" + json.dumps(items)
+        return _words_call(i, sample_arguments(i))
+    return get_family(family).sample(i)
 
 
-#: Families that write the name or role outside one JSON object (or list) of the call.
-_NAMED_JSON = (
-    "functionary-v3.1",
-    "functionary-v3.2",
-    "gigachat",
-    "command-r-plus",
-    "minimax-m1",
-    "solar-open",
-)
-
-
-def _named_json_call(family: str, i: int, args: dict[str, object]) -> str:
-    body = json.dumps(args)
-    call = json.dumps({"name": "write_file", "arguments": args})
-    if family == "functionary-v3.1":
-        return "<function=write_file>" + body + "</function>"
-    if family == "functionary-v3.2":
-        return ">>>write_file\n" + body
-    if family == "gigachat":
-        if i % 2:
-            return "<|function_call|>" + call
-        return "<|message_sep|>\n\nfunction call<|role_sep|>\n" + call + "<|message_sep|>\n\n"
-    if family == "command-r-plus":
-        item = {"tool_name": "write_file", "parameters": args}
-        return "Action:\n```json\n" + json.dumps([item]) + "\n```"
-    if family == "minimax-m1":
-        return "<tool_calls>\n" + call + "\n</tool_calls>"
-    return (
-        f"<|tool_calls|><|tool_call:begin|>call{i}<|tool_call:name|>write_file"
-        f"<|tool_call:args|>{body}<|tool_call:end|><|calls|>"
-    )
-
-
-def _deepseek_call(family: str, args: dict[str, object]) -> str:
-    if family == "deepseek-dsml":
-        params = "".join(
-            f'<｜DSML｜parameter name="{k}" string="{kind}">{text}</｜DSML｜parameter>\n'
-            for k, v in args.items()
-            for kind, text in [("true", v) if isinstance(v, str) else ("false", json.dumps(v))]
-        )
-        return (
-            '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="write_file">\n'
-            + params
-            + "</｜DSML｜invoke>\n</｜DSML｜tool_calls>"
-        )
-    if family == "deepseek-r1":
-        call = "function<｜tool▁sep｜>write_file\n```json\n" + json.dumps(args) + "\n```"
-    else:
-        call = "write_file<｜tool▁sep｜>" + json.dumps(args)
-    return (
-        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>"
-        + call
-        + "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
-    )
-
-
-def _xml_more_call(family: str, args: dict[str, object]) -> str:
-    """Seed-OSS, MiniCPM5 and MiniMax M3 (every tag after MiniMax's namespace token)."""
-    if family == "seed-oss":
-        params = "".join(f"<parameter={k}>{_as_text(v)}</parameter>\n" for k, v in args.items())
-        return f"<seed:tool_call>\n<function=write_file>\n{params}</function>\n</seed:tool_call>"
-    if family == "minicpm5":
-        params = "".join(
-            f'<param name="{k}"><![CDATA[{v}]]></param>'
-            if isinstance(v, str) and "\n" in v
-            else f'<param name="{k}">{_as_text(v)}</param>'
-            for k, v in args.items()
-        )
-        return f'<function name="write_file">{params}</function>'
-    ns = "]<]minimax[>["
-    params = "".join(f"{ns}<{k}>{_as_text(v)}{ns}</{k}>" for k, v in args.items())
-    return f'{ns}<tool_call>\n{ns}<invoke name="write_file">{params}{ns}</invoke>\n{ns}</tool_call>'
-
-
-def _literal_call(family: str, args: dict[str, object]) -> str:
-    """A call written with literal arguments: Python's (LFM2, the bare list) or Gemma 4's."""
-    if family == "gemma4":
-        inner = ",".join(
-            f'{k}:<|"|>{v}<|"|>' if isinstance(v, str) else f"{k}:{json.dumps(v)}"
-            for k, v in args.items()
-        )
-        return "<|tool_call>call:write_file{" + inner + "}<tool_call|>"
-    call = "write_file(" + ", ".join(f"{k}={v!r}" for k, v in args.items()) + ")"
-    if family == "lfm2":
-        return "<|tool_call_start|>[" + call + "]<|tool_call_end|>"
-    return "[" + call + "]"
-
-
-def _channel_call(family: str, args: dict[str, object]) -> str:
-    """A call as the grammars of messages on channels write it, after some reasoning."""
-    if family == "gpt-oss":
-        return (
-            "<|channel|>analysis<|message|>Writing it.<|end|><|start|>assistant<|channel|>"
-            "commentary to=functions.write_file <|constrain|>json<|message|>"
-            + json.dumps(args)
-            + "<|call|>"
-        )
-    if family == "glimmer":
-        return (
-            "<|start|>assistant to=self<|message|>Writing it.<|eom|>"
-            "<|start|>assistant to=write_file<|message|><atem:function_calls>\n"
-            '<atem:invoke name="write_file">\n'
-            + "".join(
-                f'<atem:parameter name="{k}">{_as_text(v)}</atem:parameter>\n'
-                for k, v in args.items()
-            )
-            + "</atem:invoke>\n</atem:function_calls><|eom|>"
-        )
-    arguments = "".join(
-        f'<|open|>argument key="{k}" type="{"string" if isinstance(v, str) else "number"}"'
-        f"<|sep|>{_as_text(v)}<|close|>argument<|sep|>"
-        for k, v in args.items()
-    )
-    return (
-        "<|open|>think<|sep|>Writing it.<|close|>think<|sep|><|open|>tools<|sep|>"
-        '<|open|>call tool="write_file" index="1"<|sep|>'
-        + arguments
-        + "<|close|>call<|sep|><|close|>tools<|sep|>"
-    )
-
-
-def _inkling_call(args: dict[str, object]) -> str:
-    """Inkling's typed blocks: some thinking, then the call's block, its author the tool."""
-    call = json.dumps({"name": "write_file", "args": args}, separators=(",", ":"))
-    return (
-        "<|message_model|><|content_thinking|>Writing it.<|end_message|>"
-        "<|message_model|>write_file<|content_invoke_tool_json|>" + call + "<|end_message|>"
-    )
-
-
-def _as_text(value: object) -> str:
-    """A value as the XML-like templates write it: strings verbatim, others as JSON."""
-    return value if isinstance(value, str) else json.dumps(value)
-
-
-def _words_call(i: int, args: dict[str, object]) -> str:
+def _words_call(i: int, args: Mapping[str, object]) -> str:
     """The forms the reader for tools in words takes, in turn, after a code fence that is text."""
     call = {"name": "write_file", "arguments": args}
     fence = f"```python\nprint({i})\n```\n"

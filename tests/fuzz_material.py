@@ -126,34 +126,16 @@ PARSERS: dict[str, Family] = {
     **{name: shape.family for name, shape in DERIVED.items()},
 }
 
-#: Grammars that drop tokens of their own from a reply with no call, each as its module says:
-#: channel headers (gpt-oss, Glimmer, Kimi K3: "no header reaches the reply's text"), Gemma's
-#: stray ``<channel|>``, MiniMax M3's bare ``</mm:think>``, Functionary's ``>>>all``, Command
-#: R+'s ``<|CHATBOT_TOKEN|>``, and the ``<tool_response>`` a model writes to itself in words.
-DROPS_TOKENS = {
-    "gpt-oss",
-    "glimmer",
-    "kimi-k3",
-    "gemma4",
-    "minimax-m3",
-    "functionary-v3.2",
-    "command-r-plus",
-    "words",
-    "inkling",  # its control tokens are never text
-}
+#: Grammars that drop tokens of their own from a reply with no call: those that declare it
+#: (``Family.drops_tokens``, each module saying which tokens: channel headers, Gemma's stray
+#: ``<channel|>``, MiniMax M3's bare ``</mm:think>``, Functionary's ``>>>all``, Command R+'s
+#: ``<|CHATBOT_TOKEN|>``, the ``<tool_response>`` a model writes to itself in words, ...).
+DROPS_TOKENS = {name for name, parser in PARSERS.items() if parser.drops_tokens}
 
 # ------------------------------------------------------------------------------ the material
 
-_THINKING = sorted(
-    {
-        *reasoning.OPENERS,
-        *reasoning.CLOSERS,
-        *reasoning.PROMPT_OPENERS,
-        *reasoning.ANSWERS,
-        *reasoning.ANSWERS.values(),
-        *reasoning.CHANNEL_OPENERS,
-    }
-)
+_TAGS = reasoning.known_tags()
+_THINKING = sorted({*_TAGS.openers, *_TAGS.closers, *_TAGS.answers, *_TAGS.answers.values()})
 
 
 def _module_tokens(family: Family) -> set[str]:

@@ -1,43 +1,34 @@
 """The cross-family matrix over every registered family: each reads its own call, and no
 family reads a call out of another family's reply.
 
-The calls come from the stream benchmark's generator, which writes one call in each
-family's grammar, so a family added there is checked here too.
+The calls are the ones each family declares (``Family.samples``), read from the registry,
+so a family added there is checked here too.
 """
 
 from __future__ import annotations
-
-import importlib.util
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from toolwire import family_names, get_family
 
 
-def _benchmark() -> ModuleType:
-    path = Path(__file__).parent.parent / "benchmarks" / "stream_parsers.py"
-    spec = importlib.util.spec_from_file_location("stream_parsers", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _sample_call(name: str, index: int) -> str:
+    """Sample call ``index`` in family ``name``'s grammar."""
+    return get_family(name).sample(index)
 
 
-CALL = _benchmark()._call
 NAMES = family_names()
 
 
 def test_every_family_has_a_sample_call() -> None:
     assert len(NAMES) >= 16
     for name in NAMES:
-        assert CALL(name, 1)
+        assert _sample_call(name, 1)
 
 
 @pytest.mark.parametrize("writer", NAMES)
 def test_a_call_is_read_by_its_own_family_only(writer: str) -> None:
-    text = CALL(writer, 1)
+    text = _sample_call(writer, 1)
     assert [c.name for c in get_family(writer).parse(text).calls] == ["write_file"]
     for reader in NAMES:
         if reader != writer:
@@ -46,26 +37,12 @@ def test_a_call_is_read_by_its_own_family_only(writer: str) -> None:
 
 def _valid_replies() -> list[tuple[str, str]]:
     """Every reply with calls that a family's own tests read, as (writer, reply)."""
-    from . import (
-        test_families_channels,
-        test_families_deepseek,
-        test_families_glm_kimi_minimax,
-        test_families_hunyuan_inkling,
-        test_families_json_lists,
-        test_families_json_more,
-        test_families_pythonic_gemma,
-        test_families_xml_more,
-    )
+    from . import test_families_deepseek, test_families_json_lists, test_families_json_more
+    from .family_cases import modules_listing
     from .replies import VALID
 
     out = [(f, case[0]) for f, cases in VALID.items() for case in cases if case[2]]
-    for module in (
-        test_families_channels,
-        test_families_glm_kimi_minimax,
-        test_families_hunyuan_inkling,
-        test_families_pythonic_gemma,
-        test_families_xml_more,
-    ):
+    for module in modules_listing("MY_VALID"):
         out += [(f, case[0]) for f, cases in module.MY_VALID.items() for case in cases if case[2]]
     out += [(f, reply) for f, reply, _, calls in test_families_deepseek.ALL if calls]
     for module in (test_families_json_lists, test_families_json_more):

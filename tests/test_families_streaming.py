@@ -2,7 +2,7 @@
 reply gives the events it gives whole.
 
 The replies are the ones each family's own tests read (valid calls, near misses, plain
-text), so a reply added there is streamed here too.
+text; tests/family_cases.py finds them), so a reply added there is streamed here too.
 """
 
 from __future__ import annotations
@@ -10,29 +10,21 @@ from __future__ import annotations
 import pytest
 
 from . import (
-    test_families_channels,
     test_families_deepseek,
-    test_families_glm_kimi_minimax,
-    test_families_hunyuan_inkling,
     test_families_json_lists,
     test_families_json_more,
-    test_families_pythonic_gemma,
-    test_families_xml_more,
     test_formats,
 )
+from .family_cases import modules_listing
 from .test_formats import check_stream
 
 REPLIES = [
     *test_formats.ALL_REPLIES,
-    *test_families_glm_kimi_minimax.MY_REPLIES,
-    *test_families_hunyuan_inkling.MY_REPLIES,
     *test_families_json_lists.ALL,
     *test_families_json_more.ALL,
     *test_families_json_more.PLAIN,
-    *test_families_xml_more.MY_REPLIES,
-    *test_families_pythonic_gemma.MY_REPLIES,
-    *test_families_channels.MY_REPLIES,
     *test_families_deepseek.STREAMED,
+    *(reply for module in modules_listing("MY_REPLIES") for reply in module.MY_REPLIES),
 ]
 
 

@@ -1,22 +1,21 @@
 """Replies toolwire used to lose: a call whose JSON strings hold raw line breaks or tabs, a
 call written as the last block after prose, and LFM2's JSON form.
 
-Each sample call is the one the stream benchmark writes in the family's own grammar (so a
-family added there is checked here too), changed only as the model strays.
+Each sample call is the one the family declares (``Family.samples``, read from the registry,
+so a family added there is checked here too), changed only as the model strays.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from toolwire import family_names, get_family
 from toolwire.events import TOLERANCES, CallArgsDelta, CallEnd, CallStart, Event, Notice
 from toolwire.formats.base import Family
+from toolwire.formats.samples import SAMPLE_TOOLS, sample_content
 from toolwire.formats.words import Words
 
 
@@ -25,17 +24,12 @@ def _family(name: str) -> Family:
     return Words() if name == "words" else get_family(name)
 
 
-def _benchmark() -> ModuleType:
-    path = Path(__file__).parent.parent / "benchmarks" / "stream_parsers.py"
-    spec = importlib.util.spec_from_file_location("stream_parsers_unseen", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _call(family: str, i: int) -> str:
+    """Sample call ``i`` in ``family``'s grammar, as the family declares it."""
+    return get_family(family).sample(i)
 
 
-BENCH = _benchmark()
-TOOLS = BENCH.TOOLS
+TOOLS = SAMPLE_TOOLS
 
 
 def _events(family: str, text: str, chunk: int, *, strict: bool = False) -> list[Event]:
@@ -56,7 +50,7 @@ def _codes(events: list[Event]) -> list[str]:
 JSON_BODIED = [
     name
     for name in family_names()
-    if name not in ("lfm2", "pythonic", "gemma4") and "\\n" in BENCH._call(name, 1)
+    if name not in ("lfm2", "pythonic", "gemma4") and "\\n" in _call(name, 1)
 ]
 
 
@@ -88,11 +82,11 @@ def test_the_json_families_are_the_ones_expected() -> None:
 @pytest.mark.parametrize("family", JSON_BODIED)
 @pytest.mark.parametrize("i", [0, 1])
 def test_raw_line_breaks_in_a_json_call_are_read_and_named(family: str, i: int) -> None:
-    text = _raw(BENCH._call(family, i))
+    text = _raw(_call(family, i))
     assert "\n" in text and "\t" in text
     whole = get_family(family).parse(text, TOOLS)
     assert [c.name for c in whole.calls] == ["write_file"]
-    assert whole.calls[0].arguments["content"] == BENCH._content(i)
+    assert whole.calls[0].arguments["content"] == sample_content(i)
     for chunk in (1, 7, len(text)):
         events = _events(family, text, chunk)
         assert _codes(events).count("recovered-raw-controls") == 1, chunk
@@ -108,7 +102,7 @@ def test_raw_line_breaks_in_a_json_call_are_read_and_named(family: str, i: int) 
 @pytest.mark.parametrize("family", JSON_BODIED)
 def test_strict_refuses_raw_line_breaks_and_says_so(family: str) -> None:
     assert "recovered-raw-controls" in TOLERANCES
-    text = _raw(BENCH._call(family, 1))
+    text = _raw(_call(family, 1))
     events = _events(family, text, 5, strict=True)
     assert not [e for e in events if isinstance(e, CallEnd)]
     assert "recovered-raw-controls" not in _codes(events)
@@ -117,7 +111,7 @@ def test_strict_refuses_raw_line_breaks_and_says_so(family: str) -> None:
 
 @pytest.mark.parametrize("family", JSON_BODIED)
 def test_other_control_characters_still_fail_with_a_notice(family: str) -> None:
-    text = BENCH._call(family, 1).replace("\\t", "\x01", 1)
+    text = _call(family, 1).replace("\\t", "\x01", 1)
     result = get_family(family).parse(text, TOOLS)
     assert result.calls == []
     assert result.content  # the text stays, never lost
@@ -256,7 +250,7 @@ def test_lfm2_json_that_is_not_a_call_stays_text_with_a_notice(reply: str) -> No
 
 def test_lfm2_does_not_read_json_lists_of_other_families() -> None:
     for family in ("granite", "nemotron-v2", "apriel", "hermes", "mistral", "llama3"):
-        assert get_family("lfm2").parse(BENCH._call(family, 1), TOOLS).calls == [], family
+        assert get_family("lfm2").parse(_call(family, 1), TOOLS).calls == [], family
 
 
 # ------------------------------------------------------------- a call after prose, last

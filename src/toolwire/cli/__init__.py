@@ -8,7 +8,8 @@ whole or as a stream of chunks, and with the tools given prints each call's argu
 by its schema, with the repairs that took; ``args`` reads a call's arguments, types and
 checks them, or prints the explanation a model would get (exit 1) (:mod:`.read`);
 ``chat`` talks to a model with demo or MCP tools (:mod:`.chat`); ``serve`` is the gateway
-(:mod:`.serve`); ``models`` lists the models known by name (:mod:`.models`); ``bench``
+(:mod:`.serve`); ``families`` lists the tool-call families from their declarations
+(:mod:`.families`); ``models`` lists the models known by name (:mod:`.models`); ``bench``
 measures a model (:mod:`.bench`); ``chat --conversation NAME`` keeps a chat in the
 conversation store, and ``conversations`` lists, shows, exports and deletes what it keeps
 (:mod:`.conversations`). Wherever a local GGUF model is taken, a known name
@@ -46,6 +47,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "chat",
     ),
     ("serve", "an OpenAI-compatible gateway with working tool calls", "serve"),
+    ("families", "the tool-call families: models, markers, thinking, constrained", "families"),
     ("models", "the models known by name: installed? measured?", "models"),
     ("bench", "measure how reliably a model and engine call tools", "bench"),
     (

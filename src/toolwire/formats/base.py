@@ -30,7 +30,8 @@ from ..events import (
 )
 from ..messages import ToolCall
 from ..templates.shaping import CallIds
-from .reasoning import ReasoningSplitter
+from .reasoning import ReasoningSplitter, ReasoningTags
+from .samples import Sample, sample_arguments
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -216,6 +217,13 @@ class ReplyStream:
     #: The text that opens a call anywhere in the reply, for grammars that have one. Unless
     #: strict, it also ends a thinking block when it starts a line there (a named repair).
     marker: ClassVar[str] = ""
+    #: What splits thinking off the reply before the grammar reads it (MiniMax M3 has its
+    #: own; every splitter recognises every family's tags unless given others).
+    splitter_class: ClassVar[type[ReasoningSplitter]] = ReasoningSplitter
+    #: False for a grammar that reads the thinking a prompt opened itself (on its channels,
+    #: in its blocks): the splitter is then not opened, and the grammar reads
+    #: ``reasoning_open``.
+    splitter_opens: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -231,7 +239,11 @@ class ReplyStream:
         self._make_id = make_id or random_call_id
         self._out: list[Event] = []
         ends = () if strict or not self.marker else (self.marker,)
-        self._reasoning = ReasoningSplitter(opened=reasoning_open, call_markers=ends)
+        #: The generation prompt opened a thinking block: the reply starts inside it.
+        self.reasoning_open = reasoning_open
+        self._reasoning = self.splitter_class(
+            opened=reasoning_open and self.splitter_opens, call_markers=ends
+        )
         self._told_call_ended = False
         self._ids: set[str] = set()
         self._size = 0
@@ -346,8 +358,48 @@ class Family:
     #: True when the family's templates render one call per assistant message: a turn of
     #: several calls is rendered as one message per call, each followed by its result.
     one_call_per_message: ClassVar[bool] = False
+    #: The thinking and answer tags its models write (every stream recognises the union of
+    #: every family's: formats/registry.py ``reasoning_tags``).
+    reasoning: ClassVar[ReasoningTags] = ReasoningTags()
+    #: The token texts that end its models' turns (detection cuts a turn at them when a
+    #: template's end is not otherwise known; formats/registry.py ``end_tokens``).
+    end_tokens: ClassVar[tuple[str, ...]] = ()
+    #: Special tokens its calls are written with beyond its ``markers``: a decoder that
+    #: skipped special tokens would lose them, so they must be kept when generating.
+    kept_tokens: ClassVar[tuple[str, ...]] = ()
+    #: True when its grammar drops tokens of its own from the text (channel headers, role
+    #: tokens), so not every character a model writes reaches the reply's text.
+    drops_tokens: ClassVar[bool] = False
+    #: Writers of one sample call each, in every form the family's models write (the
+    #: cross-family matrix, the streaming tests and the stream benchmark read them).
+    samples: ClassVar[tuple[Sample, ...]] = ()
     #: The stream class implementing the grammar.
     stream_class: ClassVar[type[ReplyStream]]
+
+    @property
+    def models(self) -> str:
+        """The models, as the label names them in its closing parentheses (the whole label
+        when it names none), for ``toolwire families``."""
+        found = re.search(r"\(([^()]*)\)\s*\Z", self.label)
+        return found.group(1) if found else self.label
+
+    @property
+    def special_tokens(self) -> tuple[str, ...]:
+        """The tokens a call of this family needs kept: its markers and ``kept_tokens``."""
+        return tuple(dict.fromkeys((*self.markers, *self.kept_tokens)))
+
+    def sample(
+        self,
+        index: int = 1,
+        name: str = "write_file",
+        arguments: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Sample call ``index`` in this family's grammar, its forms taken in turn
+        (``arguments``: :func:`~toolwire.formats.samples.sample_arguments`)."""
+        if not self.samples:
+            raise NotImplementedError(f"{self.name} declares no sample call")
+        args = sample_arguments(index) if arguments is None else arguments
+        return self.samples[index % len(self.samples)](name, args, index)
 
     def stream(
         self,

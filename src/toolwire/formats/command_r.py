@@ -15,14 +15,16 @@ a reader of the raw output sees); it is dropped there, as llama.cpp does.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .base import Family, ToolIndex
 from .callshape import CallShape
-from .functionary import OpeningsStream
-from .jsonlist import _ITEM, _NEXT, _OPEN, JsonListStream, ListGrammar, _ListBody
+from .listcalls import ITEM, LIST_OPEN, NEXT, JsonListStream, ListBody, ListGrammar
 from .markerstream import DONE, FAILED, WS, MarkerStream
+from .openings import OpeningsStream
 
 __all__ = ["CommandRPlus"]
 
@@ -50,7 +52,7 @@ COMMAND_R_PLUS = ListGrammar(
 )
 
 
-class _ActionBody(_ListBody):
+class _ActionBody(ListBody):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
         self.state = _FENCE_WAIT
@@ -66,7 +68,7 @@ class _ActionBody(_ListBody):
             if j < 0:
                 self.quiet = self.status == FAILED  # prose after "Action:", not call markup
                 return i, False
-            self.state = _OPEN
+            self.state = LIST_OPEN
             return j, True
         j, go_on = super().step(s, i)
         if self._skipped:  # a directly-answer item ended: on to the next item
@@ -76,9 +78,9 @@ class _ActionBody(_ListBody):
 
     def fail(self, i: int, reason: str) -> int:
         item = self.item
-        if reason == _DIRECT_PROBLEM and self.state == _ITEM and item and item.scanner.done:
+        if reason == _DIRECT_PROBLEM and self.state == ITEM and item and item.scanner.done:
             self.item = None  # the whole item is read: skip it
-            self.state = _NEXT
+            self.state = NEXT
             self.direct = self._skipped = True
             return i
         return super().fail(i, reason)
@@ -117,8 +119,16 @@ class CommandRPlusStream(OpeningsStream, JsonListStream):
         super()._close(body)
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    return "Action:\n```json\n" + json.dumps([{"tool_name": name, "parameters": args}]) + "\n```"
+
+
 class CommandRPlus(Family):
     name = "command-r-plus"
     label = "Cohere Action: ```json [...]``` (Command R+)"
+    # a call's turn is written without its end: the next turn's start ends it
+    end_tokens = ("<|END_OF_TURN_TOKEN|>", "<|START_OF_TURN_TOKEN|>")
+    drops_tokens = True
+    samples = (_sample,)
     markers = (_ACTION, _ROLE)
     stream_class = CommandRPlusStream

@@ -22,15 +22,18 @@ without the closer, so that is R1's grammar, not a repair).
 
 from __future__ import annotations
 
-import re
-from typing import ClassVar
+import json
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from ..messages import ToolCall
 from .base import Family
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream
+from .reasoning import THINK
+from .textargs import LOOSE_NAME_BREAKS, NameReader
 
-__all__ = ["DeepSeekR1", "DeepSeekV31", "NameReader"]
+__all__ = ["DeepSeekR1", "DeepSeekV31"]
 
 CALLS_BEGIN = "<｜tool▁calls▁begin｜>"
 CALLS_END = "<｜tool▁calls▁end｜>"
@@ -40,43 +43,6 @@ SEP = "<｜tool▁sep｜>"
 _R1_TYPE = "function" + SEP
 _FENCE_OPEN = "```json"
 _FENCE_CLOSE = "```"
-MAX_NAME = 256
-
-_NAME_CHARS = re.compile(r"[^\s<>\"'`{}]*")
-
-
-class NameReader:
-    """Reads a tool's name as it streams, up to one terminating character.
-
-    ``feed`` returns ``(name, index)``: the name and the index of its terminator (left for
-    the caller) once it is seen; ``(None, len(s))`` while the name may go on; and
-    ``(None, i)`` with ``problem`` set when a character that no name holds comes first.
-    """
-
-    def __init__(self, terminator: str) -> None:
-        self.terminator = terminator
-        self.parts: list[str] = []
-        self.size = 0
-        self.problem = ""
-
-    def feed(self, s: str, i: int) -> tuple[str | None, int]:
-        m = _NAME_CHARS.match(s, i)
-        j = m.end() if m else i
-        self.parts.append(s[i:j])
-        self.size += j - i
-        if self.size > MAX_NAME:
-            self.problem = f"a tool name longer than {MAX_NAME} characters"
-            return None, i
-        if j == len(s):
-            return None, j
-        if s[j] != self.terminator:
-            self.problem = f"{s[j]!r} in the tool's name"
-            return None, j
-        name = "".join(self.parts)
-        if not name:
-            self.problem = "an empty tool name"
-            return None, j
-        return name, j
 
 
 _CALL, _TYPE, _NAME, _SEP, _FENCE, _ARGS, _FENCE_END, _CALL_END, _NEXT = range(9)
@@ -90,7 +56,7 @@ class _BlockBody(Body):
 
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
-        self._name = NameReader("\n" if self.fenced else "<")
+        self._name = NameReader("\n" if self.fenced else "<", "tool name", bad=LOOSE_NAME_BREAKS)
         self._scanner = ObjectScanner()
         self.index = -1
         self.id = ""
@@ -191,7 +157,7 @@ class _BlockBody(Body):
 
     def _next_call(self) -> None:
         self.state = _TYPE if self.fenced else _NAME
-        self._name = NameReader(self._name.terminator)
+        self._name = NameReader(self._name.stops, "tool name", bad=LOOSE_NAME_BREAKS)
         self._scanner = ObjectScanner()
 
 
@@ -213,9 +179,34 @@ class DeepSeekV31Stream(MarkerStream):
     body_class = _V31Body
 
 
+def _calls(call: str) -> str:
+    begin, end = (
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>",
+        "<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+    )
+    return begin + call + end
+
+
+def _r1_sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    return _calls("function<｜tool▁sep｜>" + name + "\n```json\n" + json.dumps(args) + "\n```")
+
+
+def _v31_sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    return _calls(name + "<｜tool▁sep｜>" + json.dumps(args))
+
+
 class DeepSeekR1(Family):
     name = "deepseek-r1"
     label = "DeepSeek R1 function<｜tool▁sep｜>NAME + fenced JSON (DeepSeek R1 and its distills)"
+    reasoning = THINK
+    end_tokens = ("<｜end▁of▁sentence｜>",)
+    kept_tokens = (
+        "<｜tool▁call▁begin｜>",
+        "<｜tool▁sep｜>",
+        "<｜tool▁call▁end｜>",
+        "<｜tool▁calls▁end｜>",
+    )
+    samples = (_r1_sample,)
     markers = (CALLS_BEGIN,)
     stream_class = DeepSeekR1Stream
 
@@ -223,5 +214,14 @@ class DeepSeekR1(Family):
 class DeepSeekV31(Family):
     name = "deepseek-v3.1"
     label = "DeepSeek V3.1 NAME<｜tool▁sep｜>JSON (DeepSeek V3.1)"
+    reasoning = THINK
+    end_tokens = ("<｜end▁of▁sentence｜>",)
+    kept_tokens = (
+        "<｜tool▁call▁begin｜>",
+        "<｜tool▁sep｜>",
+        "<｜tool▁call▁end｜>",
+        "<｜tool▁calls▁end｜>",
+    )
+    samples = (_v31_sample,)
     markers = (CALLS_BEGIN,)
     stream_class = DeepSeekV31Stream

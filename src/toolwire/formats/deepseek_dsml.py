@@ -34,15 +34,17 @@ with no notice.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from ..events import NoticeCode
 from ..messages import ToolCall
 from .base import Family, loads_json
-from .deepseek import NameReader
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream, expect_any
+from .reasoning import THINK
 from .scan import Markers
+from .textargs import LOOSE_NAME_BREAKS, NameReader
 
 __all__ = ["DeepSeekDsml"]
 
@@ -86,7 +88,7 @@ class _DsmlBody(Body):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
         self.closer = ""
-        self.names = NameReader('"')
+        self.names = NameReader('"', "tool name", bad=LOOSE_NAME_BREAKS)
         self.name = ""
         self.index = -1
         self.id = ""
@@ -127,7 +129,7 @@ class _DsmlBody(Body):
                 return self.fail(i, self.names.problem), False
             if name is None:
                 return i, False
-            self.names = NameReader('"')
+            self.names = NameReader('"', "tool name", bad=LOOSE_NAME_BREAKS)
             if state == _NAME:
                 tools = self.stream.tools
                 if self.bare and not (tools.known and tools.has(name)):
@@ -412,8 +414,24 @@ class DeepSeekDsmlStream(MarkerStream):
         super()._close(body)
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    params = "".join(
+        f'<｜DSML｜parameter name="{k}" string="{kind}">{text}</｜DSML｜parameter>\n'
+        for k, v in args.items()
+        for kind, text in [("true", v) if isinstance(v, str) else ("false", json.dumps(v))]
+    )
+    return (
+        f'<｜DSML｜tool_calls>\n<｜DSML｜invoke name="{name}">\n'
+        + params
+        + "</｜DSML｜invoke>\n</｜DSML｜tool_calls>"
+    )
+
+
 class DeepSeekDsml(Family):
     name = "deepseek-dsml"
     label = "DeepSeek DSML <｜DSML｜invoke>/<｜DSML｜parameter> (DeepSeek V3.2, V4)"
+    reasoning = THINK
+    end_tokens = ("<｜end▁of▁sentence｜>",)
+    samples = (_sample,)
     markers = (_DSML,)
     stream_class = DeepSeekDsmlStream

@@ -35,11 +35,12 @@ from ..errors import ArgumentsError, FormatError, LimitError, TemplateError
 from ..messages import ToolCall
 from ..templates import ChatTemplate, TemplateBudget
 from ..templates.shaping import CallIds
+from . import registry
 from .base import Family
 from .derived import DerivedShape
 from .learn import learn_shape
 from .reasoning import opens_reasoning
-from .registry import _FAMILIES, get_family
+from .registry import end_tokens, get_family
 from .turn import PROBE_DATETIME, Plain, Start, turn_texts, with_sentinels
 
 __all__ = [
@@ -113,34 +114,14 @@ def _turn(calls: Sequence[ToolCall], content: str | None, results: bool) -> list
     return turn
 
 
-#: Where a turn ends, for templates whose end-of-turn token is not known from a GGUF file.
-#: These are token texts, not template text: they say where a turn stops, never which
-#: grammar was used inside it.
-COMMON_END_TOKENS = (
-    "<|im_end|>",
-    "<|eot_id|>",
-    "<|eom_id|>",
-    "<|end|>",
-    "<end_of_turn>",
-    "<|endoftext|>",
-    "<|end_of_text|>",
-    "</s>",
-    "<｜end▁of▁sentence｜>",
-    "<|return|>",
-    "<|call|>",
-    "<sep>",
-    "</assistant>",  # poolside Laguna
-    "[e~[",  # MiniMax M2
-    "<|END_OF_TURN_TOKEN|>",
-    "<|START_OF_TURN_TOKEN|>",  # Command R+: a call's turn is written without its end
-    "<SPECIAL_12>",
-    "<seed:eos>",  # ByteDance Seed-OSS
-    "<|tool_response>",  # Gemma 4: a turn that calls tools stops here for the results
-    "<turn|>",  # Gemma 4
-    "<|eot|>",  # Muse Glimmer (not its <|eom|>: more messages of the same turn follow it)
-    "<|end_of_msg|>",  # Kimi K3
-    "<|eos|>",  # Hunyuan A13B
-)
+#: End-of-turn token texts that belong to no family (the model families that write them write
+#: calls in no grammar here): Gemma 2/3's ``<end_of_turn>``, Reka's ``<sep>``.
+GENERIC_END_TOKENS = ("<end_of_turn>", "<sep>")
+#: Where a turn ends, for templates whose end-of-turn token is not known from a GGUF file:
+#: every family's declared ``end_tokens`` (formats/registry.py) and the generic ones. These
+#: are token texts, not template text: they say where a turn stops, never which grammar was
+#: used inside it.
+COMMON_END_TOKENS = tuple(dict.fromkeys((*end_tokens(), *GENERIC_END_TOKENS)))
 
 
 @dataclass(frozen=True)
@@ -512,7 +493,7 @@ def detect_format(
         if hit is not None:
             _CACHE.move_to_end(key)
             return hit
-    found = _probe(template, tuple(_FAMILIES.values()), budget)
+    found = _probe(template, tuple(registry.families()), budget)
     if budget.exhausted:  # cut short: another try with a fresh budget may find more
         return found
     with _LOCK:

@@ -13,108 +13,25 @@
   read. A reply that does not open with ``NAME\\n`` there is plain text, with no notice. The
   recipient ``python`` is followed by raw code in v3.2; that is not read as a call.
 
-Also here, shared with the other families of this kind: :class:`OpeningsStream` (several
-opening markers, failures that are plainly not call markup given back without a notice) and
-:class:`ArgsBody` (a call whose name is read first and whose arguments are one JSON object).
+Built on the machinery it shares with the other families of this kind
+(:mod:`~toolwire.formats.openings`).
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import json
+from collections.abc import Mapping
+from typing import Any
 
 from ..messages import ToolCall
 from .base import Family, loads_json
 from .jsonscan import ObjectScanner
-from .markerstream import DONE, FAILED, OPEN, WS, Body, MarkerStream, expect_literal
+from .markerstream import DONE, FAILED, OPEN, WS, MarkerStream, expect_literal
+from .openings import ArgsBody, OpeningsStream
 from .scan import Markers
 from .textargs import NameReader
 
-__all__ = ["ArgsBody", "FunctionaryV31", "FunctionaryV32", "OpeningsStream", "end_after_call"]
-
-
-class OpeningsStream(MarkerStream):
-    """A marker stream whose calls open with any of ``openings`` (the first names it in
-    notices); a body that sets ``quiet`` before failing gives its text back without a notice,
-    for text that only began like a call (prose after ``Action:``, a reply with no recipient)."""
-
-    openings: ClassVar[tuple[str, ...]] = ()
-
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        if "openings" in cls.__dict__:
-            cls.marker = cls.openings[0]
-        super().__init_subclass__(**kwargs)
-        if "openings" in cls.__dict__:
-            cls._opening = Markers(cls.openings)
-
-    def _give_back(self, body: Body) -> None:
-        opened = self._raw[0] if self._raw else ""
-        quiet = getattr(body, "quiet", False) and not body.started
-        if not quiet and opened not in self.openings[1:]:
-            super()._give_back(body)
-            return
-        for index, cid in body.started:
-            self._abort(index, cid, body.reason)
-        if not quiet:  # name the opening this text had, not the family's first one
-            self._notice(
-                "call-not-read",
-                f"text opening with {opened} is not a call ({body.reason}); it stays reply text",
-            )
-        self._text("".join(self._raw))
-        self._body = None
-        self._raw = []
-
-
-class ArgsBody(Body):
-    """A body that reads calls written as a name, then a JSON object of arguments."""
-
-    def __init__(self, stream: MarkerStream) -> None:
-        super().__init__(stream)
-        self.quiet = False
-        self.name = ""
-        self.index = -1
-        self.call_id = ""
-        self.scanner = ObjectScanner()
-
-    @property
-    def opened(self) -> str:
-        """The opening marker this body follows ("" for a body the stream started with)."""
-        raw = self.stream._raw
-        return raw[0] if raw else ""
-
-    def start_args(self, name: str, call_id: str | None = None) -> None:
-        """Announce the call ``name``; its arguments object starts at the next character."""
-        self.name = name
-        self.index, self.call_id = self.announce(name, call_id)
-        self.scanner = ObjectScanner()
-
-    def read_args(self, s: str, i: int) -> tuple[int, bool]:
-        """Feed the arguments object: ``(where it stopped, whether the call is complete)``.
-        A complete call joins ``calls``; a broken one fails the body."""
-        i = self.feed_args(self.scanner, self.index, s, i)
-        if self.status != OPEN or not self.scanner.done:
-            return i, False
-        text = self.scanner.text()
-        args = self.json_args(text, i)
-        if args is None:
-            return i, False
-        self.calls.append((self.index, ToolCall(self.call_id, self.name, args, text.strip())))
-        return i, True
-
-    def object_start(self, s: str, i: int, problem: str) -> tuple[int, bool]:
-        """Skip whitespace before the arguments object; ``(i, True)`` once ``s[i]`` is its
-        ``{`` (the caller then announces the call), else the body fails or waits."""
-        if s[i] in WS:
-            return i + 1, False
-        if s[i] != "{":
-            self.fail(i, problem)
-        return i, s[i] == "{"
-
-
-def end_after_call(body: Body) -> None:
-    """The reply ended where a block of complete calls may go on or end: the calls stand,
-    and the piece held back for a closing marker (cut short) is reply text."""
-    body.status = DONE
-    body.stream._text(body.stream._raw[-1])
+__all__ = ["FunctionaryV31", "FunctionaryV32"]
 
 
 # --------------------------------------------------------------------------- v3.1
@@ -253,9 +170,19 @@ class FunctionaryV31Stream(OpeningsStream):
     body_class = _V31Body
 
 
+def _v31_sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    return "<function=" + name + ">" + json.dumps(args) + "</function>"
+
+
+def _v32_sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    return ">>>" + name + "\n" + json.dumps(args)
+
+
 class FunctionaryV31(Family):
     name = "functionary-v3.1"
     label = "Functionary <function=NAME>{...}</function> (Functionary v3.1 Llama 3.1)"
+    end_tokens = ("<|eot_id|>", "<|eom_id|>")
+    samples = (_v31_sample,)
     markers = (_FUNCTION, _PYTHON_TAG)
     stream_class = FunctionaryV31Stream
 
@@ -332,5 +259,8 @@ class FunctionaryV32Stream(OpeningsStream):
 class FunctionaryV32(Family):
     name = "functionary-v3.2"
     label = "Functionary >>>NAME\\n{...} (Functionary v3.2)"
+    end_tokens = ("<|eot_id|>",)
+    drops_tokens = True
+    samples = (_v32_sample,)
     markers = (_RECIPIENT,)
     stream_class = FunctionaryV32Stream

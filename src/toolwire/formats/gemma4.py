@@ -18,6 +18,8 @@ without calls with ``<turn|>``; both are end-of-turn tokens, not part of the gra
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any
 
 from ..events import ReasoningDelta
@@ -96,10 +98,12 @@ class Gemma4Stream(MarkerStream):
     marker = _OPEN_TAG
     body_class = _Gemma4Body
 
-    def __init__(self, *args: Any, reasoning_open: bool = False, **kwargs: Any) -> None:
-        # A prompt that opened thinking opened Gemma's channel: the reply starts inside it.
+    # A prompt that opened thinking opened Gemma's channel: the reply starts inside it.
+    splitter_opens = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._mode = _THINKING if reasoning_open else _OUT
+        self._mode = _THINKING if self.reasoning_open else _OUT
         self._pending = ""  # a partial channel token, held until the next chunk decides
 
     def _reason(self, text: str) -> None:
@@ -163,8 +167,21 @@ class Gemma4Stream(MarkerStream):
         super()._content_end()
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    inner = ",".join(
+        f'{k}:<|"|>{v}<|"|>' if isinstance(v, str) else f"{k}:{json.dumps(v)}"
+        for k, v in args.items()
+    )
+    return "<|tool_call>call:" + name + "{" + inner + "}<tool_call|>"
+
+
 class Gemma4(Family):
     name = "gemma4"
     label = 'Gemma 4 <|tool_call>call:NAME{key:<|"|>…<|"|>}<tool_call|> (Gemma 4)'
+    # a turn that calls tools stops at <|tool_response> for the results
+    end_tokens = ("<|tool_response>", "<turn|>")
+    drops_tokens = True
+    kept_tokens = ("<tool_call|>", '<|"|>')
+    samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = Gemma4Stream

@@ -13,11 +13,15 @@ calls); a reply that writes another call message after the first (or another
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from typing import Any
+
 from .base import Family
 from .callshape import CallShape
-from .functionary import OpeningsStream, end_after_call
 from .jsoncall import JsonCall
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream, expect_literal
+from .openings import OpeningsStream, end_after_call
 
 __all__ = ["GigaChat"]
 
@@ -75,9 +79,20 @@ class GigaChatStream(OpeningsStream):
     turn_end = "</s>"  # the models' end-of-sequence token
 
 
+def _message_sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    """The call as a message of its own, after an empty content."""
+    call = json.dumps({"name": name, "arguments": args})
+    return "<|message_sep|>\n\nfunction call<|role_sep|>\n" + call + "<|message_sep|>\n\n"
+
+
+def _token_sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    return "<|function_call|>" + json.dumps({"name": name, "arguments": args})
+
+
 class GigaChat(Family):
     name = "gigachat"
     label = "GigaChat function call<|role_sep|> JSON (GigaChat 3, 3.1)"
+    samples = (_message_sample, _token_sample)
     markers = (_CALL_V3, _CALL_V31)
     stream_class = GigaChatStream
     one_call_per_message = True

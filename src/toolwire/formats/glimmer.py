@@ -31,10 +31,13 @@ name is read as written.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from .base import Family, ToolIndex
-from .harmony import ChannelStream, Route, read_role, valid_name
+from .channels import ChannelStream, Route, read_role, valid_name
 from .markerstream import WS, MarkerStream
+from .samples import as_text
 from .scan import Markers
 from .textargs import NameReader, TextBody
 
@@ -147,8 +150,24 @@ class GlimmerStream(ChannelStream):
         return Route("call", _AtemBody(self, tool_named(self.tools, recipient)))
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    params = "".join(
+        f'<atem:parameter name="{k}">{as_text(v)}</atem:parameter>\n' for k, v in args.items()
+    )
+    return (
+        "<|start|>assistant to=self<|message|>Writing it.<|eom|>"
+        f"<|start|>assistant to={name}<|message|><atem:function_calls>\n"
+        f'<atem:invoke name="{name}">\n' + params + "</atem:invoke>\n</atem:function_calls><|eom|>"
+    )
+
+
 class Glimmer(Family):
     name = "glimmer"
     label = "Muse Glimmer to=TOOL<|message|><atem:invoke>/<atem:parameter> (Muse Glimmer)"
+    # not its <|eom|>: more messages of the same turn follow it
+    end_tokens = ("<|eot|>",)
+    drops_tokens = True
+    kept_tokens = ("<|message|>", "<|eom|>")
+    samples = (_sample,)
     markers = ("<|start|>", _BLOCK)
     stream_class = GlimmerStream

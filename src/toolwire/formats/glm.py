@@ -29,9 +29,14 @@ these); any other streams as it comes. Escapes in any other value (``a\\nb``) ar
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from ..events import NoticeCode
 from .base import Family, loads_json
 from .markerstream import DONE, WS, Body, MarkerStream
+from .reasoning import THINK
+from .samples import as_text
 from .scan import Markers
 from .textargs import NameReader, TextBody
 
@@ -198,8 +203,19 @@ class GlmStream(MarkerStream):
         super()._close(body)
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    pairs = "".join(
+        f"<arg_key>{k}</arg_key>\n<arg_value>{as_text(v)}</arg_value>\n" for k, v in args.items()
+    )
+    return "<tool_call>" + name + "\n" + pairs + "</tool_call>"
+
+
 class Glm(Family):
     name = "glm"
     label = "GLM <tool_call>NAME<arg_key>…<arg_value>… (GLM 4.5/4.6/4.7, poolside Laguna)"
+    reasoning = THINK
+    end_tokens = ("</assistant>",)  # poolside Laguna
+    kept_tokens = ("</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")
+    samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = GlmStream

@@ -16,10 +16,15 @@ text, with no notice: it never became a call. A ``{`` anywhere else is text.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from typing import Any
+
 from .base import Family
 from .callshape import CallShape
 from .jsoncall import JsonCall
 from .markerstream import DONE, WS, Body, MarkerStream
+from .reasoning import THINK
 from .scan import Markers
 
 __all__ = ["Hermes"]
@@ -126,8 +131,16 @@ class HermesStream(MarkerStream):
         super()._give_back(body)
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": args}) + "\n</tool_call>"
+
+
 class Hermes(Family):
     name = "hermes"
     label = "Hermes <tool_call> JSON (Qwen2.5, Qwen3, Hermes 2/3, Granite 4)"
+    reasoning = THINK
+    end_tokens = ("<|im_end|>", "<|endoftext|>")
+    kept_tokens = ("</tool_call>",)
+    samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = HermesStream

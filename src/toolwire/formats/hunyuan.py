@@ -32,10 +32,13 @@ such), and the answer tags are dropped where the answer starts (formats/reasonin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .base import Family
 from .markerstream import WS, MarkerStream
+from .reasoning import THINK
+from .samples import as_text
 from .scan import Markers, markers
 from .textargs import NameReader, TextBody
 
@@ -200,8 +203,28 @@ class HunyuanStream(MarkerStream):
         self._opening = _OPENINGS  # type: ignore[misc]  # the namespaced block opens too
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    pairs = "".join(
+        f"<arg_key>{k}</arg_key>\n<arg_value>{as_text(v)}</arg_value>\n" for k, v in args.items()
+    )
+    return f"<tool_calls>\n<tool_call>{name}<tool_sep>\n" + pairs + "</tool_call>\n</tool_calls>"
+
+
 class Hunyuan(Family):
     name = "hunyuan"
     label = "Hunyuan <tool_calls><tool_call>NAME<tool_sep><arg_key>…<arg_value>… (Hunyuan hy_v3)"
+    reasoning = THINK
+    end_tokens = ("<|eos|>",)
+    kept_tokens = (
+        "<tool_call>",
+        "<tool_sep>",
+        "</tool_call>",
+        "</tool_calls>",
+        "<arg_key>",
+        "</arg_key>",
+        "<arg_value>",
+        "</arg_value>",
+    )
+    samples = (_sample,)
     markers = (_BLOCK_OPEN,)
     stream_class = HunyuanStream

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ..events import ReasoningDelta
@@ -94,13 +95,15 @@ class InklingStream(ReplyStream):
 
     marker = INVOKE_JSON
 
-    def __init__(self, *args: Any, reasoning_open: bool = False, **kwargs: Any) -> None:
-        # Inkling's thinking is a block kind, not ``<think>``: the splitter is never opened.
+    # Inkling's thinking is a block kind, not ``<think>``: the splitter is never opened.
+    splitter_opens = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Unless thinking is open, the reply may start in the header the prompt opened.
-        self._mode = _THINK if reasoning_open else _HEADER
+        self._mode = _THINK if self.reasoning_open else _HEADER
         #: The header being read was opened by the prompt, not by a <|message_model|>.
-        self._implicit = not reasoning_open
+        self._implicit = not self.reasoning_open
         self._pending = ""  # a partial control token, held until the next chunk decides
         self._header: list[str] = []
         self._header_len = 0
@@ -254,8 +257,22 @@ class InklingStream(ReplyStream):
         self._mode = _TEXT
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    """Some thinking, then the call's block, its author the tool."""
+    call = json.dumps({"name": name, "args": args}, separators=(",", ":"))
+    return (
+        "<|message_model|><|content_thinking|>Writing it.<|end_message|>"
+        f"<|message_model|>{name}<|content_invoke_tool_json|>" + call + "<|end_message|>"
+    )
+
+
 class Inkling(Family):
     name = "inkling"
-    label = "Inkling <|message_model|>NAME<|content_invoke_tool_json|>{...}<|end_message|>"
+    label = (
+        "Inkling <|message_model|>NAME<|content_invoke_tool_json|>{...}<|end_message|> (Inkling)"
+    )
+    drops_tokens = True  # its control tokens are never text
+    kept_tokens = ("<|message_model|>", "<|content_thinking|>", "<|end_message|>")
+    samples = (_sample,)
     markers = (INVOKE_JSON,)
     stream_class = InklingStream

@@ -18,97 +18,17 @@ Anything else is reply text, with a ``call-not-read`` notice.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .base import Family
 from .callshape import CallShape
-from .jsoncall import JsonCall
-from .markerstream import DONE, WS, Body, MarkerStream
+from .listcalls import JsonListStream, ListGrammar
+from .reasoning import ReasoningTags
+from .samples import Sample
 
 __all__ = ["Apertus", "Apriel", "CommandR7B", "Firefunction", "Granite", "NemotronV2"]
-
-_OPEN, _ITEM_WAIT, _ITEM, _NEXT, _END = range(5)
-
-
-@dataclass(frozen=True)
-class ListGrammar:
-    """What one family writes around its list of calls."""
-
-    #: The text that opens the list; it may end with the list's ``[`` itself.
-    marker: str
-    #: The shape of each item.
-    item: CallShape
-    #: The text that must follow the list's ``]`` (after optional whitespace), if any.
-    end: str = ""
-
-
-class _ListBody(Body):
-    stream: JsonListStream
-
-    def __init__(self, stream: MarkerStream) -> None:
-        super().__init__(stream)
-        assert isinstance(stream, JsonListStream)
-        self.grammar = stream.grammar
-        self.state = _ITEM_WAIT if self.grammar.marker.endswith("[") else _OPEN
-        self.item: JsonCall | None = None
-
-    def step(self, s: str, i: int) -> tuple[int, bool]:
-        if self.state == _ITEM:
-            assert self.item is not None
-            i, ended = self.feed_json_call(self.item, s, i, "a list item is not a JSON object")
-            if ended:
-                self.item = None
-                self.state = _NEXT
-                return i, True
-            return i, False
-        c = s[i]
-        if c in WS:
-            i += 1
-            return i, True
-        if self.state == _OPEN:
-            if c != "[":
-                return self.fail(i, f"no JSON list after {self.grammar.marker}"), False
-            self.state = _ITEM_WAIT
-        elif self.state == _ITEM_WAIT:
-            if c != "{":
-                what = "is empty" if c == "]" and not self.calls else "does not hold objects"
-                return self.fail(i, f"the call list {what}"), False
-            self.item = JsonCall(self.stream, self.grammar.item)
-            self.state = _ITEM
-            return i, True
-        elif self.state == _NEXT:
-            if c == ",":
-                self.state = _ITEM_WAIT
-            elif c != "]":
-                return self.fail(i, "expected , or ] in the call list"), False
-            elif not self.grammar.end:
-                self.status = DONE
-                return i + 1, False
-            else:
-                self.state = _END
-        else:  # _END
-            end = self.grammar.end
-            j = self.expect(s, i, end, f"text after the call list before {end}")
-            if j < 0:
-                return i, False
-            self.status = DONE
-            return j, False
-        i += 1
-        return i, True
-
-
-class JsonListStream(MarkerStream):
-    """A reply stream for one :class:`ListGrammar`; subclasses set ``grammar``."""
-
-    grammar: ClassVar[ListGrammar]
-    body_class = _ListBody
-
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        if "grammar" in cls.__dict__:
-            cls.marker = cls.grammar.marker
-        super().__init_subclass__(**kwargs)
-
 
 #: ``{"name": NAME, "arguments": {...}}``, nothing else.
 _NAME_ARGS = CallShape()
@@ -154,9 +74,28 @@ class CommandR7BStream(JsonListStream):
     grammar = COMMAND_R7B
 
 
+def _named(name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    return {"name": name, "arguments": args}
+
+
+def _list_sample(
+    opening: str,
+    closing: str = "",
+    item: Callable[[str, Mapping[str, Any]], dict[str, Any]] = _named,
+) -> Sample:
+    """A writer of one call as a list of one item between ``opening`` and ``closing``."""
+
+    def sample(name: str, args: Mapping[str, Any], index: int) -> str:
+        return opening + json.dumps([item(name, args)]) + closing
+
+    return sample
+
+
 class Granite(Family):
     name = "granite"
     label = "Granite <|tool_call|>[...] (Granite 3.x)"
+    end_tokens = ("<|end_of_text|>",)
+    samples = (_list_sample("<|tool_call|>"),)
     markers = (GRANITE.marker,)
     prompt_markers = (GRANITE.marker,)
     stream_class = GraniteStream
@@ -165,6 +104,9 @@ class Granite(Family):
 class NemotronV2(Family):
     name = "nemotron-v2"
     label = "Nemotron <TOOLCALL>[...]</TOOLCALL> (Nemotron Nano v2)"
+    end_tokens = ("<SPECIAL_12>",)
+    kept_tokens = ("</TOOLCALL>",)
+    samples = (_list_sample("<TOOLCALL>", "</TOOLCALL>"),)
     markers = (NEMOTRON_V2.marker,)
     stream_class = NemotronV2Stream
 
@@ -172,6 +114,16 @@ class NemotronV2(Family):
 class Apriel(Family):
     name = "apriel"
     label = "Apriel <tool_calls>[...]</tool_calls> (Apriel 1.5, 1.6)"
+    reasoning = ReasoningTags(
+        # Apriel 1.6's prompt ends with this line; its answer follows the closer
+        prompt_blocks={"Here are my reasoning steps:": "[BEGIN FINAL RESPONSE]"},
+        answer_after={"[BEGIN FINAL RESPONSE]": "[END FINAL RESPONSE]"},
+        # Hunyuan A13B (read as this family): <think>…</think> then <answer>…</answer>
+        blocks={"<think>": "</think>"},
+        answers={"<answer>": "</answer>"},
+    )
+    kept_tokens = ("</tool_calls>",)
+    samples = (_list_sample("<tool_calls>", "</tool_calls>"),)
     markers = (APRIEL.marker,)
     stream_class = AprielStream
 
@@ -179,6 +131,8 @@ class Apriel(Family):
 class Apertus(Family):
     name = "apertus"
     label = 'Apertus <|tools_prefix|>[{"NAME": {...}}]<|tools_suffix|> (Apertus)'
+    kept_tokens = ("<|tools_suffix|>",)
+    samples = (_list_sample("<|tools_prefix|>", "<|tools_suffix|>", lambda n, a: {n: a}),)
     markers = (APERTUS.marker,)
     stream_class = ApertusStream
 
@@ -186,6 +140,7 @@ class Apertus(Family):
 class Firefunction(Family):
     name = "firefunction"
     label = "Firefunction functools[...] (Firefunction v2)"
+    samples = (_list_sample(" functools"),)
     markers = (FIREFUNCTION.marker,)
     stream_class = FirefunctionStream
 
@@ -193,5 +148,18 @@ class Firefunction(Family):
 class CommandR7B(Family):
     name = "command-r7b"
     label = "Cohere <|START_ACTION|>[...]<|END_ACTION|> (Command R7B, Cohere2)"
+    reasoning = ReasoningTags(
+        blocks={"<|START_THINKING|>": "<|END_THINKING|>"},
+        answers={"<|START_RESPONSE|>": "<|END_RESPONSE|>", "<|START_TEXT|>": "<|END_TEXT|>"},
+    )
+    end_tokens = ("<|END_OF_TURN_TOKEN|>",)
+    kept_tokens = ("<|END_ACTION|>",)
+    samples = (
+        _list_sample(
+            "<|START_ACTION|>",
+            "<|END_ACTION|>",
+            lambda n, a: {"tool_call_id": "0", "tool_name": n, "parameters": a},
+        ),
+    )
     markers = (COMMAND_R7B.marker,)
     stream_class = CommandR7BStream

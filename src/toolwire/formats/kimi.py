@@ -31,6 +31,7 @@ known; the id kept is the one the model wrote.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -40,10 +41,10 @@ from ..events import Event, NoticeCode, ReasoningDelta
 from ..messages import ToolCall
 from .base import Family, ToolIndex
 from .brokencall import BlockStream, ResyncBody
-from .functionary import OpeningsStream
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, FAILED, OPEN, WS, Body, MarkerStream, expect_any
-from .reasoning import _REASONING, _START, ReasoningSplitter
+from .openings import OpeningsStream
+from .reasoning import THINK, ReasoningSplitter
 from .scan import Markers
 from .textargs import MAX_NAME
 
@@ -298,7 +299,7 @@ class KimiK2Stream(BlockStream, OpeningsStream):
         out = super().feed(s[:j])
         if token:
             out += self._cut_thinking(token) + super().feed(s[j:])
-        elif self._reasoning._state not in (_START, _REASONING):  # thinking is over
+        elif not (self._reasoning.deciding or self._reasoning.thinking):  # thinking is over
             self._watching = False
             out += super().feed(self._take_pending())
         return out
@@ -310,7 +311,7 @@ class KimiK2Stream(BlockStream, OpeningsStream):
     def _cut_thinking(self, token: str) -> list[Event]:
         """A call token came: inside thinking that never closed, it ends the thinking."""
         self._watching = False
-        if self._reasoning._state != _REASONING:
+        if not self._reasoning.thinking:
             return []
         for _thinking, piece in self._reasoning.finish():
             self._out.append(ReasoningDelta(piece))
@@ -323,8 +324,23 @@ class KimiK2Stream(BlockStream, OpeningsStream):
         return out + super().finish()
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    return (
+        f"<|tool_calls_section_begin|><|tool_call_begin|>functions.{name}:0"
+        "<|tool_call_argument_begin|>" + json.dumps(args) + "<|tool_call_end|>"
+        "<|tool_calls_section_end|>"
+    )
+
+
 class KimiK2(Family):
     name = "kimi-k2"
     label = "Kimi K2 <|tool_calls_section_begin|> functions.NAME:N + JSON (Kimi K2)"
+    reasoning = THINK
+    kept_tokens = (
+        "<|tool_call_argument_begin|>",
+        "<|tool_call_end|>",
+        "<|tool_calls_section_end|>",
+    )
+    samples = (_sample,)
     markers = (_SECTION, _CALL)
     stream_class = KimiK2Stream

@@ -36,12 +36,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ..messages import ToolCall
 from .base import Family, loads_json
-from .harmony import ChannelStream, Route
+from .channels import ChannelStream, Route
 from .markerstream import DONE, WS, Body, MarkerStream
+from .reasoning import ReasoningTags
+from .samples import as_text
 from .scan import Markers
 from .textargs import MAX_NAME
 
@@ -250,8 +253,27 @@ class KimiK3Stream(ChannelStream):
         return Route("bad", note=f"no {opener}{tag} section in an assistant's message")
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    arguments = "".join(
+        f'<|open|>argument key="{k}" type="{"string" if isinstance(v, str) else "number"}"'
+        f"<|sep|>{as_text(v)}<|close|>argument<|sep|>"
+        for k, v in args.items()
+    )
+    return (
+        "<|open|>think<|sep|>Writing it.<|close|>think<|sep|><|open|>tools<|sep|>"
+        f'<|open|>call tool="{name}" index="1"<|sep|>'
+        + arguments
+        + "<|close|>call<|sep|><|close|>tools<|sep|>"
+    )
+
+
 class KimiK3(Family):
     name = "kimi-k3"
     label = 'Kimi K3 <|open|>tools<|sep|><|open|>call tool="NAME"…<|open|>argument… (Kimi K3)'
+    reasoning = ReasoningTags(channel_openers=("<|open|>think<|sep|>",))
+    end_tokens = ("<|end_of_msg|>",)
+    drops_tokens = True
+    kept_tokens = ("<|open|>", "<|sep|>", "<|close|>")
+    samples = (_sample,)
     markers = (_OPEN + "tools" + _SEP,)
     stream_class = KimiK3Stream

@@ -16,7 +16,7 @@ from typing import Any
 from ..messages import ToolCall
 from .derived import MAX_WORD, NUMBER, DerivedShape
 from .markerstream import WS
-from .reasoning import CLOSERS
+from .reasoning import known_tags
 
 __all__ = ["learn_shape"]
 
@@ -259,7 +259,7 @@ def _shape(before: str, after: str, mid: str, payload: _Payload) -> DerivedShape
     sep = rest[: len(rest) - len(pre)]
     lead = before[: len(before) - len(pre)]
     # a thinking block before the calls is the reasoning reader's, not the calls' opening
-    ends = [lead.rfind(closer) + len(closer) for closer in CLOSERS if closer in lead]
+    ends = [lead.rfind(closer) + len(closer) for closer in known_tags().closers if closer in lead]
     lead = lead[max(ends, default=0) :]
     trail = after[len(post) :]
     fields = dict(payload.fields)

@@ -32,6 +32,7 @@ the candidate block is held back.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -224,9 +225,15 @@ class Llama3Stream(ReplyStream):
         return reader
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    return json.dumps({"name": name, "parameters": args})
+
+
 class Llama3(Family):
     name = "llama3"
     label = 'Llama 3 JSON reply {"name", "parameters"} (Llama 3.1–3.3)'
+    end_tokens = ("<|eot_id|>", "<|eom_id|>", "<|end_of_text|>")
+    samples = (_sample,)
     markers = (_TAG, "{")
     stream_class = Llama3Stream
     one_call_per_message = True

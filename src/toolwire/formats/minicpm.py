@@ -12,8 +12,12 @@ argument pipeline types each value by the tool's schema. Thinking is ``<think>�
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from .base import Family
 from .markerstream import DONE, OPEN, WS, MarkerStream, expect_literal
+from .samples import as_text
 from .scan import Markers
 from .textargs import NameReader, TextBody
 
@@ -95,8 +99,19 @@ class MiniCpm5Stream(MarkerStream):
     body_class = _MiniCpmBody
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    params = "".join(
+        f'<param name="{k}"><![CDATA[{v}]]></param>'
+        if isinstance(v, str) and "\n" in v
+        else f'<param name="{k}">{as_text(v)}</param>'
+        for k, v in args.items()
+    )
+    return f'<function name="{name}">{params}</function>'
+
+
 class MiniCpm5(Family):
     name = "minicpm5"
     label = "MiniCPM5 <function name=…><param name=…> (openbmb MiniCPM5)"
+    samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = MiniCpm5Stream

@@ -15,9 +15,13 @@ notice. Anything else in a tag breaks the call.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from .base import Family
 from .markerstream import OPEN, WS, MarkerStream
+from .reasoning import THINK
+from .samples import as_text
 from .scan import Markers
 from .textargs import NameReader, TextBody
 
@@ -121,8 +125,17 @@ class MiniMaxStream(MarkerStream):
     body_class = _MiniMaxBody
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    params = "".join(f'<parameter name="{k}">{as_text(v)}</parameter>\n' for k, v in args.items())
+    return f'<minimax:tool_call>\n<invoke name="{name}">\n{params}</invoke>\n</minimax:tool_call>'
+
+
 class MiniMax(Family):
     name = "minimax"
     label = "MiniMax <minimax:tool_call><invoke name=…><parameter name=…> (MiniMax M2)"
+    reasoning = THINK
+    end_tokens = ("[e~[",)  # MiniMax M2
+    kept_tokens = ("</minimax:tool_call>",)
+    samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = MiniMaxStream

@@ -14,6 +14,10 @@ tag never written (the engine stopped at its end token), keeps those calls, name
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from typing import Any
+
 from .base import Family
 from .brokencall import BlockStream, ResyncBody
 from .callshape import CallShape
@@ -82,8 +86,14 @@ class MiniMaxM1Stream(BlockStream):
     body_class = _M1Body
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    return "<tool_calls>\n" + json.dumps({"name": name, "arguments": args}) + "\n</tool_calls>"
+
+
 class MiniMaxM1(Family):
     name = "minimax-m1"
     label = "MiniMax M1 <tool_calls> JSON lines </tool_calls> (MiniMax M1)"
+    kept_tokens = ("</tool_calls>",)
+    samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = MiniMaxM1Stream

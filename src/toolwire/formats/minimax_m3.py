@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
-from .base import MAX_JSON_DEPTH, MAX_REPLY_CHARS, Family, IdMaker, ToolIndex, loads_json
+from .base import MAX_JSON_DEPTH, Family, loads_json
 from .markerstream import OPEN, WS, MarkerStream
-from .reasoning import ReasoningSplitter
+from .reasoning import ReasoningSplitter, ReasoningTags
+from .samples import as_text
 from .scan import Markers
 from .textargs import NameReader, TextArgs, TextBody
 
@@ -220,7 +222,9 @@ class _ThinkSplitter(ReasoningSplitter):
     """MiniMax M3's thinking: ``<mm:think>…</mm:think>`` at the start, or a bare
     ``</mm:think>`` where the model did not think, or neither (plain text)."""
 
-    def __init__(self, *, opened: bool = False) -> None:
+    def __init__(self, *, opened: bool = False, call_markers: tuple[str, ...] = ()) -> None:
+        # a call marker never ends this thinking: calls come after </mm:think>
+        del call_markers
         super().__init__(opened=True)
         self._closers = Markers((_END_THINK,))
         self._deciding = not opened
@@ -268,27 +272,20 @@ class MiniMaxM3Stream(MarkerStream):
     marker = _OPEN_TAG
     body_class = _M3Body
 
-    def __init__(
-        self,
-        tools: ToolIndex,
-        *,
-        reasoning_open: bool = False,
-        make_id: IdMaker | None = None,
-        max_chars: int = MAX_REPLY_CHARS,
-        strict: bool = False,
-    ) -> None:
-        super().__init__(
-            tools,
-            reasoning_open=reasoning_open,
-            make_id=make_id,
-            max_chars=max_chars,
-            strict=strict,
-        )
-        self._reasoning = _ThinkSplitter(opened=reasoning_open)
+    splitter_class = _ThinkSplitter
+
+
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    ns = "]<]minimax[>["
+    params = "".join(f"{ns}<{k}>{as_text(v)}{ns}</{k}>" for k, v in args.items())
+    return f'{ns}<tool_call>\n{ns}<invoke name="{name}">{params}{ns}</invoke>\n{ns}</tool_call>'
 
 
 class MiniMaxM3(Family):
     name = "minimax-m3"
     label = "MiniMax M3 ]<]minimax[>[<invoke name=…> with nested XML arguments (MiniMax M3)"
+    reasoning = ReasoningTags(channel_openers=("<mm:think>",))
+    drops_tokens = True
+    samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = MiniMaxM3Stream

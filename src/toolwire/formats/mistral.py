@@ -14,7 +14,10 @@ this family asks for them when a conversation is rendered.
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from ..messages import ToolCall
 from .base import Family
@@ -22,6 +25,7 @@ from .callshape import CallShape
 from .jsoncall import JsonCall
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream, expect_any
+from .reasoning import ReasoningTags
 
 __all__ = ["Mistral"]
 
@@ -188,9 +192,23 @@ class MistralStream(MarkerStream):
     body_class = _MistralBody
 
 
+def _list_sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    """The list form, with an id (Mistral 7B v0.3, Nemo)."""
+    return "[TOOL_CALLS]" + json.dumps([{"name": name, "arguments": args, "id": "a1b2c3d4e"}])
+
+
+def _args_sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    """``[TOOL_CALLS]NAME[ARGS]{...}`` (Small 3.2, Ministral 3, Devstral)."""
+    return "[TOOL_CALLS]" + name + "[ARGS]" + json.dumps(args)
+
+
 class Mistral(Family):
     name = "mistral"
     label = "Mistral [TOOL_CALLS] (7B v0.3, Nemo, Small 3.2, Ministral 3, Devstral)"
+    reasoning = ReasoningTags(blocks={"[THINK]": "[/THINK]"})
+    end_tokens = ("</s>",)
+    kept_tokens = ("[ARGS]", "[CALL_ID]")
+    samples = (_list_sample, _args_sample)
     markers = (_MARKER,)
     call_ids = "alnum9"
     stream_class = MistralStream

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..messages import ToolCall
@@ -307,9 +308,23 @@ class Lfm2Stream(MarkerStream):
     body_class = _Lfm2Body
 
 
+def _python_call(name: str, args: Mapping[str, Any]) -> str:
+    return name + "(" + ", ".join(f"{k}={v!r}" for k, v in args.items()) + ")"
+
+
+def _lfm2_sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    return "<|tool_call_start|>[" + _python_call(name, args) + "]<|tool_call_end|>"
+
+
+def _list_sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    return "[" + _python_call(name, args) + "]"
+
+
 class Lfm2(Family):
     name = "lfm2"
     label = "LFM2 <|tool_call_start|>[NAME(key=value)]<|tool_call_end|> (LFM2, LFM2.5)"
+    kept_tokens = ("<|tool_call_end|>",)
+    samples = (_lfm2_sample,)
     markers = (_LFM2_OPEN,)
     #: LFM2 8B's template shows no calls; its prompt lists the tools between these tokens.
     prompt_markers = ("<|tool_list_start|>",)
@@ -480,5 +495,7 @@ class PythonicStream(MarkerStream):
 class Pythonic(Family):
     name = "pythonic"
     label = "Python call list [NAME(key=value), ...] as the whole reply (Llama 4)"
+    end_tokens = ("<|eot|>",)  # Llama 4
+    samples = (_list_sample,)
     markers = (_PY_START, "[")
     stream_class = PythonicStream

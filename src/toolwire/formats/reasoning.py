@@ -21,48 +21,146 @@ Two things end a block besides its closer:
 Cohere's models wrap their answer in ``<|START_RESPONSE|>…<|END_RESPONSE|>`` (Command R7B) or
 ``<|START_TEXT|>…<|END_TEXT|>`` (Cohere2), Hunyuan A13B in ``<answer>…</answer>``: those
 markers, where the answer starts, are the grammar's and never part of the text.
+
+This module is the mechanism; the tags are the families' (each declares its own
+:class:`ReasoningTags` as ``Family.reasoning``). The registry gathers them and installs the
+union here when the package is imported (:func:`install`), so a splitter, and
+:func:`opens_reasoning`, recognise every family's tags unless given others; the union is
+also readable under the names the tables had as constants (``OPENERS``, ``CLOSERS``,
+``PROMPT_OPENERS``, ``ANSWERS``, ``CHANNEL_OPENERS``).
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
 from .scan import Markers, markers
 
 __all__ = [
-    "ANSWERS",
-    "CLOSERS",
-    "OPENERS",
-    "PROMPT_OPENERS",
+    "THINK",
     "ReasoningSplitter",
+    "ReasoningTags",
+    "install",
+    "known_tags",
     "opens_reasoning",
 ]
 
-OPENERS: dict[str, str] = {
-    "<think>": "</think>",
-    "[THINK]": "[/THINK]",
-    "<|START_THINKING|>": "<|END_THINKING|>",
-    "<seed:think>": "</seed:think>",
-}
-#: Blocks only a generation prompt opens (plain words: a reply starting so is no thinking).
-#: Apriel 1.6's prompt ends with this line; its answer follows the closer.
-PROMPT_OPENERS: dict[str, str] = {"Here are my reasoning steps:": "[BEGIN FINAL RESPONSE]"}
-CLOSERS: tuple[str, ...] = tuple(dict.fromkeys((*OPENERS.values(), *PROMPT_OPENERS.values())))
-#: Markers around the answer where it starts (after any thinking), dropped from the text.
-ANSWERS: dict[str, str] = {
-    "<|START_RESPONSE|>": "<|END_RESPONSE|>",
-    "<|START_TEXT|>": "<|END_TEXT|>",
-    # Hunyuan A13B: ``<think>…</think>`` then ``<answer>…</answer>`` around text or calls.
-    "<answer>": "</answer>",
-}
-#: A thinking closer that also opens the answer, and the marker that ends it.
-_ANSWER_AFTER = {PROMPT_OPENERS["Here are my reasoning steps:"]: "[END FINAL RESPONSE]"}
 
-#: The closers to look for: either one, when the prompt opened the block; else its own.
-_ANY_CLOSER = CLOSERS
-_CLOSER = {opener: (closer,) for opener, closer in OPENERS.items()}
-_ANSWER_CLOSER = {
-    opener: Markers((closer,)) for opener, closer in (*ANSWERS.items(), *_ANSWER_AFTER.items())
-}
-_STARTS = (*OPENERS, *ANSWERS)
+@dataclass(frozen=True, eq=False)
+class ReasoningTags:
+    """The thinking and answer tags one family's models write: part of its declaration
+    (``Family.reasoning``), or the union of every family's (:func:`known_tags`).
+
+    Each mapping goes from an opener to what closes it, in the order written.
+    """
+
+    #: Blocks the model opens itself at the start of its reply (``<think>…</think>``).
+    blocks: Mapping[str, str] = field(default_factory=dict)
+    #: Blocks only a generation prompt opens (plain words: a reply starting so is no thinking).
+    prompt_blocks: Mapping[str, str] = field(default_factory=dict)
+    #: Markers around the answer where it starts (after any thinking), dropped from the text.
+    answers: Mapping[str, str] = field(default_factory=dict)
+    #: A thinking closer that also opens the answer, and the marker that ends it.
+    answer_after: Mapping[str, str] = field(default_factory=dict)
+    #: Prompt endings that open a thinking channel the family's own grammar reads: the reply
+    #: starts in it, but no splitter reads it.
+    channel_openers: tuple[str, ...] = ()
+
+    def __or__(self, other: ReasoningTags) -> ReasoningTags:
+        """Both families' tags, this one's first (a tag both declare is kept once)."""
+        return ReasoningTags(
+            {**self.blocks, **other.blocks},
+            {**self.prompt_blocks, **other.prompt_blocks},
+            {**self.answers, **other.answers},
+            {**self.answer_after, **other.answer_after},
+            tuple(dict.fromkeys((*self.channel_openers, *other.channel_openers))),
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.blocks or self.prompt_blocks or self.answers or self.channel_openers)
+
+    @property
+    def closers(self) -> tuple[str, ...]:
+        """Every closer of a thinking block, the model's or the prompt's."""
+        return tuple(dict.fromkeys((*self.blocks.values(), *self.prompt_blocks.values())))
+
+    @property
+    def openers(self) -> tuple[str, ...]:
+        """Every text that opens thinking: the model's blocks, the prompt's, the channels'."""
+        return (*self.blocks, *self.prompt_blocks, *self.channel_openers)
+
+    def describe(self) -> list[str]:
+        """Each tag pair in words, for ``toolwire families``."""
+        return [
+            *(f"{o}…{c}" for o, c in self.blocks.items()),
+            *(f"{o}…{c} (prompt)" for o, c in self.prompt_blocks.items()),
+            *(f"answer {o}…{c}" for o, c in self.answers.items()),
+            *(f"{o}… (its grammar)" for o in self.channel_openers),
+        ]
+
+    @functools.cached_property
+    def _tables(self) -> _Tables:
+        return _Tables(self)
+
+
+#: The block most families' models think in.
+THINK = ReasoningTags(blocks={"<think>": "</think>"})
+
+
+class _Tables:
+    """What a splitter looks up, built once per set of tags."""
+
+    def __init__(self, tags: ReasoningTags) -> None:
+        self.openers = tuple(tags.blocks)
+        self.answers = tuple(tags.answers)
+        #: The closers to look for: either one, when the prompt opened the block; else its own.
+        self.any_closer = tags.closers
+        self.closer = {opener: (closer,) for opener, closer in tags.blocks.items()}
+        self.answer_after = dict(tags.answer_after)
+        self.answer_closer = {
+            opener: Markers((closer,))
+            for opener, closer in (*tags.answers.items(), *tags.answer_after.items())
+        }
+        self.starts = (*tags.blocks, *tags.answers)
+
+
+#: The tags every splitter recognises unless given others: every registered family's, which
+#: the registry gathers from their declarations and installs when the package is imported
+#: (formats/__init__.py imports it, so no stream is made before).
+_known = ReasoningTags()
+
+
+def known_tags() -> ReasoningTags:
+    """Every registered family's tags together: every stream recognises all of them (a
+    model's thinking is split off whichever family reads its calls)."""
+    return _known
+
+
+def install(tags: ReasoningTags) -> None:
+    """Make ``tags`` the ones recognised by default (the registry's union)."""
+    global _known
+    _known = tags
+
+
+def __getattr__(name: str) -> Any:
+    """The union tables under the names they had as constants, gathered from the families'
+    declarations when first asked: ``OPENERS`` (blocks), ``PROMPT_OPENERS``, ``CLOSERS``,
+    ``ANSWERS``, ``CHANNEL_OPENERS``."""
+    tags = known_tags()
+    tables: dict[str, Any] = {
+        "OPENERS": dict(tags.blocks),
+        "PROMPT_OPENERS": dict(tags.prompt_blocks),
+        "CLOSERS": tags.closers,
+        "ANSWERS": dict(tags.answers),
+        "CHANNEL_OPENERS": tags.channel_openers,
+    }
+    if name in tables:
+        return tables[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _START, _REASONING, _AFTER, _CONTENT, _ANSWER = range(5)
 
@@ -70,19 +168,37 @@ _START, _REASONING, _AFTER, _CONTENT, _ANSWER = range(5)
 class ReasoningSplitter:
     """Splits a reply's chunks into ``(is_reasoning, text)`` pieces."""
 
-    def __init__(self, *, opened: bool = False, call_markers: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        opened: bool = False,
+        call_markers: tuple[str, ...] = (),
+        tags: ReasoningTags | None = None,
+    ) -> None:
+        #: The tags recognised: by default every registered family's.
+        self._t = (tags or known_tags())._tables
         self._calls = tuple(m for m in call_markers if m)
         self._state = _START
         self._lead: list[str] = []  # whitespace seen at the start, held until we know
         self._held = ""  # a partial opener (at the start) or closer (inside reasoning)
-        self._closers = markers(_ANY_CLOSER)
+        self._closers = markers(self._t.any_closer)
         self._line_start = False
         self._line_calls: tuple[str, ...] = ()
         self._answer_end: Markers | None = None
         #: True once a call marker at a line's start ended the thinking block.
         self.ended_by_call = False
         if opened:
-            self._enter(_ANY_CLOSER, self._calls)
+            self._enter(self._t.any_closer, self._calls)
+
+    @property
+    def deciding(self) -> bool:
+        """True while the reply's start may still open a thinking block."""
+        return self._state == _START
+
+    @property
+    def thinking(self) -> bool:
+        """True while the reply is inside a thinking block."""
+        return self._state == _REASONING
 
     def _enter(self, closers: tuple[str, ...], calls: tuple[str, ...] = ()) -> None:
         """The reply is now inside a thinking block that ``closers`` end, or a line that
@@ -95,12 +211,12 @@ class ReasoningSplitter:
     def _content_start(self, body: str, lead: str, out: list[tuple[bool, str]]) -> str:
         """The answer starts at ``body`` (not empty, no leading whitespace): the text left to
         read, or ``""`` with ``body`` held when it may still become an answer marker."""
-        opener = next((o for o in ANSWERS if body.startswith(o)), None)
+        opener = next((o for o in self._t.answers if body.startswith(o)), None)
         if opener is not None:
             self._state = _ANSWER
-            self._answer_end = _ANSWER_CLOSER[opener]
+            self._answer_end = self._t.answer_closer[opener]
             return body[len(opener) :]
-        if any(o.startswith(body) for o in _STARTS):
+        if any(o.startswith(body) for o in self._t.starts):
             self._held = body
             return ""
         self._state = _CONTENT
@@ -121,9 +237,9 @@ class ReasoningSplitter:
                     self._lead.append(buf)
                     break
                 self._lead.append(buf[: len(buf) - len(body)])
-                opener = next((o for o in OPENERS if body.startswith(o)), None)
+                opener = next((o for o in self._t.openers if body.startswith(o)), None)
                 if opener is not None:
-                    self._enter(_CLOSER[opener])
+                    self._enter(self._t.closer[opener])
                     self._lead.clear()
                     buf = body[len(opener) :]
                     continue
@@ -175,8 +291,8 @@ class ReasoningSplitter:
             return ""
         if closer.startswith("\n"):  # a call marker at a line's start
             return self._call_ends(buf, found + 1, out)
-        if closer in _ANSWER_AFTER:
-            self._answer_end = _ANSWER_CLOSER[closer]
+        if closer in self._t.answer_after:
+            self._answer_end = self._t.answer_closer[closer]
         self._state = _AFTER
         return buf[found + len(closer) :]
 
@@ -202,11 +318,6 @@ class ReasoningSplitter:
         return out
 
 
-#: Prompt endings that open a thinking channel the family's own grammar reads (Kimi K3's
-#: channels, MiniMax M3's ``<mm:think>``): the reply starts in it, but no splitter reads it.
-CHANNEL_OPENERS: tuple[str, ...] = ("<|open|>think<|sep|>", "<mm:think>")
-
-
 def opens_reasoning(prompt: str) -> bool:
     """True when a rendered prompt ends inside an open thinking block.
 
@@ -214,4 +325,4 @@ def opens_reasoning(prompt: str) -> bool:
     inside the block, and must be read that way.
     """
     tail = prompt.rstrip()
-    return any(tail.endswith(opener) for opener in (*OPENERS, *PROMPT_OPENERS, *CHANNEL_OPENERS))
+    return any(tail.endswith(opener) for opener in known_tags().openers)

@@ -1,8 +1,18 @@
-"""The families by name, and the ``tool_format`` setting."""
+"""The families by name, in detection order, and the ``tool_format`` setting.
+
+This is the one place that gathers what the families declare (``Family`` class attributes in
+each family's module, formats/base.py): the thinking tags every stream recognises (installed
+in formats/reasoning.py when the package is imported), the end-of-turn tokens detection cuts
+at, the special tokens calls need kept. Adding a family is its module, its line here and its
+tests.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import FormatError
+from . import reasoning
 from .base import Family
 from .command_r import CommandRPlus
 from .deepseek import DeepSeekR1, DeepSeekV31
@@ -30,7 +40,16 @@ from .qwen_xml import QwenXml
 from .seed_oss import SeedOss
 from .solar import SolarOpen
 
-__all__ = ["FORMAT_SETTINGS", "family_names", "get_family"]
+__all__ = [
+    "FORMAT_SETTINGS",
+    "describe_families",
+    "end_tokens",
+    "families",
+    "family_names",
+    "get_family",
+    "kept_tokens",
+    "reasoning_tags",
+]
 
 _FAMILIES: dict[str, Family] = {
     f.name: f
@@ -87,3 +106,45 @@ def get_family(name: str) -> Family:
     except KeyError:
         known = ", ".join([*FORMAT_SETTINGS, *_FAMILIES])
         raise FormatError(f"unknown tool format {name!r}; known: {known}") from None
+
+
+def families() -> list[Family]:
+    """Every family, in detection order."""
+    return list(_FAMILIES.values())
+
+
+def reasoning_tags() -> reasoning.ReasoningTags:
+    """Every family's thinking and answer tags together, in detection order."""
+    tags = reasoning.ReasoningTags()
+    for family in _FAMILIES.values():
+        tags |= family.reasoning
+    return tags
+
+
+def end_tokens() -> tuple[str, ...]:
+    """Every family's end-of-turn token texts, each once, in detection order."""
+    return tuple(dict.fromkeys(t for family in _FAMILIES.values() for t in family.end_tokens))
+
+
+def kept_tokens() -> tuple[str, ...]:
+    """The tokens any family's calls need kept when generating (markers and declared)."""
+    return tuple(dict.fromkeys(t for f in _FAMILIES.values() for t in f.special_tokens))
+
+
+def describe_families() -> list[dict[str, Any]]:
+    """What each family declares, for ``toolwire families`` and the README's table: its
+    name, the models (its label), the texts that open its calls, its thinking tags, and
+    whether its calls can be constrained (a ``grammar`` it declares)."""
+    return [
+        {
+            "name": f.name,
+            "models": f.models,
+            "markers": list(f.markers),
+            "thinking": f.reasoning.describe(),
+            "constrained": getattr(f, "grammar", None) is not None,
+        }
+        for f in _FAMILIES.values()
+    ]
+
+
+reasoning.install(reasoning_tags())

@@ -18,17 +18,22 @@ reasoning, kept verbatim as the template writes it back.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from .base import Family
 from .markerstream import MarkerStream
-from .qwen_xml import _XmlBody
+from .reasoning import ReasoningTags
+from .samples import as_text
 from .scan import Markers
+from .xmlparams import XmlBody
 
 __all__ = ["SeedOss"]
 
 _OPEN_TAG = "<seed:tool_call>"
 
 
-class _SeedBody(_XmlBody):
+class _SeedBody(XmlBody):
     open_tag = _OPEN_TAG
     close_tag = "</seed:tool_call>"
     value_end = Markers(("</parameter>",))
@@ -41,8 +46,17 @@ class SeedOssStream(MarkerStream):
     body_class = _SeedBody
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    params = "".join(f"<parameter={k}>{as_text(v)}</parameter>\n" for k, v in args.items())
+    return f"<seed:tool_call>\n<function={name}>\n{params}</function>\n</seed:tool_call>"
+
+
 class SeedOss(Family):
     name = "seed-oss"
     label = "Seed-OSS <seed:tool_call><function=…><parameter=…> (ByteDance Seed-OSS)"
+    reasoning = ReasoningTags(blocks={"<seed:think>": "</seed:think>"})
+    end_tokens = ("<seed:eos>",)
+    kept_tokens = ("</seed:tool_call>",)
+    samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = SeedOssStream

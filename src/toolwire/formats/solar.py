@@ -9,11 +9,13 @@ last call is reply text.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any
 
 from .base import Family
-from .functionary import ArgsBody, OpeningsStream, end_after_call
 from .markerstream import DONE, OPEN, MarkerStream, expect_any
+from .openings import ArgsBody, OpeningsStream, end_after_call
 from .textargs import MAX_NAME, NameReader
 
 __all__ = ["SolarOpen"]
@@ -114,8 +116,25 @@ class SolarOpenStream(OpeningsStream):
         self.ids: set[str] = set()
 
 
+def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
+    return (
+        f"<|tool_calls|><|tool_call:begin|>call{index}<|tool_call:name|>{name}"
+        f"<|tool_call:args|>{json.dumps(args)}<|tool_call:end|><|calls|>"
+    )
+
+
 class SolarOpen(Family):
     name = "solar-open"
-    label = "Solar Open <|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{...}"
+    label = (
+        "Solar Open <|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{...} (Solar Open)"
+    )
+    kept_tokens = (
+        "<|tool_call:begin|>",
+        "<|tool_call:name|>",
+        "<|tool_call:args|>",
+        "<|tool_call:end|>",
+        "<|calls|>",
+    )
+    samples = (_sample,)
     markers = (_CALLS,)
     stream_class = SolarOpenStream

@@ -18,10 +18,23 @@ from .base import ReplyStream
 from .markerstream import Body, MarkerStream
 from .scan import Markers
 
-__all__ = ["NameReader", "TextArgs", "TextBody"]
+__all__ = ["LOOSE_NAME_BREAKS", "MAX_NAME", "NameReader", "TextArgs", "TextBody"]
 
 #: The longest tool or parameter name read.
 MAX_NAME = 256
+
+
+#: What no name holds, by default: whitespace and markup.
+_BAD_NAME = re.compile(r"[\s<>{}\[\]\"'=]")
+#: What no name holds in grammars whose names may hold ``[]=`` but no backtick (DeepSeek's
+#: three: their names are read so).
+LOOSE_NAME_BREAKS = re.compile(r"[\s<>\"'`{}]")
+
+
+@functools.cache
+def _stop_or_bad(stops: str, bad: str) -> re.Pattern[str]:
+    """The first character that ends a name (one of ``stops``) or that no name holds."""
+    return re.compile("[" + re.escape(stops) + "]|" + bad)
 
 
 class NameReader:
@@ -31,14 +44,23 @@ class NameReader:
     stop itself is not consumed. Each character is looked at once, and no further than a
     name may reach: a reply of many markers, each opening a name whose stop never comes,
     must not be read once per marker (quadratic).
+
+    ``bad`` is what no name holds in this grammar (DeepSeek's names may hold ``[]=``, not
+    backticks). :meth:`read` fails the body itself; :meth:`feed` leaves that to its caller,
+    saying what broke in ``problem``.
     """
 
-    def __init__(self, stops: str, what: str) -> None:
+    def __init__(self, stops: str, what: str, *, bad: re.Pattern[str] = _BAD_NAME) -> None:
+        #: The characters that end a name.
+        self.stops = stops
         self._stops = frozenset(stops)
-        self._first = _stop_or_bad(stops)
+        self._bad = bad
+        self._first = _stop_or_bad(stops, bad.pattern)
         self._what = what
         self._parts: list[str] = []
         self._size = 0
+        #: What broke the name :meth:`feed` read ("" while nothing did).
+        self.problem = ""
 
     def _look(self, s: str, i: int) -> tuple[int, int]:
         """``(stop, bad)``: where the name's stop is in ``s[i:]`` and where the name breaks
@@ -68,14 +90,28 @@ class NameReader:
             return None, stop
         return name, stop
 
-
-_BAD_NAME = re.compile(r"[\s<>{}\[\]\"'=]")
-
-
-@functools.cache
-def _stop_or_bad(stops: str) -> re.Pattern[str]:
-    """The first character that ends a name (one of ``stops``) or that no name holds."""
-    return re.compile("[" + re.escape(stops) + "]|" + _BAD_NAME.pattern)
+    def feed(self, s: str, i: int) -> tuple[str | None, int]:
+        """:meth:`read` for a caller that fails its body itself: ``(name, its stop)``;
+        ``(None, len(s))`` while more is needed; ``(None, where)`` with ``problem`` set when
+        the name breaks (at the character no name holds, or where a name too long began)."""
+        stop, bad = self._look(s, i)
+        if bad >= 0:
+            if self._bad.match(s, bad):
+                self.problem = f"{s[bad]!r} in the {self._what}"
+                return None, bad
+            self.problem = f"a {self._what} longer than {MAX_NAME} characters"
+            return None, i
+        if stop < 0:
+            self._parts.append(s[i:])
+            self._size += len(s) - i
+            return None, len(s)
+        name = "".join(self._parts) + s[i:stop]
+        self._parts = []
+        self._size = 0
+        if not name:
+            self.problem = f"an empty {self._what}"
+            return None, stop
+        return name, stop
 
 
 class TextArgs:

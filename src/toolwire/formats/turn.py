@@ -29,8 +29,8 @@ from typing import Any, Literal
 from ..errors import LimitError, TemplateError
 from ..templates import ChatTemplate, TemplateBudget
 from ..templates.shaping import CallIds
-from .reasoning import CLOSERS, OPENERS, PROMPT_OPENERS, opens_reasoning
-from .registry import _FAMILIES
+from .reasoning import known_tags, opens_reasoning
+from .registry import families
 
 __all__ = [
     "PROBE_DATETIME",
@@ -150,8 +150,9 @@ def back_off(text: str, p: int) -> int:
     A generation prompt ending ``<think>`` and a turn starting ``<tool_call>`` share
     ``<t``; the model's text starts at the marker, not inside it.
     """
-    markers = [m for fam in _FAMILIES.values() for m in fam.markers if len(m) > 1]
-    markers += [*OPENERS, *CLOSERS]
+    tags = known_tags()
+    markers = [m for fam in families() for m in fam.markers if len(m) > 1]
+    markers += [*tags.blocks, *tags.closers]
     moved = True
     while moved:
         moved = False
@@ -227,9 +228,10 @@ def _opens_for_closer(prompt: str, text: str) -> bool:
     past turn's thinking was dropped (GLM 4.7's ``</think><tool_call>…``), so the model's
     reply starts inside the block the prompt opened and closes it before the call."""
     tail, head = prompt.rstrip(), text.lstrip()
+    tags = known_tags()
     return any(
         tail.endswith(opener) and head.startswith(closer)
-        for opener, closer in (*OPENERS.items(), *PROMPT_OPENERS.items())
+        for opener, closer in (*tags.blocks.items(), *tags.prompt_blocks.items())
     )
 
 
@@ -293,7 +295,7 @@ def turn_texts(
         text = cut_turn(b[at:], ends, end, names)
         # A generation prompt that closes an empty thinking block (``<think></think>``) where
         # the past turn writes only ``</think>``: the model writes what follows the closer.
-        for closer in CLOSERS:
+        for closer in known_tags().closers:
             if prompt_end.endswith(closer) and text.startswith(closer):
                 text = text[len(closer) :]
                 break

@@ -304,6 +304,8 @@ class Words(Family):
 
     name = "words"
     label = "tools in words (Hermes form, read leniently)"
+    # the <tool_response> a model writes to itself is dropped
+    drops_tokens = True
     markers = tuple(_BLOCKS)
     stream_class = WordsStream
 
