@@ -169,7 +169,7 @@ def test_every_grammar_is_accepted_by_the_engine(backend: Any, schema: dict[str,
     constraint = constraint_for("hermes", [tool])
     assert constraint is not None
     for form in ("family", "opening", "required"):
-        GrammarSampler(backend.llama, constraint.grammar(form)).close()
+        GrammarSampler(backend.vocabulary, constraint.grammar(form)).close()
 
 
 def test_a_deep_hostile_schema_falls_back_to_any_object(backend: Any) -> None:
@@ -183,7 +183,7 @@ def test_a_deep_hostile_schema_falls_back_to_any_object(backend: Any) -> None:
     assert constraint is not None
     grammar = constraint.grammar("opening")
     assert "tool0-arguments-any" in grammar
-    GrammarSampler(backend.llama, grammar).close()
+    GrammarSampler(backend.vocabulary, grammar).close()
 
 
 def test_the_sampler_keeps_the_free_choice_when_allowed(backend: Any) -> None:
@@ -191,7 +191,7 @@ def test_the_sampler_keeps_the_free_choice_when_allowed(backend: Any) -> None:
 
     yes = backend.llama.tokenize(b"yes", add_bos=False)
     maybe = backend.llama.tokenize(b"maybe", add_bos=False)
-    with GrammarSampler(backend.llama, 'root ::= "yes" | "no"') as sampler:
+    with GrammarSampler(backend.vocabulary, 'root ::= "yes" | "no"') as sampler:
         assert sampler.allows(yes[0]) and not sampler.allows(maybe[0])
         import numpy as np
 
@@ -200,7 +200,7 @@ def test_the_sampler_keeps_the_free_choice_when_allowed(backend: Any) -> None:
         logits[yes[0]] = 5.0
         assert sampler.choose(logits, 0.0) == yes[0]
     with pytest.raises(ValueError):
-        GrammarSampler(backend.llama, 'root ::= "unclosed')
+        GrammarSampler(backend.vocabulary, 'root ::= "unclosed')
 
 
 def test_a_required_call_is_written_under_the_grammar_from_the_first_token(backend: Any) -> None:

@@ -4,8 +4,9 @@ Generation runs free through ``Llama.generate`` (its prompt cache kept), each to
 watched by the turn's :class:`~toolwire.formats.gbnf.Constraint`. When the text shows that a
 call has begun, free generation stops; the tokens written since the call began are fed to
 the call's grammar, and generation goes on under it, token by token
-(:class:`~toolwire.backends.constrain.GrammarSampler`), until the grammar is complete and
-the model ends its turn. If the grammar refuses what was already written (the model began
+(:class:`~toolwire.backends.constrain.GrammarSampler`, over the model's
+:class:`~toolwire.backends.constrain.Vocabulary`, which the backend builds once), until the
+grammar is complete and the model ends its turn. If the grammar refuses what was already written (the model began
 something the grammar does not describe), generation goes on free, as if no trigger had
 fired. With ``required`` the grammar holds from the first token.
 
@@ -18,11 +19,14 @@ from __future__ import annotations
 import codecs
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import events as ev
 from ..formats.gbnf import Constraint, Trigger
 from ..formats.reasoning import OPENERS
+
+if TYPE_CHECKING:
+    from .constrain import Vocabulary
 
 __all__ = ["Generation"]
 
@@ -44,6 +48,8 @@ class Generation:
 
     ``put`` receives text pieces (str), notices (:class:`~toolwire.events.Notice`) and, last,
     ``(finish, count)``. ``is_end`` says whether a token ends the model's turn.
+    ``vocabulary``: the model's vocabulary for the mask engine, kept by the backend so it
+    is built once per loaded model (None: built here, when a grammar first needs it).
     """
 
     def __init__(
@@ -59,8 +65,10 @@ class Generation:
         stop: threading.Event,
         seed: int = 0,
         thinking: bool = False,
+        vocabulary: Vocabulary | None = None,
     ) -> None:
         self.llama = llama
+        self.vocabulary = vocabulary
         self.prompt = list(tokens)
         self.max_tokens = max_tokens
         self.temperature = temperature
@@ -135,10 +143,12 @@ class Generation:
     def _constrained(self, grammar: str, fed: list[int], *, notice: str) -> str:
         """Generate under ``grammar``, after feeding it ``fed`` (tokens written already, the
         last of them not yet evaluated). ``refused`` when the grammar refuses ``fed``."""
-        from .constrain import GrammarSampler, last_logits
+        from .constrain import GrammarSampler, Vocabulary, last_logits
 
+        if self.vocabulary is None:
+            self.vocabulary = Vocabulary(self.llama)
         try:
-            sampler = GrammarSampler(self.llama, grammar, seed=self.seed)
+            sampler = GrammarSampler(self.vocabulary, grammar, seed=self.seed)
         except ValueError:
             return "refused"
         with sampler:
