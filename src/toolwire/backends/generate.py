@@ -6,9 +6,9 @@ call has begun, free generation stops; the tokens written since the call began a
 the call's grammar, and generation goes on under it, token by token
 (:class:`~toolwire.backends.constrain.GrammarSampler`, over the model's
 :class:`~toolwire.backends.constrain.Vocabulary`, which the backend builds once), until the
-grammar is complete and the model ends its turn. If the grammar refuses what was already written (the model began
-something the grammar does not describe), generation goes on free, as if no trigger had
-fired. With ``required`` the grammar holds from the first token.
+grammar is complete and the model ends its turn. If the grammar refuses what was already
+written (the model began something the grammar does not describe), generation goes on free,
+as if no trigger had fired. With ``required`` the grammar holds from the first token.
 
 The caller gets each piece of text as it is decoded, a notice when a grammar took over, and
 at the end the finish reason and the number of tokens generated.
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import codecs
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,7 @@ from ..formats.gbnf import Constraint, Trigger
 from ..formats.reasoning import OPENERS
 
 if TYPE_CHECKING:
-    from .constrain import Vocabulary
+    from .constrain import GrammarSampler, Vocabulary
 
 __all__ = ["Generation"]
 
@@ -86,6 +87,10 @@ class Generation:
         #: the reply's text so far, and where each written token's text ends in it
         self.text = ""
         self.ends: list[int] = []
+        #: whole-vocabulary masks the grammar needed (a token it allows costs none), and
+        #: the seconds the grammar took in all (checks, masks, choices): its own cost
+        self.masks = 0
+        self.grammar_seconds = 0.0
 
     def run(self) -> None:
         finish = "length"
@@ -143,7 +148,7 @@ class Generation:
     def _constrained(self, grammar: str, fed: list[int], *, notice: str) -> str:
         """Generate under ``grammar``, after feeding it ``fed`` (tokens written already, the
         last of them not yet evaluated). ``refused`` when the grammar refuses ``fed``."""
-        from .constrain import GrammarSampler, Vocabulary, last_logits
+        from .constrain import GrammarSampler, Vocabulary
 
         if self.vocabulary is None:
             self.vocabulary = Vocabulary(self.llama)
@@ -152,28 +157,40 @@ class Generation:
         except ValueError:
             return "refused"
         with sampler:
-            for token in fed:
-                if not sampler.allows(token):
-                    return "refused"
-                sampler.accept(token)
-            self.put(ev.Notice("constrained-call", notice))
-            pending = fed[-1:]
-            while len(self.written) < self.max_tokens:
-                if self.stop.is_set():
-                    return "stop"
-                if pending:
-                    self.llama.eval(pending)
-                try:
-                    token = sampler.choose(
-                        last_logits(self.llama), self.temperature, end=self.end_token
-                    )
-                except ValueError:  # the grammar allows nothing: the call is as far as it goes
-                    return "stop"
-                if self.is_end(token):
-                    return "stop"
-                sampler.accept(token)
-                self._emit(token)
-                pending = [token]
+            try:
+                return self._under(sampler, fed, notice)
+            finally:
+                self.masks += sampler.masks
+
+    def _under(self, sampler: GrammarSampler, fed: list[int], notice: str) -> str:
+        """The constrained generation itself, ``sampler`` made."""
+        from .constrain import last_logits
+
+        for token in fed:
+            if not sampler.allows(token):
+                return "refused"
+            sampler.accept(token)
+        self.put(ev.Notice("constrained-call", notice))
+        pending = fed[-1:]
+        while len(self.written) < self.max_tokens:
+            if self.stop.is_set():
+                return "stop"
+            if pending:
+                self.llama.eval(pending)
+            logits = last_logits(self.llama)
+            started = time.perf_counter()
+            try:
+                token = sampler.choose(logits, self.temperature, end=self.end_token)
+                if not self.is_end(token):
+                    sampler.accept(token)
+            except ValueError:  # the grammar allows nothing: the call is as far as it goes
+                return "stop"
+            finally:
+                self.grammar_seconds += time.perf_counter() - started
+            if self.is_end(token):
+                return "stop"
+            self._emit(token)
+            pending = [token]
         return "length"
 
     # ------------------------------------------------------------------ text
