@@ -89,9 +89,9 @@ def _build_tokenizer(llama: Any, n_vocab: int) -> Any:
         if n < 0:  # a piece longer than the buffer: read again with room for it
             bigger = ctypes.create_string_buffer(-n)
             n = llama_cpp.llama_token_to_piece(vocab, token, bigger, -n, 0, True)
-            piece = bytes(bigger[:n])
+            piece = bigger.raw[:n]
         else:
-            piece = bytes(buffer[:n])
+            piece = buffer.raw[:n]
         if llama_cpp.llama_vocab_is_eog(vocab, token):
             ends.append(token)
             piece = _SPECIAL + piece
