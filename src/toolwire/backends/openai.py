@@ -86,8 +86,8 @@ class OpenAIBackend(HttpTransport):
         super().__init__(model, headers=sent, **options)
         self.dialect = dialect or _dialect_for(self.base_url)
         self.engine = engine_for(engine, self.base_url)
-        #: the engine decodes a required call under the tools' schemas
-        self.can_constrain = self.engine in CONSTRAINING
+        if self.engine in CONSTRAINING:  # it decodes a required call under the schemas
+            self.can_constrain = True
 
     @staticmethod
     def normal_base(base_url: str) -> str:
