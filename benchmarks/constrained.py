@@ -11,7 +11,9 @@ grammar: llguidance (the engine toolwire uses) and llama.cpp's own grammar sampl
 comparison; published figures: about 0.05 ms and 14.5 ms), and how many masks the
 constrained call needed per token (most tokens are checked alone, without a mask). The
 prompt cache is emptied before every run. Figures are ratios from one run, never
-assertions: these machines are shared.
+assertions: these machines are shared. The wall-clock ratios need an idle machine (another
+process's load lands on one side or the other); the grammar's own cost, timed inside the
+generation around the grammar's checks, masks and choices alone, does not.
 
     python benchmarks/constrained.py [--model PATH] [--rounds 5]
 """
