@@ -169,7 +169,7 @@ def test_every_grammar_is_accepted_by_the_engine(backend: Any, schema: dict[str,
     constraint = constraint_for("hermes", [tool])
     assert constraint is not None
     for form in ("family", "opening", "required"):
-        GrammarSampler(backend.llama, constraint.grammar(form)).close()
+        GrammarSampler(backend.vocabulary, constraint.grammar(form)).close()
 
 
 def test_a_deep_hostile_schema_falls_back_to_any_object(backend: Any) -> None:
@@ -183,7 +183,7 @@ def test_a_deep_hostile_schema_falls_back_to_any_object(backend: Any) -> None:
     assert constraint is not None
     grammar = constraint.grammar("opening")
     assert "tool0-arguments-any" in grammar
-    GrammarSampler(backend.llama, grammar).close()
+    GrammarSampler(backend.vocabulary, grammar).close()
 
 
 def test_the_sampler_keeps_the_free_choice_when_allowed(backend: Any) -> None:
@@ -191,7 +191,7 @@ def test_the_sampler_keeps_the_free_choice_when_allowed(backend: Any) -> None:
 
     yes = backend.llama.tokenize(b"yes", add_bos=False)
     maybe = backend.llama.tokenize(b"maybe", add_bos=False)
-    with GrammarSampler(backend.llama, 'root ::= "yes" | "no"') as sampler:
+    with GrammarSampler(backend.vocabulary, 'root ::= "yes" | "no"') as sampler:
         assert sampler.allows(yes[0]) and not sampler.allows(maybe[0])
         import numpy as np
 
@@ -200,7 +200,59 @@ def test_the_sampler_keeps_the_free_choice_when_allowed(backend: Any) -> None:
         logits[yes[0]] = 5.0
         assert sampler.choose(logits, 0.0) == yes[0]
     with pytest.raises(ValueError):
-        GrammarSampler(backend.llama, 'root ::= "unclosed')
+        GrammarSampler(backend.vocabulary, 'root ::= "unclosed')
+
+
+def test_the_mask_engine_refuses_every_token_the_grammar_does_not_allow(backend: Any) -> None:
+    """llguidance, over the model's vocabulary: a required call's grammar allows its opening
+    token and refuses prose, in the check of one token and in the whole mask alike; a
+    refused token is never accepted; the end of the turn only where the grammar may end."""
+    import numpy as np
+
+    from toolwire.backends.constrain import GrammarSampler
+
+    llama = backend.llama
+    constraint = constraint_for("hermes", [WEATHER])
+    assert constraint is not None
+    opening = llama.tokenize(b"<tool_call>", add_bos=False, special=True)
+    hello = llama.tokenize(b"Hello", add_bos=False)
+    end = int(llama.token_eos())
+    assert len(opening) == 1  # one special token, matched by the grammar's literal of it
+    with GrammarSampler(backend.vocabulary, constraint.grammar("required")) as sampler:
+        assert sampler.allows(opening[0])
+        assert not sampler.allows(hello[0]) and not sampler.allows(end)
+        allowed = sampler.allowed()
+        assert allowed.shape == (llama.n_vocab(),)
+        assert allowed[opening[0]] and not allowed[hello[0]] and not allowed[end]
+        assert 0 < allowed.sum() < 100  # whitespace and the opening, nothing else
+        logits = np.zeros(llama.n_vocab(), dtype=np.float32)
+        logits[hello[0]] = 50.0  # the model wants prose: it gets the best allowed token
+        logits[opening[0]] = 1.0
+        assert sampler.choose(logits, 0.0, end=end) == opening[0]
+        assert np.isneginf(sampler.allowed_logits(logits)[hello[0]])
+        with pytest.raises(ValueError, match="refused"):
+            sampler.accept(hello[0])
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+    with GrammarSampler(backend.vocabulary, constraint.grammar("required")) as sampler:
+        for token in llama.tokenize(call.encode(), add_bos=False, special=True):
+            assert sampler.allows(token)
+            sampler.accept(token)
+        assert sampler.allows(end)  # complete: the turn may end
+
+
+def test_the_end_token_is_never_matched_as_text_and_the_vocabulary_is_built_once(
+    backend: Any,
+) -> None:
+    from toolwire.backends.constrain import GrammarSampler
+
+    end = int(backend.llama.token_eos())
+    text = backend.llama.detokenize([end], special=True).decode()
+    tokenizer = backend.vocabulary.tokenizer
+    with GrammarSampler(backend.vocabulary, f'root ::= "{text}"') as sampler:
+        assert not sampler.allows(end)  # written as text, piece by piece, never the end
+    ask = [{"role": "user", "content": "Tell me a joke."}]
+    run(backend, Request(ask, [WEATHER], tool_choice="required", max_tokens=30))
+    assert backend.vocabulary.tokenizer is tokenizer
 
 
 def test_a_required_call_is_written_under_the_grammar_from_the_first_token(backend: Any) -> None:

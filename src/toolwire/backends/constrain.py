@@ -1,10 +1,21 @@
 """Sampling under a grammar in llama-cpp-python, at the speed of free sampling.
 
-llama.cpp's grammar sampler checks every token of the vocabulary against the grammar; for a
-150,000-token vocabulary that doubles the time per token of a 0.5B model. Most tokens a model
-picks are allowed anyway, so — as llama.cpp's own sampler does — the token is first chosen
-from the raw logits and checked alone; only when the grammar refuses it is the whole
-vocabulary filtered and the choice made again.
+The mask engine is llguidance: it reads the GBNF toolwire builds and answers, for one
+grammar state, which tokens of the vocabulary may come next. It walks a trie of the
+vocabulary's bytes instead of checking each token alone, so a whole-vocabulary mask costs
+tens of microseconds where llama.cpp's own grammar sampler spent milliseconds (it matched
+every one of 150,000 tokens against the grammar's stacks). Most tokens a model picks are
+allowed anyway, so the token is first chosen from the raw logits and checked alone; only
+when the grammar refuses it is the mask computed and the choice made again.
+
+llguidance is part of the ``local`` extra, with llama-cpp-python: every install that can
+run a model in-process has it, so llama.cpp's grammar sampler is not kept as a second
+engine. A model without llguidance (a hand-made install) generates free: see
+:func:`mask_engine_available`.
+
+The engine needs the model's vocabulary as bytes (:class:`Vocabulary`): reading 150,000
+token pieces takes about a second, so the backend that loaded the model builds it once, on
+the first constrained call, and hands it to every :class:`GrammarSampler` after.
 
 llama-cpp-python's ``Llama.generate`` takes only an eager grammar (its lazy, trigger-pattern
 grammar is in a private module, and its triggers are matched by regular expressions over the
@@ -16,40 +27,111 @@ since the call began are fed to it, and generation goes on under it.
 from __future__ import annotations
 
 import ctypes
+import importlib.util
+import threading
+import time
 from typing import Any
 
 import numpy as np
 
-__all__ = ["GrammarSampler", "last_logits"]
+__all__ = ["GrammarSampler", "Vocabulary", "last_logits", "mask_engine_available"]
+
+#: The bytes llguidance reads as "a special token": a token whose text starts with it is
+#: never matched by the grammar's text, only allowed where the grammar may end.
+_SPECIAL = b"\xff"
+
+
+def mask_engine_available() -> bool:
+    """Whether llguidance, the mask engine, is installed (it is, with the ``local`` extra)."""
+    return importlib.util.find_spec("llguidance") is not None
+
+
+class Vocabulary:
+    """One loaded model's vocabulary as the mask engine reads it, built on first use.
+
+    Every token is its text (special tokens' text included, as the model's own decoding
+    writes them, so a call marker that is one token is matched by the grammar's literal of
+    it), except the tokens that end the turn: those are special, allowed only where the
+    grammar may end. Thread-safe: the first caller builds it, the others wait for it.
+    """
+
+    def __init__(self, llama: Any) -> None:
+        self._llama = llama
+        self.n_vocab = int(llama.n_vocab())
+        self._tokenizer: Any = None
+        self._lock = threading.Lock()
+        #: Seconds the build took (0 until built).
+        self.build_seconds = 0.0
+
+    @property
+    def tokenizer(self) -> Any:
+        """The ``llguidance.LLTokenizer`` of this vocabulary."""
+        with self._lock:
+            if self._tokenizer is None:
+                started = time.perf_counter()
+                self._tokenizer = _build_tokenizer(self._llama, self.n_vocab)
+                self.build_seconds = time.perf_counter() - started
+            return self._tokenizer
+
+
+def _build_tokenizer(llama: Any, n_vocab: int) -> Any:
+    import llama_cpp
+    from llguidance import LLTokenizer
+
+    vocab = llama._model.vocab
+    count = int(llama_cpp.llama_vocab_n_tokens(vocab))
+    size = 1024
+    buffer = ctypes.create_string_buffer(size)
+    pieces: list[bytes] = []
+    ends: list[int] = []
+    for token in range(count):
+        n = llama_cpp.llama_token_to_piece(vocab, token, buffer, size, 0, True)
+        if n < 0:  # a piece longer than the buffer: read again with room for it
+            bigger = ctypes.create_string_buffer(-n)
+            n = llama_cpp.llama_token_to_piece(vocab, token, bigger, -n, 0, True)
+            piece = bigger.raw[:n]
+        else:
+            piece = buffer.raw[:n]
+        if llama_cpp.llama_vocab_is_eog(vocab, token):
+            ends.append(token)
+            piece = _SPECIAL + piece
+        pieces.append(piece)
+    pieces.extend(b"" for _ in range(n_vocab - count))  # padding some models' logits have
+    eos = int(llama_cpp.llama_vocab_eos(vocab))
+    if eos >= 0 and eos not in ends:
+        ends.append(eos)
+    tokenize = ctypes.cast(llama_cpp.llama_cpp._lib.llama_tokenize, ctypes.c_void_p).value
+    return LLTokenizer.from_llamacpp(  # type: ignore[attr-defined]
+        tokens=pieces, vocab_ptr=vocab, tokenize_fptr=tokenize, eos_token=ends or None
+    )
 
 
 class GrammarSampler:
-    """One grammar over one model's vocabulary. Not thread-safe; one per generation."""
+    """One grammar over one model's vocabulary. Not thread-safe; one per generation.
 
-    def __init__(self, llama: Any, grammar: str, *, seed: int = 0) -> None:
-        import llama_cpp
+    A grammar the engine cannot take is a ValueError when the sampler is made. ``masks`` and
+    ``mask_seconds`` count the whole-vocabulary masks computed and the time they took.
+    """
 
-        self._lib = llama_cpp
-        self._llama = llama
-        vocab = llama._model.vocab
-        self._sampler = llama_cpp.llama_sampler_init_grammar(
-            vocab, grammar.encode("utf-8"), b"root"
-        )
-        if not self._sampler:
-            raise ValueError("the engine refused the grammar")
-        self._n_vocab = int(llama.n_vocab())
+    def __init__(self, vocabulary: Vocabulary, grammar: str, *, seed: int = 0) -> None:
+        import llguidance
+
+        try:
+            compiled = llguidance.grammar_from("gbnf", grammar)
+        except Exception as exc:  # the converter raises plain Exceptions on bad GBNF
+            raise ValueError(f"the engine refused the grammar: {exc}") from None
+        self._matcher = llguidance.LLMatcher(vocabulary.tokenizer, compiled, log_level=0)
+        if self._matcher.is_error():
+            raise ValueError(f"the engine refused the grammar: {self._matcher.get_error()}")
+        self._n_vocab = vocabulary.n_vocab
         self._rng = np.random.default_rng(seed)
-        self._one = (llama_cpp.llama_token_data * 1)()
-        self._all = np.zeros(
-            self._n_vocab,
-            dtype=np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)]),
-        )
-        self._all["id"] = np.arange(self._n_vocab, dtype=np.int32)
+        words = (vocabulary.tokenizer.vocab_size + 31) // 32
+        self._bits = np.zeros(words, dtype=np.int32)
+        self.masks = 0
+        self.mask_seconds = 0.0
 
     def close(self) -> None:
-        if self._sampler:
-            self._lib.llama_sampler_free(self._sampler)
-            self._sampler = None
+        """Nothing to free (the matcher is freed with the object); kept for ``with``."""
 
     def __enter__(self) -> GrammarSampler:
         return self
@@ -59,33 +141,28 @@ class GrammarSampler:
 
     def allows(self, token: int) -> bool:
         """Does the grammar, where it stands, allow ``token`` next?"""
-        self._one[0].id = token  # type: ignore[assignment]
-        self._one[0].logit = 0.0
-        self._one[0].p = 0.0
-        array = self._lib.llama_token_data_array(
-            data=ctypes.cast(self._one, self._lib.llama_token_data_p),
-            size=1,
-            selected=-1,
-            sorted=False,
-        )
-        self._lib.llama_sampler_apply(self._sampler, ctypes.byref(array))
-        return bool(np.isfinite(self._one[0].logit))
+        return bool(self._matcher.validate_tokens([token]) == 1)
 
     def accept(self, token: int) -> None:
-        """The grammar moves past ``token`` (one it allows)."""
-        self._lib.llama_sampler_accept(self._sampler, token)
+        """The grammar moves past ``token`` (one it allows); a token it refuses is a
+        ValueError."""
+        if not self._matcher.consume_token(token):
+            raise ValueError(f"the grammar refused token {token}: {self._matcher.get_error()}")
+
+    def allowed(self) -> np.ndarray:
+        """Which tokens the grammar allows next, one bool per token of the logits."""
+        started = time.perf_counter()
+        self._matcher.unsafe_compute_mask_ptr(self._bits.ctypes.data, self._bits.nbytes)
+        self.mask_seconds += time.perf_counter() - started
+        self.masks += 1
+        bits = np.unpackbits(self._bits.view(np.uint8), bitorder="little").astype(bool)
+        if len(bits) < self._n_vocab:
+            bits = np.concatenate([bits, np.zeros(self._n_vocab - len(bits), dtype=bool)])
+        return bits[: self._n_vocab]
 
     def allowed_logits(self, logits: np.ndarray) -> np.ndarray:
         """``logits`` with every token the grammar refuses set to minus infinity."""
-        self._all["logit"] = logits
-        array = self._lib.llama_token_data_array(
-            data=self._all.ctypes.data_as(self._lib.llama_token_data_p),
-            size=self._n_vocab,
-            selected=-1,
-            sorted=False,
-        )
-        self._lib.llama_sampler_apply(self._sampler, ctypes.byref(array))
-        return np.array(self._all["logit"])
+        return np.where(self.allowed()[: len(logits)], logits, -np.inf).astype(logits.dtype)
 
     def choose(self, logits: np.ndarray, temperature: float, end: int | None = None) -> int:
         """The next token: chosen freely, kept when the grammar allows it, else chosen again
@@ -98,7 +175,7 @@ class GrammarSampler:
         token = _pick(logits, temperature, self._rng)
         if self.allows(token):
             return token
-        if end is not None and self.allows(end):
+        if end is not None and self._matcher.is_accepting():
             return end
         masked = self.allowed_logits(logits)
         if not np.isfinite(masked).any():

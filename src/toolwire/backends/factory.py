@@ -59,6 +59,9 @@ class BackendSpec:
     tool_format: str = "auto"
     #: ``openai``: how tool schemas are shown to the provider (None: from its URL).
     dialect: str | None = None
+    #: ``openai``: the engine behind the URL, for the fields it documents to constrain a
+    #: call or an output (see :mod:`toolwire.backends.engines`; None: from its URL).
+    engine: str | None = None
     #: A server whose model takes no tools: they are given in words.
     words: bool = False
     #: A remote backend's deadline for each request and its connect timeout, in seconds
@@ -74,16 +77,21 @@ class BackendSpec:
             "words": self.words,
             "api_key": self.api_key is not None or self.api_key_env is not None,
             "dialect": self.dialect is not None,
+            "engine": self.engine is not None,
             "tool_format": self.tool_format != "auto",
         }
         takes = {
             "local": {"tool_format"},
-            "openai": {"base_url", "words", "api_key", "dialect"},
+            "openai": {"base_url", "words", "api_key", "dialect", "engine"},
             "ollama": {"base_url", "words"},
         }[self.kind]
         refused = sorted(k for k, on in given.items() if on and k not in takes)
         if refused:
             raise UsageError(f"a {self.kind} backend takes no {', '.join(refused)}")
+        if self.engine is not None:
+            from .engines import engine_for
+
+            engine_for(self.engine, "")  # an unknown engine is told now
         if self.ctx is not None and (type(self.ctx) is not int or self.ctx < 1):
             raise UsageError(f"ctx must be a whole number of tokens, not {self.ctx!r}")
 
@@ -100,7 +108,8 @@ class BackendSpec:
         if self.kind == "ollama":
             return f"ollama {self.base_url or DEFAULT_OLLAMA_URL}"
         kind = "words via" if self.words else "openai-compatible"
-        return f"{kind} {self.base_url or OpenAIBackend.default_base_url}"
+        engine = f" ({self.engine})" if self.engine else ""
+        return f"{kind} {self.base_url or OpenAIBackend.default_base_url}{engine}"
 
 
 def build_backend(
@@ -141,7 +150,9 @@ def build_backend(
         options["client"] = _pooled(cls, spec, clients)
     if spec.kind == "ollama":
         return OllamaBackend(spec.model, **options)
-    return OpenAIBackend(spec.model, api_key=spec.key(), dialect=spec.dialect, **options)
+    return OpenAIBackend(
+        spec.model, api_key=spec.key(), dialect=spec.dialect, engine=spec.engine, **options
+    )
 
 
 def _pooled(

@@ -4,10 +4,11 @@ Generation runs free through ``Llama.generate`` (its prompt cache kept), each to
 watched by the turn's :class:`~toolwire.formats.gbnf.Constraint`. When the text shows that a
 call has begun, free generation stops; the tokens written since the call began are fed to
 the call's grammar, and generation goes on under it, token by token
-(:class:`~toolwire.backends.constrain.GrammarSampler`), until the grammar is complete and
-the model ends its turn. If the grammar refuses what was already written (the model began
-something the grammar does not describe), generation goes on free, as if no trigger had
-fired. With ``required`` the grammar holds from the first token.
+(:class:`~toolwire.backends.constrain.GrammarSampler`, over the model's
+:class:`~toolwire.backends.constrain.Vocabulary`, which the backend builds once), until the
+grammar is complete and the model ends its turn. If the grammar refuses what was already
+written (the model began something the grammar does not describe), generation goes on free,
+as if no trigger had fired. With ``required`` the grammar holds from the first token.
 
 The caller gets each piece of text as it is decoded, a notice when a grammar took over, and
 at the end the finish reason and the number of tokens generated.
@@ -17,12 +18,16 @@ from __future__ import annotations
 
 import codecs
 import threading
+import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import events as ev
 from ..formats.gbnf import Constraint, Trigger
 from ..formats.reasoning import OPENERS
+
+if TYPE_CHECKING:
+    from .constrain import GrammarSampler, Vocabulary
 
 __all__ = ["Generation"]
 
@@ -44,6 +49,8 @@ class Generation:
 
     ``put`` receives text pieces (str), notices (:class:`~toolwire.events.Notice`) and, last,
     ``(finish, count)``. ``is_end`` says whether a token ends the model's turn.
+    ``vocabulary``: the model's vocabulary for the mask engine, kept by the backend so it
+    is built once per loaded model (None: built here, when a grammar first needs it).
     """
 
     def __init__(
@@ -59,8 +66,10 @@ class Generation:
         stop: threading.Event,
         seed: int = 0,
         thinking: bool = False,
+        vocabulary: Vocabulary | None = None,
     ) -> None:
         self.llama = llama
+        self.vocabulary = vocabulary
         self.prompt = list(tokens)
         self.max_tokens = max_tokens
         self.temperature = temperature
@@ -78,6 +87,10 @@ class Generation:
         #: the reply's text so far, and where each written token's text ends in it
         self.text = ""
         self.ends: list[int] = []
+        #: whole-vocabulary masks the grammar needed (a token it allows costs none), and
+        #: the seconds the grammar took in all (checks, masks, choices): its own cost
+        self.masks = 0
+        self.grammar_seconds = 0.0
 
     def run(self) -> None:
         finish = "length"
@@ -135,35 +148,49 @@ class Generation:
     def _constrained(self, grammar: str, fed: list[int], *, notice: str) -> str:
         """Generate under ``grammar``, after feeding it ``fed`` (tokens written already, the
         last of them not yet evaluated). ``refused`` when the grammar refuses ``fed``."""
-        from .constrain import GrammarSampler, last_logits
+        from .constrain import GrammarSampler, Vocabulary
 
+        if self.vocabulary is None:
+            self.vocabulary = Vocabulary(self.llama)
         try:
-            sampler = GrammarSampler(self.llama, grammar, seed=self.seed)
+            sampler = GrammarSampler(self.vocabulary, grammar, seed=self.seed)
         except ValueError:
             return "refused"
         with sampler:
-            for token in fed:
-                if not sampler.allows(token):
-                    return "refused"
-                sampler.accept(token)
-            self.put(ev.Notice("constrained-call", notice))
-            pending = fed[-1:]
-            while len(self.written) < self.max_tokens:
-                if self.stop.is_set():
-                    return "stop"
-                if pending:
-                    self.llama.eval(pending)
-                try:
-                    token = sampler.choose(
-                        last_logits(self.llama), self.temperature, end=self.end_token
-                    )
-                except ValueError:  # the grammar allows nothing: the call is as far as it goes
-                    return "stop"
-                if self.is_end(token):
-                    return "stop"
-                sampler.accept(token)
-                self._emit(token)
-                pending = [token]
+            try:
+                return self._under(sampler, fed, notice)
+            finally:
+                self.masks += sampler.masks
+
+    def _under(self, sampler: GrammarSampler, fed: list[int], notice: str) -> str:
+        """The constrained generation itself, ``sampler`` made."""
+        from .constrain import last_logits
+
+        for token in fed:
+            if not sampler.allows(token):
+                return "refused"
+            sampler.accept(token)
+        self.put(ev.Notice("constrained-call", notice))
+        pending = fed[-1:]
+        while len(self.written) < self.max_tokens:
+            if self.stop.is_set():
+                return "stop"
+            if pending:
+                self.llama.eval(pending)
+            logits = last_logits(self.llama)
+            started = time.perf_counter()
+            try:
+                token = sampler.choose(logits, self.temperature, end=self.end_token)
+                if not self.is_end(token):
+                    sampler.accept(token)
+            except ValueError:  # the grammar allows nothing: the call is as far as it goes
+                return "stop"
+            finally:
+                self.grammar_seconds += time.perf_counter() - started
+            if self.is_end(token):
+                return "stop"
+            self._emit(token)
+            pending = [token]
         return "length"
 
     # ------------------------------------------------------------------ text

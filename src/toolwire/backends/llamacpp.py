@@ -71,8 +71,16 @@ class LlamaCppBackend(TemplateTransport):
             )
         self.llama = llama
         self.seed = seed
-        # a real llama-cpp-python model samples under a grammar; a scripted one cannot
-        self.can_constrain = hasattr(llama, "_model") and hasattr(llama, "_ctx")
+        # a real llama-cpp-python model samples under a grammar (when the mask engine is
+        # installed); a scripted one cannot. The vocabulary the engine reads is built once,
+        # on the first grammar.
+        self.can_constrain = False
+        self.vocabulary: Any = None
+        if hasattr(llama, "_model") and hasattr(llama, "_ctx"):
+            from .constrain import Vocabulary, mask_engine_available
+
+            self.can_constrain = mask_engine_available()
+            self.vocabulary = Vocabulary(llama) if self.can_constrain else None
         self.n_ctx = int(llama.n_ctx())
         self.default_max_tokens = default_max_tokens
         super().__init__(
@@ -213,6 +221,7 @@ class LlamaCppBackend(TemplateTransport):
             stop=stop,
             seed=self.seed,
             thinking=prepared.reasoning_open,
+            vocabulary=self.vocabulary,
         )
 
     def _generate(

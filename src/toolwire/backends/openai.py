@@ -11,6 +11,11 @@ answers with one JSON completion is read whole (see :class:`~toolwire.backends.h
 ``content`` may be null; ``reasoning`` / ``reasoning_content`` become reasoning and are never
 read for calls. Built on ``httpx`` with an injectable client, so tests (and callers with
 their own proxies, retries or transports) hand in the client they want.
+
+The engine behind the URL (``engine``: ``openai``, ``vllm``, ``llama-server`` or
+``generic``) says which fields constrain a required call or a structured output: only
+those it documents are sent (:mod:`toolwire.backends.engines`), in
+:func:`_constraint_fields`; an engine that can constrain a call says so (``can_constrain``).
 """
 
 from __future__ import annotations
@@ -25,8 +30,8 @@ from .. import events as ev
 from ..errors import BackendError, UsageError
 from ..events import Event
 from ..messages import ToolCall
-from ..pipeline import Request
-from ..pipeline.structured import response_format
+from ..pipeline import Prepared, Request
+from .engines import CONSTRAINING, Body, calls_from_content, constraint_fields, engine_for
 from .http import HttpTransport, Records, Reply
 
 __all__ = ["PROVIDERS", "OpenAIBackend"]
@@ -68,15 +73,21 @@ class OpenAIBackend(HttpTransport):
         api_key: str | None = None,
         headers: Mapping[str, str] | None = None,
         dialect: str | None = None,
+        engine: str | None = None,
         **options: Any,
     ) -> None:
-        """``options``: ``base_url``, ``client``, ``timeout``, ``context_tokens``, ``words``,
-        ``memory`` (see :class:`~toolwire.backends.http.HttpTransport`)."""
+        """``engine``: the server behind the URL (see :mod:`toolwire.backends.engines`;
+        None: OpenAI's at its host, else ``generic``). ``options``: ``base_url``, ``client``,
+        ``timeout``, ``context_tokens``, ``words``, ``memory`` (see
+        :class:`~toolwire.backends.http.HttpTransport`)."""
         sent = {"Accept": "text/event-stream", **(headers or {})}
         if api_key:
             sent["Authorization"] = f"Bearer {api_key}"
         super().__init__(model, headers=sent, **options)
         self.dialect = dialect or _dialect_for(self.base_url)
+        self.engine = engine_for(engine, self.base_url)
+        if self.engine in CONSTRAINING:  # it decodes a required call under the schemas
+            self.can_constrain = True
 
     @staticmethod
     def normal_base(base_url: str) -> str:
@@ -94,17 +105,18 @@ class OpenAIBackend(HttpTransport):
             known = ", ".join(PROVIDERS)
             raise UsageError(f"unknown provider {provider!r}; known: {known}") from None
         options.setdefault("dialect", _PROVIDER_DIALECT.get(provider))
+        options.setdefault("engine", _PROVIDER_ENGINE.get(provider))
         return cls(model, base_url=base_url, api_key=api_key, **options)
 
     def body(self, request: Request, dialect: str) -> dict[str, Any]:
         """The JSON body of a chat-completions request, its tool schemas in ``dialect`` (the
         pipeline's choice: see :class:`~toolwire.pipeline.Plan`); streamed unless the
         caller takes the reply whole (``request.stream``), and then read whole."""
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": [dict(m) for m in request.messages],
-            "stream": request.stream,
-        }
+        body = Body(
+            model=self.model,
+            messages=[dict(m) for m in request.messages],
+            stream=request.stream,
+        )
         if request.tools:
             body["tools"] = self.tools_on_wire(request.tools, dialect)
             if request.tool_choice is not None:
@@ -113,16 +125,41 @@ class OpenAIBackend(HttpTransport):
             body["temperature"] = request.temperature
         if request.max_tokens is not None:
             body["max_tokens"] = request.max_tokens
-        if request.output is not None:  # a structured output, in OpenAI's own shape
-            body["response_format"] = response_format(request.output)
+        fields, body.calls_in_content = _constraint_fields(request, self.engine, body)
+        body.update(fields)
         body.update(request.extra)
         return body
 
     def read(self, reply: Reply) -> AsyncGenerator[Event, None]:
         return _read_stream(reply)
 
+    async def send(self, prepared: Prepared) -> AsyncGenerator[Event, None]:
+        """The reply's events; when its content was decoded as a call (see
+        :func:`~toolwire.backends.engines.calls_from_content`), read back as that call."""
+        body = prepared.payload
+        if not (isinstance(body, Body) and body.calls_in_content):
+            async for event in super().send(prepared):
+                yield event
+            return
+        events = super().send(prepared)
+        try:
+            async for event in calls_from_content(events, body.get("tools") or []):
+                yield event
+        finally:
+            await events.aclose()
+
+
+def _constraint_fields(
+    request: Request, engine: str, body: Mapping[str, Any]
+) -> tuple[dict[str, Any], bool]:
+    """The fields that constrain ``request`` on ``engine`` (the only place the body learns
+    them), and whether the reply's content is then a call: see
+    :func:`~toolwire.backends.engines.constraint_fields`."""
+    return constraint_fields(request, engine, body.get("tools"))
+
 
 _PROVIDER_DIALECT = {"gemini": "gemini", "anthropic": "anthropic"}
+_PROVIDER_ENGINE = {"openai": "openai", "vllm": "vllm", "llama-server": "llama-server"}
 
 
 def _dialect_for(base_url: str) -> str:

@@ -12,13 +12,18 @@ toolwire's drift recovery stays out of the way and the rates are the model's and
 own. Then with that recovery applied to the same reply (``recovered_rates``): what a caller
 going through toolwire gets. The gap between the two is what the engine's parser misses.
 
-On an engine that can constrain (``can_constrain``: the in-process one), each case is asked
-a third way, and that takes a second generation, because a grammar changes what the model
-writes: not strict, constrained, so a call the model starts is finished under a grammar of
-the declared tools, and its calls are judged as the caller gets them (``constrained_rates``).
-The gap between recovered and constrained is what the grammar adds; the seconds of each pass
-(``seconds``) are what it costs. Other engines have no such pass: their constrained rates are
-None, not a copy of another judgement.
+On an engine that can constrain (``can_constrain``), each case is asked a third way, and
+that takes a second generation, because a grammar changes what the model writes: not
+strict, constrained, and its calls are judged as the caller gets them
+(``constrained_rates``). In-process, a call the model starts is finished under a grammar of
+the declared tools. A remote engine with a tools API (vLLM, llama-server: see
+:mod:`toolwire.backends.engines`) constrains a call the turn requires, so there a case that
+expects a call is asked with ``tool_choice`` ``required`` (the engine then decodes it under
+the tools' schemas), and a case that expects none is asked as before: its call rate says
+little, its right tool, schema and arguments are the grammar's gain, and false calls stay
+honest. The gap between recovered and constrained is what the grammar adds; the seconds of
+each pass (``seconds``) are what it costs. Other engines have no such pass: their
+constrained rates are None, not a copy of another judgement.
 
 Arguments are judged as a caller receives them: typed by the tool's schema in
 :func:`~toolwire.arguments.prepare_arguments` (not strict), whichever way the call came.
@@ -266,7 +271,10 @@ async def _one(
 async def _constrained(
     backend: Backend, prompts: PromptSet, outcome: Outcome, options: dict[str, Any], timeout: float
 ) -> None:
-    """The case asked again, constrained; its calls judged as the caller gets them."""
+    """The case asked again, constrained; its calls judged as the caller gets them. An
+    engine with a tools API constrains a required call: a case that expects one requires it."""
+    if getattr(backend, "native_tools", False) and outcome.case.call:
+        options = {**options, "tool_choice": "required"}
     reply = await _ask(backend, prompts, outcome.case, options, timeout, constrained=True)
     outcome.constrained_text, outcome.constrained_error = reply.text, reply.error
     if reply.error:

@@ -29,6 +29,11 @@ def add_bench(b: argparse.ArgumentParser) -> None:
         help=f"in-process: {MODEL_HELP}",
     )
     b.add_argument("--words", action="store_true", help="give the tools in words")
+    b.add_argument(
+        "--engine",
+        choices=("openai", "vllm", "llama-server", "generic"),
+        help="the engine at --base-url: vllm and llama-server get a constrained pass",
+    )
     b.add_argument("--prompts", help="another prompt set in the same format")
     b.add_argument("--repeat", type=int, default=1)
     b.add_argument("--temperature", type=float)
@@ -38,7 +43,7 @@ def add_bench(b: argparse.ArgumentParser) -> None:
     b.add_argument(
         "--no-constrained",
         action="store_true",
-        help="skip the second, constrained pass an in-process model gets (other engines: none)",
+        help="skip the second, constrained pass (in-process, and --engine vllm or llama-server)",
     )
     b.add_argument("--concurrency", type=int, default=1)
     b.add_argument("--timeout", type=float, default=120.0)
@@ -78,6 +83,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         words=args.words,
         ctx=args.ctx,
     )
+    if args.engine is not None:
+        spec = replace(spec, engine=args.engine)
     if spec.kind == "local":  # the file, named in the report
         path = local_model(spec.model)
         spec = replace(spec, model=str(path))
