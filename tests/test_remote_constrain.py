@@ -77,13 +77,13 @@ def test_an_engine_that_constrains_no_call_is_sent_no_constraint_for_one(
 def test_a_structured_output_goes_as_response_format(engine: str | None) -> None:
     # the client's own field of the API every one of these engines speaks: passed on to
     # each, a generic one too (only the fields that constrain a call are per engine)
-    body, _ = sent(engine, output())
+    body, _ = sent(engine, output(), *text_deltas('{"joke": "A pun."}'))
     assert body["response_format"] == {
         "type": "json_schema",
         "json_schema": {"name": "joke", "schema": JOKE, "strict": True},
     }
     assert not {"json_schema", "grammar"} & set(body)
-    body, _ = sent(engine, output("json_object"))
+    body, _ = sent(engine, output("json_object"), *text_deltas("{}"))
     assert body["response_format"] == {"type": "json_object"}
 
 
@@ -136,7 +136,7 @@ def test_llama_server_calls_of_its_own_pass_as_they_are() -> None:
 def test_a_strict_turn_is_never_constrained_but_its_output_still_asked() -> None:
     body, _ = sent("llama-server", required(strict=True))
     assert "json_schema" not in body
-    body, _ = sent("llama-server", output(strict=True))
+    body, _ = sent("llama-server", output(strict=True), *text_deltas('{"joke": "A pun."}'))
     assert body["response_format"]["type"] == "json_schema"
 
 
