@@ -142,6 +142,68 @@ def test_a_bad_config_says_what_is_wrong(tmp_path: Path, text: str, says: str) -
         read_config(_config(tmp_path, text))
 
 
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+
+
+def _required_call(served_url: str) -> httpx.Response:
+    return httpx.post(
+        served_url + "/v1/chat/completions",
+        json={
+            "model": "a",
+            "messages": [{"role": "user", "content": "Weather in Oslo?"}],
+            "tools": [WEATHER],
+            "tool_choice": "required",
+        },
+    )
+
+
+def test_the_engine_of_an_upstream_comes_from_its_config_entry_or_the_flag(
+    tmp_path: Path, two: tuple[FakeOpenAIServer, FakeOpenAIServer]
+) -> None:
+    # llama-server is asked for a required call by the json_schema field it documents; a
+    # server of no named engine gets nothing beyond the API's own fields
+    a, b = two
+    path = _config(
+        tmp_path,
+        f"[[models]]\nname = 'a'\nupstream = '{a.base_url}'\nupstream_model = 'm'\n"
+        "engine = 'llama-server'\n",
+    )
+    args = _parser().parse_args(["serve", "--config", str(path)])
+    call = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
+    with ServedApp(create_app(served_models(args))) as served:
+        a.add_stream(text_deltas(call))
+        r = _required_call(served.url)
+    assert r.status_code == 200, r.text
+    assert a.requests[0]["json_schema"]["properties"]["name"]["enum"] == ["get_weather"]
+    assert r.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "get_weather"
+    for flags, engine_field in (([], False), (["--engine", "llama-server"], True)):
+        args = _parser().parse_args(
+            ["serve", "--upstream", b.base_url, "--upstream-model", "m", *flags]
+        )
+        with ServedApp(create_app(served_models(args))) as served:
+            b.add_stream(text_deltas(call))
+            assert _required_call(served.url).status_code == 200
+        assert ("json_schema" in b.requests[-1]) is engine_field
+
+
+def test_an_unknown_engine_is_told_at_start(tmp_path: Path) -> None:
+    path = _config(
+        tmp_path,
+        "[[models]]\nname = 'a'\nupstream = 'http://x'\nupstream_model = 'm'\nengine = 'tgi'\n",
+    )
+    with pytest.raises(UsageError, match="unknown engine"):
+        read_config(path)
+    args = _parser().parse_args(["serve", "--model", "m.gguf", "--engine", "vllm"])
+    with pytest.raises(UsageError, match="--engine"):
+        served_models(args)
+
+
 def test_a_config_with_flags_is_refused(tmp_path: Path) -> None:
     path = _config(tmp_path, "[[models]]\nname = 'a'\ngguf = 'x'\n")
     args = _parser().parse_args(["serve", "--config", str(path), "--model", "y"])

@@ -95,6 +95,10 @@ def served_models(args: argparse.Namespace) -> Models:
         model_flag="--upstream-model",
         any_model=True,
     )
+    if getattr(args, "engine", None) is not None:
+        if spec.kind != "openai":
+            raise UsageError("--engine names the engine at --upstream; give --upstream too")
+        spec = replace(spec, engine=args.engine)
     if remote and not name:
         return Models([], build, passed=ModelEntry("passed", spec))
     if spec.kind == "local":
@@ -173,6 +177,12 @@ def add_serve(v: argparse.ArgumentParser) -> None:
     )
     v.add_argument("--ollama", nargs="?", const=OLLAMA_URL, metavar="URL", help=OLLAMA_HELP)
     v.add_argument("--upstream-key", help="the upstream's key (default: $OPENAI_API_KEY)")
+    v.add_argument(
+        "--engine",
+        choices=("openai", "vllm", "llama-server", "generic"),
+        help="the engine at --upstream: vllm and llama-server are asked to constrain a "
+        "required call as they document (default: openai at OpenAI's host, else generic)",
+    )
     v.add_argument(
         "--upstream-timeout",
         type=_seconds,

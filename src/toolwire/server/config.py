@@ -2,7 +2,7 @@
 
 Each ``[[models]]`` entry has a ``name`` (what clients send as ``model``) and one of: an
 ``upstream`` (an OpenAI-compatible base URL, with ``upstream_model``, ``api_key_env``,
-optional ``dialect`` and ``words``), an ``ollama`` (Ollama's address, with
+optional ``dialect``, ``engine`` and ``words``), an ``ollama`` (Ollama's address, with
 ``upstream_model``, optional ``words``), or a ``gguf`` (a local file or a known model's
 name, loaded once, on first use, with an optional ``ctx``)::
 
@@ -53,7 +53,10 @@ __all__ = ["ModelEntry", "Models", "UnknownModel", "read_config"]
 #: The key that names each kind of entry, and the other keys that kind takes.
 _KINDS: dict[str, tuple[Kind, frozenset[str]]] = {
     "gguf": ("local", frozenset({"ctx"})),
-    "upstream": ("openai", frozenset({"upstream_model", "api_key_env", "dialect", "words"})),
+    "upstream": (
+        "openai",
+        frozenset({"upstream_model", "api_key_env", "dialect", "engine", "words"}),
+    ),
     "ollama": ("ollama", frozenset({"upstream_model", "words"})),
 }
 _KEYS = {"name", *_KINDS, *(k for _, keys in _KINDS.values() for k in keys)}
@@ -82,7 +85,16 @@ def _entry(i: int, given: Any) -> ModelEntry:
     unknown = sorted(set(given) - _KEYS)
     if unknown:
         raise UsageError(f"{where} has keys a model entry does not take: {', '.join(unknown)}")
-    strings = ("name", "upstream", "ollama", "upstream_model", "api_key_env", "dialect", "gguf")
+    strings = (
+        "name",
+        "upstream",
+        "ollama",
+        "upstream_model",
+        "api_key_env",
+        "dialect",
+        "engine",
+        "gguf",
+    )
     for key in strings:
         if key in given and (not isinstance(given[key], str) or not given[key]):
             raise UsageError(f"{where}.{key} must be a non-empty string")
@@ -114,6 +126,7 @@ def _entry(i: int, given: Any) -> ModelEntry:
         api_key_env=given.get("api_key_env"),
         ctx=given.get("ctx"),
         dialect=given.get("dialect"),
+        engine=given.get("engine"),
         words=given.get("words", False),
     )
     return ModelEntry(given["name"], spec)
@@ -213,4 +226,3 @@ class Models:
                 self._by_client.popitem(last=False)
         self._by_client.move_to_end(asked)
         return ready
-
