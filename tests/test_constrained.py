@@ -11,7 +11,8 @@ import jsonschema
 import pytest
 
 from toolwire.events import CallEnd, Done, Notice, TextDelta
-from toolwire.formats.gbnf import FORMS, Constraint, constraint_for
+from toolwire.formats.gbnf import Constraint, Trigger, constraint_for
+from toolwire.formats.registry import family_names
 from toolwire.pipeline import Request, plan_turn, stream_sync
 
 WEATHER = {
@@ -98,20 +99,34 @@ def test_no_trigger_inside_thinking_and_the_search_is_incremental() -> None:
     assert constraint.trigger("x" * 10_000, searched=9_990) is None
 
 
-def test_a_family_without_a_form_still_constrains_openings_and_required() -> None:
-    constraint = constraint_for("mistral", [WEATHER], required=True)
+def test_a_reply_without_a_family_still_constrains_openings_and_required() -> None:
+    constraint = constraint_for(None, [WEATHER], required=True)
     assert constraint is not None and constraint.form is None and constraint.required
-    assert constraint.trigger("[TOOL_CALLS]") is None
+    assert constraint.trigger("<tool_call>") is None
     assert constraint.trigger('{"name": "get_weather"') is not None
+    assert "tool0" in constraint.grammar("required")
     assert constraint_for("hermes", []) is None
     assert constraint_for("hermes", [{"type": "function", "function": {"name": ""}}]) is None
-    assert set(FORMS) <= {"hermes", *FORMS}
+
+
+def test_every_family_s_own_marker_triggers_its_grammar() -> None:
+    mistral = constraint_for("mistral", [WEATHER])
+    assert mistral is not None and mistral.form is not None
+    found = mistral.trigger("Sure. [TOOL_CALLS]")
+    assert found is not None and (found.at, found.form) == (6, "family")
+    assert mistral.trigger("<tool_call>") is None  # another family's marker is text here
+    # a bare Python list is a call only where it opens the reply
+    pythonic = constraint_for("pythonic", [WEATHER])
+    assert pythonic is not None
+    assert pythonic.trigger("[get_weather(") == Trigger(0, "start")
+    assert pythonic.trigger("see [get_weather(") is None
+    assert pythonic.trigger("[get_weathe") is None
 
 
 def test_the_grammar_names_each_declared_tool_and_no_other_key() -> None:
     grammar = weather().grammar("family")
     rules = dict(line.split(" ::= ", 1) for line in grammar.splitlines())
-    assert '"<tool_call>"' in rules["block"] and '"</tool_call>"' in rules["block"]
+    assert '"<tool_call>"' in rules["form-block"] and '"</tool_call>"' in rules["form-block"]
     assert rules["call"] == "tool0 | tool1"
     assert '"\\"get_weather\\""' in rules["tool0"] and '"\\"save_note\\""' in rules["tool1"]
     assert '"\\"celsius\\""' in grammar  # the enum's values, and nothing else there
@@ -170,6 +185,20 @@ def test_every_grammar_is_accepted_by_the_engine(backend: Any, schema: dict[str,
     assert constraint is not None
     for form in ("family", "opening", "required"):
         GrammarSampler(backend.llama, constraint.grammar(form)).close()
+
+
+@pytest.mark.parametrize("family", family_names())
+def test_every_family_s_grammar_is_accepted_by_the_engine(backend: Any, family: str) -> None:
+    """llama.cpp's own grammar parser takes each family's grammars (the tests of
+    tests/test_grammars.py match them with llguidance), the awkward schemas too."""
+    from toolwire.backends.constrain import GrammarSampler
+
+    tools = [WEATHER, NOTE, {"type": "function", "function": {"name": "t.x-1"}}]
+    for parallel in (True, False):
+        constraint = constraint_for(family, tools, parallel=parallel)
+        assert constraint is not None
+        for form in ("family", "opening", "required"):
+            GrammarSampler(backend.llama, constraint.grammar(form, lead=" <")).close()
 
 
 def test_a_deep_hostile_schema_falls_back_to_any_object(backend: Any) -> None:

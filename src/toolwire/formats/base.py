@@ -30,6 +30,7 @@ from ..events import (
 )
 from ..messages import ToolCall
 from ..templates.shaping import CallIds
+from .grammar import Form
 from .reasoning import ReasoningSplitter
 
 __all__ = [
@@ -348,6 +349,7 @@ class Family:
     one_call_per_message: ClassVar[bool] = False
     #: The stream class implementing the grammar.
     stream_class: ClassVar[type[ReplyStream]]
+    grammar: ClassVar[Form | None] = None
 
     def stream(
         self,

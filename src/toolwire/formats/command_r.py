@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from . import grammar_forms as forms
 from .base import Family, ToolIndex
 from .callshape import CallShape
 from .functionary import OpeningsStream
@@ -122,3 +123,4 @@ class CommandRPlus(Family):
     label = "Cohere Action: ```json [...]``` (Command R+)"
     markers = (_ACTION, _ROLE)
     stream_class = CommandRPlusStream
+    grammar = forms.COMMAND_R_PLUS

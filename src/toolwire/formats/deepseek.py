@@ -26,6 +26,7 @@ import re
 from typing import ClassVar
 
 from ..messages import ToolCall
+from . import grammar_forms as forms
 from .base import Family
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream
@@ -218,6 +219,7 @@ class DeepSeekR1(Family):
     label = "DeepSeek R1 function<｜tool▁sep｜>NAME + fenced JSON (DeepSeek R1 and its distills)"
     markers = (CALLS_BEGIN,)
     stream_class = DeepSeekR1Stream
+    grammar = forms.DEEPSEEK_R1
 
 
 class DeepSeekV31(Family):
@@ -225,3 +227,4 @@ class DeepSeekV31(Family):
     label = "DeepSeek V3.1 NAME<｜tool▁sep｜>JSON (DeepSeek V3.1)"
     markers = (CALLS_BEGIN,)
     stream_class = DeepSeekV31Stream
+    grammar = forms.DEEPSEEK_V31

@@ -38,6 +38,7 @@ from typing import Any
 
 from ..events import NoticeCode
 from ..messages import ToolCall
+from . import grammar_forms as forms
 from .base import Family, loads_json
 from .deepseek import NameReader
 from .jsonscan import ObjectScanner
@@ -417,3 +418,4 @@ class DeepSeekDsml(Family):
     label = "DeepSeek DSML <｜DSML｜invoke>/<｜DSML｜parameter> (DeepSeek V3.2, V4)"
     markers = (_DSML,)
     stream_class = DeepSeekDsmlStream
+    grammar = forms.DEEPSEEK_DSML

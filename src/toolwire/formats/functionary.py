@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ..messages import ToolCall
+from . import grammar_forms as forms
 from .base import Family, loads_json
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, FAILED, OPEN, WS, Body, MarkerStream, expect_literal
@@ -258,6 +259,7 @@ class FunctionaryV31(Family):
     label = "Functionary <function=NAME>{...}</function> (Functionary v3.1 Llama 3.1)"
     markers = (_FUNCTION, _PYTHON_TAG)
     stream_class = FunctionaryV31Stream
+    grammar = forms.FUNCTIONARY_V31
 
 
 # --------------------------------------------------------------------------- v3.2
@@ -334,3 +336,4 @@ class FunctionaryV32(Family):
     label = "Functionary >>>NAME\\n{...} (Functionary v3.2)"
     markers = (_RECIPIENT,)
     stream_class = FunctionaryV32Stream
+    grammar = forms.FUNCTIONARY_V32

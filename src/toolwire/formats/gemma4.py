@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..events import ReasoningDelta
+from . import grammar_forms as forms
 from .base import Family
 from .markerstream import DONE, FAILED, OPEN, WS, MarkerStream, expect_any
 from .pyliteral import GEMMA, LiteralBody
@@ -168,3 +169,4 @@ class Gemma4(Family):
     label = 'Gemma 4 <|tool_call>call:NAME{key:<|"|>…<|"|>}<tool_call|> (Gemma 4)'
     markers = (_OPEN_TAG,)
     stream_class = Gemma4Stream
+    grammar = forms.GEMMA4

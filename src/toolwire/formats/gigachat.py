@@ -13,6 +13,7 @@ calls); a reply that writes another call message after the first (or another
 
 from __future__ import annotations
 
+from . import grammar_forms as forms
 from .base import Family
 from .callshape import CallShape
 from .functionary import OpeningsStream, end_after_call
@@ -80,4 +81,5 @@ class GigaChat(Family):
     label = "GigaChat function call<|role_sep|> JSON (GigaChat 3, 3.1)"
     markers = (_CALL_V3, _CALL_V31)
     stream_class = GigaChatStream
+    grammar = forms.GIGACHAT
     one_call_per_message = True

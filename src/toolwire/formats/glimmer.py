@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 
+from . import grammar_forms as forms
 from .base import Family, ToolIndex
 from .harmony import ChannelStream, Route, read_role, valid_name
 from .markerstream import WS, MarkerStream
@@ -152,3 +153,4 @@ class Glimmer(Family):
     label = "Muse Glimmer to=TOOL<|message|><atem:invoke>/<atem:parameter> (Muse Glimmer)"
     markers = ("<|start|>", _BLOCK)
     stream_class = GlimmerStream
+    grammar = forms.GLIMMER

@@ -30,6 +30,7 @@ these); any other streams as it comes. Escapes in any other value (``a\\nb``) ar
 from __future__ import annotations
 
 from ..events import NoticeCode
+from . import grammar_forms as forms
 from .base import Family, loads_json
 from .markerstream import DONE, WS, Body, MarkerStream
 from .scan import Markers
@@ -203,3 +204,4 @@ class Glm(Family):
     label = "GLM <tool_call>NAME<arg_key>…<arg_value>… (GLM 4.5/4.6/4.7, poolside Laguna)"
     markers = (_OPEN_TAG,)
     stream_class = GlmStream
+    grammar = forms.GLM

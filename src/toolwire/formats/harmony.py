@@ -34,6 +34,7 @@ from typing import ClassVar, NamedTuple
 
 from ..events import ReasoningDelta
 from ..messages import ToolCall
+from . import grammar_forms as forms
 from .base import MAX_REPLY_CHARS, Family, IdMaker, ToolIndex
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, MAX_HELD, OPEN, WS, Body, MarkerStream, expect_any
@@ -325,4 +326,5 @@ class GptOss(Family):
     label = "OpenAI harmony <|channel|>… to=functions.NAME <|message|>{JSON} (gpt-oss)"
     markers = ("<|channel|>", "<|start|>")
     stream_class = HarmonyStream
+    grammar = forms.GPT_OSS
     one_call_per_message = True

@@ -16,6 +16,7 @@ text, with no notice: it never became a call. A ``{`` anywhere else is text.
 
 from __future__ import annotations
 
+from . import grammar_forms as forms
 from .base import Family
 from .callshape import CallShape
 from .jsoncall import JsonCall
@@ -131,3 +132,4 @@ class Hermes(Family):
     label = "Hermes <tool_call> JSON (Qwen2.5, Qwen3, Hermes 2/3, Granite 4)"
     markers = (_OPEN_TAG,)
     stream_class = HermesStream
+    grammar = forms.HERMES

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import grammar_forms as forms
 from .base import Family
 from .markerstream import WS, MarkerStream
 from .scan import Markers, markers
@@ -205,3 +206,4 @@ class Hunyuan(Family):
     label = "Hunyuan <tool_calls><tool_call>NAME<tool_sep><arg_key>…<arg_value>… (Hunyuan hy_v3)"
     markers = (_BLOCK_OPEN,)
     stream_class = HunyuanStream
+    grammar = forms.HUNYUAN

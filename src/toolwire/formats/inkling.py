@@ -35,6 +35,7 @@ from typing import Any
 
 from ..events import ReasoningDelta
 from ..messages import ToolCall
+from . import grammar_forms as forms
 from .base import Family, ReplyStream, loads_json
 from .callshape import CallShape
 from .jsoncall import raw_controls_notice
@@ -259,3 +260,4 @@ class Inkling(Family):
     label = "Inkling <|message_model|>NAME<|content_invoke_tool_json|>{...}<|end_message|>"
     markers = (INVOKE_JSON,)
     stream_class = InklingStream
+    grammar = forms.INKLING

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from . import grammar_forms as forms
 from .base import Family
 from .callshape import CallShape
 from .jsoncall import JsonCall
@@ -160,6 +161,7 @@ class Granite(Family):
     markers = (GRANITE.marker,)
     prompt_markers = (GRANITE.marker,)
     stream_class = GraniteStream
+    grammar = forms.GRANITE
 
 
 class NemotronV2(Family):
@@ -167,6 +169,7 @@ class NemotronV2(Family):
     label = "Nemotron <TOOLCALL>[...]</TOOLCALL> (Nemotron Nano v2)"
     markers = (NEMOTRON_V2.marker,)
     stream_class = NemotronV2Stream
+    grammar = forms.NEMOTRON_V2
 
 
 class Apriel(Family):
@@ -174,6 +177,7 @@ class Apriel(Family):
     label = "Apriel <tool_calls>[...]</tool_calls> (Apriel 1.5, 1.6)"
     markers = (APRIEL.marker,)
     stream_class = AprielStream
+    grammar = forms.APRIEL
 
 
 class Apertus(Family):
@@ -181,6 +185,7 @@ class Apertus(Family):
     label = 'Apertus <|tools_prefix|>[{"NAME": {...}}]<|tools_suffix|> (Apertus)'
     markers = (APERTUS.marker,)
     stream_class = ApertusStream
+    grammar = forms.APERTUS
 
 
 class Firefunction(Family):
@@ -188,6 +193,7 @@ class Firefunction(Family):
     label = "Firefunction functools[...] (Firefunction v2)"
     markers = (FIREFUNCTION.marker,)
     stream_class = FirefunctionStream
+    grammar = forms.FIREFUNCTION
 
 
 class CommandR7B(Family):
@@ -195,3 +201,4 @@ class CommandR7B(Family):
     label = "Cohere <|START_ACTION|>[...]<|END_ACTION|> (Command R7B, Cohere2)"
     markers = (COMMAND_R7B.marker,)
     stream_class = CommandR7BStream
+    grammar = forms.COMMAND_R7B

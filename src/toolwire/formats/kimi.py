@@ -38,6 +38,7 @@ from typing import Any
 from ..arguments.schema import declared, matching_pattern, resolve
 from ..events import Event, NoticeCode, ReasoningDelta
 from ..messages import ToolCall
+from . import grammar_forms as forms
 from .base import Family, ToolIndex
 from .brokencall import BlockStream, ResyncBody
 from .functionary import OpeningsStream
@@ -328,3 +329,4 @@ class KimiK2(Family):
     label = "Kimi K2 <|tool_calls_section_begin|> functions.NAME:N + JSON (Kimi K2)"
     markers = (_SECTION, _CALL)
     stream_class = KimiK2Stream
+    grammar = forms.KIMI_K2

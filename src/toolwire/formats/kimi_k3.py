@@ -39,6 +39,7 @@ import re
 from typing import Any
 
 from ..messages import ToolCall
+from . import grammar_forms as forms
 from .base import Family, loads_json
 from .harmony import ChannelStream, Route
 from .markerstream import DONE, WS, Body, MarkerStream
@@ -255,3 +256,4 @@ class KimiK3(Family):
     label = 'Kimi K3 <|open|>tools<|sep|><|open|>call tool="NAME"…<|open|>argument… (Kimi K3)'
     markers = (_OPEN + "tools" + _SEP,)
     stream_class = KimiK3Stream
+    grammar = forms.KIMI_K3

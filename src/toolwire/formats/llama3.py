@@ -36,6 +36,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..messages import ToolCall
+from . import grammar_forms as forms
 from .base import Family, ReplyStream
 from .callshape import CallShape
 from .jsoncall import JsonCall, raw_controls_notice
@@ -229,4 +230,5 @@ class Llama3(Family):
     label = 'Llama 3 JSON reply {"name", "parameters"} (Llama 3.1–3.3)'
     markers = (_TAG, "{")
     stream_class = Llama3Stream
+    grammar = forms.LLAMA3
     one_call_per_message = True

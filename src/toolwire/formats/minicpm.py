@@ -12,6 +12,7 @@ argument pipeline types each value by the tool's schema. Thinking is ``<think>�
 
 from __future__ import annotations
 
+from . import grammar_forms as forms
 from .base import Family
 from .markerstream import DONE, OPEN, WS, MarkerStream, expect_literal
 from .scan import Markers
@@ -100,3 +101,4 @@ class MiniCpm5(Family):
     label = "MiniCPM5 <function name=…><param name=…> (openbmb MiniCPM5)"
     markers = (_OPEN_TAG,)
     stream_class = MiniCpm5Stream
+    grammar = forms.MINICPM5

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from . import grammar_forms as forms
 from .base import Family
 from .markerstream import OPEN, WS, MarkerStream
 from .scan import Markers
@@ -126,3 +127,4 @@ class MiniMax(Family):
     label = "MiniMax <minimax:tool_call><invoke name=…><parameter name=…> (MiniMax M2)"
     markers = (_OPEN_TAG,)
     stream_class = MiniMaxStream
+    grammar = forms.MINIMAX

@@ -14,6 +14,7 @@ tag never written (the engine stopped at its end token), keeps those calls, name
 
 from __future__ import annotations
 
+from . import grammar_forms as forms
 from .base import Family
 from .brokencall import BlockStream, ResyncBody
 from .callshape import CallShape
@@ -87,3 +88,4 @@ class MiniMaxM1(Family):
     label = "MiniMax M1 <tool_calls> JSON lines </tool_calls> (MiniMax M1)"
     markers = (_OPEN_TAG,)
     stream_class = MiniMaxM1Stream
+    grammar = forms.MINIMAX_M1

@@ -33,6 +33,7 @@ import json
 import re
 from typing import Any
 
+from . import grammar_forms as forms
 from .base import MAX_JSON_DEPTH, MAX_REPLY_CHARS, Family, IdMaker, ToolIndex, loads_json
 from .markerstream import OPEN, WS, MarkerStream
 from .reasoning import ReasoningSplitter
@@ -292,3 +293,4 @@ class MiniMaxM3(Family):
     label = "MiniMax M3 ]<]minimax[>[<invoke name=…> with nested XML arguments (MiniMax M3)"
     markers = (_OPEN_TAG,)
     stream_class = MiniMaxM3Stream
+    grammar = forms.MINIMAX_M3

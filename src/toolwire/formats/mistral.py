@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from ..messages import ToolCall
+from . import grammar_forms as forms
 from .base import Family
 from .callshape import CallShape
 from .jsoncall import JsonCall
@@ -194,3 +195,4 @@ class Mistral(Family):
     markers = (_MARKER,)
     call_ids = "alnum9"
     stream_class = MistralStream
+    grammar = forms.MISTRAL

@@ -54,6 +54,7 @@ import re
 from typing import Any, ClassVar
 
 from ..messages import ToolCall
+from . import grammar_forms as forms
 from .base import Family
 from .callshape import CallShape
 from .jsoncall import JsonCall
@@ -314,6 +315,7 @@ class Lfm2(Family):
     #: LFM2 8B's template shows no calls; its prompt lists the tools between these tokens.
     prompt_markers = ("<|tool_list_start|>",)
     stream_class = Lfm2Stream
+    grammar = forms.LFM2
 
 
 # ----------------------------------------------------------------------------- bare list
@@ -482,3 +484,4 @@ class Pythonic(Family):
     label = "Python call list [NAME(key=value), ...] as the whole reply (Llama 4)"
     markers = (_PY_START, "[")
     stream_class = PythonicStream
+    grammar = forms.PYTHONIC

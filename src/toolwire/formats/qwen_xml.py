@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
+from . import grammar_forms as forms
 from .base import Family
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream
 from .scan import Markers
@@ -320,3 +321,4 @@ class QwenXml(Family):
     label = "Qwen XML <function=…><parameter=…> (Qwen3-Coder, Qwen3.5/3.6, Nemotron-3-Nano)"
     markers = (_OPEN_TAG,)
     stream_class = QwenXmlStream
+    grammar = forms.QWEN_XML

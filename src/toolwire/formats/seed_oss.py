@@ -18,6 +18,7 @@ reasoning, kept verbatim as the template writes it back.
 
 from __future__ import annotations
 
+from . import grammar_forms as forms
 from .base import Family
 from .markerstream import MarkerStream
 from .qwen_xml import _XmlBody
@@ -46,3 +47,4 @@ class SeedOss(Family):
     label = "Seed-OSS <seed:tool_call><function=…><parameter=…> (ByteDance Seed-OSS)"
     markers = (_OPEN_TAG,)
     stream_class = SeedOssStream
+    grammar = forms.SEED_OSS

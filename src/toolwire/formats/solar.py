@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import grammar_forms as forms
 from .base import Family
 from .functionary import ArgsBody, OpeningsStream, end_after_call
 from .markerstream import DONE, OPEN, MarkerStream, expect_any
@@ -119,3 +120,4 @@ class SolarOpen(Family):
     label = "Solar Open <|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{...}"
     markers = (_CALLS,)
     stream_class = SolarOpenStream
+    grammar = forms.SOLAR_OPEN

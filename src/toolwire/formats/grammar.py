@@ -1,0 +1,453 @@
+"""A small vocabulary of call forms, each building the GBNF of a valid call in its family's
+own grammar.
+
+Every family writes a call as some arrangement of a few parts: texts around the calls (the
+block), texts around each call, the tool's name, and its arguments. The arguments come in
+four ways, and so the vocabulary has four bodies:
+
+* :class:`JsonCall` — one JSON object holding the name and the arguments under keys that vary
+  (``{"name": N, "arguments": {…}}``, Llama's ``parameters``, Cohere's ``tool_name``,
+  Apertus's ``{N: {…}}``), maybe with an id;
+* :class:`NamedJson` — the name in markup, then the arguments as a JSON object (DeepSeek,
+  Kimi's ``functions.N:0<|tool_call_argument_begin|>{…}``, Functionary, Mistral's
+  ``N[ARGS]{…}``, gpt-oss);
+* :class:`Tagged` — the name in markup, then each argument between tags of its own (Qwen's
+  ``<parameter=K>V</parameter>``, GLM's ``<arg_key>``/``<arg_value>``, MiniMax, DSML, …): a
+  string is its raw text (anything that is not the argument's closing text), any other value
+  its JSON;
+* :class:`Pythonic` — ``N(k='v', n=3)``; and :class:`Gemma` — ``call:N{k:<|"|>v<|"|>}``.
+
+A :class:`CallForm` puts a body between its texts: calls each in a block of their own
+(``blocks``, Hermes's ``<tool_call>…</tool_call>`` repeated) or all in one block, separated
+(a list's ``[…, …]``). It builds three grammars: a block of calls, at most one call
+(``parallel_tool_calls`` false), and the same from the reply's first token (``tool_choice``
+required: ``prefix`` is what may come before the block there). :class:`AnyOf` is a family
+that writes more than one form (Mistral's old list and its newer ``[TOOL_CALLS]N[ARGS]``).
+Its ``triggers`` are the texts that say a call has begun anywhere in a reply; ``starts``
+the patterns that say so only at the reply's start (``{name}`` stands for any declared
+tool's name: a bare Python list ``[get_weather(`` is a call only when it opens the reply).
+
+Arguments follow each tool's schema: in JSON, through llama.cpp's own schema converter (see
+:mod:`toolwire.formats.gbnf`); between tags, each property in its declared order, the
+required ones present. A value is bounded only by the engine's token limit. Pure: text in,
+text out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "AnyOf",
+    "Body",
+    "CallForm",
+    "Form",
+    "Gemma",
+    "JsonCall",
+    "NamedJson",
+    "Pythonic",
+    "Rules",
+    "Tagged",
+    "lit",
+    "words",
+]
+
+Tool = tuple[str, Mapping[str, Any]]
+
+#: White space between JSON tokens and around tags: bounded, so it cannot run on.
+SPACE = '| " " | "\\n"{1,2} [ \\t]{0,20}'
+#: A call id a model writes (Mistral's nine letters and digits, Solar's, Cohere's index).
+_ID = "[A-Za-z0-9_-]{1,40}"
+
+
+def lit(text: str) -> str:
+    """A GBNF string literal."""
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or ch == "\x7f":
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def words(texts: Sequence[str]) -> str:
+    """Texts one after another, white space allowed between them."""
+    return " space ".join(lit(t) for t in texts if t) or '""'
+
+
+def _class_char(ch: str) -> str:
+    if ch in "\\]-^[":
+        return f"\\x{ord(ch):02X}"  # the escape both llama.cpp and llguidance read
+    return lit(ch)[1:-1]
+
+
+class Rules:
+    """The rules of one grammar being built: llama.cpp's schema converter for JSON values,
+    and the rules the forms add (raw text, Python and Gemma values)."""
+
+    def __init__(self) -> None:
+        from llama_cpp.llama_grammar import SchemaConverter
+
+        self.conv: Any = SchemaConverter(  # type: ignore[no-untyped-call]
+            prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False
+        )
+        self._until: dict[str, str] = {}
+
+    def add(self, name: str, rule: str) -> str:
+        """Add a rule (renamed if the name is taken by another); its name."""
+        return str(self.conv._add_rule(name, rule))  # the converter's own way to add a rule
+
+    def arguments(self, params: Mapping[str, Any], name: str) -> str:
+        """The rule for a tool's arguments object: its schema, converted; any JSON object when
+        the converter cannot take it. No key beyond the declared ones, unless it says so."""
+        schema: dict[str, Any] = dict(params) if params else {"type": "object"}
+        if schema.get("type", "object") == "object" and "additionalProperties" not in schema:
+            schema["additionalProperties"] = False
+        return self.value(schema, name, fallback={"type": "object"})
+
+    def value(self, schema: Mapping[str, Any], name: str, *, fallback: Any = None) -> str:
+        """The rule for one JSON value of ``schema``; any JSON value when it cannot be had."""
+        try:
+            resolved = self.conv.resolve_refs(dict(schema), "")
+            return str(self.conv.visit(resolved, name))
+        except Exception:
+            return str(self.conv.visit(fallback or {}, name + "-any"))
+
+    def through(self, closer: str) -> str:
+        """Raw text up to and with the first ``closer`` (the text that ends it): the states
+        of a matcher of ``closer``, a character at a time, done when it is complete. Written
+        a character at a time, so no engine's lexer takes the closer's first character for
+        the start of the closer when it is the value's own (``<b>`` before ``</p>``)."""
+        if closer in self._until:
+            return self._until[closer]
+        n = len(closer)
+        base = f"raw{len(self._until)}"
+        chars = sorted(set(closer))
+        other = "[^" + "".join(_class_char(c) for c in chars) + "]"
+
+        def step(state: int, ch: str) -> int:
+            text = closer[:state] + ch
+            for k in range(min(len(text), n), 0, -1):
+                if text.endswith(closer[:k]):
+                    return k
+            return 0
+
+        for state in range(n):
+            alts = [f"{other} {base}-0"]
+            for ch in chars:
+                to = step(state, ch)
+                alts.append(lit(ch) if to == n else f"{lit(ch)} {base}-{to}")
+            self.add(f"{base}-{state}", " | ".join(alts))
+        self._until[closer] = f"{base}-0"
+        return self._until[closer]
+
+    def rules(self) -> dict[str, str]:
+        out: dict[str, str] = dict(self.conv._rules)
+        # white space as models write JSON: none, a space, or a new line and its indent
+        out["space"] = SPACE
+        return out
+
+
+def _type(schema: Mapping[str, Any]) -> str:
+    """A property's JSON type, ``string`` when it names none it can be told by."""
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k != "null"]
+        kind = kinds[0] if len(kinds) == 1 else None
+    if kind is None and "enum" in schema:
+        values = schema["enum"]
+        kind = "string" if values and all(isinstance(v, str) for v in values) else None
+    if kind is None and "const" in schema:
+        kind = "string" if isinstance(schema["const"], str) else None
+    return kind if isinstance(kind, str) else "any"
+
+
+def _properties(params: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any], bool]]:
+    props = params.get("properties")
+    required = params.get("required") or ()
+    if not isinstance(props, Mapping):
+        return []
+    return [
+        (key, value if isinstance(value, Mapping) else {}, key in required)
+        for key, value in props.items()
+    ]
+
+
+def _sequence(items: Sequence[tuple[str, bool]], sep: str) -> str:
+    """Items in order, each optional or not, ``sep`` (a GBNF fragment, or none) between two
+    that are written; white space around each."""
+
+    def rest(i: int) -> str:
+        parts = []
+        for item, required in items[i:]:
+            piece = f"space {sep} space {item}" if sep else f"space {item}"
+            parts.append(piece if required else f"({piece})?")
+        return " ".join(parts)
+
+    def first(i: int) -> tuple[str, bool]:
+        """The items from ``i`` with none written before; whether it may be empty."""
+        if i == len(items):
+            return "", True
+        item, required = items[i]
+        head = f"{item} {rest(i + 1)}".strip()
+        if required:
+            return head, False
+        after, empty = first(i + 1)
+        if not after:
+            return f"({head})?", True
+        return f"(({head}) | {after})" + ("?" if empty else ""), empty
+
+    out, _ = first(0)
+    return out or '""'
+
+
+class Body:
+    """One call to one tool: what stands between the call's own texts."""
+
+    def call(self, rules: Rules, i: int, name: str, params: Mapping[str, Any]) -> str:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class JsonCall(Body):
+    """``{"name": N, "arguments": {…}}``, the keys as the family writes them; ``name_is_key``:
+    ``{N: {…}}``; ``id_key``: an id member, first or last (optional)."""
+
+    name_key: str = "name"
+    args_key: str = "arguments"
+    name_is_key: bool = False
+    id_key: str | None = None
+    id_first: bool = False
+
+    def call(self, rules: Rules, i: int, name: str, params: Mapping[str, Any]) -> str:
+        args = rules.arguments(params, f"tool{i}-arguments")
+        quoted = lit(json.dumps(name, ensure_ascii=False))
+        if self.name_is_key:
+            return f'"{{" space {quoted} space ":" space {args} space "}}"'
+        members = [
+            f'{lit(json.dumps(self.name_key))} space ":" space {quoted}',
+            f'{lit(json.dumps(self.args_key))} space ":" space {args}',
+        ]
+        body = ' space "," space '.join(members)
+        if self.id_key is not None:
+            member = f'{lit(json.dumps(self.id_key))} space ":" space "\\"" {_ID} "\\""'
+            if self.id_first:
+                body = f'({member} space "," space)? {body}'
+            else:
+                body = f'{body} (space "," space {member})?'
+        return f'"{{" space {body} space "}}"'
+
+
+@dataclass(frozen=True)
+class NamedJson(Body):
+    """``before`` N ``between`` {…} ``after``: each a GBNF fragment (see :func:`lit`)."""
+
+    before: str = '""'
+    between: str = '""'
+    after: str = '""'
+
+    def call(self, rules: Rules, i: int, name: str, params: Mapping[str, Any]) -> str:
+        args = rules.arguments(params, f"tool{i}-arguments")
+        return f"{self.before} {lit(name)} {self.between} space {args} space {self.after}"
+
+
+#: A boolean between tags, as the templates write it: JSON's, or Python's (Qwen's and
+#: Seed's templates render a boolean with Python's ``str``).
+_TAG_BOOL = '("true" | "false" | "True" | "False")'
+
+
+@dataclass(frozen=True)
+class Tagged(Body):
+    """``before`` N ``between`` then each argument ``arg_open`` V ``arg_close``, then
+    ``after``. ``arg_open``/``arg_close`` are texts (white space allowed between them) with
+    ``{key}`` and ``{type}`` in them; ``types`` maps a schema's type to the text ``{type}``
+    stands for (``*``: any other type). A string value is raw text up to the first text of
+    ``arg_close``; any other value its JSON."""
+
+    before: str
+    between: str
+    after: str
+    arg_open: tuple[str, ...]
+    arg_close: tuple[str, ...]
+    types: tuple[tuple[str, str], ...] = ()
+
+    def _type_text(self, kind: str) -> str:
+        table = dict(self.types)
+        return table.get(kind, table.get("*", "string" if kind == "any" else kind))
+
+    def call(self, rules: Rules, i: int, name: str, params: Mapping[str, Any]) -> str:
+        items: list[tuple[str, bool]] = []
+        for key, schema, required in _properties(params):
+            kind = _type(schema)
+            typed = self._type_text(kind)
+            opener = [t.format(key=key, type=typed) for t in self.arg_open]
+            closer = [t.format(key=key, type=typed) for t in self.arg_close]
+            if kind == "string":
+                value = f"{rules.through(closer[0])} space {words(closer[1:])}"
+            else:
+                scalar = _TAG_BOOL if kind == "boolean" else rules.value(schema, f"tool{i}-{key}")
+                value = f"space {scalar} space {words(closer)}"
+            rule = rules.add(f"tool{i}-arg-{key}", f"{words(opener)} {value}")
+            items.append((rule, required))
+        args = _sequence(items, "")
+        return f"{self.before} {lit(name)} {self.between} space {args} space {self.after}"
+
+
+def _python_string(rules: Rules) -> str:
+    return rules.add(
+        "py-string",
+        '"\'" ([^\'\\\\] | "\\\\" [^\\x00])* "\'" | "\\"" ([^"\\\\] | "\\\\" [^\\x00])* "\\""',
+    )
+
+
+@dataclass(frozen=True)
+class Pythonic(Body):
+    """``N(k=V, …)``, each value a Python literal of the property's type."""
+
+    def call(self, rules: Rules, i: int, name: str, params: Mapping[str, Any]) -> str:
+        items: list[tuple[str, bool]] = []
+        for key, schema, required in _properties(params):
+            kind = _type(schema)
+            if kind == "string" and "enum" not in schema:
+                value = _python_string(rules)
+            elif kind == "boolean":
+                value = '("True" | "False")'
+            elif kind == "null":
+                value = '"None"'
+            else:
+                value = rules.value(schema, f"tool{i}-{key}")
+            rule = rules.add(f"tool{i}-kw-{key}", f'{lit(key)} space "=" space {value}')
+            items.append((rule, required))
+        return f'{lit(name)} "(" space {_sequence(items, chr(34) + "," + chr(34))} space ")"'
+
+
+#: Gemma 4's string quote, a token of its own.
+GEMMA_QUOTE = '<|"|>'
+
+
+@dataclass(frozen=True)
+class Gemma(Body):
+    """``call:N{k:V,…}``: keys bare and sorted, a string between ``<|"|>`` quotes."""
+
+    def call(self, rules: Rules, i: int, name: str, params: Mapping[str, Any]) -> str:
+        items: list[tuple[str, bool]] = []
+        for key, schema, required in sorted(_properties(params)):
+            kind = _type(schema)
+            if kind == "string" and "enum" not in schema:
+                value = f"{lit(GEMMA_QUOTE)} {rules.through(GEMMA_QUOTE)}"
+            elif kind == "string":
+                value = rules.value(schema, f"tool{i}-{key}")
+                value = f"{lit(GEMMA_QUOTE)} ({value}) {lit(GEMMA_QUOTE)}"
+            else:
+                value = rules.value(schema, f"tool{i}-{key}")
+            rule = rules.add(f"tool{i}-kv-{key}", f'{lit(key)} ":" {value}')
+            items.append((rule, required))
+        return f'"call:" {lit(name)} "{{" {_sequence(items, chr(34) + "," + chr(34))} "}}"'
+
+
+class Form:
+    """What every form gives :class:`~toolwire.formats.gbnf.Constraint`."""
+
+    #: Texts that say a call has begun, anywhere in the reply.
+    triggers: tuple[str, ...] = ()
+    #: Patterns that say so at the reply's start only (``{name}``: a declared tool's name).
+    starts: tuple[str, ...] = ()
+
+    def block(self, rules: Rules, tools: Sequence[Tool], *, parallel: bool = True) -> str:
+        """The expression for the calls from where a trigger starts them."""
+        raise NotImplementedError
+
+    def required(self, rules: Rules, tools: Sequence[Tool], *, parallel: bool = True) -> str:
+        """The expression for a reply that is its calls, from its first token."""
+        raise NotImplementedError
+
+    def json_body(self) -> JsonCall | None:
+        """The family's JSON call object, for a reply that opens with one (None: the usual
+        ``{"name": …, "arguments": …}``)."""
+        return None
+
+
+@dataclass(frozen=True)
+class CallForm(Form):
+    """Calls written with ``body`` between ``call_open`` and ``call_close`` (GBNF fragments),
+    inside ``open``…``close``; two calls separated by ``sep``. With ``blocks`` each call has
+    its own ``open``…``close``. ``prefix`` may come before the block in a reply that is
+    nothing but its calls (the rest of a message header)."""
+
+    body: Body
+    open: str = '""'
+    close: str = '""'
+    call_open: str = '""'
+    call_close: str = '""'
+    sep: str = '""'
+    blocks: bool = False
+    triggers: tuple[str, ...] = ()
+    starts: tuple[str, ...] = ()
+    prefix: str = '""'
+
+    def _call(self, rules: Rules, tools: Sequence[Tool]) -> str:
+        calls = [
+            rules.add(f"tool{i}", self.body.call(rules, i, name, params))
+            for i, (name, params) in enumerate(tools)
+        ]
+        one = rules.add("call", " | ".join(calls))
+        return f"{self.call_open} space {one} space {self.call_close}"
+
+    def block(self, rules: Rules, tools: Sequence[Tool], *, parallel: bool = True) -> str:
+        call = rules.add("form-call", self._call(rules, tools))
+        if self.blocks:
+            one = rules.add("form-block", f"{self.open} space {call} space {self.close}")
+            more = f"(space {self.sep} space {one})*" if parallel else ""
+            return f"{one} {more}"
+        more = f"(space {self.sep} space {call})*" if parallel else ""
+        return f"{self.open} space {call} {more} space {self.close}"
+
+    def required(self, rules: Rules, tools: Sequence[Tool], *, parallel: bool = True) -> str:
+        return f"space ({self.prefix} space)? {self.block(rules, tools, parallel=parallel)}"
+
+    def json_body(self) -> JsonCall | None:
+        return self.body if isinstance(self.body, JsonCall) else None
+
+
+@dataclass(frozen=True)
+class AnyOf(Form):
+    """A family that writes any of several forms (a reply is in one of them)."""
+
+    forms: tuple[Form, ...]
+
+    @property
+    def triggers(self) -> tuple[str, ...]:  # type: ignore[override]
+        return tuple(dict.fromkeys(t for f in self.forms for t in f.triggers))
+
+    @property
+    def starts(self) -> tuple[str, ...]:  # type: ignore[override]
+        return tuple(dict.fromkeys(t for f in self.forms for t in f.starts))
+
+    def block(self, rules: Rules, tools: Sequence[Tool], *, parallel: bool = True) -> str:
+        alts = [
+            rules.add(f"form{k}", f.block(rules, tools, parallel=parallel))
+            for k, f in enumerate(self.forms)
+        ]
+        return "(" + " | ".join(alts) + ")"
+
+    def required(self, rules: Rules, tools: Sequence[Tool], *, parallel: bool = True) -> str:
+        alts = [
+            rules.add(f"required{k}", f.required(rules, tools, parallel=parallel))
+            for k, f in enumerate(self.forms)
+        ]
+        return "(" + " | ".join(alts) + ")"
+
+    def json_body(self) -> JsonCall | None:
+        return next((b for f in self.forms if (b := f.json_body()) is not None), None)
