@@ -235,3 +235,44 @@ def test_families_without_a_corpus_rendering(family: str, reply: str) -> None:
     assert matches(constraint.grammar(form), block), block
     for why, bad in broken(block).items():
         assert not matches(constraint.grammar(form), bad), (why, bad)
+
+
+# ------------------------------------------------------------------ learned shapes
+
+
+def _learned() -> list[str]:
+    from .test_derived import DEVELOPMENT, HELD_OUT, UNSEEN
+
+    return sorted({**DEVELOPMENT, **HELD_OUT}) + sorted(UNSEEN)
+
+
+@pytest.mark.parametrize("name", _learned())
+def test_a_learned_shape_s_grammar_takes_what_its_template_renders(name: str) -> None:
+    """Every learned shape has a grammar too: the family derivation builds for a template
+    no family reads (here: derived from each template as if no family were registered)."""
+    from toolwire import ChatTemplate
+
+    from .test_derived import UNSEEN
+
+    if name in UNSEEN:
+        template = ChatTemplate(UNSEEN[name], eos_token="<|end|>")
+    else:
+        template = load_template(TEMPLATES / name)
+    found = detect_format(template, families=())
+    family = found.family
+    assert family is not None and family.grammar is not None and found.shape is not None
+    text, _ = assistant_text(
+        template,
+        [USER],
+        _turn(DERIVE_CALLS, None if found.none_content else "", False),
+        DERIVE_TOOLS,
+        call_ids=family.call_ids,
+        keep_call_none=found.none_content,
+        start=found.start,
+    )
+    constraint = constraint_for(family, DERIVE_TOOLS)
+    assert constraint is not None
+    block, form = cut(constraint, text)
+    assert matches(constraint.grammar(form), block), (found.shape.describe(), block)
+    for why, bad in broken(block).items():
+        assert not matches(constraint.grammar(form), bad), (why, bad)

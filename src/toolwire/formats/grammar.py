@@ -230,6 +230,9 @@ class JsonCall(Body):
     name_is_key: bool = False
     id_key: str | None = None
     id_first: bool = False
+    #: Other members the object may hold, ``(key, GBNF value)``: before the name or after
+    #: the arguments (a learned shape knows them, not where they go).
+    extra: tuple[tuple[str, str], ...] = ()
 
     def call(self, rules: Rules, i: int, name: str, params: Mapping[str, Any]) -> str:
         args = rules.arguments(params, f"tool{i}-arguments")
@@ -247,6 +250,11 @@ class JsonCall(Body):
                 body = f'({member} space "," space)? {body}'
             else:
                 body = f'{body} (space "," space {member})?'
+        if self.extra:
+            others = " | ".join(
+                f'{lit(json.dumps(key))} space ":" space {value}' for key, value in self.extra
+            )
+            body = f'(({others}) space "," space)* {body} (space "," space ({others}))*'
         return f'"{{" space {body} space "}}"'
 
 
