@@ -51,6 +51,7 @@ __all__ = [
     "Pythonic",
     "Rules",
     "Tagged",
+    "cat",
     "lit",
     "words",
 ]
@@ -85,6 +86,14 @@ def lit(text: str) -> str:
 def words(texts: Sequence[str]) -> str:
     """Texts one after another, white space allowed between them."""
     return " space ".join(lit(t) for t in texts if t) or '""'
+
+
+def cat(*parts: str) -> str:
+    """GBNF fragments one after another, white space allowed between them; an empty
+    fragment (``""``) is left out, and a leading ``""`` stands for white space before."""
+    kept = [p for p in parts if p and p != '""']
+    lead = "space " if parts and parts[0] == "" else ""
+    return lead + (" space ".join(kept) or '""')
 
 
 def _class_char(ch: str) -> str:
@@ -411,19 +420,22 @@ class CallForm(Form):
             for i, (name, params) in enumerate(tools)
         ]
         one = rules.add("call", " | ".join(calls))
-        return f"{self.call_open} space {one} space {self.call_close}"
+        return cat(self.call_open, one, self.call_close)
 
     def block(self, rules: Rules, tools: Sequence[Tool], *, parallel: bool = True) -> str:
         call = rules.add("form-call", self._call(rules, tools))
         if self.blocks:
-            one = rules.add("form-block", f"{self.open} space {call} space {self.close}")
-            more = f"(space {self.sep} space {one})*" if parallel else ""
-            return f"{one} {more}"
-        more = f"(space {self.sep} space {call})*" if parallel else ""
-        return f"{self.open} space {call} {more} space {self.close}"
+            one = rules.add("form-block", cat(self.open, call, self.close))
+            more = f"({cat('', self.sep, one)})*" if parallel else ""
+            return f"{one} {more}".strip()
+        more = f"({cat('', self.sep, call)})*" if parallel else ""
+        return cat(self.open, f"{call} {more}".strip(), self.close)
 
     def required(self, rules: Rules, tools: Sequence[Tool], *, parallel: bool = True) -> str:
-        return f"space ({self.prefix} space)? {self.block(rules, tools, parallel=parallel)}"
+        block = self.block(rules, tools, parallel=parallel)
+        if self.prefix == '""':
+            return f"space {block}"
+        return f"space ({self.prefix} space)? {block}"
 
     def json_body(self) -> JsonCall | None:
         return self.body if isinstance(self.body, JsonCall) else None

@@ -18,6 +18,7 @@ from .grammar import (
     NamedJson,
     Pythonic,
     Tagged,
+    cat,
     lit,
 )
 
@@ -64,12 +65,10 @@ _INDEX = "[0-9]{1,4}"
 _ID = "[A-Za-z0-9_-]{0,40}"
 
 
-def json_list(
-    marker: str, body: JsonCall = _NAME_ARGS, end: str = "", *, bracket: bool = True
-) -> CallForm:
+def json_list(marker: str, body: JsonCall = _NAME_ARGS, end: str = "") -> CallForm:
     """``marker[{…}, {…}]end``: a JSON list of call objects after a marker."""
-    open_ = f'{lit(marker)} space "["' if bracket else lit(marker)
-    close = ('"]" space ' if bracket else "") + (lit(end) if end else '""')
+    open_ = f'{lit(marker)} space "["'
+    close = cat('"]"', lit(end) if end else "")
     return CallForm(body, open=open_, close=close, sep='","', triggers=(marker,))
 
 
