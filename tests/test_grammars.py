@@ -276,3 +276,44 @@ def test_a_learned_shape_s_grammar_takes_what_its_template_renders(name: str) ->
     assert matches(constraint.grammar(form), block), (found.shape.describe(), block)
     for why, bad in broken(block).items():
         assert not matches(constraint.grammar(form), bad), (why, bad)
+
+
+NOTE = {
+    "type": "function",
+    "function": {
+        "name": "save_note",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "title": {"type": "string"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "meta": {"type": "object", "properties": {"pinned": {"type": "boolean"}}},
+                "extra": {},
+            },
+            "required": ["title", "tags"],
+        },
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("reply", "taken"),
+    [
+        ('call:save_note{tags:[<|"|>a<|"|>,<|"|>b<|"|>],title:<|"|>x<|"|>}', True),
+        (
+            'call:save_note{extra:{a:[1,<|"|>q<|"|>]},meta:{pinned:true},tags:[],title:<|"|>x<|"|>}',
+            True,
+        ),
+        ('call:save_note{tags:["a"],title:<|"|>x<|"|>}', False),  # a JSON string is not Gemma's
+        ('call:save_note{title:<|"|>x<|"|>}', False),  # a required argument left out
+    ],
+)
+def test_gemma_s_nested_values_are_its_own_syntax(reply: str, taken: bool) -> None:
+    """Lists and mappings inside Gemma 4's arguments are written in its own literal syntax,
+    which its reader reads: a grammar of JSON there would make calls the family cannot read."""
+    reply = f"<|tool_call>{reply}<tool_call|>"
+    constraint = constraint_for("gemma4", [NOTE])
+    assert constraint is not None
+    assert matches(constraint.grammar("family"), reply) is taken
+    if taken:
+        assert len(get_family("gemma4").parse(reply, [NOTE]).calls) == 1

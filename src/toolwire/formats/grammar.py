@@ -356,22 +356,51 @@ GEMMA_QUOTE = '<|"|>'
 
 @dataclass(frozen=True)
 class Gemma(Body):
-    """``call:N{k:V,…}``: keys bare and sorted, a string between ``<|"|>`` quotes."""
+    """``call:N{k:V,…}``: keys bare and sorted, every value in Gemma's own literal syntax (a
+    string between ``<|"|>`` quotes, verbatim; lists and mappings nested the same way)."""
 
     def call(self, rules: Rules, i: int, name: str, params: Mapping[str, Any]) -> str:
-        items: list[tuple[str, bool]] = []
-        for key, schema, required in sorted(_properties(params)):
-            kind = _type(schema)
-            if kind == "string" and "enum" not in schema:
-                value = f"{lit(GEMMA_QUOTE)} {rules.through(GEMMA_QUOTE)}"
-            elif kind == "string":
-                value = rules.value(schema, f"tool{i}-{key}")
-                value = f"{lit(GEMMA_QUOTE)} ({value}) {lit(GEMMA_QUOTE)}"
-            else:
-                value = rules.value(schema, f"tool{i}-{key}")
-            rule = rules.add(f"tool{i}-kv-{key}", f'{lit(key)} ":" {value}')
-            items.append((rule, required))
-        return f'"call:" {lit(name)} "{{" {_sequence(items, chr(34) + "," + chr(34))} "}}"'
+        return f'"call:" {lit(name)} {_gemma_object(rules, params, f"tool{i}")}'
+
+
+def _gemma_object(rules: Rules, schema: Mapping[str, Any], name: str) -> str:
+    items: list[tuple[str, bool]] = []
+    for key, sub, required in sorted(_properties(schema)):
+        value = _gemma_value(rules, sub, f"{name}-{key}")
+        items.append((rules.add(f"{name}-kv-{key}", f'{lit(key)} ":" {value}'), required))
+    if not items and schema.get("additionalProperties", False) is not False:
+        return _gemma_any(rules)
+    return f'"{{" {_sequence(items, chr(34) + "," + chr(34))} "}}"'
+
+
+def _gemma_value(rules: Rules, schema: Mapping[str, Any], name: str) -> str:
+    quote = lit(GEMMA_QUOTE)
+    kind = _type(schema)
+    if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
+        return f"{quote} ({' | '.join(lit(v) for v in schema['enum'])}) {quote}"
+    if kind == "string":
+        return f"{quote} {rules.through(GEMMA_QUOTE)}"
+    if kind in ("integer", "number", "boolean", "null"):
+        return rules.value(schema, name)
+    if kind == "array" and isinstance(schema.get("items"), Mapping):
+        item = rules.add(f"{name}-item", _gemma_value(rules, schema["items"], f"{name}-item"))
+        return f'"[" ({item} ("," {item})*)? "]"'
+    if kind == "object" and isinstance(schema.get("properties"), Mapping):
+        return rules.add(name, _gemma_object(rules, schema, name))
+    return _gemma_any(rules)
+
+
+def _gemma_any(rules: Rules) -> str:
+    """Any value in Gemma's syntax (a schema that says no more)."""
+    quote = lit(GEMMA_QUOTE)
+    number = '"-"? [0-9]+ ("." [0-9]+)? ([eE] [-+]? [0-9]+)?'
+    key = "[A-Za-z_] [A-Za-z0-9_]*"
+    return rules.add(
+        "gemma-any",
+        f'{quote} {rules.through(GEMMA_QUOTE)} | {number} | "true" | "false" | "null" | '
+        '"[" (gemma-any ("," gemma-any)*)? "]" | '
+        f'"{{" ({key} ":" gemma-any ("," {key} ":" gemma-any)*)? "}}"',
+    )
 
 
 class Form:
