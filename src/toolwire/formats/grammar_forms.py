@@ -252,14 +252,28 @@ QWEN_XML = tag_block("<tool_call>", "</tool_call>", _QWEN)
 SEED_OSS = tag_block("<seed:tool_call>", "</seed:tool_call>", _QWEN)
 _ARG_KV = (("<arg_key>{key}</arg_key>", "<arg_value>"), ("</arg_value>",))
 GLM = tag_block("<tool_call>", "</tool_call>", Tagged('""', '""', '""', *_ARG_KV))
-HUNYUAN = CallForm(
-    Tagged('""', lit("<tool_sep>"), '""', *_ARG_KV),
-    open=lit("<tool_calls>"),
-    close=lit("</tool_calls>"),
-    call_open=lit("<tool_call>"),
-    call_close=lit("</tool_call>"),
-    triggers=("<tool_calls>",),
-)
+
+
+def _hunyuan(ns: str = "") -> CallForm:
+    """Hunyuan's tags, each with the namespace ``ns`` (``:opensource`` in HY3's)."""
+    return CallForm(
+        Tagged(
+            '""',
+            lit(f"<tool_sep{ns}>"),
+            '""',
+            (f"<arg_key{ns}>{{key}}</arg_key{ns}>", f"<arg_value{ns}>"),
+            (f"</arg_value{ns}>",),
+        ),
+        open=lit(f"<tool_calls{ns}>"),
+        close=lit(f"</tool_calls{ns}>"),
+        call_open=lit(f"<tool_call{ns}>"),
+        call_close=lit(f"</tool_call{ns}>"),
+        triggers=(f"<tool_calls{ns}>",),
+    )
+
+
+HUNYUAN = AnyOf((_hunyuan(), _hunyuan(":opensource")))
+
 MINIMAX = CallForm(
     _xml_invoke("", "invoke", "parameter"),
     open=lit("<minimax:tool_call>"),
