@@ -354,3 +354,19 @@ def test_a_marker_inside_thinking_never_starts_the_grammar(
         generation.run()
         assert "".join(p for p in pieces if isinstance(p, str)) == reply
         assert pieces[-1] == ("stop", len(reply))
+
+
+def test_a_marker_that_may_open_text_triggers_only_before_a_declared_name() -> None:
+    """Functionary v3.2's ``>>>`` opens a call (``>>>get_weather``) or text for the user
+    (``>>>all``): only the call is constrained, so a plain answer is never forced into one."""
+    constraint = constraint_for("functionary-v3.2", [WEATHER])
+    assert constraint is not None
+    assert constraint.trigger("all\nHi.>>>all\nMore text") is None
+    text = "all\nLet me look.>>>get_weather\n"
+    found = constraint.trigger(text, searched=len(text) - 3)  # the name straddles the old end
+    assert found is not None and (found.at, found.form) == (text.index(">>>"), "family")
+    assert constraint.trigger("get_weather\n{") == Trigger(0, "start")
+    command_r = constraint_for("command-r-plus", [WEATHER])
+    assert command_r is not None
+    assert command_r.trigger("Action: none needed") is None
+    assert command_r.trigger("Action:\n```json\n[") is not None

@@ -89,6 +89,20 @@ class Constraint:
             for pattern in (self.form.starts if self.form else ())
         ]
         object.__setattr__(self, "_starts", re.compile("|".join(starts)) if starts else None)
+        # a marker that is a call only when a declared tool's name follows (``>>>NAME``)
+        named = [t for t in (self.form.triggers if self.form else ()) if "{name}" in t]
+        longest = max((len(name) for name, _ in self.tools), default=0)
+        object.__setattr__(
+            self,
+            "_named",
+            [
+                (
+                    re.compile(bare.join(re.escape(part) for part in t.split("{name}"))),
+                    len(t) - len("{name}") * t.count("{name}") + longest * t.count("{name}"),
+                )
+                for t in named
+            ],
+        )
 
     def trigger(self, text: str, *, searched: int = 0, thinking: bool = False) -> Trigger | None:
         """Where a call begins in the reply's ``text`` so far, or None.
@@ -107,9 +121,16 @@ class Constraint:
                 return Trigger(0, "start")
         found = -1
         for marker in self.form.triggers if self.form else ():
+            if "{name}" in marker:
+                continue
             at = text.find(marker, max(0, searched - len(marker) + 1))
             if at >= 0 and (found < 0 or at < found):
                 found = at
+        named: list[tuple[re.Pattern[str], int]] = self._named  # type: ignore[attr-defined]
+        for pattern, length in named:
+            match = pattern.search(text, max(0, searched - length + 1))
+            if match is not None and (found < 0 or match.start() < found):
+                found = match.start()
         return Trigger(found, "family") if found >= 0 else None
 
     def grammar(self, form: str, lead: str = "") -> str:

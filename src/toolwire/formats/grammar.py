@@ -24,8 +24,9 @@ A :class:`CallForm` puts a body between its texts: calls each in a block of thei
 required: ``prefix`` is what may come before the block there). :class:`AnyOf` is a family
 that writes more than one form (Mistral's old list and its newer ``[TOOL_CALLS]N[ARGS]``).
 Its ``triggers`` are the texts that say a call has begun anywhere in a reply; ``starts``
-the patterns that say so only at the reply's start (``{name}`` stands for any declared
-tool's name: a bare Python list ``[get_weather(`` is a call only when it opens the reply).
+the patterns that say so only at the reply's start. In both ``{name}`` stands for any
+declared tool's name: a bare Python list ``[get_weather(`` is a call only when it opens the
+reply, and Functionary's ``>>>`` only when a tool's name follows (``>>>all`` opens text).
 
 Arguments follow each tool's schema: in JSON, through llama.cpp's own schema converter (see
 :mod:`toolwire.formats.gbnf`); between tags, each property in its declared order, the
@@ -406,7 +407,8 @@ def _gemma_any(rules: Rules) -> str:
 class Form:
     """What every form gives :class:`~toolwire.formats.gbnf.Constraint`."""
 
-    #: Texts that say a call has begun, anywhere in the reply.
+    #: Texts that say a call has begun, anywhere in the reply (``{name}``: a declared tool's
+    #: name, for a marker that may also open something else: Functionary's ``>>>all``).
     triggers: tuple[str, ...] = ()
     #: Patterns that say so at the reply's start only (``{name}``: a declared tool's name).
     starts: tuple[str, ...] = ()

@@ -135,7 +135,7 @@ COMMAND_R_PLUS = CallForm(
     open=f'{lit("Action:")} space {lit("```json")} space "["',
     close='"]" space "```"',
     sep='","',
-    triggers=("Action:",),
+    triggers=("Action:\n```json",),  # "Action:" alone may be prose
     prefix=lit("<|CHATBOT_TOKEN|>"),
 )
 
@@ -190,7 +190,7 @@ FUNCTIONARY_V31 = CallForm(
 _V32 = NamedJson(between='"\\n"')
 FUNCTIONARY_V32 = AnyOf(
     (
-        CallForm(_V32, open='">>>"', blocks=True, triggers=(">>>",)),
+        CallForm(_V32, open='">>>"', blocks=True, triggers=(">>>{name}\n",)),
         CallForm(_V32, sep='">>>"', blocks=True, starts=("{name}\n",)),
     )
 )
