@@ -370,3 +370,19 @@ def test_a_marker_that_may_open_text_triggers_only_before_a_declared_name() -> N
     assert command_r is not None
     assert command_r.trigger("Action: none needed") is None
     assert command_r.trigger("Action:\n```json\n[") is not None
+
+
+def test_parallel_calls_off_lets_the_grammar_write_one_call(backend: Any) -> None:
+    """With ``parallel_tool_calls`` false the grammar itself holds one call: the model asked
+    for two cities writes one call, not two of which one would be dropped afterwards."""
+    ask = [{"role": "user", "content": "What's the weather in Paris, and in Rome?"}]
+    request = Request(ask, [WEATHER], tool_choice="required", parallel_calls=False, max_tokens=120)
+    plan, sent, _ = plan_turn(backend, request)
+    assert plan.constraint is not None and plan.constraint.parallel is False
+    prepared = backend.prepare(sent, plan)
+    pieces: list[Any] = []
+    backend.llama.reset()
+    backend.generation(prepared, put=pieces.append, stop=threading.Event(), max_tokens=120).run()
+    text = "".join(p for p in pieces if isinstance(p, str))
+    assert text.count('"name"') == 1, text
+    assert len(calls(run(backend, request))) == 1
