@@ -326,3 +326,12 @@ def test_gemma_s_nested_values_are_its_own_syntax(reply: str, taken: bool) -> No
     assert matches(constraint.grammar("family"), reply) is taken
     if taken:
         assert len(get_family("gemma4").parse(reply, [NOTE]).calls) == 1
+
+
+def test_every_family_s_grammar_is_proved_on_a_rendering() -> None:
+    """Each registered family is proved above: on its corpus templates, or on a reply in
+    its own grammar."""
+    proved = {family for family, _ in detected().values()} | {
+        name.removesuffix("-hy3") for name in _own()
+    }
+    assert set(family_names()) - proved == set()
