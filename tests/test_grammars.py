@@ -335,3 +335,13 @@ def test_every_family_s_grammar_is_proved_on_a_rendering() -> None:
         name.removesuffix("-hy3") for name in _own()
     }
     assert set(family_names()) - proved == set()
+
+
+def test_a_json_string_holds_no_raw_control_character() -> None:
+    """Under the grammar a call is strict JSON: a raw line break inside a string (which a
+    reader takes only as a tolerance) is refused, its escape taken."""
+    g = grammar("hermes")
+    call = '<tool_call>{"name": "set_alarm", "arguments": {"time": "07:30%s"}}</tool_call>'
+    assert matches(g, call % "\\n")
+    assert not matches(g, call % "\n")
+    assert not matches(g, call % "\t")

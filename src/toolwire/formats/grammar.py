@@ -61,6 +61,11 @@ Tool = tuple[str, Mapping[str, Any]]
 
 #: White space between JSON tokens and around tags: bounded, so it cannot run on.
 SPACE = '| " " | "\\n"{1,2} [ \\t]{0,20}'
+#: A character of a JSON string, as JSON has it.
+_JSON_CHAR = (
+    '[^"\\\\\\x00-\\x1F\\x7F] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] '
+    "[0-9a-fA-F] [0-9a-fA-F])"
+)
 #: A call id a model writes (Mistral's nine letters and digits, Solar's, Cohere's index).
 _ID = "[A-Za-z0-9_-]{1,40}"
 
@@ -167,6 +172,10 @@ class Rules:
         out: dict[str, str] = dict(self.conv._rules)
         # white space as models write JSON: none, a space, or a new line and its indent
         out["space"] = SPACE
+        if "char" in out:
+            # a JSON string holds no raw control character (the converter's port lets them
+            # in; a reader would have to tolerate them)
+            out["char"] = _JSON_CHAR
         return out
 
 
