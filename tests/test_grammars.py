@@ -345,3 +345,22 @@ def test_a_json_string_holds_no_raw_control_character() -> None:
     assert matches(g, call % "\\n")
     assert not matches(g, call % "\n")
     assert not matches(g, call % "\t")
+
+
+@pytest.mark.parametrize(
+    ("reply", "taken"),
+    [
+        ("[save_note(title='x', tags=['a', \"b\"])]", True),
+        ("[save_note(title='x', tags=[], meta={'pinned': True}, extra={'a': [1, None]})]", True),
+        ("[save_note(title='x', tags=[], meta={'pinned': true})]", False),  # JSON's true
+        ("[save_note(tags=[])]", False),  # a required argument left out
+    ],
+)
+def test_python_nested_values_are_python_literals(reply: str, taken: bool) -> None:
+    """Inside a Python call, lists and dicts are Python literals too, as the family's reader
+    reads them: ``True`` and ``None``, not JSON's ``true`` and ``null``."""
+    constraint = constraint_for("pythonic", [NOTE])
+    assert constraint is not None
+    assert matches(constraint.grammar("start"), reply) is taken
+    if taken:
+        assert len(get_family("pythonic").parse(reply, [NOTE]).calls) == 1

@@ -341,23 +341,64 @@ def _python_string(rules: Rules) -> str:
 
 @dataclass(frozen=True)
 class Pythonic(Body):
-    """``N(k=V, …)``, each value a Python literal of the property's type."""
+    """``N(k=V, …)``, each value a Python literal of the property's type (lists and dicts
+    nested the same way: ``True``, ``None``, quoted keys)."""
 
     def call(self, rules: Rules, i: int, name: str, params: Mapping[str, Any]) -> str:
         items: list[tuple[str, bool]] = []
         for key, schema, required in _properties(params):
-            kind = _type(schema)
-            if kind == "string" and "enum" not in schema:
-                value = _python_string(rules)
-            elif kind == "boolean":
-                value = '("True" | "False")'
-            elif kind == "null":
-                value = '"None"'
-            else:
-                value = rules.value(schema, f"tool{i}-{key}")
+            value = _python_value(rules, schema, f"tool{i}-{key}")
             rule = rules.add(f"tool{i}-kw-{key}", f'{lit(key)} space "=" space {value}')
             items.append((rule, required))
         return f'{lit(name)} "(" space {_sequence(items, chr(34) + "," + chr(34))} space ")"'
+
+
+def _python_quoted(text: str) -> str:
+    return f"({lit(repr(text))} | {lit(json.dumps(text, ensure_ascii=False))})"
+
+
+def _python_value(rules: Rules, schema: Mapping[str, Any], name: str) -> str:
+    kind = _type(schema)
+    if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
+        return "(" + " | ".join(_python_quoted(v) for v in schema["enum"]) + ")"
+    if kind == "string":
+        return _python_string(rules)
+    if kind == "boolean":
+        return '("True" | "False")'
+    if kind == "null":
+        return '"None"'
+    if kind in ("integer", "number"):
+        return rules.value(schema, name)
+    if kind == "array" and isinstance(schema.get("items"), Mapping):
+        item = rules.add(f"{name}-item", _python_value(rules, schema["items"], f"{name}-item"))
+        return f'"[" space ({item} (space "," space {item})*)? space "]"'
+    if kind == "object" and isinstance(schema.get("properties"), Mapping):
+        items = [
+            (
+                rules.add(
+                    f"{name}-kv-{key}",
+                    f'{_python_quoted(key)} space ":" space '
+                    f"{_python_value(rules, sub, f'{name}-{key}')}",
+                ),
+                required,
+            )
+            for key, sub, required in _properties(schema)
+        ]
+        return rules.add(name, f'"{{" space {_sequence(items, chr(34) + "," + chr(34))} space "}}"')
+    return _python_any(rules)
+
+
+def _python_any(rules: Rules) -> str:
+    """Any Python literal of a JSON value (a schema that says no more)."""
+    string = _python_string(rules)
+    number = '"-"? [0-9]+ ("." [0-9]+)? ([eE] [-+]? [0-9]+)?'
+    return rules.add(
+        "py-any",
+        f'{string} | {number} | "True" | "False" | "None" | '
+        '"[" space (py-any (space "," space py-any)*)? space "]" | '
+        f'"{{" space ({string} space ":" space py-any '
+        f'(space "," space {string} space ":" space py-any)*)? space "}}"',
+    )
 
 
 #: Gemma 4's string quote, a token of its own.
