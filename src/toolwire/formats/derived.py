@@ -107,14 +107,15 @@ class DerivedShape:
         if self.kind == "json":
             body = g.JsonCall(self.name_key, self.args_key, extra=extra)
         elif self.kind == "name-json":
-            body = g.NamedJson(between="space " + _words(self.name_end))
+            # the learned reader takes white space between any two words, the name's too
+            body = g.NamedJson(before="space", between="space " + _words(self.name_end))
         else:
             escaped = [
                 tuple(w.replace("{", "{{").replace("}", "}}") for w in words)
                 for words in (self.key_open, self.key_mid, self.value_end)
             ]
             body = g.Tagged(
-                '""',
+                "space",
                 "space " + _words(self.name_end),
                 '""',
                 arg_open=(*escaped[0], "{key}", *escaped[1]),

@@ -235,6 +235,12 @@ def _sequence(items: Sequence[tuple[str, bool]], sep: str) -> str:
 class Body:
     """One call to one tool: what stands between the call's own texts."""
 
+    #: May white space come before the body? Not where it opens with the bare name (GLM's
+    #: ``<tool_call>NAME``): readers take the name from right after the marker.
+    @property
+    def leading_space(self) -> bool:
+        return True
+
     def call(self, rules: Rules, i: int, name: str, params: Mapping[str, Any]) -> str:
         raise NotImplementedError
 
@@ -285,6 +291,10 @@ class NamedJson(Body):
     between: str = '""'
     after: str = '""'
 
+    @property
+    def leading_space(self) -> bool:
+        return self.before != '""'
+
     def call(self, rules: Rules, i: int, name: str, params: Mapping[str, Any]) -> str:
         args = rules.arguments(params, f"tool{i}-arguments")
         return f"{self.before} {lit(name)} {self.between} space {args} space {self.after}"
@@ -309,6 +319,10 @@ class Tagged(Body):
     arg_open: tuple[str, ...]
     arg_close: tuple[str, ...]
     types: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def leading_space(self) -> bool:
+        return self.before != '""'
 
     def _type_text(self, kind: str) -> str:
         table = dict(self.types)
@@ -410,6 +424,10 @@ class Gemma(Body):
     """``call:N{k:V,…}``: keys bare and sorted, every value in Gemma's own literal syntax (a
     string between ``<|"|>`` quotes, verbatim; lists and mappings nested the same way)."""
 
+    @property
+    def leading_space(self) -> bool:
+        return False
+
     def call(self, rules: Rules, i: int, name: str, params: Mapping[str, Any]) -> str:
         return f'"call:" {lit(name)} {_gemma_object(rules, params, f"tool{i}")}'
 
@@ -501,16 +519,27 @@ class CallForm(Form):
             for i, (name, params) in enumerate(tools)
         ]
         one = rules.add("call", " | ".join(calls))
-        return cat(self.call_open, one, self.call_close)
+        if self.body.leading_space:
+            return cat(self.call_open, one, self.call_close)
+        return cat(f"{self.call_open} {one}" if self.call_open != '""' else one, self.call_close)
 
     def block(self, rules: Rules, tools: Sequence[Tool], *, parallel: bool = True) -> str:
         call = rules.add("form-call", self._call(rules, tools))
+        tight = not self.body.leading_space and self.call_open == '""'
+
+        def after(head: str, then: str) -> str:
+            """``then`` after ``head``: white space between them unless the name follows."""
+            if head in ("", '""'):
+                return then
+            return f"{head} {then}" if tight else cat(head, then)
+
         if self.blocks:
-            one = rules.add("form-block", cat(self.open, call, self.close))
-            more = f"({cat('', self.sep, one)})*" if parallel else ""
+            one = rules.add("form-block", cat(after(self.open, call), self.close))
+            sep = after(self.sep, one) if self.open == '""' else cat(self.sep, one)
+            more = f"(space {sep})*" if parallel else ""
             return f"{one} {more}".strip()
-        more = f"({cat('', self.sep, call)})*" if parallel else ""
-        return cat(self.open, f"{call} {more}".strip(), self.close)
+        more = f"(space {after(self.sep, call)})*" if parallel else ""
+        return cat(after(self.open, f"{call} {more}".strip()), self.close)
 
     def required(self, rules: Rules, tools: Sequence[Tool], *, parallel: bool = True) -> str:
         block = self.block(rules, tools, parallel=parallel)
