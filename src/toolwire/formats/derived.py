@@ -120,6 +120,7 @@ class DerivedShape:
                 '""',
                 arg_open=(*escaped[0], "{key}", *escaped[1]),
                 arg_close=escaped[2],
+                trim=False,  # the learned white space around a value is the template's
             )
         return g.CallForm(
             body,

@@ -168,6 +168,70 @@ class Rules:
         self._until[closer] = f"{base}-0"
         return self._until[closer]
 
+    def trimmed(self, closer: str) -> str:
+        """Like :meth:`through`, a value with no white space at its ends but one line break
+        each side (as Qwen's template writes ``<parameter=K>\\nV\\n</parameter>``): under a
+        grammar a model would indent a value, and the indent would be the value's text."""
+        key = "trim:" + closer
+        if key in self._until:
+            return self._until[key]
+        n = len(closer)
+        base = f"trim{len(self._until)}"
+        blanks = " \t\n\r"
+        chars = sorted(set(closer) | set(blanks))
+        other = "[^" + "".join(_class_char(c) for c in chars) + "]"
+
+        def step(state: int, ch: str) -> int:
+            text = closer[:state] + ch
+            for k in range(min(len(text), n), 0, -1):
+                if text.endswith(closer[:k]):
+                    return k
+            return 0
+
+        # before the closer: S start, F after a first line break, N after text, L after
+        # text and a line break, W after other white space (the closer may not come there)
+        def plain(state: str, ch: str) -> str | None:
+            if ch not in blanks:
+                return "N"
+            if state == "S":
+                return "F" if ch == "\n" else None
+            if state == "F":
+                return None
+            return "L" if state == "N" and ch == "\n" else "W"
+
+        def name(state: str | int, ok: bool = True) -> str:
+            return f"{base}-{state}" + ("" if ok else "x")
+
+        for state in ("S", "F", "N", "L", "W"):
+            alts = [f"{other} {name('N')}"]
+            for ch in chars:
+                if ch == closer[0]:
+                    if n == 1:
+                        if state != "W":
+                            alts.append(lit(ch))
+                    else:
+                        alts.append(f"{lit(ch)} {name(1, state != 'W')}")
+                elif (to := plain(state, ch)) is not None:
+                    alts.append(f"{lit(ch)} {name(to)}")
+            self.add(name(state), " | ".join(alts))
+        for k in range(1, n):
+            for ok in (True, False):
+                alts = [f"{other} {name('N')}"]
+                for ch in chars:
+                    if ch == closer[k]:
+                        if k + 1 == n:
+                            if ok:
+                                alts.append(lit(ch))
+                        else:
+                            alts.append(f"{lit(ch)} {name(k + 1, ok)}")
+                    elif (to := step(k, ch)) > 0:
+                        alts.append(f"{lit(ch)} {name(to)}")
+                    elif (after := plain("N", ch)) is not None:
+                        alts.append(f"{lit(ch)} {name(after)}")
+                self.add(name(k, ok), " | ".join(alts))
+        self._until[key] = name("S")
+        return self._until[key]
+
     def rules(self) -> dict[str, str]:
         out: dict[str, str] = dict(self.conv._rules)
         # white space as models write JSON: none, a space, or a new line and its indent
@@ -290,10 +354,12 @@ class NamedJson(Body):
     before: str = '""'
     between: str = '""'
     after: str = '""'
+    #: May white space come before ``before``? Not before a bare word (R1's ``function``).
+    lead: bool = True
 
     @property
     def leading_space(self) -> bool:
-        return self.before != '""'
+        return self.lead and self.before != '""'
 
     def call(self, rules: Rules, i: int, name: str, params: Mapping[str, Any]) -> str:
         args = rules.arguments(params, f"tool{i}-arguments")
@@ -319,10 +385,14 @@ class Tagged(Body):
     arg_open: tuple[str, ...]
     arg_close: tuple[str, ...]
     types: tuple[tuple[str, str], ...] = ()
+    #: A string value has no white space at its ends (see :meth:`Rules.trimmed`).
+    trim: bool = True
+    #: May white space come before ``before``?
+    lead: bool = True
 
     @property
     def leading_space(self) -> bool:
-        return self.before != '""'
+        return self.lead and self.before != '""'
 
     def _type_text(self, kind: str) -> str:
         table = dict(self.types)
@@ -336,7 +406,8 @@ class Tagged(Body):
             opener = [t.format(key=key, type=typed) for t in self.arg_open]
             closer = [t.format(key=key, type=typed) for t in self.arg_close]
             if kind == "string":
-                value = f"{rules.through(closer[0])} space {words(closer[1:])}"
+                raw = rules.trimmed(closer[0]) if self.trim else rules.through(closer[0])
+                value = f"{raw} space {words(closer[1:])}"
             else:
                 scalar = _TAG_BOOL if kind == "boolean" else rules.value(schema, f"tool{i}-{key}")
                 value = f"space {scalar} space {words(closer)}"

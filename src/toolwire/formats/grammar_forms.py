@@ -153,7 +153,9 @@ DEEPSEEK_V31 = CallForm(
 )
 # the R1 distills' templates render a single call without the block's closing token
 DEEPSEEK_R1 = CallForm(
-    NamedJson(before=lit("function<｜tool▁sep｜>"), between='space "```json"', after='"```"'),
+    NamedJson(
+        before=lit("function<｜tool▁sep｜>"), between=lit("\n```json"), after='"```"', lead=False
+    ),
     open=lit(_DS_CALLS[0]),
     close=f"({lit(_DS_CALLS[1])})?",
     call_open=_DS_CALL[0],
@@ -161,7 +163,9 @@ DEEPSEEK_R1 = CallForm(
     triggers=(_DS_CALLS[0],),
 )
 _KIMI_BODY = NamedJson(
-    before=lit("functions."), between=f'":" {_INDEX} {lit("<|tool_call_argument_begin|>")}'
+    before=lit("functions."),
+    between=f'":" {_INDEX} {lit("<|tool_call_argument_begin|>")}',
+    lead=False,
 )
 _KIMI_CALL = (lit("<|tool_call_begin|>"), lit("<|tool_call_end|>"))
 KIMI_K2 = AnyOf(
