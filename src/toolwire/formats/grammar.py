@@ -224,8 +224,8 @@ class Rules:
                                 alts.append(lit(ch))
                         else:
                             alts.append(f"{lit(ch)} {name(k + 1, ok)}")
-                    elif (to := step(k, ch)) > 0:
-                        alts.append(f"{lit(ch)} {name(to)}")
+                    elif (back := step(k, ch)) > 0:
+                        alts.append(f"{lit(ch)} {name(back)}")
                     elif (after := plain("N", ch)) is not None:
                         alts.append(f"{lit(ch)} {name(after)}")
                 self.add(name(k, ok), " | ".join(alts))
