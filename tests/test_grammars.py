@@ -364,3 +364,22 @@ def test_python_nested_values_are_python_literals(reply: str, taken: bool) -> No
     assert matches(constraint.grammar("start"), reply) is taken
     if taken:
         assert len(get_family("pythonic").parse(reply, [NOTE]).calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "taken"),
+    [
+        ("\nParis\n", True),
+        ("Paris", True),
+        ("07:30\n<b>wake</b>", True),  # markup of the value's own is text
+        ("\n    Paris\n  ", False),  # an indent would be the value's text
+        ("Paris</function>", False),  # the form's own tags are never a value's text
+        ("Paris<parameter=days>", False),
+    ],
+)
+def test_a_string_between_tags_is_text_not_the_form_s_markup(value: str, taken: bool) -> None:
+    reply = (
+        "<tool_call>\n<function=get_weather>\n"
+        f"<parameter=city>{value}</parameter>\n</function>\n</tool_call>"
+    )
+    assert matches(grammar("qwen-xml"), reply) is taken

@@ -37,6 +37,7 @@ text out.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -94,6 +95,16 @@ def words(texts: Sequence[str]) -> str:
     return " space ".join(lit(t) for t in texts if t) or '""'
 
 
+def _unlit(fragment: str) -> str:
+    """The text of a GBNF fragment that is one literal (else "")."""
+    if re.fullmatch(r'"(?:[^"\\]|\\.)*"', fragment):
+        try:
+            return str(json.loads(fragment))
+        except ValueError:
+            return ""
+    return ""
+
+
 def cat(*parts: str) -> str:
     """GBNF fragments one after another, white space allowed between them; an empty
     fragment (``""``) is left out, and a leading ``""`` stands for white space before."""
@@ -141,95 +152,86 @@ class Rules:
             return str(self.conv.visit(fallback or {}, name + "-any"))
 
     def through(self, closer: str) -> str:
-        """Raw text up to and with the first ``closer`` (the text that ends it): the states
-        of a matcher of ``closer``, a character at a time, done when it is complete. Written
-        a character at a time, so no engine's lexer takes the closer's first character for
-        the start of the closer when it is the value's own (``<b>`` before ``</p>``)."""
-        if closer in self._until:
-            return self._until[closer]
-        n = len(closer)
-        base = f"raw{len(self._until)}"
-        chars = sorted(set(closer))
-        other = "[^" + "".join(_class_char(c) for c in chars) + "]"
+        """Raw text up to and with the first ``closer`` (the text that ends it)."""
+        return self.value_text(closer, (), trim=False)
 
-        def step(state: int, ch: str) -> int:
-            text = closer[:state] + ch
-            for k in range(min(len(text), n), 0, -1):
-                if text.endswith(closer[:k]):
-                    return k
-            return 0
+    def trimmed(self, closer: str, markup: Sequence[str] = ()) -> str:
+        """Like :meth:`through`, with no white space at the value's ends but one line break
+        each side (as Qwen's template writes ``<parameter=K>\\nV\\n</parameter>``: under a
+        grammar a model would indent a value, and the indent would be its text), and none of
+        ``markup`` inside (the form's own tags: a value holding them would be read as them)."""
+        return self.value_text(closer, tuple(markup), trim=True)
 
-        for state in range(n):
-            alts = [f"{other} {base}-0"]
-            for ch in chars:
-                to = step(state, ch)
-                alts.append(lit(ch) if to == n else f"{lit(ch)} {base}-{to}")
-            self.add(f"{base}-{state}", " | ".join(alts))
-        self._until[closer] = f"{base}-0"
-        return self._until[closer]
-
-    def trimmed(self, closer: str) -> str:
-        """Like :meth:`through`, a value with no white space at its ends but one line break
-        each side (as Qwen's template writes ``<parameter=K>\\nV\\n</parameter>``): under a
-        grammar a model would indent a value, and the indent would be the value's text."""
-        key = "trim:" + closer
+    def value_text(self, closer: str, markup: tuple[str, ...], *, trim: bool) -> str:
+        """The matcher of a raw value and its ``closer``, a character at a time (so that no
+        engine's lexer takes a character of the value for the start of the closer), as
+        rules: each state is the text matched so far of the closer or of a ``markup`` text,
+        and what comes before it (``S`` the start, ``F`` after a first line break, ``N``
+        after text, ``L`` after text and a line break, ``W`` after other white space, where
+        the closer may not come when ``trim``)."""
+        key = f"{trim}:{closer}:" + "\x00".join(markup)
         if key in self._until:
             return self._until[key]
-        n = len(closer)
-        base = f"trim{len(self._until)}"
+        base = f"raw{len(self._until)}"
+        patterns = (closer, *[m for m in markup if m and m != closer])
         blanks = " \t\n\r"
-        chars = sorted(set(closer) | set(blanks))
-        other = "[^" + "".join(_class_char(c) for c in chars) + "]"
+        alphabet = sorted(set("".join(patterns)) | set(blanks))
+        other = "[^" + "".join(_class_char(c) for c in alphabet) + "]"
+        prefixes = {p[:k] for p in patterns for k in range(len(p))}
 
-        def step(state: int, ch: str) -> int:
-            text = closer[:state] + ch
-            for k in range(min(len(text), n), 0, -1):
-                if text.endswith(closer[:k]):
-                    return k
-            return 0
-
-        # before the closer: S start, F after a first line break, N after text, L after
-        # text and a line break, W after other white space (the closer may not come there)
-        def plain(state: str, ch: str) -> str | None:
+        def plain(cls: str | None, ch: str) -> str | None:
+            if cls is None:
+                return None
             if ch not in blanks:
                 return "N"
-            if state == "S":
+            if not trim:
+                return "W"
+            if cls == "S":
                 return "F" if ch == "\n" else None
-            if state == "F":
+            if cls == "F":
                 return None
-            return "L" if state == "N" and ch == "\n" else "W"
+            return "L" if cls == "N" and ch == "\n" else "W"
 
-        def name(state: str | int, ok: bool = True) -> str:
-            return f"{base}-{state}" + ("" if ok else "x")
+        def move(state: tuple[str, str], ch: str) -> tuple[str, str] | str | None:
+            cls, seen = state
+            text = seen + ch
+            if any(text.endswith(m) for m in patterns[1:]):
+                return None
+            if text.endswith(closer):
+                start = len(text) - len(closer)
+                for c in text[:start]:
+                    cls = plain(cls, c)  # type: ignore[assignment]
+                return "end" if cls is not None and (cls != "W" or not trim) else None
+            keep = next(k for k in range(len(text), -1, -1) if text[len(text) - k :] in prefixes)
+            after: str | None = cls
+            for c in text[: len(text) - keep]:
+                after = plain(after, c)
+            return None if after is None else (after, text[len(text) - keep :])
 
-        for state in ("S", "F", "N", "L", "W"):
-            alts = [f"{other} {name('N')}"]
-            for ch in chars:
-                if ch == closer[0]:
-                    if n == 1:
-                        if state != "W":
-                            alts.append(lit(ch))
-                    else:
-                        alts.append(f"{lit(ch)} {name(1, state != 'W')}")
-                elif (to := plain(state, ch)) is not None:
-                    alts.append(f"{lit(ch)} {name(to)}")
-            self.add(name(state), " | ".join(alts))
-        for k in range(1, n):
-            for ok in (True, False):
-                alts = [f"{other} {name('N')}"]
-                for ch in chars:
-                    if ch == closer[k]:
-                        if k + 1 == n:
-                            if ok:
-                                alts.append(lit(ch))
-                        else:
-                            alts.append(f"{lit(ch)} {name(k + 1, ok)}")
-                    elif (back := step(k, ch)) > 0:
-                        alts.append(f"{lit(ch)} {name(back)}")
-                    elif (after := plain("N", ch)) is not None:
-                        alts.append(f"{lit(ch)} {name(after)}")
-                self.add(name(k, ok), " | ".join(alts))
-        self._until[key] = name("S")
+        names: dict[tuple[str, str], str] = {}
+        todo = [("S", "")]
+        names[todo[0]] = f"{base}-0"
+        rules: list[tuple[str, str]] = []
+        while todo:
+            state = todo.pop()
+            alts = []
+            for ch in [*alphabet, "\x00"]:
+                to = move(state, ch)
+                if to is None:
+                    continue
+                piece = other if ch == "\x00" else lit(ch)
+                if to == "end":
+                    alts.append(piece)
+                    continue
+                assert isinstance(to, tuple)
+                if to not in names:
+                    names[to] = f"{base}-{len(names)}"
+                    todo.append(to)
+                alts.append(f"{piece} {names[to]}")
+            rules.append((names[state], " | ".join(alts) or '"\\x00"'))
+        for rule_name, rule in rules:
+            self.add(rule_name, rule)
+        self._until[key] = f"{base}-0"
         return self._until[key]
 
     def rules(self) -> dict[str, str]:
@@ -387,6 +389,9 @@ class Tagged(Body):
     types: tuple[tuple[str, str], ...] = ()
     #: A string value has no white space at its ends (see :meth:`Rules.trimmed`).
     trim: bool = True
+    #: Texts a string value never holds (the form's own tags; with ``trim``, and besides the
+    #: opening of another argument).
+    markup: tuple[str, ...] = ()
     #: May white space come before ``before``?
     lead: bool = True
 
@@ -406,7 +411,11 @@ class Tagged(Body):
             opener = [t.format(key=key, type=typed) for t in self.arg_open]
             closer = [t.format(key=key, type=typed) for t in self.arg_close]
             if kind == "string":
-                raw = rules.trimmed(closer[0]) if self.trim else rules.through(closer[0])
+                if self.trim:
+                    tags = (*self.markup, self.arg_open[0].split("{")[0], _unlit(self.after))
+                    raw = rules.trimmed(closer[0], [t for t in tags if not closer[0].startswith(t)])
+                else:
+                    raw = rules.through(closer[0])
                 value = f"{raw} space {words(closer[1:])}"
             else:
                 scalar = _TAG_BOOL if kind == "boolean" else rules.value(schema, f"tool{i}-{key}")

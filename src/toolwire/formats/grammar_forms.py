@@ -255,7 +255,9 @@ _QWEN = Tagged(
 QWEN_XML = tag_block("<tool_call>", "</tool_call>", _QWEN)
 SEED_OSS = tag_block("<seed:tool_call>", "</seed:tool_call>", _QWEN)
 _ARG_KV = (("<arg_key>{key}</arg_key>", "<arg_value>"), ("</arg_value>",))
-GLM = tag_block("<tool_call>", "</tool_call>", Tagged('""', '""', '""', *_ARG_KV))
+GLM = tag_block(
+    "<tool_call>", "</tool_call>", Tagged('""', '""', '""', *_ARG_KV, markup=("</tool_call>",))
+)
 
 
 def _hunyuan(ns: str = "") -> CallForm:
@@ -267,6 +269,7 @@ def _hunyuan(ns: str = "") -> CallForm:
             '""',
             (f"<arg_key{ns}>{{key}}</arg_key{ns}>", f"<arg_value{ns}>"),
             (f"</arg_value{ns}>",),
+            markup=(f"</tool_call{ns}>",),
         ),
         open=lit(f"<tool_calls{ns}>"),
         close=lit(f"</tool_calls{ns}>"),
