@@ -130,6 +130,8 @@ class Rules:
             prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False
         )
         self._until: dict[str, str] = {}
+        #: The texts of the form being built (its tags and markers): never a value's text.
+        self.markup: tuple[str, ...] = ()
 
     def add(self, name: str, rule: str) -> str:
         """Add a rule (renamed if the name is taken by another); its name."""
@@ -412,7 +414,18 @@ class Tagged(Body):
             closer = [t.format(key=key, type=typed) for t in self.arg_close]
             if kind == "string":
                 if self.trim:
-                    tags = (*self.markup, self.arg_open[0].split("{")[0], _unlit(self.after))
+                    others = [
+                        self.arg_open[0].format(key=k, type=self._type_text(_type(sub)))
+                        for k, sub, _ in _properties(params)
+                        if k != key
+                    ]
+                    tags = (
+                        *self.markup,
+                        *rules.markup,
+                        *others,
+                        self.arg_open[0].split("{")[0],
+                        _unlit(self.after),
+                    )
                     raw = rules.trimmed(closer[0], [t for t in tags if not closer[0].startswith(t)])
                 else:
                     raw = rules.through(closer[0])
@@ -604,6 +617,8 @@ class CallForm(Form):
         return cat(f"{self.call_open} {one}" if self.call_open != '""' else one, self.call_close)
 
     def block(self, rules: Rules, tools: Sequence[Tool], *, parallel: bool = True) -> str:
+        texts = (self.open, self.close, self.call_open, self.call_close, self.sep)
+        rules.markup = (*self.triggers, *(t for t in map(_unlit, texts) if t.strip()))
         call = rules.add("form-call", self._call(rules, tools))
         tight = not self.body.leading_space and self.call_open == '""'
 
@@ -625,7 +640,7 @@ class CallForm(Form):
         block = self.block(rules, tools, parallel=parallel)
         if self.prefix == '""':
             return f"space {block}"
-        return f"space ({self.prefix} space)? {block}"
+        return f"space ({self.prefix})? {block}"
 
     def json_body(self) -> JsonCall | None:
         return self.body if isinstance(self.body, JsonCall) else None

@@ -104,7 +104,7 @@ INKLING = CallForm(
     sep=f"{lit('<|message_model|>')} [^<]{{0,64}}",
     blocks=True,
     triggers=("<|content_invoke_tool_json|>",),
-    prefix=f"{lit('<|message_model|>')}? [^<]{{0,64}}",
+    prefix=f"{lit('<|message_model|>')} [^<\\n]{{0,64}}",
 )
 _LLAMA = JsonCall(args_key="parameters")
 LLAMA3 = AnyOf(
@@ -222,13 +222,13 @@ SOLAR_OPEN = CallForm(
 GPT_OSS = CallForm(
     NamedJson(
         before=lit("to=functions."),
-        between=f'(space {lit("<|channel|>")} "commentary")? space '
-        f'{lit("<|constrain|>")}? "json"? space {lit("<|message|>")}',
+        between=f'(" "? {lit("<|channel|>")} "commentary")? " "? {lit("<|constrain|>")}? "json"? '
+        f"{lit('<|message|>')}",
     ),
-    sep=f"{lit('<|call|><|start|>assistant')} space ({lit('<|channel|>commentary')} space)?",
+    sep=f'{lit("<|call|><|start|>assistant")} ({lit("<|channel|>commentary")} " "?)?',
     blocks=True,
     triggers=("to=functions.",),
-    prefix=lit("<|channel|>commentary"),
+    prefix=f'{lit("<|channel|>commentary")} " "?',
 )
 
 # ------------------------------------------------------------ each argument in tags of its own
