@@ -13,8 +13,8 @@ four ways, and so the vocabulary has four bodies:
   ``N[ARGS]{…}``, gpt-oss);
 * :class:`Tagged` — the name in markup, then each argument between tags of its own (Qwen's
   ``<parameter=K>V</parameter>``, GLM's ``<arg_key>``/``<arg_value>``, MiniMax, DSML, …): a
-  string is its raw text (anything that is not the argument's closing text), any other value
-  its JSON;
+  string is its raw text (anything but the argument's closing text and the form's own tags,
+  with no white space at its ends but a line break), any other value its JSON;
 * :class:`Pythonic` — ``N(k='v', n=3)``; and :class:`Gemma` — ``call:N{k:<|"|>v<|"|>}``.
 
 A :class:`CallForm` puts a body between its texts: calls each in a block of their own
