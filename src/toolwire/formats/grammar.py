@@ -178,7 +178,6 @@ class Rules:
         patterns = (closer, *[m for m in markup if m and m != closer])
         blanks = " \t\n\r"
         alphabet = sorted(set("".join(patterns)) | set(blanks))
-        other = "[^" + "".join(_class_char(c) for c in alphabet) + "]"
         prefixes = {p[:k] for p in patterns for k in range(len(p))}
 
         def plain(cls: str | None, ch: str) -> str | None:
@@ -216,20 +215,27 @@ class Rules:
         rules: list[tuple[str, str]] = []
         while todo:
             state = todo.pop()
-            alts = []
+            # the characters that lead to one state, as one class
+            groups: dict[str, list[str]] = {}
             for ch in [*alphabet, "\x00"]:
                 to = move(state, ch)
                 if to is None:
                     continue
-                piece = other if ch == "\x00" else lit(ch)
-                if to == "end":
-                    alts.append(piece)
-                    continue
-                assert isinstance(to, tuple)
-                if to not in names:
-                    names[to] = f"{base}-{len(names)}"
-                    todo.append(to)
-                alts.append(f"{piece} {names[to]}")
+                target = ""
+                if isinstance(to, tuple):
+                    if to not in names:
+                        names[to] = f"{base}-{len(names)}"
+                        todo.append(to)
+                    target = names[to]
+                groups.setdefault(target, []).append(ch)
+            alts = []
+            for target, chars in groups.items():
+                if "\x00" in chars:
+                    left = [c for c in alphabet if c not in chars]
+                    piece = "[^" + "".join(_class_char(c) for c in left) + "]"
+                else:
+                    piece = "[" + "".join(_class_char(c) for c in chars) + "]"
+                alts.append(f"{piece} {target}".strip())
             rules.append((names[state], " | ".join(alts) or '"\\x00"'))
         for rule_name, rule in rules:
             self.add(rule_name, rule)
@@ -414,10 +420,13 @@ class Tagged(Body):
             closer = [t.format(key=key, type=typed) for t in self.arg_close]
             if kind == "string":
                 if self.trim:
+                    static = self.arg_open[0].split("{")[0]
+                    # another argument's opening; each in full only where their common
+                    # start is the closer's too (MiniMax M3's ``NS<K>`` and ``NS</K>``)
                     others = [
                         self.arg_open[0].format(key=k, type=self._type_text(_type(sub)))
                         for k, sub, _ in _properties(params)
-                        if k != key
+                        if k != key and closer[0].startswith(static)
                     ]
                     tags = (
                         *self.markup,
