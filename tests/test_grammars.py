@@ -375,6 +375,8 @@ def test_python_nested_values_are_python_literals(reply: str, taken: bool) -> No
         ("\n    Paris\n  ", False),  # an indent would be the value's text
         ("Paris</function>", False),  # the form's own tags are never a value's text
         ("Paris<parameter=days>", False),
+        ("\n</tool_call >\n", False),  # a tag of the form's, however it ends
+        ("Paris</parameter name>", False),  # the closer's own name ends only as the closer
     ],
 )
 def test_a_string_between_tags_is_text_not_the_form_s_markup(value: str, taken: bool) -> None:

@@ -175,10 +175,15 @@ class Rules:
         if key in self._until:
             return self._until[key]
         base = f"raw{len(self._until)}"
-        patterns = (closer, *[m for m in markup if m and m != closer])
+        # a tag of the form's is refused however it ends (``</tool_call >``); the closer's
+        # own name, once written, ends only as the closer (``</parameter name>`` is no value)
+        stems = [m[:-1] for m in markup if m.endswith(">") and len(m) > 2]
+        forbidden = [m for m in (*markup, *stems) if m and not closer.startswith(m)]
+        patterns = (closer, *dict.fromkeys(forbidden))
+        stem = closer[:-1] if trim and closer.endswith(">") and len(closer) > 2 else ""
         blanks = " \t\n\r"
         alphabet = sorted(set("".join(patterns)) | set(blanks))
-        prefixes = {p[:k] for p in patterns for k in range(len(p))}
+        prefixes = {p[:k] for p in patterns for k in range(len(p))} | {stem}
 
         def plain(cls: str | None, ch: str) -> str | None:
             if cls is None:
@@ -195,6 +200,8 @@ class Rules:
 
         def move(state: tuple[str, str], ch: str) -> tuple[str, str] | str | None:
             cls, seen = state
+            if stem and seen.endswith(stem) and ch != closer[-1]:
+                return None
             text = seen + ch
             if any(text.endswith(m) for m in patterns[1:]):
                 return None
