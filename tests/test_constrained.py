@@ -11,7 +11,8 @@ import jsonschema
 import pytest
 
 from toolwire.events import CallEnd, Done, Notice, TextDelta
-from toolwire.formats.gbnf import FORMS, Constraint, constraint_for
+from toolwire.formats.gbnf import Constraint, Trigger, constraint_for
+from toolwire.formats.registry import family_names
 from toolwire.pipeline import Request, plan_turn, stream_sync
 
 WEATHER = {
@@ -98,20 +99,34 @@ def test_no_trigger_inside_thinking_and_the_search_is_incremental() -> None:
     assert constraint.trigger("x" * 10_000, searched=9_990) is None
 
 
-def test_a_family_without_a_form_still_constrains_openings_and_required() -> None:
-    constraint = constraint_for("mistral", [WEATHER], required=True)
+def test_a_reply_without_a_family_still_constrains_openings_and_required() -> None:
+    constraint = constraint_for(None, [WEATHER], required=True)
     assert constraint is not None and constraint.form is None and constraint.required
-    assert constraint.trigger("[TOOL_CALLS]") is None
+    assert constraint.trigger("<tool_call>") is None
     assert constraint.trigger('{"name": "get_weather"') is not None
+    assert "tool0" in constraint.grammar("required")
     assert constraint_for("hermes", []) is None
     assert constraint_for("hermes", [{"type": "function", "function": {"name": ""}}]) is None
-    assert set(FORMS) <= {"hermes", *FORMS}
+
+
+def test_every_family_s_own_marker_triggers_its_grammar() -> None:
+    mistral = constraint_for("mistral", [WEATHER])
+    assert mistral is not None and mistral.form is not None
+    found = mistral.trigger("Sure. [TOOL_CALLS]")
+    assert found is not None and (found.at, found.form) == (6, "family")
+    assert mistral.trigger("<tool_call>") is None  # another family's marker is text here
+    # a bare Python list is a call only where it opens the reply
+    pythonic = constraint_for("pythonic", [WEATHER])
+    assert pythonic is not None
+    assert pythonic.trigger("[get_weather(") == Trigger(0, "start")
+    assert pythonic.trigger("see [get_weather(") is None
+    assert pythonic.trigger("[get_weathe") is None
 
 
 def test_the_grammar_names_each_declared_tool_and_no_other_key() -> None:
     grammar = weather().grammar("family")
     rules = dict(line.split(" ::= ", 1) for line in grammar.splitlines())
-    assert '"<tool_call>"' in rules["block"] and '"</tool_call>"' in rules["block"]
+    assert '"<tool_call>"' in rules["form-block"] and '"</tool_call>"' in rules["form-block"]
     assert rules["call"] == "tool0 | tool1"
     assert '"\\"get_weather\\""' in rules["tool0"] and '"\\"save_note\\""' in rules["tool1"]
     assert '"\\"celsius\\""' in grammar  # the enum's values, and nothing else there
@@ -170,6 +185,20 @@ def test_every_grammar_is_accepted_by_the_engine(backend: Any, schema: dict[str,
     assert constraint is not None
     for form in ("family", "opening", "required"):
         GrammarSampler(backend.vocabulary, constraint.grammar(form)).close()
+
+
+@pytest.mark.parametrize("family", family_names())
+def test_every_family_s_grammar_is_accepted_by_the_engine(backend: Any, family: str) -> None:
+    """llama.cpp's own grammar parser takes each family's grammars (the tests of
+    tests/test_grammars.py match them with llguidance), the awkward schemas too."""
+    from toolwire.backends.constrain import GrammarSampler
+
+    tools = [WEATHER, NOTE, {"type": "function", "function": {"name": "t.x-1"}}]
+    for parallel in (True, False):
+        constraint = constraint_for(family, tools, parallel=parallel)
+        assert constraint is not None
+        for form in ("family", "opening", "required"):
+            GrammarSampler(backend.llama, constraint.grammar(form, lead=" <")).close()
 
 
 def test_a_deep_hostile_schema_falls_back_to_any_object(backend: Any) -> None:
@@ -377,3 +406,35 @@ def test_a_marker_inside_thinking_never_starts_the_grammar(
         generation.run()
         assert "".join(p for p in pieces if isinstance(p, str)) == reply
         assert pieces[-1] == ("stop", len(reply))
+
+
+def test_a_marker_that_may_open_text_triggers_only_before_a_declared_name() -> None:
+    """Functionary v3.2's ``>>>`` opens a call (``>>>get_weather``) or text for the user
+    (``>>>all``): only the call is constrained, so a plain answer is never forced into one."""
+    constraint = constraint_for("functionary-v3.2", [WEATHER])
+    assert constraint is not None
+    assert constraint.trigger("all\nHi.>>>all\nMore text") is None
+    text = "all\nLet me look.>>>get_weather\n"
+    found = constraint.trigger(text, searched=len(text) - 3)  # the name straddles the old end
+    assert found is not None and (found.at, found.form) == (text.index(">>>"), "family")
+    assert constraint.trigger("get_weather\n{") == Trigger(0, "start")
+    command_r = constraint_for("command-r-plus", [WEATHER])
+    assert command_r is not None
+    assert command_r.trigger("Action: none needed") is None
+    assert command_r.trigger("Action:\n```json\n[") is not None
+
+
+def test_parallel_calls_off_lets_the_grammar_write_one_call(backend: Any) -> None:
+    """With ``parallel_tool_calls`` false the grammar itself holds one call: the model asked
+    for two cities writes one call, not two of which one would be dropped afterwards."""
+    ask = [{"role": "user", "content": "What's the weather in Paris, and in Rome?"}]
+    request = Request(ask, [WEATHER], tool_choice="required", parallel_calls=False, max_tokens=120)
+    plan, sent, _ = plan_turn(backend, request)
+    assert plan.constraint is not None and plan.constraint.parallel is False
+    prepared = backend.prepare(sent, plan)
+    pieces: list[Any] = []
+    backend.llama.reset()
+    backend.generation(prepared, put=pieces.append, stop=threading.Event(), max_tokens=120).run()
+    text = "".join(p for p in pieces if isinstance(p, str))
+    assert text.count('"name"') == 1, text
+    assert len(calls(run(backend, request))) == 1

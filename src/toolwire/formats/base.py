@@ -30,6 +30,7 @@ from ..events import (
 )
 from ..messages import ToolCall
 from ..templates.shaping import CallIds
+from .grammar import Form
 from .reasoning import ReasoningSplitter, ReasoningTags
 from .samples import Sample, sample_arguments
 
@@ -375,6 +376,7 @@ class Family:
     samples: ClassVar[tuple[Sample, ...]] = ()
     #: The stream class implementing the grammar.
     stream_class: ClassVar[type[ReplyStream]]
+    grammar: ClassVar[Form | None] = None
 
     @property
     def models(self) -> str:

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import grammar_forms as forms
 from .base import Family, ToolIndex
 from .callshape import CallShape
 from .listcalls import ITEM, LIST_OPEN, NEXT, JsonListStream, ListBody, ListGrammar
@@ -132,3 +133,4 @@ class CommandRPlus(Family):
     samples = (_sample,)
     markers = (_ACTION, _ROLE)
     stream_class = CommandRPlusStream
+    grammar = forms.COMMAND_R_PLUS

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..messages import ToolCall
+from . import grammar_forms as forms
 from .base import Family
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream
@@ -209,6 +210,7 @@ class DeepSeekR1(Family):
     samples = (_r1_sample,)
     markers = (CALLS_BEGIN,)
     stream_class = DeepSeekR1Stream
+    grammar = forms.DEEPSEEK_R1
 
 
 class DeepSeekV31(Family):
@@ -225,3 +227,4 @@ class DeepSeekV31(Family):
     samples = (_v31_sample,)
     markers = (CALLS_BEGIN,)
     stream_class = DeepSeekV31Stream
+    grammar = forms.DEEPSEEK_V31

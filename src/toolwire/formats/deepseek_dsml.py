@@ -39,6 +39,7 @@ from typing import Any
 
 from ..events import NoticeCode
 from ..messages import ToolCall
+from . import grammar_forms as forms
 from .base import Family, loads_json
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream, expect_any
@@ -435,3 +436,4 @@ class DeepSeekDsml(Family):
     samples = (_sample,)
     markers = (_DSML,)
     stream_class = DeepSeekDsmlStream
+    grammar = forms.DEEPSEEK_DSML

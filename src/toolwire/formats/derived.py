@@ -23,11 +23,13 @@ The learning itself is in :mod:`toolwire.formats.learn`.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar
 
 from ..messages import ToolCall
+from . import grammar as g
 from .base import Family
 from .callshape import CallShape
 from .jsoncall import JsonCall
@@ -96,6 +98,40 @@ class DerivedShape:
         return f"{one} {more}".strip().replace(NUMBER, "0")
 
     @cached_property
+    def grammar(self) -> g.Form:
+        """The shape's call form (:mod:`toolwire.formats.grammar`): the learned words, white
+        space allowed between them as the reader allows it."""
+        body: g.Body
+        extra = tuple((key, '"\\"" [^"\\\\]{0,64} "\\""') for key in self.strings)
+        extra += tuple((key, g.lit(json.dumps(value))) for key, value in self.constants)
+        if self.kind == "json":
+            body = g.JsonCall(self.name_key, self.args_key, extra=extra)
+        elif self.kind == "name-json":
+            # the learned reader takes white space between any two words, the name's too
+            body = g.NamedJson(before="space", between="space " + _words(self.name_end))
+        else:
+            escaped = [
+                tuple(w.replace("{", "{{").replace("}", "}}") for w in words)
+                for words in (self.key_open, self.key_mid, self.value_end)
+            ]
+            body = g.Tagged(
+                "space",
+                "space " + _words(self.name_end),
+                '""',
+                arg_open=(*escaped[0], "{key}", *escaped[1]),
+                arg_close=escaped[2],
+                trim=False,  # the learned white space around a value is the template's
+            )
+        return g.CallForm(
+            body,
+            open=_words(self.opening),
+            call_close=_words(self.post),
+            sep=_words(self.next_call),
+            close=_words(self.trail),
+            triggers=(self.marker,),
+        )
+
+    @cached_property
     def family(self) -> Family:
         """The family reading replies in this shape (built once per shape)."""
         stream = type("DerivedStream", (DerivedStream,), {"marker": self.marker, "shape": self})
@@ -107,6 +143,7 @@ class DerivedShape:
                 "label": f"derived from the template: {self.describe()}",
                 "markers": (self.marker,),
                 "stream_class": stream,
+                "grammar": self.grammar,
                 # ids of nine letters and digits suit every template (Mistral's demand them);
                 # an unknown template is given the ids every template accepts
                 "call_ids": "alnum9",
@@ -127,6 +164,12 @@ class DerivedShape:
             for key in ("key_open", "key_mid", "value_end"):
                 out[key] = list(getattr(self, key))
         return out
+
+
+def _words(words: Words) -> str:
+    """Learned words as GBNF: white space between them, the call's number as digits."""
+    parts = ["[0-9]{1,4}" if w == NUMBER else g.lit(w) for w in words if w]
+    return " space ".join(parts) or '""'
 
 
 # --------------------------------------------------------------------------- reading

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..messages import ToolCall
+from . import grammar_forms as forms
 from .base import Family, loads_json
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, FAILED, OPEN, WS, MarkerStream, expect_literal
@@ -185,6 +186,7 @@ class FunctionaryV31(Family):
     samples = (_v31_sample,)
     markers = (_FUNCTION, _PYTHON_TAG)
     stream_class = FunctionaryV31Stream
+    grammar = forms.FUNCTIONARY_V31
 
 
 # --------------------------------------------------------------------------- v3.2
@@ -264,3 +266,4 @@ class FunctionaryV32(Family):
     samples = (_v32_sample,)
     markers = (_RECIPIENT,)
     stream_class = FunctionaryV32Stream
+    grammar = forms.FUNCTIONARY_V32

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..events import ReasoningDelta
+from . import grammar_forms as forms
 from .base import Family
 from .markerstream import DONE, FAILED, OPEN, WS, MarkerStream, expect_any
 from .pyliteral import GEMMA, LiteralBody
@@ -185,3 +186,4 @@ class Gemma4(Family):
     samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = Gemma4Stream
+    grammar = forms.GEMMA4

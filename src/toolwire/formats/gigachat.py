@@ -17,6 +17,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from . import grammar_forms as forms
 from .base import Family
 from .callshape import CallShape
 from .jsoncall import JsonCall
@@ -95,4 +96,5 @@ class GigaChat(Family):
     samples = (_message_sample, _token_sample)
     markers = (_CALL_V3, _CALL_V31)
     stream_class = GigaChatStream
+    grammar = forms.GIGACHAT
     one_call_per_message = True

@@ -34,6 +34,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from . import grammar_forms as forms
 from .base import Family, ToolIndex
 from .channels import ChannelStream, Route, read_role, valid_name
 from .markerstream import WS, MarkerStream
@@ -171,3 +172,4 @@ class Glimmer(Family):
     samples = (_sample,)
     markers = ("<|start|>", _BLOCK)
     stream_class = GlimmerStream
+    grammar = forms.GLIMMER

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..events import NoticeCode
+from . import grammar_forms as forms
 from .base import Family, loads_json
 from .markerstream import DONE, WS, Body, MarkerStream
 from .reasoning import THINK
@@ -219,3 +220,4 @@ class Glm(Family):
     samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = GlmStream
+    grammar = forms.GLM

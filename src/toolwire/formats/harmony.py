@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..messages import ToolCall
+from . import grammar_forms as forms
 from .base import Family
 from .channels import ChannelStream, Route, read_role, valid_name
 from .jsonscan import ObjectScanner
@@ -123,4 +124,5 @@ class GptOss(Family):
     samples = (_sample,)
     markers = ("<|channel|>", "<|start|>")
     stream_class = HarmonyStream
+    grammar = forms.GPT_OSS
     one_call_per_message = True

@@ -20,6 +20,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from . import grammar_forms as forms
 from .base import Family
 from .callshape import CallShape
 from .jsoncall import JsonCall
@@ -144,3 +145,4 @@ class Hermes(Family):
     samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = HermesStream
+    grammar = forms.HERMES

@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from . import grammar_forms as forms
 from .base import Family
 from .markerstream import WS, MarkerStream
 from .reasoning import THINK
@@ -228,3 +229,4 @@ class Hunyuan(Family):
     samples = (_sample,)
     markers = (_BLOCK_OPEN,)
     stream_class = HunyuanStream
+    grammar = forms.HUNYUAN

@@ -36,6 +36,7 @@ from typing import Any
 
 from ..events import ReasoningDelta
 from ..messages import ToolCall
+from . import grammar_forms as forms
 from .base import Family, ReplyStream, loads_json
 from .callshape import CallShape
 from .jsoncall import raw_controls_notice
@@ -276,3 +277,4 @@ class Inkling(Family):
     samples = (_sample,)
     markers = (INVOKE_JSON,)
     stream_class = InklingStream
+    grammar = forms.INKLING

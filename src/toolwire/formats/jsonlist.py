@@ -22,6 +22,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from . import grammar_forms as forms
 from .base import Family
 from .callshape import CallShape
 from .listcalls import JsonListStream, ListGrammar
@@ -99,6 +100,7 @@ class Granite(Family):
     markers = (GRANITE.marker,)
     prompt_markers = (GRANITE.marker,)
     stream_class = GraniteStream
+    grammar = forms.GRANITE
 
 
 class NemotronV2(Family):
@@ -109,6 +111,7 @@ class NemotronV2(Family):
     samples = (_list_sample("<TOOLCALL>", "</TOOLCALL>"),)
     markers = (NEMOTRON_V2.marker,)
     stream_class = NemotronV2Stream
+    grammar = forms.NEMOTRON_V2
 
 
 class Apriel(Family):
@@ -126,6 +129,7 @@ class Apriel(Family):
     samples = (_list_sample("<tool_calls>", "</tool_calls>"),)
     markers = (APRIEL.marker,)
     stream_class = AprielStream
+    grammar = forms.APRIEL
 
 
 class Apertus(Family):
@@ -135,6 +139,7 @@ class Apertus(Family):
     samples = (_list_sample("<|tools_prefix|>", "<|tools_suffix|>", lambda n, a: {n: a}),)
     markers = (APERTUS.marker,)
     stream_class = ApertusStream
+    grammar = forms.APERTUS
 
 
 class Firefunction(Family):
@@ -143,6 +148,7 @@ class Firefunction(Family):
     samples = (_list_sample(" functools"),)
     markers = (FIREFUNCTION.marker,)
     stream_class = FirefunctionStream
+    grammar = forms.FIREFUNCTION
 
 
 class CommandR7B(Family):
@@ -163,3 +169,4 @@ class CommandR7B(Family):
     )
     markers = (COMMAND_R7B.marker,)
     stream_class = CommandR7BStream
+    grammar = forms.COMMAND_R7B

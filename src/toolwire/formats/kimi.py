@@ -39,6 +39,7 @@ from typing import Any
 from ..arguments.schema import declared, matching_pattern, resolve
 from ..events import Event, NoticeCode, ReasoningDelta
 from ..messages import ToolCall
+from . import grammar_forms as forms
 from .base import Family, ToolIndex
 from .brokencall import BlockStream, ResyncBody
 from .jsonscan import ObjectScanner
@@ -344,3 +345,4 @@ class KimiK2(Family):
     samples = (_sample,)
     markers = (_SECTION, _CALL)
     stream_class = KimiK2Stream
+    grammar = forms.KIMI_K2

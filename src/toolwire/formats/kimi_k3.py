@@ -40,6 +40,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..messages import ToolCall
+from . import grammar_forms as forms
 from .base import Family, loads_json
 from .channels import ChannelStream, Route
 from .markerstream import DONE, WS, Body, MarkerStream
@@ -277,3 +278,4 @@ class KimiK3(Family):
     samples = (_sample,)
     markers = (_OPEN + "tools" + _SEP,)
     stream_class = KimiK3Stream
+    grammar = forms.KIMI_K3

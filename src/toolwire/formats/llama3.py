@@ -37,6 +37,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..messages import ToolCall
+from . import grammar_forms as forms
 from .base import Family, ReplyStream
 from .callshape import CallShape
 from .jsoncall import JsonCall, raw_controls_notice
@@ -236,4 +237,5 @@ class Llama3(Family):
     samples = (_sample,)
     markers = (_TAG, "{")
     stream_class = Llama3Stream
+    grammar = forms.LLAMA3
     one_call_per_message = True

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from . import grammar_forms as forms
 from .base import Family
 from .markerstream import DONE, OPEN, WS, MarkerStream, expect_literal
 from .samples import as_text
@@ -115,3 +116,4 @@ class MiniCpm5(Family):
     samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = MiniCpm5Stream
+    grammar = forms.MINICPM5

@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from . import grammar_forms as forms
 from .base import Family
 from .markerstream import OPEN, WS, MarkerStream
 from .reasoning import THINK
@@ -139,3 +140,4 @@ class MiniMax(Family):
     samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = MiniMaxStream
+    grammar = forms.MINIMAX

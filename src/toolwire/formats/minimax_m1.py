@@ -18,6 +18,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from . import grammar_forms as forms
 from .base import Family
 from .brokencall import BlockStream, ResyncBody
 from .callshape import CallShape
@@ -97,3 +98,4 @@ class MiniMaxM1(Family):
     samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = MiniMaxM1Stream
+    grammar = forms.MINIMAX_M1

@@ -34,6 +34,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from . import grammar_forms as forms
 from .base import MAX_JSON_DEPTH, Family, loads_json
 from .markerstream import OPEN, WS, MarkerStream
 from .reasoning import ReasoningSplitter, ReasoningTags
@@ -289,3 +290,4 @@ class MiniMaxM3(Family):
     samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = MiniMaxM3Stream
+    grammar = forms.MINIMAX_M3

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..messages import ToolCall
+from . import grammar_forms as forms
 from .base import Family
 from .callshape import CallShape
 from .jsoncall import JsonCall
@@ -212,3 +213,4 @@ class Mistral(Family):
     markers = (_MARKER,)
     call_ids = "alnum9"
     stream_class = MistralStream
+    grammar = forms.MISTRAL

@@ -55,6 +55,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..messages import ToolCall
+from . import grammar_forms as forms
 from .base import Family
 from .callshape import CallShape
 from .jsoncall import JsonCall
@@ -329,6 +330,7 @@ class Lfm2(Family):
     #: LFM2 8B's template shows no calls; its prompt lists the tools between these tokens.
     prompt_markers = ("<|tool_list_start|>",)
     stream_class = Lfm2Stream
+    grammar = forms.LFM2
 
 
 # ----------------------------------------------------------------------------- bare list
@@ -499,3 +501,4 @@ class Pythonic(Family):
     samples = (_list_sample,)
     markers = (_PY_START, "[")
     stream_class = PythonicStream
+    grammar = forms.PYTHONIC

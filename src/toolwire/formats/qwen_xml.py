@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from . import grammar_forms as forms
 from .base import Family
 from .markerstream import Body
 from .reasoning import THINK
@@ -73,3 +74,4 @@ class QwenXml(Family):
     samples = (_sample,)
     markers = (OPEN_TAG,)
     stream_class = QwenXmlStream
+    grammar = forms.QWEN_XML

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from . import grammar_forms as forms
 from .base import Family
 from .markerstream import MarkerStream
 from .reasoning import ReasoningTags
@@ -60,3 +61,4 @@ class SeedOss(Family):
     samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = SeedOssStream
+    grammar = forms.SEED_OSS

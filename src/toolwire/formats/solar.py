@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from . import grammar_forms as forms
 from .base import Family
 from .markerstream import DONE, OPEN, MarkerStream, expect_any
 from .openings import ArgsBody, OpeningsStream, end_after_call
@@ -138,3 +139,4 @@ class SolarOpen(Family):
     samples = (_sample,)
     markers = (_CALLS,)
     stream_class = SolarOpenStream
+    grammar = forms.SOLAR_OPEN

@@ -132,7 +132,7 @@ def plan_turn(transport: Transport, request: Request) -> tuple[Plan, Request, li
     if plan.mode == "grammar" and transport.can_constrain and _constrains(request):
         # a named function or "required": a call is certain, so the grammar holds throughout
         constraint = constraint_for(
-            plan.family.name if plan.family else None, sent.tools, required=request.required
+            plan.family, sent.tools, required=request.required, parallel=request.parallel_calls
         )
         if constraint is not None and request.output is not None and not request.required:
             # tools and a structured output: a call, or the answer in the schema
