@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import grammar_forms as forms
 from .base import Family, ToolIndex
 from .callshape import CallShape
+from .grammar import CallForm, JsonCall, lit
 from .listcalls import ITEM, LIST_OPEN, NEXT, JsonListStream, ListBody, ListGrammar
 from .markerstream import DONE, FAILED, WS, MarkerStream
 from .openings import OpeningsStream
@@ -124,6 +124,16 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
     return "Action:\n```json\n" + json.dumps([{"tool_name": name, "parameters": args}]) + "\n```"
 
 
+_COMMAND_R_PLUS_FORM = CallForm(
+    JsonCall("tool_name", "parameters"),
+    open=f'{lit("Action:")} space {lit("```json")} space "["',
+    close='"]" space "```"',
+    sep='","',
+    triggers=("Action:\n```json",),  # "Action:" alone may be prose
+    prefix=lit("<|CHATBOT_TOKEN|>"),
+)
+
+
 class CommandRPlus(Family):
     name = "command-r-plus"
     label = "Cohere Action: ```json [...]``` (Command R+)"
@@ -133,4 +143,4 @@ class CommandRPlus(Family):
     samples = (_sample,)
     markers = (_ACTION, _ROLE)
     stream_class = CommandRPlusStream
-    grammar = forms.COMMAND_R_PLUS
+    grammar = _COMMAND_R_PLUS_FORM

@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..messages import ToolCall
-from . import grammar_forms as forms
 from .base import Family
+from .grammar import CallForm, NamedJson, lit
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream
 from .reasoning import THINK
@@ -196,6 +196,32 @@ def _v31_sample(name: str, args: Mapping[str, Any], index: int) -> str:
     return _calls(name + "<｜tool▁sep｜>" + json.dumps(args))
 
 
+_DS_CALLS = ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>")
+
+_DS_CALL = (lit("<｜tool▁call▁begin｜>"), lit("<｜tool▁call▁end｜>"))
+
+_DEEPSEEK_V31_FORM = CallForm(
+    NamedJson(between=lit("<｜tool▁sep｜>")),
+    open=lit(_DS_CALLS[0]),
+    close=lit(_DS_CALLS[1]),
+    call_open=_DS_CALL[0],
+    call_close=_DS_CALL[1],
+    triggers=(_DS_CALLS[0],),
+)
+
+# the R1 distills' templates render a single call without the block's closing token
+_DEEPSEEK_R1_FORM = CallForm(
+    NamedJson(
+        before=lit("function<｜tool▁sep｜>"), between=lit("\n```json"), after='"```"', lead=False
+    ),
+    open=lit(_DS_CALLS[0]),
+    close=f"({lit(_DS_CALLS[1])})?",
+    call_open=_DS_CALL[0],
+    call_close=_DS_CALL[1],
+    triggers=(_DS_CALLS[0],),
+)
+
+
 class DeepSeekR1(Family):
     name = "deepseek-r1"
     label = "DeepSeek R1 function<｜tool▁sep｜>NAME + fenced JSON (DeepSeek R1 and its distills)"
@@ -210,7 +236,7 @@ class DeepSeekR1(Family):
     samples = (_r1_sample,)
     markers = (CALLS_BEGIN,)
     stream_class = DeepSeekR1Stream
-    grammar = forms.DEEPSEEK_R1
+    grammar = _DEEPSEEK_R1_FORM
 
 
 class DeepSeekV31(Family):
@@ -227,4 +253,4 @@ class DeepSeekV31(Family):
     samples = (_v31_sample,)
     markers = (CALLS_BEGIN,)
     stream_class = DeepSeekV31Stream
-    grammar = forms.DEEPSEEK_V31
+    grammar = _DEEPSEEK_V31_FORM

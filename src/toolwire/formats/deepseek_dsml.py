@@ -39,8 +39,8 @@ from typing import Any
 
 from ..events import NoticeCode
 from ..messages import ToolCall
-from . import grammar_forms as forms
 from .base import Family, loads_json
+from .grammar import AnyOf, CallForm, Tagged, lit
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream, expect_any
 from .reasoning import THINK
@@ -428,6 +428,28 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
     )
 
 
+_DSML_BODY = Tagged(
+    before=lit(_DSML + 'invoke name="'),
+    between='"\\">"',
+    after=lit("</｜DSML｜invoke>"),
+    arg_open=(_DSML + 'parameter name="{key}" string="{type}">',),
+    arg_close=("</｜DSML｜parameter>",),
+    types=(("string", "true"), ("*", "false")),
+)
+
+_DEEPSEEK_DSML_FORM = AnyOf(
+    tuple(
+        CallForm(
+            _DSML_BODY,
+            open=lit(f"{_DSML}{block}>"),
+            close=lit(f"</｜DSML｜{block}>"),
+            triggers=(_DSML,),
+        )
+        for block in ("function_calls", "tool_calls")
+    )
+)
+
+
 class DeepSeekDsml(Family):
     name = "deepseek-dsml"
     label = "DeepSeek DSML <｜DSML｜invoke>/<｜DSML｜parameter> (DeepSeek V3.2, V4)"
@@ -436,4 +458,4 @@ class DeepSeekDsml(Family):
     samples = (_sample,)
     markers = (_DSML,)
     stream_class = DeepSeekDsmlStream
-    grammar = forms.DEEPSEEK_DSML
+    grammar = _DEEPSEEK_DSML_FORM

@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..messages import ToolCall
-from . import grammar_forms as forms
 from .base import Family, loads_json
+from .grammar import AnyOf, CallForm, NamedJson, lit
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, FAILED, OPEN, WS, MarkerStream, expect_literal
 from .openings import ArgsBody, OpeningsStream
@@ -179,6 +179,22 @@ def _v32_sample(name: str, args: Mapping[str, Any], index: int) -> str:
     return ">>>" + name + "\n" + json.dumps(args)
 
 
+_FUNCTIONARY_V31_FORM = CallForm(
+    NamedJson(before=lit("<function="), between='">"', after=lit("</function>")),
+    blocks=True,
+    triggers=("<function=",),
+)
+
+_V32 = NamedJson(between='"\\n"')
+
+_FUNCTIONARY_V32_FORM = AnyOf(
+    (
+        CallForm(_V32, open='">>>"', blocks=True, triggers=(">>>{name}\n",)),
+        CallForm(_V32, sep='">>>"', blocks=True, starts=("{name}\n",)),
+    )
+)
+
+
 class FunctionaryV31(Family):
     name = "functionary-v3.1"
     label = "Functionary <function=NAME>{...}</function> (Functionary v3.1 Llama 3.1)"
@@ -186,7 +202,7 @@ class FunctionaryV31(Family):
     samples = (_v31_sample,)
     markers = (_FUNCTION, _PYTHON_TAG)
     stream_class = FunctionaryV31Stream
-    grammar = forms.FUNCTIONARY_V31
+    grammar = _FUNCTIONARY_V31_FORM
 
 
 # --------------------------------------------------------------------------- v3.2
@@ -266,4 +282,4 @@ class FunctionaryV32(Family):
     samples = (_v32_sample,)
     markers = (_RECIPIENT,)
     stream_class = FunctionaryV32Stream
-    grammar = forms.FUNCTIONARY_V32
+    grammar = _FUNCTIONARY_V32_FORM

@@ -23,8 +23,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..events import ReasoningDelta
-from . import grammar_forms as forms
 from .base import Family
+from .grammar import Gemma
+from .grammar_forms import tag_block
 from .markerstream import DONE, FAILED, OPEN, WS, MarkerStream, expect_any
 from .pyliteral import GEMMA, LiteralBody
 from .scan import Markers
@@ -176,6 +177,9 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
     return "<|tool_call>call:" + name + "{" + inner + "}<tool_call|>"
 
 
+_GEMMA4_FORM = tag_block("<|tool_call>", "<tool_call|>", Gemma())
+
+
 class Gemma4(Family):
     name = "gemma4"
     label = 'Gemma 4 <|tool_call>call:NAME{key:<|"|>…<|"|>}<tool_call|> (Gemma 4)'
@@ -186,4 +190,4 @@ class Gemma4(Family):
     samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = Gemma4Stream
-    grammar = forms.GEMMA4
+    grammar = _GEMMA4_FORM

@@ -17,9 +17,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from . import grammar_forms as forms
 from .base import Family
 from .callshape import CallShape
+from .grammar import AnyOf, CallForm, lit
+from .grammar_forms import NAME_ARGS
 from .jsoncall import JsonCall
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream, expect_literal
 from .openings import OpeningsStream, end_after_call
@@ -90,11 +91,27 @@ def _token_sample(name: str, args: Mapping[str, Any], index: int) -> str:
     return "<|function_call|>" + json.dumps({"name": name, "arguments": args})
 
 
+_GIGACHAT_FORM = AnyOf(
+    (
+        CallForm(
+            NAME_ARGS,
+            open=lit("<|message_sep|>\n\nfunction call<|role_sep|>"),
+            close=f"({lit('<|message_sep|>')})?",
+            blocks=True,
+            triggers=("<|message_sep|>\n\nfunction call<|role_sep|>",),
+        ),
+        CallForm(
+            NAME_ARGS, open=lit("<|function_call|>"), blocks=True, triggers=("<|function_call|>",)
+        ),
+    )
+)
+
+
 class GigaChat(Family):
     name = "gigachat"
     label = "GigaChat function call<|role_sep|> JSON (GigaChat 3, 3.1)"
     samples = (_message_sample, _token_sample)
     markers = (_CALL_V3, _CALL_V31)
     stream_class = GigaChatStream
-    grammar = forms.GIGACHAT
+    grammar = _GIGACHAT_FORM
     one_call_per_message = True

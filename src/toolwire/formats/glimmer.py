@@ -34,9 +34,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from . import grammar_forms as forms
 from .base import Family, ToolIndex
 from .channels import ChannelStream, Route, read_role, valid_name
+from .grammar import CallForm, lit
+from .grammar_forms import xml_invoke
 from .markerstream import WS, MarkerStream
 from .samples import as_text
 from .scan import Markers
@@ -162,6 +163,19 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
     )
 
 
+_RECIPIENT_FORM = '"to=" [^<\\n ]{1,128} ' + lit("<|message|>")
+
+_GLIMMER_FORM = CallForm(
+    xml_invoke("atem:", "invoke", "parameter"),
+    open=lit("<atem:function_calls>"),
+    close=lit("</atem:function_calls>"),
+    sep=f"{lit('<|eom|><|start|>assistant')} space {_RECIPIENT_FORM}",
+    blocks=True,
+    triggers=("<atem:function_calls>",),
+    prefix=_RECIPIENT_FORM,
+)
+
+
 class Glimmer(Family):
     name = "glimmer"
     label = "Muse Glimmer to=TOOL<|message|><atem:invoke>/<atem:parameter> (Muse Glimmer)"
@@ -172,4 +186,4 @@ class Glimmer(Family):
     samples = (_sample,)
     markers = ("<|start|>", _BLOCK)
     stream_class = GlimmerStream
-    grammar = forms.GLIMMER
+    grammar = _GLIMMER_FORM

@@ -33,8 +33,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..events import NoticeCode
-from . import grammar_forms as forms
 from .base import Family, loads_json
+from .grammar import Tagged
+from .grammar_forms import tag_block
 from .markerstream import DONE, WS, Body, MarkerStream
 from .reasoning import THINK
 from .samples import as_text
@@ -211,6 +212,13 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
     return "<tool_call>" + name + "\n" + pairs + "</tool_call>"
 
 
+_ARG_KV = (("<arg_key>{key}</arg_key>", "<arg_value>"), ("</arg_value>",))
+
+_GLM_FORM = tag_block(
+    "<tool_call>", "</tool_call>", Tagged('""', '""', '""', *_ARG_KV, markup=("</tool_call>",))
+)
+
+
 class Glm(Family):
     name = "glm"
     label = "GLM <tool_call>NAME<arg_key>…<arg_value>… (GLM 4.5/4.6/4.7, poolside Laguna)"
@@ -220,4 +228,4 @@ class Glm(Family):
     samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = GlmStream
-    grammar = forms.GLM
+    grammar = _GLM_FORM

@@ -32,9 +32,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..messages import ToolCall
-from . import grammar_forms as forms
 from .base import Family
 from .channels import ChannelStream, Route, read_role, valid_name
+from .grammar import CallForm, NamedJson, lit
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream
 
@@ -115,6 +115,19 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
     )
 
 
+_GPT_OSS_FORM = CallForm(
+    NamedJson(
+        before=lit("to=functions."),
+        between=f'(" "? {lit("<|channel|>")} "commentary")? " "? {lit("<|constrain|>")}? "json"? '
+        f"{lit('<|message|>')}",
+    ),
+    sep=f'{lit("<|call|><|start|>assistant")} ({lit("<|channel|>commentary")} " "?)?',
+    blocks=True,
+    triggers=("to=functions.",),
+    prefix=f'{lit("<|channel|>commentary")} " "?',
+)
+
+
 class GptOss(Family):
     name = "gpt-oss"
     label = "OpenAI harmony <|channel|>… to=functions.NAME <|message|>{JSON} (gpt-oss)"
@@ -124,5 +137,5 @@ class GptOss(Family):
     samples = (_sample,)
     markers = ("<|channel|>", "<|start|>")
     stream_class = HarmonyStream
-    grammar = forms.GPT_OSS
+    grammar = _GPT_OSS_FORM
     one_call_per_message = True

@@ -20,9 +20,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from . import grammar_forms as forms
 from .base import Family
 from .callshape import CallShape
+from .grammar_forms import NAME_ARGS, tag_block
 from .jsoncall import JsonCall
 from .markerstream import DONE, WS, Body, MarkerStream
 from .reasoning import THINK
@@ -136,6 +136,9 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
     return "<tool_call>\n" + json.dumps({"name": name, "arguments": args}) + "\n</tool_call>"
 
 
+_HERMES_FORM = tag_block("<tool_call>", "</tool_call>", NAME_ARGS)
+
+
 class Hermes(Family):
     name = "hermes"
     label = "Hermes <tool_call> JSON (Qwen2.5, Qwen3, Hermes 2/3, Granite 4)"
@@ -145,4 +148,4 @@ class Hermes(Family):
     samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = HermesStream
-    grammar = forms.HERMES
+    grammar = _HERMES_FORM

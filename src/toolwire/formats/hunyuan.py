@@ -35,8 +35,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import grammar_forms as forms
 from .base import Family
+from .grammar import AnyOf, CallForm, Tagged, lit
 from .markerstream import WS, MarkerStream
 from .reasoning import THINK
 from .samples import as_text
@@ -211,6 +211,28 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
     return f"<tool_calls>\n<tool_call>{name}<tool_sep>\n" + pairs + "</tool_call>\n</tool_calls>"
 
 
+def _hunyuan(ns: str = "") -> CallForm:
+    """Hunyuan's tags, each with the namespace ``ns`` (``:opensource`` in HY3's)."""
+    return CallForm(
+        Tagged(
+            '""',
+            lit(f"<tool_sep{ns}>"),
+            '""',
+            (f"<arg_key{ns}>{{key}}</arg_key{ns}>", f"<arg_value{ns}>"),
+            (f"</arg_value{ns}>",),
+            markup=(f"</tool_call{ns}>",),
+        ),
+        open=lit(f"<tool_calls{ns}>"),
+        close=lit(f"</tool_calls{ns}>"),
+        call_open=lit(f"<tool_call{ns}>"),
+        call_close=lit(f"</tool_call{ns}>"),
+        triggers=(f"<tool_calls{ns}>",),
+    )
+
+
+_HUNYUAN_FORM = AnyOf((_hunyuan(), _hunyuan(":opensource")))
+
+
 class Hunyuan(Family):
     name = "hunyuan"
     label = "Hunyuan <tool_calls><tool_call>NAME<tool_sep><arg_key>…<arg_value>… (Hunyuan hy_v3)"
@@ -229,4 +251,4 @@ class Hunyuan(Family):
     samples = (_sample,)
     markers = (_BLOCK_OPEN,)
     stream_class = HunyuanStream
-    grammar = forms.HUNYUAN
+    grammar = _HUNYUAN_FORM

@@ -36,9 +36,9 @@ from typing import Any
 
 from ..events import ReasoningDelta
 from ..messages import ToolCall
-from . import grammar_forms as forms
 from .base import Family, ReplyStream, loads_json
 from .callshape import CallShape
+from .grammar import CallForm, JsonCall, lit
 from .jsoncall import raw_controls_notice
 from .scan import Markers
 
@@ -267,6 +267,17 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
     )
 
 
+_INKLING_FORM = CallForm(
+    JsonCall(args_key="args"),
+    open=lit("<|content_invoke_tool_json|>"),
+    close=f"({lit('<|end_message|>')})?",
+    sep=f"{lit('<|message_model|>')} [^<]{{0,64}}",
+    blocks=True,
+    triggers=("<|content_invoke_tool_json|>",),
+    prefix=f"{lit('<|message_model|>')} [^<\\n]{{0,64}}",
+)
+
+
 class Inkling(Family):
     name = "inkling"
     label = (
@@ -277,4 +288,4 @@ class Inkling(Family):
     samples = (_sample,)
     markers = (INVOKE_JSON,)
     stream_class = InklingStream
-    grammar = forms.INKLING
+    grammar = _INKLING_FORM

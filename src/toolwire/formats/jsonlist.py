@@ -22,9 +22,10 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import grammar_forms as forms
 from .base import Family
 from .callshape import CallShape
+from .grammar import CallForm, JsonCall
+from .grammar_forms import NAME_ARGS, json_list
 from .listcalls import JsonListStream, ListGrammar
 from .reasoning import ReasoningTags
 from .samples import Sample
@@ -92,6 +93,23 @@ def _list_sample(
     return sample
 
 
+_GRANITE_FORM = json_list("<|tool_call|>")
+
+_NEMOTRON_V2_FORM = json_list("<TOOLCALL>", end="</TOOLCALL>")
+
+_APRIEL_FORM = json_list("<tool_calls>", JsonCall(id_key="id"), "</tool_calls>")
+
+_APERTUS_FORM = json_list("<|tools_prefix|>", JsonCall(name_is_key=True), "<|tools_suffix|>")
+
+_FIREFUNCTION_FORM = CallForm(
+    NAME_ARGS, open='"functools["', close='"]"', sep='","', triggers=("functools[",)
+)
+
+_COHERE = JsonCall("tool_name", "parameters", id_key="tool_call_id", id_first=True)
+
+_COMMAND_R7B_FORM = json_list("<|START_ACTION|>", _COHERE, "<|END_ACTION|>")
+
+
 class Granite(Family):
     name = "granite"
     label = "Granite <|tool_call|>[...] (Granite 3.x)"
@@ -100,7 +118,7 @@ class Granite(Family):
     markers = (GRANITE.marker,)
     prompt_markers = (GRANITE.marker,)
     stream_class = GraniteStream
-    grammar = forms.GRANITE
+    grammar = _GRANITE_FORM
 
 
 class NemotronV2(Family):
@@ -111,7 +129,7 @@ class NemotronV2(Family):
     samples = (_list_sample("<TOOLCALL>", "</TOOLCALL>"),)
     markers = (NEMOTRON_V2.marker,)
     stream_class = NemotronV2Stream
-    grammar = forms.NEMOTRON_V2
+    grammar = _NEMOTRON_V2_FORM
 
 
 class Apriel(Family):
@@ -129,7 +147,7 @@ class Apriel(Family):
     samples = (_list_sample("<tool_calls>", "</tool_calls>"),)
     markers = (APRIEL.marker,)
     stream_class = AprielStream
-    grammar = forms.APRIEL
+    grammar = _APRIEL_FORM
 
 
 class Apertus(Family):
@@ -139,7 +157,7 @@ class Apertus(Family):
     samples = (_list_sample("<|tools_prefix|>", "<|tools_suffix|>", lambda n, a: {n: a}),)
     markers = (APERTUS.marker,)
     stream_class = ApertusStream
-    grammar = forms.APERTUS
+    grammar = _APERTUS_FORM
 
 
 class Firefunction(Family):
@@ -148,7 +166,7 @@ class Firefunction(Family):
     samples = (_list_sample(" functools"),)
     markers = (FIREFUNCTION.marker,)
     stream_class = FirefunctionStream
-    grammar = forms.FIREFUNCTION
+    grammar = _FIREFUNCTION_FORM
 
 
 class CommandR7B(Family):
@@ -169,4 +187,4 @@ class CommandR7B(Family):
     )
     markers = (COMMAND_R7B.marker,)
     stream_class = CommandR7BStream
-    grammar = forms.COMMAND_R7B
+    grammar = _COMMAND_R7B_FORM

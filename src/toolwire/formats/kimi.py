@@ -39,9 +39,10 @@ from typing import Any
 from ..arguments.schema import declared, matching_pattern, resolve
 from ..events import Event, NoticeCode, ReasoningDelta
 from ..messages import ToolCall
-from . import grammar_forms as forms
 from .base import Family, ToolIndex
 from .brokencall import BlockStream, ResyncBody
+from .grammar import AnyOf, CallForm, NamedJson, lit
+from .grammar_forms import CALL_INDEX
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, FAILED, OPEN, WS, Body, MarkerStream, expect_any
 from .openings import OpeningsStream
@@ -333,6 +334,34 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
     )
 
 
+_KIMI_BODY = NamedJson(
+    before=lit("functions."),
+    between=f'":" {CALL_INDEX} {lit("<|tool_call_argument_begin|>")}',
+    lead=False,
+)
+
+_KIMI_CALL = (lit("<|tool_call_begin|>"), lit("<|tool_call_end|>"))
+
+_KIMI_K2_FORM = AnyOf(
+    (
+        CallForm(
+            _KIMI_BODY,
+            open=lit("<|tool_calls_section_begin|>"),
+            close=lit("<|tool_calls_section_end|>"),
+            call_open=_KIMI_CALL[0],
+            call_close=_KIMI_CALL[1],
+            triggers=("<|tool_calls_section_begin|>",),
+        ),
+        CallForm(
+            _KIMI_BODY,
+            call_open=_KIMI_CALL[0],
+            call_close=_KIMI_CALL[1],
+            triggers=("<|tool_call_begin|>",),
+        ),
+    )
+)
+
+
 class KimiK2(Family):
     name = "kimi-k2"
     label = "Kimi K2 <|tool_calls_section_begin|> functions.NAME:N + JSON (Kimi K2)"
@@ -345,4 +374,4 @@ class KimiK2(Family):
     samples = (_sample,)
     markers = (_SECTION, _CALL)
     stream_class = KimiK2Stream
-    grammar = forms.KIMI_K2
+    grammar = _KIMI_K2_FORM

@@ -40,9 +40,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..messages import ToolCall
-from . import grammar_forms as forms
 from .base import Family, loads_json
 from .channels import ChannelStream, Route
+from .grammar import CallForm, Tagged, lit
+from .grammar_forms import CALL_INDEX
 from .markerstream import DONE, WS, Body, MarkerStream
 from .reasoning import ReasoningTags
 from .samples import as_text
@@ -268,6 +269,23 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
     )
 
 
+_K3_OPEN, _K3_CLOSE, _K3_SEP = "<|open|>", "<|close|>", "<|sep|>"
+
+_KIMI_K3_FORM = CallForm(
+    Tagged(
+        before=lit(_K3_OPEN + 'call tool="'),
+        between=f'"\\" index=\\"" {CALL_INDEX} {lit(chr(34) + _K3_SEP)}',
+        after=lit(_K3_CLOSE + "call" + _K3_SEP),
+        arg_open=(_K3_OPEN + 'argument key="{key}" type="{type}"' + _K3_SEP,),
+        arg_close=(_K3_CLOSE + "argument" + _K3_SEP,),
+        types=(("integer", "number"),),
+    ),
+    open=lit(_K3_OPEN + "tools" + _K3_SEP),
+    close=f"{lit(_K3_CLOSE + 'tools' + _K3_SEP)} ({lit(_K3_CLOSE + 'message' + _K3_SEP)})?",
+    triggers=(_K3_OPEN + "tools" + _K3_SEP,),
+)
+
+
 class KimiK3(Family):
     name = "kimi-k3"
     label = 'Kimi K3 <|open|>tools<|sep|><|open|>call tool="NAME"…<|open|>argument… (Kimi K3)'
@@ -278,4 +296,4 @@ class KimiK3(Family):
     samples = (_sample,)
     markers = (_OPEN + "tools" + _SEP,)
     stream_class = KimiK3Stream
-    grammar = forms.KIMI_K3
+    grammar = _KIMI_K3_FORM

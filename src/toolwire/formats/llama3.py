@@ -37,9 +37,10 @@ from dataclasses import replace
 from typing import Any
 
 from ..messages import ToolCall
-from . import grammar_forms as forms
 from .base import Family, ReplyStream
 from .callshape import CallShape
+from .grammar import AnyOf, CallForm, lit
+from .grammar import JsonCall as JsonForm
 from .jsoncall import JsonCall, raw_controls_notice
 from .scan import Markers
 from .trailing import TrailingBlock, end_trailing
@@ -230,6 +231,21 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
     return json.dumps({"name": name, "parameters": args})
 
 
+_LLAMA = JsonForm(args_key="parameters")
+
+_LLAMA3_FORM = AnyOf(
+    (
+        CallForm(
+            _LLAMA,
+            open=lit("<|python_tag|>"),
+            sep=f'";"? space {lit("<|python_tag|>")}?',
+            triggers=("<|python_tag|>",),
+        ),
+        CallForm(_LLAMA, sep='";"?'),
+    )
+)
+
+
 class Llama3(Family):
     name = "llama3"
     label = 'Llama 3 JSON reply {"name", "parameters"} (Llama 3.1–3.3)'
@@ -237,5 +253,5 @@ class Llama3(Family):
     samples = (_sample,)
     markers = (_TAG, "{")
     stream_class = Llama3Stream
-    grammar = forms.LLAMA3
+    grammar = _LLAMA3_FORM
     one_call_per_message = True

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import grammar_forms as forms
 from .base import Family
+from .grammar import CallForm, Tagged, lit
 from .markerstream import DONE, OPEN, WS, MarkerStream, expect_literal
 from .samples import as_text
 from .scan import Markers
@@ -110,10 +110,23 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
     return f'<function name="{name}">{params}</function>'
 
 
+_MINICPM5_FORM = CallForm(
+    Tagged(
+        before=lit('<function name="'),
+        between='"\\">"',
+        after=lit("</function>"),
+        arg_open=('<param name="{key}">',),
+        arg_close=("</param>",),
+    ),
+    blocks=True,
+    triggers=('<function name="',),
+)
+
+
 class MiniCpm5(Family):
     name = "minicpm5"
     label = "MiniCPM5 <function name=…><param name=…> (openbmb MiniCPM5)"
     samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = MiniCpm5Stream
-    grammar = forms.MINICPM5
+    grammar = _MINICPM5_FORM

@@ -18,8 +18,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from . import grammar_forms as forms
 from .base import Family
+from .grammar import CallForm, lit
+from .grammar_forms import xml_invoke
 from .markerstream import OPEN, WS, MarkerStream
 from .reasoning import THINK
 from .samples import as_text
@@ -131,6 +132,14 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
     return f'<minimax:tool_call>\n<invoke name="{name}">\n{params}</invoke>\n</minimax:tool_call>'
 
 
+_MINIMAX_FORM = CallForm(
+    xml_invoke("", "invoke", "parameter"),
+    open=lit("<minimax:tool_call>"),
+    close=lit("</minimax:tool_call>"),
+    triggers=("<minimax:tool_call>",),
+)
+
+
 class MiniMax(Family):
     name = "minimax"
     label = "MiniMax <minimax:tool_call><invoke name=…><parameter name=…> (MiniMax M2)"
@@ -140,4 +149,4 @@ class MiniMax(Family):
     samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = MiniMaxStream
-    grammar = forms.MINIMAX
+    grammar = _MINIMAX_FORM

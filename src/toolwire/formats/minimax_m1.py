@@ -18,10 +18,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from . import grammar_forms as forms
 from .base import Family
 from .brokencall import BlockStream, ResyncBody
 from .callshape import CallShape
+from .grammar import CallForm, lit
+from .grammar_forms import NAME_ARGS
 from .jsoncall import JsonCall
 from .markerstream import DONE, WS, MarkerStream
 from .scan import Markers
@@ -91,6 +92,11 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
     return "<tool_calls>\n" + json.dumps({"name": name, "arguments": args}) + "\n</tool_calls>"
 
 
+_MINIMAX_M1_FORM = CallForm(
+    NAME_ARGS, open=lit("<tool_calls>"), close=lit("</tool_calls>"), triggers=("<tool_calls>",)
+)
+
+
 class MiniMaxM1(Family):
     name = "minimax-m1"
     label = "MiniMax M1 <tool_calls> JSON lines </tool_calls> (MiniMax M1)"
@@ -98,4 +104,4 @@ class MiniMaxM1(Family):
     samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = MiniMaxM1Stream
-    grammar = forms.MINIMAX_M1
+    grammar = _MINIMAX_M1_FORM

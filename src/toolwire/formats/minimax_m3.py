@@ -34,8 +34,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from . import grammar_forms as forms
 from .base import MAX_JSON_DEPTH, Family, loads_json
+from .grammar import CallForm, Tagged, lit
 from .markerstream import OPEN, WS, MarkerStream
 from .reasoning import ReasoningSplitter, ReasoningTags
 from .samples import as_text
@@ -282,6 +282,22 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
     return f'{ns}<tool_call>\n{ns}<invoke name="{name}">{params}{ns}</invoke>\n{ns}</tool_call>'
 
 
+_M3 = "]<]minimax[>["
+
+_MINIMAX_M3_FORM = CallForm(
+    Tagged(
+        before=lit(_M3 + '<invoke name="'),
+        between='"\\">"',
+        after=lit(_M3 + "</invoke>"),
+        arg_open=(_M3 + "<{key}>",),
+        arg_close=(_M3 + "</{key}>",),
+    ),
+    open=lit(_M3 + "<tool_call>"),
+    close=lit(_M3 + "</tool_call>"),
+    triggers=(_M3 + "<tool_call>",),
+)
+
+
 class MiniMaxM3(Family):
     name = "minimax-m3"
     label = "MiniMax M3 ]<]minimax[>[<invoke name=…> with nested XML arguments (MiniMax M3)"
@@ -290,4 +306,4 @@ class MiniMaxM3(Family):
     samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = MiniMaxM3Stream
-    grammar = forms.MINIMAX_M3
+    grammar = _MINIMAX_M3_FORM

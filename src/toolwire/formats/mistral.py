@@ -20,9 +20,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..messages import ToolCall
-from . import grammar_forms as forms
 from .base import Family
 from .callshape import CallShape
+from .grammar import AnyOf, CallForm, NamedJson
+from .grammar import JsonCall as JsonForm
+from .grammar_forms import CALL_ID, json_list
 from .jsoncall import JsonCall
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream, expect_any
@@ -203,6 +205,19 @@ def _args_sample(name: str, args: Mapping[str, Any], index: int) -> str:
     return "[TOOL_CALLS]" + name + "[ARGS]" + json.dumps(args)
 
 
+_MISTRAL_FORM = AnyOf(
+    (
+        json_list("[TOOL_CALLS]", JsonForm(id_key="id")),
+        CallForm(
+            NamedJson(between=f'("[CALL_ID]" {CALL_ID})? "[ARGS]"'),
+            open='"[TOOL_CALLS]"',
+            blocks=True,
+            triggers=("[TOOL_CALLS]",),
+        ),
+    )
+)
+
+
 class Mistral(Family):
     name = "mistral"
     label = "Mistral [TOOL_CALLS] (7B v0.3, Nemo, Small 3.2, Ministral 3, Devstral)"
@@ -213,4 +228,4 @@ class Mistral(Family):
     markers = (_MARKER,)
     call_ids = "alnum9"
     stream_class = MistralStream
-    grammar = forms.MISTRAL
+    grammar = _MISTRAL_FORM

@@ -55,9 +55,11 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..messages import ToolCall
-from . import grammar_forms as forms
 from .base import Family
 from .callshape import CallShape
+from .grammar import AnyOf, CallForm, lit
+from .grammar import Pythonic as PythonCalls
+from .grammar_forms import json_list
 from .jsoncall import JsonCall
 from .markerstream import DONE, FAILED, OPEN, WS, Body, MarkerStream, expect_literal
 from .pyliteral import PYTHON, LiteralBody
@@ -321,6 +323,35 @@ def _list_sample(name: str, args: Mapping[str, Any], index: int) -> str:
     return "[" + _python_call(name, args) + "]"
 
 
+_PYTHONIC_FORM = AnyOf(
+    (
+        CallForm(
+            PythonCalls(),
+            open=f'{lit("<|python_start|>")} space "["',
+            close=f'"]" space ({lit("<|python_end|>")})?',
+            triggers=("<|python_start|>",),
+            sep='","',
+        ),
+        CallForm(PythonCalls(), open='"["', close='"]"', starts=("[{name}(",), sep='","'),
+    )
+)
+
+_LFM2 = ("<|tool_call_start|>", "<|tool_call_end|>")
+
+_LFM2_FORM = AnyOf(
+    (
+        CallForm(
+            PythonCalls(),
+            open=f'{lit(_LFM2[0])} space "["',
+            close=f'"]" space {lit(_LFM2[1])}',
+            triggers=(_LFM2[0],),
+            sep='","',
+        ),
+        json_list(_LFM2[0], end=_LFM2[1]),
+    )
+)
+
+
 class Lfm2(Family):
     name = "lfm2"
     label = "LFM2 <|tool_call_start|>[NAME(key=value)]<|tool_call_end|> (LFM2, LFM2.5)"
@@ -330,7 +361,7 @@ class Lfm2(Family):
     #: LFM2 8B's template shows no calls; its prompt lists the tools between these tokens.
     prompt_markers = ("<|tool_list_start|>",)
     stream_class = Lfm2Stream
-    grammar = forms.LFM2
+    grammar = _LFM2_FORM
 
 
 # ----------------------------------------------------------------------------- bare list
@@ -501,4 +532,4 @@ class Pythonic(Family):
     samples = (_list_sample,)
     markers = (_PY_START, "[")
     stream_class = PythonicStream
-    grammar = forms.PYTHONIC
+    grammar = _PYTHONIC_FORM

@@ -33,8 +33,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import grammar_forms as forms
 from .base import Family
+from .grammar_forms import XML_PARAMETERS, tag_block
 from .markerstream import Body
 from .reasoning import THINK
 from .xmlparams import FUNCTION, OPEN_TAG, UNOPENED, XmlBody, XmlStream
@@ -65,6 +65,9 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
     return f"<tool_call>\n<function={name}>\n{params}</function>\n</tool_call>"
 
 
+_QWEN_XML_FORM = tag_block("<tool_call>", "</tool_call>", XML_PARAMETERS)
+
+
 class QwenXml(Family):
     name = "qwen-xml"
     label = "Qwen XML <function=…><parameter=…> (Qwen3-Coder, Qwen3.5/3.6, Nemotron-3-Nano)"
@@ -74,4 +77,4 @@ class QwenXml(Family):
     samples = (_sample,)
     markers = (OPEN_TAG,)
     stream_class = QwenXmlStream
-    grammar = forms.QWEN_XML
+    grammar = _QWEN_XML_FORM

@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import grammar_forms as forms
 from .base import Family
+from .grammar_forms import XML_PARAMETERS, tag_block
 from .markerstream import MarkerStream
 from .reasoning import ReasoningTags
 from .samples import as_text
@@ -52,6 +52,9 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
     return f"<seed:tool_call>\n<function={name}>\n{params}</function>\n</seed:tool_call>"
 
 
+_SEED_OSS_FORM = tag_block("<seed:tool_call>", "</seed:tool_call>", XML_PARAMETERS)
+
+
 class SeedOss(Family):
     name = "seed-oss"
     label = "Seed-OSS <seed:tool_call><function=…><parameter=…> (ByteDance Seed-OSS)"
@@ -61,4 +64,4 @@ class SeedOss(Family):
     samples = (_sample,)
     markers = (_OPEN_TAG,)
     stream_class = SeedOssStream
-    grammar = forms.SEED_OSS
+    grammar = _SEED_OSS_FORM

@@ -13,8 +13,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from . import grammar_forms as forms
 from .base import Family
+from .grammar import CallForm, NamedJson, lit
+from .grammar_forms import CALL_ID
 from .markerstream import DONE, OPEN, MarkerStream, expect_any
 from .openings import ArgsBody, OpeningsStream, end_after_call
 from .textargs import MAX_NAME, NameReader
@@ -124,6 +125,18 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
     )
 
 
+_SOLAR_OPEN_FORM = CallForm(
+    NamedJson(
+        before=f"{lit('<|tool_call:begin|>')} {CALL_ID} {lit('<|tool_call:name|>')}",
+        between=lit("<|tool_call:args|>"),
+        after=lit("<|tool_call:end|>"),
+    ),
+    open=lit("<|tool_calls|>"),
+    close=f"({lit('<|calls|>')})?",
+    triggers=("<|tool_calls|>",),
+)
+
+
 class SolarOpen(Family):
     name = "solar-open"
     label = (
@@ -139,4 +152,4 @@ class SolarOpen(Family):
     samples = (_sample,)
     markers = (_CALLS,)
     stream_class = SolarOpenStream
-    grammar = forms.SOLAR_OPEN
+    grammar = _SOLAR_OPEN_FORM

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .validate import RequestError
+from .refusal import RequestError
 
 __all__ = ["check", "options", "path"]
 

@@ -21,6 +21,7 @@ from pydantic_core import PydanticCustomError
 from ..arguments.schema import validator_for
 from ..errors import ArgumentsError
 from ..pipeline import OutputFormat
+from .refusal import RequestError
 
 __all__ = [
     "MAX_SCHEMA_CHARS",
@@ -108,7 +109,6 @@ class _OutputConfig(BaseModel):
 
 
 def _schema(value: dict[str, Any], where: str) -> dict[str, Any]:
-    from .validate import RequestError
 
     problem = _problem(value)
     if problem is not None:
@@ -120,7 +120,6 @@ def responses_format(text: Any) -> OutputFormat | None:
     """Responses' ``text.format``: ``text``, ``json_object``, or ``json_schema`` with
     ``name`` and ``schema`` (``strict`` as given)."""
     from .fields import check
-    from .validate import RequestError
 
     if text is None:
         return None

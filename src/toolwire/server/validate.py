@@ -28,10 +28,10 @@ from typing import Any, Union
 
 from pydantic import ValidationError
 
-from ..errors import UsageError
 from ..pipeline import Request
 from .chat_request import MAX_DEPTH, MESSAGES, TAG, ChatCompletionsRequest
 from .output import chat_format
+from .refusal import RequestError
 
 __all__ = [
     "MAX_BODY_DEPTH",
@@ -43,16 +43,6 @@ __all__ = [
 ]
 
 
-class RequestError(UsageError):
-    """A request the gateway refuses: ``message`` for the client, ``param`` the field at fault
-    (a path such as ``messages[2].content``; None for the body as a whole), ``status`` the
-    HTTP status (400)."""
-
-    def __init__(self, message: str, param: str | None = None, status: int = 400) -> None:
-        super().__init__(message)
-        self.message = message
-        self.param = param
-        self.status = status
 
 
 # --------------------------------------------------------------------------- strict JSON
