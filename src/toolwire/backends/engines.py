@@ -90,8 +90,8 @@ def constraint_fields(
 
     A call is constrained when the turn is (``constrained`` and not ``strict``: the model's
     own output is what a strict turn asks for); a structured output is always sent, to
-    every engine, since the caller asked for it in the API the engine speaks. A required call comes first: with
-    both, the reply is the call.
+    every engine, since the caller asked for it in the API the engine speaks. A required
+    call comes first: with both, the reply is the call.
     """
     fields: dict[str, Any] = {}
     constrains = request.constrained and not request.strict and bool(tools)
