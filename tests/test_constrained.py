@@ -189,8 +189,8 @@ def test_every_grammar_is_accepted_by_the_engine(backend: Any, schema: dict[str,
 
 @pytest.mark.parametrize("family", family_names())
 def test_every_family_s_grammar_is_accepted_by_the_engine(backend: Any, family: str) -> None:
-    """llama.cpp's own grammar parser takes each family's grammars (the tests of
-    tests/test_grammars.py match them with llguidance), the awkward schemas too."""
+    """The engine takes each family's grammars over the real model's vocabulary (the tests
+    of tests/test_grammars.py match strings against them), the awkward schemas too."""
     from toolwire.backends.constrain import GrammarSampler
 
     tools = [WEATHER, NOTE, {"type": "function", "function": {"name": "t.x-1"}}]
@@ -198,7 +198,7 @@ def test_every_family_s_grammar_is_accepted_by_the_engine(backend: Any, family: 
         constraint = constraint_for(family, tools, parallel=parallel)
         assert constraint is not None
         for form in ("family", "opening", "required"):
-            GrammarSampler(backend.llama, constraint.grammar(form, lead=" <")).close()
+            GrammarSampler(backend.vocabulary, constraint.grammar(form, lead=" <")).close()
 
 
 def test_a_deep_hostile_schema_falls_back_to_any_object(backend: Any) -> None:
