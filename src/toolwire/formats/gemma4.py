@@ -24,8 +24,8 @@ from typing import Any
 
 from ..events import ReasoningDelta
 from .base import Family
-from .grammar import Gemma
 from .grammar_forms import tag_block
+from .grammar_literals import Gemma
 from .markerstream import DONE, FAILED, OPEN, WS, MarkerStream, expect_any
 from .pyliteral import GEMMA, LiteralBody
 from .scan import Markers

@@ -47,14 +47,15 @@ __all__ = [
     "Body",
     "CallForm",
     "Form",
-    "Gemma",
     "JsonCall",
     "NamedJson",
-    "Pythonic",
     "Rules",
     "Tagged",
     "cat",
     "lit",
+    "properties_of",
+    "schema_type",
+    "sequence_of",
     "words",
 ]
 
@@ -260,7 +261,7 @@ class Rules:
         return out
 
 
-def _type(schema: Mapping[str, Any]) -> str:
+def schema_type(schema: Mapping[str, Any]) -> str:
     """A property's JSON type, ``string`` when it names none it can be told by."""
     kind = schema.get("type")
     if isinstance(kind, list):
@@ -274,7 +275,7 @@ def _type(schema: Mapping[str, Any]) -> str:
     return kind if isinstance(kind, str) else "any"
 
 
-def _properties(params: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any], bool]]:
+def properties_of(params: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any], bool]]:
     props = params.get("properties")
     required = params.get("required") or ()
     if not isinstance(props, Mapping):
@@ -285,7 +286,7 @@ def _properties(params: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any],
     ]
 
 
-def _sequence(items: Sequence[tuple[str, bool]], sep: str) -> str:
+def sequence_of(items: Sequence[tuple[str, bool]], sep: str) -> str:
     """Items in order, each optional or not, ``sep`` (a GBNF fragment, or none) between two
     that are written; white space around each."""
 
@@ -420,8 +421,8 @@ class Tagged(Body):
 
     def call(self, rules: Rules, i: int, name: str, params: Mapping[str, Any]) -> str:
         items: list[tuple[str, bool]] = []
-        for key, schema, required in _properties(params):
-            kind = _type(schema)
+        for key, schema, required in properties_of(params):
+            kind = schema_type(schema)
             typed = self._type_text(kind)
             opener = [t.format(key=key, type=typed) for t in self.arg_open]
             closer = [t.format(key=key, type=typed) for t in self.arg_close]
@@ -431,8 +432,8 @@ class Tagged(Body):
                     # another argument's opening; each in full only where their common
                     # start is the closer's too (MiniMax M3's ``NS<K>`` and ``NS</K>``)
                     others = [
-                        self.arg_open[0].format(key=k, type=self._type_text(_type(sub)))
-                        for k, sub, _ in _properties(params)
+                        self.arg_open[0].format(key=k, type=self._type_text(schema_type(sub)))
+                        for k, sub, _ in properties_of(params)
                         if k != key and closer[0].startswith(static)
                     ]
                     tags = (
@@ -451,134 +452,8 @@ class Tagged(Body):
                 value = f"space {scalar} space {words(closer)}"
             rule = rules.add(f"tool{i}-arg-{key}", f"{words(opener)} {value}")
             items.append((rule, required))
-        args = _sequence(items, "")
+        args = sequence_of(items, "")
         return f"{self.before} {lit(name)} {self.between} space {args} space {self.after}"
-
-
-def _python_string(rules: Rules) -> str:
-    return rules.add(
-        "py-string",
-        '"\'" ([^\'\\\\] | "\\\\" [^\\x00])* "\'" | "\\"" ([^"\\\\] | "\\\\" [^\\x00])* "\\""',
-    )
-
-
-@dataclass(frozen=True)
-class Pythonic(Body):
-    """``N(k=V, …)``, each value a Python literal of the property's type (lists and dicts
-    nested the same way: ``True``, ``None``, quoted keys)."""
-
-    def call(self, rules: Rules, i: int, name: str, params: Mapping[str, Any]) -> str:
-        items: list[tuple[str, bool]] = []
-        for key, schema, required in _properties(params):
-            value = _python_value(rules, schema, f"tool{i}-{key}")
-            rule = rules.add(f"tool{i}-kw-{key}", f'{lit(key)} space "=" space {value}')
-            items.append((rule, required))
-        return f'{lit(name)} "(" space {_sequence(items, chr(34) + "," + chr(34))} space ")"'
-
-
-def _python_quoted(text: str) -> str:
-    return f"({lit(repr(text))} | {lit(json.dumps(text, ensure_ascii=False))})"
-
-
-def _python_value(rules: Rules, schema: Mapping[str, Any], name: str) -> str:
-    kind = _type(schema)
-    if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
-        return "(" + " | ".join(_python_quoted(v) for v in schema["enum"]) + ")"
-    if kind == "string":
-        return _python_string(rules)
-    if kind == "boolean":
-        return '("True" | "False")'
-    if kind == "null":
-        return '"None"'
-    if kind in ("integer", "number"):
-        return rules.value(schema, name)
-    if kind == "array" and isinstance(schema.get("items"), Mapping):
-        item = rules.add(f"{name}-item", _python_value(rules, schema["items"], f"{name}-item"))
-        return f'"[" space ({item} (space "," space {item})*)? space "]"'
-    if kind == "object" and isinstance(schema.get("properties"), Mapping):
-        items = [
-            (
-                rules.add(
-                    f"{name}-kv-{key}",
-                    f'{_python_quoted(key)} space ":" space '
-                    f"{_python_value(rules, sub, f'{name}-{key}')}",
-                ),
-                required,
-            )
-            for key, sub, required in _properties(schema)
-        ]
-        return rules.add(name, f'"{{" space {_sequence(items, chr(34) + "," + chr(34))} space "}}"')
-    return _python_any(rules)
-
-
-def _python_any(rules: Rules) -> str:
-    """Any Python literal of a JSON value (a schema that says no more)."""
-    string = _python_string(rules)
-    number = '"-"? [0-9]+ ("." [0-9]+)? ([eE] [-+]? [0-9]+)?'
-    return rules.add(
-        "py-any",
-        f'{string} | {number} | "True" | "False" | "None" | '
-        '"[" space (py-any (space "," space py-any)*)? space "]" | '
-        f'"{{" space ({string} space ":" space py-any '
-        f'(space "," space {string} space ":" space py-any)*)? space "}}"',
-    )
-
-
-#: Gemma 4's string quote, a token of its own.
-GEMMA_QUOTE = '<|"|>'
-
-
-@dataclass(frozen=True)
-class Gemma(Body):
-    """``call:N{k:V,…}``: keys bare and sorted, every value in Gemma's own literal syntax (a
-    string between ``<|"|>`` quotes, verbatim; lists and mappings nested the same way)."""
-
-    @property
-    def leading_space(self) -> bool:
-        return False
-
-    def call(self, rules: Rules, i: int, name: str, params: Mapping[str, Any]) -> str:
-        return f'"call:" {lit(name)} {_gemma_object(rules, params, f"tool{i}")}'
-
-
-def _gemma_object(rules: Rules, schema: Mapping[str, Any], name: str) -> str:
-    items: list[tuple[str, bool]] = []
-    for key, sub, required in sorted(_properties(schema)):
-        value = _gemma_value(rules, sub, f"{name}-{key}")
-        items.append((rules.add(f"{name}-kv-{key}", f'{lit(key)} ":" {value}'), required))
-    if not items and schema.get("additionalProperties", False) is not False:
-        return _gemma_any(rules)
-    return f'"{{" {_sequence(items, chr(34) + "," + chr(34))} "}}"'
-
-
-def _gemma_value(rules: Rules, schema: Mapping[str, Any], name: str) -> str:
-    quote = lit(GEMMA_QUOTE)
-    kind = _type(schema)
-    if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
-        return f"{quote} ({' | '.join(lit(v) for v in schema['enum'])}) {quote}"
-    if kind == "string":
-        return f"{quote} {rules.through(GEMMA_QUOTE)}"
-    if kind in ("integer", "number", "boolean", "null"):
-        return rules.value(schema, name)
-    if kind == "array" and isinstance(schema.get("items"), Mapping):
-        item = rules.add(f"{name}-item", _gemma_value(rules, schema["items"], f"{name}-item"))
-        return f'"[" ({item} ("," {item})*)? "]"'
-    if kind == "object" and isinstance(schema.get("properties"), Mapping):
-        return rules.add(name, _gemma_object(rules, schema, name))
-    return _gemma_any(rules)
-
-
-def _gemma_any(rules: Rules) -> str:
-    """Any value in Gemma's syntax (a schema that says no more)."""
-    quote = lit(GEMMA_QUOTE)
-    number = '"-"? [0-9]+ ("." [0-9]+)? ([eE] [-+]? [0-9]+)?'
-    key = "[A-Za-z_] [A-Za-z0-9_]*"
-    return rules.add(
-        "gemma-any",
-        f'{quote} {rules.through(GEMMA_QUOTE)} | {number} | "true" | "false" | "null" | '
-        '"[" (gemma-any ("," gemma-any)*)? "]" | '
-        f'"{{" ({key} ":" gemma-any ("," {key} ":" gemma-any)*)? "}}"',
-    )
 
 
 class Form:

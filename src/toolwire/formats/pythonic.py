@@ -58,8 +58,8 @@ from ..messages import ToolCall
 from .base import Family
 from .callshape import CallShape
 from .grammar import AnyOf, CallForm, lit
-from .grammar import Pythonic as PythonCalls
 from .grammar_forms import json_list
+from .grammar_literals import Pythonic as PythonCalls
 from .jsoncall import JsonCall
 from .markerstream import DONE, FAILED, OPEN, WS, Body, MarkerStream, expect_literal
 from .pyliteral import PYTHON, LiteralBody
