@@ -385,3 +385,20 @@ def test_a_string_between_tags_is_text_not_the_form_s_markup(value: str, taken: 
         f"<parameter=city>{value}</parameter>\n</function>\n</tool_call>"
     )
     assert matches(grammar("qwen-xml"), reply) is taken
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        # vLLM's Hermes template: "arguments" before "name", a space before the line break
+        '<tool_call>\n{ "arguments": {"city": "Paris", "days": 3}, "name": "get_weather"}\n'
+        '</tool_call> \n<tool_call>\n{"name": "set_alarm", "arguments": {"time": "07:30"}}\n'
+        "</tool_call>",
+        # a run of spaces, then the next call on its own line
+        '<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>'
+        '        \n<tool_call>{"name": "get_weather", "arguments": {"city": "Rome"}}</tool_call>',
+    ],
+)
+def test_json_members_in_either_order_and_white_space_as_templates_write_it(block: str) -> None:
+    assert matches(grammar("hermes"), block)
+    assert not matches(grammar("hermes"), block.replace('"name"', '"nam"', 1))

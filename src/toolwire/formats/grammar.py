@@ -61,8 +61,9 @@ __all__ = [
 
 Tool = tuple[str, Mapping[str, Any]]
 
-#: White space between JSON tokens and around tags: bounded, so it cannot run on.
-SPACE = '| " " | "\\n"{1,2} [ \\t]{0,20}'
+#: White space between JSON tokens and around tags, as templates write it (spaces, a line
+#: break and its indent, or both): bounded, so it cannot run on.
+SPACE = '| [ \\t]{1,20} ("\\n"{1,2} [ \\t]{0,20})? | "\\n"{1,2} [ \\t]{0,20}'
 #: A character of a JSON string, as JSON has it.
 _JSON_CHAR = (
     '[^"\\\\\\x00-\\x1F\\x7F] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] '
@@ -350,7 +351,10 @@ class JsonCall(Body):
             f'{lit(json.dumps(self.name_key))} space ":" space {quoted}',
             f'{lit(json.dumps(self.args_key))} space ":" space {args}',
         ]
-        body = ' space "," space '.join(members)
+        # either order: the readers take both, and templates write both (vLLM's Hermes
+        # template renders "arguments" first)
+        first, second = members
+        body = f'({first} space "," space {second} | {second} space "," space {first})'
         if self.id_key is not None:
             member = f'{lit(json.dumps(self.id_key))} space ":" space "\\"" {_ID} "\\""'
             if self.id_first:
