@@ -40,6 +40,7 @@ __all__ = [
     "uvicorn_settings",
 ]
 
+
 def _head_size(request: h11.Request) -> int:
     """The bytes of a request's head, as sent (within a few for the request line)."""
     return len(request.target) + sum(len(name) + len(value) + 4 for name, value in request.headers)
