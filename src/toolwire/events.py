@@ -84,6 +84,7 @@ NoticeCode = Literal[
     # what was not passed on as a call, and why
     "arguments-invalid",
     "call-abandoned",
+    "call-resent",
     "call-not-read",
     "call-without-tools",
     "undeclared-tool",
@@ -154,6 +155,8 @@ NOTICES: dict[NoticeCode, str] = {
     "arguments-invalid": "the arguments do not fit the schema: the call goes as the model wrote "
     "it, with the explanation a model can act on",
     "call-abandoned": "a call the model began was not one: its text follows as text",
+    "call-resent": "a streamed call whose arguments changed after they went out was withdrawn "
+    "and sent again whole",
     "call-not-read": "call markup that could not be read as a call stays text; nothing runs",
     "call-without-tools": "a reply written as a call on a turn that offered no tools stays text",
     "undeclared-tool": "a call to a tool the request did not declare was not passed on",

@@ -256,6 +256,10 @@ class DriftGuard:
         self._release_on = (ev.CallStart, ev.CallEnd) if release_on_start else (ev.CallEnd,)
         #: The reply opened as prose: its last block, which may be a call, held back.
         self._trail: TrailingBlock | None = None
+        #: The family's call the held reply opened with, streamed as it came: (index, id,
+        #: name); and whether the family withdrew it.
+        self._opened: tuple[int, str, str] | None = None
+        self._withdrawn = False
 
     def _trailing(self, events: Sequence[Event]) -> list[Event]:
         """Events after the reply showed prose: text passes but for the last block (which may
@@ -320,6 +324,14 @@ class DriftGuard:
             if isinstance(event, ev.ReasoningDelta):  # never read, never held
                 out.append(event)
                 continue
+            if self._passes(event):  # the call the reply opens with, streamed as it comes
+                if isinstance(event, ev.CallStart) and all(
+                    isinstance(e, ev.TextDelta) and not e.text.strip() for e in self._held
+                ):
+                    out += self._held  # the white space before it
+                    self._held = []
+                out.append(event)
+                continue
             if isinstance(event, self._release_on):  # a real call: nothing to recover
                 self._saw_call = True
             if isinstance(event, ev.TextDelta):
@@ -334,6 +346,26 @@ class DriftGuard:
                     self._trail = TrailingBlock()
                 return out + self._trailing([*held, *events[position + 1 :]])
         return out
+
+    def _passes(self, event: Event) -> bool:
+        """Does this event of a family's call pass while the reply is held?
+
+        The first call a family's reader opens streams as it comes (its start, its
+        arguments) although it may still come to nothing (an unclosed tag, which drift
+        recovery may read at the end): its end, or its withdrawal, decides as before."""
+        if isinstance(event, ev.CallStart) and self._opened is None and not self._saw_call:
+            self._opened = (event.index, event.id, event.name)
+            self._next = max(self._next, event.index + 1)
+            return True
+        opened = self._opened
+        if opened is None or not isinstance(event, (ev.CallArgsDelta, ev.CallEnd, ev.CallAbort)):
+            return False
+        if event.index != opened[0] or self._withdrawn:
+            return False
+        if isinstance(event, ev.CallAbort):
+            self._withdrawn = True
+            return False  # held: recovery may yet read the call it began
+        return isinstance(event, ev.CallArgsDelta)
 
     def end(self, *, cut: bool = False) -> list[Event]:
         """The reply is over: recovered calls, or the held text as it was.
@@ -383,6 +415,13 @@ class DriftGuard:
             else f"a call the model wrote as {shape}"
         )
         events.append(ev.Notice(ev.recovered(shape), f"read {why}"))
+        opened, self._opened = self._opened, None
+        if opened is not None and calls[0][0] == opened[2]:
+            # the call streamed as it came is the one recovered: it ends here
+            name, arguments, raw = calls.pop(0)
+            events.append(ev.CallEnd(opened[0], ToolCall(opened[1], name, arguments, raw)))
+        elif opened is not None:
+            events.insert(0, ev.CallAbort(opened[0], opened[1], "another call was read"))
         for name, arguments, raw in calls:
             index = self._next
             self._next += 1

@@ -12,6 +12,15 @@ arguments. With ``strict`` nothing is repaired or dropped: such a call is invali
 that do not fit are never made up: the call keeps the model's own text, ``invalid`` holds
 the explanation a model can act on, and an ``arguments-invalid`` notice says so.
 
+**Streamed arguments.** A call's arguments are given on as they come, as pieces of the
+text it will end with (:class:`~toolwire.arguments.streamed.ArgumentWriter`): a
+``CallArgsDelta`` carries only bytes typing cannot change, and at the call's end the rest
+comes before its ``CallEnd``, so a call's deltas always concatenate to ``CallEnd.arguments``
+— whichever surface renders them, typed or (for a call that does not fit) as written. The
+one case where what went out cannot be extended (a key the model gave twice, whose last
+value is the one kept) withdraws the streamed call (``CallAbort``, its bytes never closed as
+JSON) and passes it again whole under a new number and id, with a ``call-resent`` notice.
+
 **Parallel calls.** A turn with ``parallel_calls`` false passes its first call; each later
 one is held from its start and becomes a ``calls-dropped`` notice. Calls are numbered from 0
 as passed.
@@ -40,9 +49,10 @@ from typing import Any
 from .. import events as ev
 from ..arguments import prepare_arguments
 from ..arguments.read import ReadError, read_json
+from ..arguments.streamed import ArgumentWriter
 from ..errors import ArgumentsError, BackendError
 from ..events import Event
-from ..formats.base import ToolIndex
+from ..formats.base import ToolIndex, random_call_id
 from ..formats.words import UNREADABLE
 from .request import Request
 
@@ -128,6 +138,8 @@ class End:
         self._dropped: set[int] = set()  # calls held back: parallel calls are off
         self._kept: set[int] = set()  # calls passed on, begun or ended
         self._next = 0
+        self._writers: dict[int, ArgumentWriter] = {}  # a passed call's streamed arguments
+        self._unopened: dict[int, ev.CallStart] = {}  # begun, no byte of it certain yet
         self.calls = 0  # calls passed on whole
 
     def push(self, event: Event) -> list[Event]:
@@ -154,12 +166,29 @@ class End:
             self._number[index] = self._next
             self._next += 1
         number = self._number[index]
+        if isinstance(event, ev.CallStart):
+            name = event.name
+            schema = None if name == UNREADABLE else self._index.schema(name)
+            self._writers[index] = ArgumentWriter(schema, strict=self._strict)
+            self._unopened[index] = _numbered(event, number)
+            self._kept.add(index)
+            return []  # given with its first certain byte: a call whose arguments are no
+            # object never opens on the wire
+        if isinstance(event, ev.CallArgsDelta):
+            writer = self._writers.get(index)
+            piece = writer.feed(event.text) if writer is not None else ""
+            if not piece:
+                return []
+            start = self._unopened.pop(index, None)
+            return [*([start] if start is not None else []), ev.CallArgsDelta(number, piece)]
+        unopened = self._unopened.pop(index, None)
         typing: list[Event] = []
         if isinstance(event, ev.CallEnd) and event.arguments is None:
             name = event.call.name
             schema = None if name == UNREADABLE else self._index.schema(name)
             event, notice = prepare_call(event, schema, strict=self._strict)
             typing = [notice] if notice is not None else []
+        writer = self._writers.pop(index, None) if not isinstance(event, ev.CallStart) else None
         if isinstance(event, ev.CallEnd) and _not_an_object(event):
             del self._number[index]
             self._kept.discard(index)
@@ -179,7 +208,38 @@ class End:
         else:
             self._kept.add(index)
             self.calls += isinstance(event, ev.CallEnd)
+        if isinstance(event, ev.CallEnd) and unopened is not None:
+            whole = [unopened, ev.CallArgsDelta(number, event.arguments or "")]
+            return [*typing, *whole, _numbered(event, number)]
+        if isinstance(event, ev.CallEnd) and writer is not None:
+            return [*typing, *self._rest(event, number, writer)]
         return [*typing, _numbered(event, number)]
+
+    def _rest(self, event: ev.CallEnd, number: int, writer: ArgumentWriter) -> list[Event]:
+        """A streamed call's end: the rest of its text, then the call; or, when the text it
+        ends with does not extend what went out, the streamed one withdrawn and the call
+        passed again whole (see the module's doc)."""
+        arguments = event.arguments or ""
+        rest = writer.finish(arguments)
+        if rest is not None:
+            piece: list[Event] = [ev.CallArgsDelta(number, rest)] if rest else []
+            return [*piece, _numbered(event, number)]
+        call = event.call
+        again = self._next
+        self._next += 1
+        cid = random_call_id(again)
+        return [
+            ev.Notice(
+                "call-resent",
+                f"the arguments of {call.name} ({call.id}) changed after they were streamed "
+                f"(typing kept another value); the streamed call was withdrawn and the call "
+                f"sent again whole as {cid}",
+            ),
+            ev.CallAbort(number, call.id, "its arguments changed after they were streamed"),
+            ev.CallStart(again, cid, call.name),
+            ev.CallArgsDelta(again, arguments),
+            replace(event, index=again, call=replace(call, id=cid)),
+        ]
 
     def _drop(self, event: ev.CallEnd) -> list[Event]:
         self._dropped.discard(event.index)

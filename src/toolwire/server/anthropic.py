@@ -2,7 +2,16 @@
 
 The request is read by :mod:`toolwire.server.anthropic_input`. Out: ``thinking``, ``text``
 and ``tool_use`` blocks with ``stop_reason`` ``tool_use``/``end_turn``/``max_tokens``,
-streamed with the event sequence the official ``anthropic`` client reads. Errors come in
+streamed with the event sequence the official ``anthropic`` client reads: a call's
+``tool_use`` block opens as the call begins and its input follows in ``input_json_delta``
+pieces as the pipeline streams them (see :mod:`toolwire.server.core`); a call withdrawn
+after its first bytes has its block closed as it stands — its partial input never closes
+as JSON — and ``stop_reason`` is not ``tool_use`` (``max_tokens`` when the model was cut
+short, as Anthropic's API ends a cut call). Usage: ``message_start`` carries an estimate of
+the input tokens (four characters a token: the engine counts them only at the end), and
+``message_delta`` the engine's own ``input_tokens`` and ``output_tokens`` (and
+``cache_read_input_tokens`` when the engine says how many prompt tokens came from its
+cache), which the official client takes over those of ``message_start``. Errors come in
 Anthropic's shape. The toolwire notices are a top-level ``toolwire`` field (in a stream, on
 ``message_delta``).
 """
@@ -19,7 +28,17 @@ from ..errors import ToolwireError, UsageError
 from ..events import Event, ReasoningDelta, TextDelta
 from .anthropic_input import MessagesCall, count_tokens, parse_messages
 from .api import closing
-from .core import Finish, Told, WireCall, dumps, turn, whole
+from .core import (
+    CallOpened,
+    CallPiece,
+    CallWithdrawn,
+    Finish,
+    Told,
+    WireCall,
+    dumps,
+    turn,
+    whole,
+)
 from .failures import Failure, failure
 from .remember import ResponseMemory
 from .validate import RequestError
@@ -59,11 +78,26 @@ def _msg_id() -> str:
 
 
 def _usage(finish: Finish) -> dict[str, int]:
+    """The engine's usage in Messages' words: ``input_tokens`` are those not read from a
+    cache, ``cache_read_input_tokens`` those that were (when the engine says)."""
     usage = finish.usage or {}
-    return {
-        "input_tokens": usage.get("prompt_tokens", 0),
+    cached = usage.get("cached_tokens", 0)
+    out = {
+        "input_tokens": max(0, usage.get("prompt_tokens", 0) - cached),
         "output_tokens": usage.get("completion_tokens", 0),
     }
+    if "cached_tokens" in usage:
+        out["cache_read_input_tokens"] = cached
+    return out
+
+
+def _estimate(call: MessagesCall) -> int:
+    """The input tokens a stream's ``message_start`` can say before the engine has counted
+    them: four characters a token of what the model is given."""
+    request = call.request
+    size = sum(len(dumps(m)) for m in request.messages)
+    size += sum(len(dumps(t)) for t in request.tools or ())
+    return size // 4
 
 
 def _use(call: WireCall) -> dict[str, Any]:
@@ -118,7 +152,7 @@ async def reply_stream(
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
-        "usage": {"input_tokens": 0, "output_tokens": 0},
+        "usage": {"input_tokens": _estimate(call), "output_tokens": 0},
     }
     yield _event("message_start", message=start)
     index = -1
@@ -154,7 +188,24 @@ async def reply_stream(
                     else {"type": "thinking_delta", "thinking": item.text}
                 )
                 yield _event("content_block_delta", index=index, delta=delta)
+            elif isinstance(item, CallOpened):
+                for line in close():
+                    yield line
+                index += 1
+                open_kind = "tool_use"
+                block = {"type": "tool_use", "id": item.id, "name": item.name, "input": {}}
+                yield _event("content_block_start", index=index, content_block=block)
+            elif isinstance(item, CallPiece):
+                delta = {"type": "input_json_delta", "partial_json": item.text}
+                yield _event("content_block_delta", index=index, delta=delta)
+            elif isinstance(item, CallWithdrawn):
+                for line in close():
+                    yield line
             elif isinstance(item, WireCall):
+                if item.streamed:
+                    for line in close():
+                        yield line
+                    continue
                 for line in close():
                     yield line
                 index += 1
@@ -178,7 +229,7 @@ async def reply_stream(
     yield _event(
         "message_delta",
         delta={"stop_reason": _stop(finish), "stop_sequence": None},
-        usage={"output_tokens": _usage(finish)["output_tokens"]},
+        usage=_usage(finish) if finish.usage else {"output_tokens": 0},
         toolwire={"notices": [n.wire() for n in notices]},
     )
     yield _event("message_stop")
@@ -186,6 +237,9 @@ async def reply_stream(
 
 class Messages:
     """``POST /v1/messages`` (see :mod:`toolwire.server.api`): errors in Anthropic's shape."""
+
+    #: Anthropic's own keep-alive, which its clients skip.
+    keepalive = _event("ping")
 
     async def parse(self, data: dict[str, Any], memory: ResponseMemory | None) -> MessagesCall:
         del memory  # Messages keeps nothing

@@ -6,7 +6,7 @@ into a typed turn (:meth:`Api.parse`), the turn's one stream of outputs
 failure into its own error shape. Everything a turn decides — tools, tool choice, parallel
 calls, typing, the finish reason, healing, notices — the pipeline decided before. The
 handler in :mod:`toolwire.server.app` does the rest for every API alike: the key, the body's
-limits, the model asked for, a streamed reply's failure before it begins.
+limits, the model asked for, a streamed reply's failure before it begins, keep-alives.
 
 Adding a client API is one module: a class with these methods, and its route.
 """
@@ -25,7 +25,7 @@ from .failures import Failure, failure
 from .remember import ResponseMemory
 from .validate import RequestError
 
-__all__ = ["Api", "OpenAIErrors", "Parsed", "closing"]
+__all__ = ["SSE_COMMENT", "Api", "OpenAIErrors", "Parsed", "closing"]
 
 
 class Parsed(Protocol):
@@ -38,8 +38,16 @@ class Parsed(Protocol):
     def model(self) -> str | None: ...
 
 
+#: A comment line of server-sent events: OpenAI's clients skip it (Chat Completions and
+#: Responses keep-alives).
+SSE_COMMENT = ": keep-alive\n\n"
+
+
 class Api(Protocol):
     """One client API (see the module's doc)."""
+
+    #: What is sent while a streamed reply waits on the model, in this API's own form.
+    keepalive: str
 
     async def parse(self, data: dict[str, Any], memory: ResponseMemory | None) -> Parsed:
         """The turn of a decoded body; a :class:`RequestError` naming the field at fault."""
@@ -67,6 +75,7 @@ class OpenAIErrors:
     Chat Completions and Responses alike."""
 
     _KINDS: Mapping[int, str] = {401: "authentication_error", 404: "not_found_error"}
+    keepalive = SSE_COMMENT
 
     def refusal(self, exc: RequestError) -> Response:
         kind = self._KINDS.get(exc.status, "invalid_request_error")

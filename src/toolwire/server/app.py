@@ -40,18 +40,24 @@ from .anthropic import Messages, count_tokens, parse_messages
 from .api import Api, error
 from .chat import ChatCompletions
 from .config import Models, UnknownModel
-from .core import Started, dumps
+from .core import Started, dumps, with_keepalives
 from .failures import Failure, failure
 from .remember import ResponseMemory
 from .responses import Responses
 from .validate import RequestError, decode_body
 
-__all__ = ["BODY_TIMEOUT", "MAX_BODY_BYTES", "create_app"]
+__all__ = ["BODY_TIMEOUT", "FIRST_EVENT_WAIT", "KEEPALIVE_EVERY", "MAX_BODY_BYTES", "create_app"]
 
 #: Request bodies larger than this are refused with 413.
 MAX_BODY_BYTES = 8 * 1024 * 1024
 #: Seconds a client has to send the whole request body; then it gets a 408.
 BODY_TIMEOUT = 30.0
+#: Seconds between keep-alives while a streamed reply waits on the model (Claude Code, for
+#: one, gives up after minutes of silence; a long prompt on a CPU model takes that long).
+KEEPALIVE_EVERY = 15.0
+#: Seconds a streamed reply's first event is awaited before the 200 is sent: a failure known
+#: by then (refused, unreachable) gets its own status; one after, the stream's error event.
+FIRST_EVENT_WAIT = 1.0
 #: Bodies larger than this are decoded in a worker thread, so the event loop (``/health``,
 #: other streams) is not held while a large request is read.
 _THREAD_FROM = 64 * 1024
@@ -91,6 +97,8 @@ def create_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     store: ConversationStore | None = None,
     body_timeout: float = BODY_TIMEOUT,
+    keepalive_every: float = KEEPALIVE_EVERY,
+    first_event_wait: float = FIRST_EVENT_WAIT,
 ) -> Starlette:
     """The gateway as an ASGI app in front of ``backend`` (one model, answering to any
     name, listed as ``model_name``) or of :class:`Models` (many, by name).
@@ -101,6 +109,10 @@ def create_app(
     endless body gets a 408 or 413, and the connection is closed). Headers are bounded by
     the server: see :mod:`toolwire.server.guard`. ``store`` keeps Responses conversations.
     Each client API is a translation (:mod:`toolwire.server.api`) over one handler.
+
+    A streamed reply waits up to ``first_event_wait`` seconds for the model's first event
+    (a failure by then gets its own status); then the 200 goes out, and the API's
+    keep-alive every ``keepalive_every`` seconds the stream is otherwise silent.
     """
     models = backend if isinstance(backend, Models) else Models.single(backend, model_name)
     memory = ResponseMemory(store) if store is not None else None
@@ -138,8 +150,9 @@ def create_app(
 
     def turn_route(api: Api) -> Any:
         """The one handler of every client API: checked, parsed into a turn, served whole
-        or streamed. A streamed reply's first event is awaited before the 200 is sent, so a
-        failure before it (refused, unreachable, timed out) gets its own status."""
+        or streamed. A streamed reply's first event is awaited a short while before the 200
+        is sent, so a failure before it (refused, unreachable) gets its own status; then
+        keep-alives fill the silence until the model speaks."""
 
         async def handle(request: HttpRequest) -> Response:
             try:
@@ -152,8 +165,17 @@ def create_app(
             events = Started(engine.stream(call.request))
             try:
                 if call.request.stream:
-                    await events.start()
-                    stream = api.stream(events, call, name)
+                    first = events.begin()
+                    try:
+                        await asyncio.wait_for(asyncio.shield(first), first_event_wait)
+                    except asyncio.TimeoutError:
+                        pass  # still silent: the 200 goes, and keep-alives until it speaks
+                    except asyncio.CancelledError:
+                        first.cancel()
+                        raise
+                    stream = with_keepalives(
+                        api.stream(events, call, name), keepalive_every, api.keepalive
+                    )
                     return StreamingResponse(stream, media_type="text/event-stream")
                 body = await api.whole(events, call, name)
                 return Response(dumps(body), media_type="application/json")

@@ -1,9 +1,14 @@
 """OpenAI's Chat Completions replies (``POST /v1/chat/completions``) over the request core.
 
 Replies follow OpenAI's shape: ``arguments`` is a JSON string, ``content`` is null when the
-reply is only calls, ``finish_reason`` is ``tool_calls``, streamed calls carry their own
-``index`` and are sent whole once complete. The notices are a top-level ``toolwire``
-object (streamed: a chunk with no choices before ``[DONE]``).
+reply is only calls, ``finish_reason`` is ``tool_calls``. A streamed call carries its own
+``index``: its first chunk its ``id``, ``name`` and empty ``arguments``, the next ones its
+arguments as the pipeline streams them (see :mod:`toolwire.server.core`); a call withdrawn
+after its first bytes simply stops (its arguments never close as JSON, and the finish
+reason is not ``tool_calls``). The notices are a top-level ``toolwire`` object (streamed: a
+chunk with no choices before ``[DONE]``). With ``stream_options: {"include_usage": true}``
+the last chunk before them has ``choices: []`` and the ``usage``, and every other chunk
+``usage: null``, as OpenAI sends them.
 """
 
 from __future__ import annotations
@@ -17,9 +22,9 @@ from typing import Any
 from ..events import Event, ReasoningDelta, TextDelta
 from ..pipeline import Request
 from .api import OpenAIErrors
-from .core import Finish, Told, WireCall, dumps, turn, whole
+from .core import CallOpened, CallPiece, Finish, Told, WireCall, dumps, turn, whole
 from .remember import ResponseMemory
-from .validate import validate_chat
+from .validate import RequestError, validate_chat
 
 __all__ = ["ChatCompletions", "complete", "complete_stream"]
 
@@ -33,11 +38,15 @@ def _call(call: WireCall, index: bool) -> dict[str, Any]:
     return {"index": call.index, **wire} if index else wire
 
 
-def _usage(finish: Finish) -> dict[str, int] | None:
+def _usage(finish: Finish) -> dict[str, Any] | None:
+    """The engine's usage in OpenAI's shape: its counts, the total, and the prompt tokens
+    read from a cache when the engine says how many (``cached_tokens``)."""
     if not finish.usage:
         return None
-    usage = dict(finish.usage)
+    usage: dict[str, Any] = {k: v for k, v in finish.usage.items() if k != "cached_tokens"}
     usage["total_tokens"] = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+    if "cached_tokens" in finish.usage:
+        usage["prompt_tokens_details"] = {"cached_tokens": finish.usage["cached_tokens"]}
     return usage
 
 
@@ -75,15 +84,19 @@ async def complete_stream(
     model: str,
     *,
     failed: Callable[[Exception], Mapping[str, Any] | None],
+    include_usage: bool = False,
 ) -> AsyncIterator[str]:
     """The reply as Chat Completions chunks; ``failed`` turns a backend error into the
-    error object a last chunk carries (None: re-raise)."""
-    base = {
+    error object a last chunk carries (None: re-raise). ``include_usage``: the request's
+    ``stream_options.include_usage``."""
+    base: dict[str, Any] = {
         "id": _rid(),
         "object": "chat.completion.chunk",
         "created": int(time.time()),
         "model": model,
     }
+    if include_usage:
+        base["usage"] = None
 
     def chunk(delta: Mapping[str, Any], finish: str | None = None) -> str:
         body = {**base, "choices": [{"index": 0, "delta": dict(delta), "finish_reason": finish}]}
@@ -98,8 +111,16 @@ async def complete_stream(
                 yield chunk({"content": item.text})
             elif isinstance(item, ReasoningDelta):
                 yield chunk({"reasoning_content": item.text})
+            elif isinstance(item, CallOpened):
+                opened = {"name": item.name, "arguments": ""}
+                call = {"index": item.index, "id": item.id, "type": "function"}
+                yield chunk({"tool_calls": [{**call, "function": opened}]})
+            elif isinstance(item, CallPiece):
+                piece = {"index": item.index, "function": {"arguments": item.text}}
+                yield chunk({"tool_calls": [piece]})
             elif isinstance(item, WireCall):
-                yield chunk({"tool_calls": [_call(item, True)]})
+                if not item.streamed:
+                    yield chunk({"tool_calls": [_call(item, True)]})
             elif isinstance(item, Told):
                 notices.append(item)
             else:
@@ -111,11 +132,11 @@ async def complete_stream(
         yield "data: " + dumps(error) + "\n\n"
         return
     yield chunk({}, finish.reason)
-    yield (
-        "data: "
-        + dumps({**base, "choices": [], "toolwire": {"notices": [n.wire() for n in notices]}})
-        + "\n\n"
-    )
+    if include_usage:
+        usage = _usage(finish) or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        yield "data: " + dumps({**base, "choices": [], "usage": usage}) + "\n\n"
+    told = {**base, "choices": [], "toolwire": {"notices": [n.wire() for n in notices]}}
+    yield "data: " + dumps(told) + "\n\n"
     yield "data: [DONE]\n\n"
 
 
@@ -123,6 +144,24 @@ async def complete_stream(
 class _Parsed:
     request: Request
     model: str | None
+    include_usage: bool = False
+
+
+def _include_usage(data: Mapping[str, Any]) -> bool:
+    """``stream_options.include_usage``, checked: a malformed one is refused naming it."""
+    options = data.get("stream_options")
+    if options is None:
+        return False
+    if not isinstance(options, Mapping):
+        raise RequestError("'stream_options' must be an object", "stream_options")
+    include = options.get("include_usage", False)
+    if include is None:
+        return False
+    if not isinstance(include, bool):
+        raise RequestError(
+            "'stream_options.include_usage' must be a boolean", "stream_options.include_usage"
+        )
+    return include
 
 
 class ChatCompletions(OpenAIErrors):
@@ -131,12 +170,13 @@ class ChatCompletions(OpenAIErrors):
     async def parse(self, data: dict[str, Any], memory: ResponseMemory | None) -> _Parsed:
         del memory  # Chat Completions keeps nothing
         model = data.get("model")
-        return _Parsed(validate_chat(data), model if isinstance(model, str) else None)
+        request = validate_chat(data)
+        return _Parsed(request, model if isinstance(model, str) else None, _include_usage(data))
 
     async def whole(self, events: AsyncIterable[Event], call: Any, model: str) -> dict[str, Any]:
         del call
         return await complete(events, model)
 
     def stream(self, events: AsyncIterable[Event], call: Any, model: str) -> AsyncIterator[str]:
-        del call
-        return complete_stream(events, model, failed=self.mid_stream)
+        include = bool(getattr(call, "include_usage", False))
+        return complete_stream(events, model, failed=self.mid_stream, include_usage=include)

@@ -2,17 +2,24 @@
 
 Chat Completions, Responses and Anthropic Messages differ only on the wire: each adapter
 turns its request into one engine :class:`~toolwire.pipeline.Request` and renders the
-same :func:`turn` — text, thinking, complete calls with their arguments typed by the
-schema, notices, and how the turn finished. So healing, notices, ``strict``, tool choice
-and parallel calls are decided here once, and the same upstream reply gives the same
-calls through every API.
+same :func:`turn` — text, thinking, calls with their arguments typed by the schema,
+notices, and how the turn finished. So healing, notices, ``strict``, tool choice and
+parallel calls are decided here once, and the same upstream reply gives the same calls
+through every API.
+
+A call the pipeline streams comes as :class:`CallOpened`, :class:`CallPiece` s (the pieces
+:mod:`toolwire.pipeline.end` decided: they concatenate to the call's final arguments) and
+its :class:`WireCall` (``streamed``), or :class:`CallWithdrawn` when it turned out not to
+be a call after its bytes went out. One call streams at a time: what comes while it is open
+(text, another call) waits until it ends, so every API can render it as one block.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Mapping
-from contextlib import aclosing
+from contextlib import aclosing, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +27,9 @@ import orjson
 
 from ..events import (
     CallAbort,
+    CallArgsDelta,
     CallEnd,
+    CallStart,
     Done,
     Event,
     Notice,
@@ -31,6 +40,9 @@ from ..events import (
 from ..pipeline.end import arguments_text, prepare_call
 
 __all__ = [
+    "CallOpened",
+    "CallPiece",
+    "CallWithdrawn",
     "Finish",
     "Output",
     "Started",
@@ -41,6 +53,7 @@ __all__ = [
     "dumps",
     "turn",
     "whole",
+    "with_keepalives",
 ]
 
 
@@ -54,6 +67,36 @@ class WireCall:
     name: str
     arguments: str
     value: dict[str, Any] | None
+    #: Its arguments went out as :class:`CallPiece` s (which concatenate to ``arguments``).
+    streamed: bool = False
+
+
+@dataclass(frozen=True)
+class CallOpened:
+    """A call began: its name is known and its arguments follow as :class:`CallPiece` s."""
+
+    index: int
+    id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class CallPiece:
+    """More of an open call's arguments, as JSON text that will not change."""
+
+    index: int
+    text: str
+
+
+@dataclass(frozen=True)
+class CallWithdrawn:
+    """An open call that is not one after all (cut short, its arguments no object): its
+    ``sent`` text never closes as JSON, and a notice says why."""
+
+    index: int
+    id: str
+    name: str
+    sent: str
 
 
 @dataclass(frozen=True)
@@ -76,7 +119,9 @@ class Finish:
 
 
 #: What :func:`turn` yields, in order; :class:`Finish` last.
-Output = TextDelta | ReasoningDelta | WireCall | Told | Finish
+Output = (
+    TextDelta | ReasoningDelta | CallOpened | CallPiece | CallWithdrawn | WireCall | Told | Finish
+)
 
 
 def dumps(value: Any) -> str:
@@ -111,39 +156,133 @@ def _told(event: Event) -> Told | None:
 async def turn(events: AsyncIterable[Event]) -> AsyncIterator[Output]:
     """The turn's outputs as every API renders them.
 
-    A call is given whole once it is complete, with the arguments the pipeline typed (see
-    :mod:`toolwire.pipeline.end`): one the model abandons never reaches the client.
-    Tool choice, parallel calls and the finish reason were settled by the pipeline; this
-    only renders. Raises what the backend raises (:class:`~toolwire.errors.ToolwireError`).
+    A call streams as the pipeline streams it (see :mod:`toolwire.pipeline.end`), one at a
+    time; one that never began (a backend's whole call) is given whole at its end. Tool
+    choice, parallel calls and the finish reason were settled by the pipeline; this only
+    renders. Raises what the backend raises (:class:`~toolwire.errors.ToolwireError`).
     """
-    sent = 0
-    finish = Finish("stop")
-    held: Told | None = None  # a CallAbort's notice, unless the reader's own follows it
+    order = _Serial()
     async for event in events:
+        for out in order.push(event):
+            yield out
+    for out in order.end():
+        yield out
+
+
+_CALL_EVENTS = (CallStart, CallArgsDelta, CallEnd, CallAbort)
+
+
+class _Serial:
+    """The pipeline's events in the order every API can render: while a call is open, only
+    its own events and notices pass; the rest waits, in order, until it ends."""
+
+    def __init__(self) -> None:
+        self._wire: dict[int, int] = {}  # a call's index in the pipeline -> on the wire
+        self._names: dict[int, tuple[str, str]] = {}
+        self._sent: dict[int, list[str]] = {}
+        self._open: int | None = None
+        self._waiting: list[Event] = []
+        self._next = 0
+        self._finish = Finish("stop")
+        self._held: Told | None = None  # a CallAbort's notice, unless the reader's follows
+
+    def push(self, event: Event) -> list[Output]:
+        if self._open is None or self._belongs(event):
+            return self._drain(self._handle(event))
+        self._waiting.append(event)
+        return []
+
+    def end(self) -> list[Output]:
+        out: list[Output] = []
+        if self._open is not None:  # never ended: withdrawn, and what waited follows
+            out += self._drain(self._withdraw(self._open))
+        if self._held is not None:
+            out.append(self._held)
+            self._held = None
+        out.append(self._finish)
+        return out
+
+    def _belongs(self, event: Event) -> bool:
+        if isinstance(event, Notice):
+            return True
+        return isinstance(event, _CALL_EVENTS) and event.index == self._open
+
+    def _drain(self, out: list[Output]) -> list[Output]:
+        """What waited, now that no call is open (until one opens again)."""
+        i = 0
+        while i < len(self._waiting):
+            event = self._waiting[i]
+            if self._open is None or self._belongs(event):
+                del self._waiting[i]
+                was = self._open
+                out += self._handle(event)
+                if was is not None and self._open is None:
+                    i = 0  # the open call ended: what waited before its events comes next
+            else:
+                i += 1
+        return out
+
+    def _handle(self, event: Event) -> list[Output]:
+        out: list[Output] = []
         told = _told(event)
-        if held is not None:
+        if self._held is not None:
             if not (isinstance(event, Notice) and event.code == "call-abandoned"):
-                yield held  # the reader said nothing of it itself: the client is told once
-            held = None
+                out.append(self._held)  # the reader said nothing of it: the client is told once
+            self._held = None
         if isinstance(event, CallAbort):
-            held = told
+            self._held = told
         elif told is not None:
-            yield told
-        if isinstance(event, CallEnd):
-            call = event.call
-            arguments = event.arguments
-            if arguments is None:  # a backend whose events did not come through the pipeline
-                event, _ = prepare_call(event, None)
-                arguments = event.arguments or "{}"
-            yield WireCall(sent, call.id, call.name, arguments, _object(arguments))
-            sent += 1
+            out.append(told)
+        if isinstance(event, CallStart):
+            wire = self._next
+            self._next += 1
+            self._wire[event.index] = wire
+            self._names[event.index] = (event.id, event.name)
+            self._sent[event.index] = []
+            self._open = event.index
+            out.append(CallOpened(wire, event.id, event.name))
+        elif isinstance(event, CallArgsDelta):
+            if event.index in self._sent and event.text:
+                self._sent[event.index].append(event.text)
+                out.append(CallPiece(self._wire[event.index], event.text))
+        elif isinstance(event, CallAbort):
+            if event.index in self._sent:
+                out += self._withdraw(event.index)
+        elif isinstance(event, CallEnd):
+            out += self._call(event)
         elif isinstance(event, (TextDelta, ReasoningDelta)):
-            yield event
+            out.append(event)
         elif isinstance(event, Done):
-            finish = Finish(event.finish_reason, event.usage)
-    if held is not None:
-        yield held
-    yield finish
+            self._finish = Finish(event.finish_reason, event.usage)
+        return out
+
+    def _withdraw(self, index: int) -> list[Output]:
+        cid, name = self._names.pop(index)
+        sent = "".join(self._sent.pop(index))
+        if self._open == index:
+            self._open = None
+        return [CallWithdrawn(self._wire.pop(index), cid, name, sent)]
+
+    def _call(self, event: CallEnd) -> list[Output]:
+        call = event.call
+        arguments = event.arguments
+        if arguments is None:  # a backend whose events did not come through the pipeline
+            event, _ = prepare_call(event, None)
+            arguments = event.arguments or "{}"
+        out: list[Output] = []
+        if event.index in self._sent:
+            sent = "".join(self._sent[event.index])
+            if arguments.startswith(sent):
+                wire = self._wire.pop(event.index)
+                del self._names[event.index], self._sent[event.index]
+                self._open = None if self._open == event.index else self._open
+                if len(arguments) > len(sent):  # only a call that skipped the pipeline's end
+                    out.append(CallPiece(wire, arguments[len(sent) :]))
+                return [*out, WireCall(wire, call.id, call.name, arguments, _object(arguments), True)]
+            out += self._withdraw(event.index)
+        wire = self._next
+        self._next += 1
+        return [*out, WireCall(wire, call.id, call.name, arguments, _object(arguments))]
 
 
 @dataclass
@@ -180,11 +319,16 @@ async def whole(events: AsyncIterable[Event]) -> Whole:
 class Started:
     """A reply's events with the first ones taken early: the notices the pipeline gives
     before it sends, and the first event of the reply itself (or its failure) — so a
-    streamed reply's failure before it begins gets its own status, not a 200."""
+    streamed reply's failure before it begins gets its own status, not a 200.
+
+    :meth:`begin` takes them in a task of their own, which the handler waits on only for a
+    while (then the 200 and keep-alives go out while the model is still silent); iterating
+    waits for it, and a failure it met is raised there, as a mid-stream one is."""
 
     def __init__(self, events: AsyncGenerator[Event, None]) -> None:
         self._events = events
         self._held: list[Event] = []
+        self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         """Take events up to the first that is not a notice; a failure is raised here."""
@@ -197,10 +341,55 @@ class Started:
             await self._events.aclose()
             raise
 
+    def begin(self) -> asyncio.Task[None]:
+        """:meth:`start` in a task of its own, awaited by the first iteration."""
+        self._task = asyncio.ensure_future(self.start())
+        return self._task
+
     async def __aiter__(self) -> AsyncIterator[Event]:
+        task = self._task
+        try:
+            if task is not None:
+                await task
+        finally:
+            if task is not None and not task.done():  # the client went away meanwhile
+                task.cancel()
+                with suppress(BaseException):
+                    await task
         async with aclosing(self._events) as events:
             for event in self._held:
                 yield event
             self._held = []
             async for event in events:
                 yield event
+
+
+async def with_keepalives(
+    stream: AsyncIterator[str], every: float, line: str
+) -> AsyncIterator[str]:
+    """``stream``'s pieces, and ``line`` whenever ``every`` seconds pass without one (while
+    the model reads a long prompt, or writes a long call that is held): a client that
+    gives up on silence keeps waiting, and one that reads only events skips the line."""
+    pending: asyncio.Task[str] | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(anext(stream))
+            done, _ = await asyncio.wait({pending}, timeout=every)
+            if not done:
+                yield line
+                continue
+            task, pending = pending, None
+            try:
+                piece = task.result()
+            except StopAsyncIteration:
+                return
+            yield piece
+    finally:
+        if pending is not None:
+            pending.cancel()
+            with suppress(BaseException):
+                await pending
+        closer = getattr(stream, "aclose", None)
+        if closer is not None:
+            await closer()

@@ -22,10 +22,28 @@ from typing import Any
 from ..errors import ToolwireError
 from ..events import Event, ReasoningDelta, TextDelta
 from .api import OpenAIErrors
-from .core import Finish, Told, WireCall, dumps, turn, whole
+from .core import (
+    CallOpened,
+    CallPiece,
+    CallWithdrawn,
+    Finish,
+    Told,
+    WireCall,
+    dumps,
+    turn,
+    whole,
+)
 from .remember import ResponseMemory
 from .responses_input import ResponsesCall, parse_responses
-from .responses_items import call_item, message_item, reasoning_item, said
+from .responses_items import (
+    argument_events,
+    call_item,
+    done_value,
+    message_item,
+    reasoning_item,
+    said,
+    streams_arguments,
+)
 
 __all__ = ["Responses", "ResponsesCall", "parse_responses", "respond", "respond_stream"]
 
@@ -36,9 +54,9 @@ def _usage(finish: Finish) -> dict[str, Any] | None:
     given = finish.usage.get("prompt_tokens", 0), finish.usage.get("completion_tokens", 0)
     return {
         "input_tokens": given[0],
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": finish.usage.get("cached_tokens", 0)},
         "output_tokens": given[1],
-        "output_tokens_details": {"reasoning_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": finish.usage.get("reasoning_tokens", 0)},
         "total_tokens": sum(given),
     }
 
@@ -83,7 +101,8 @@ async def _kept(
     if call.memory is None:
         return []
     try:
-        await call.memory.keep(rid, model, [*call.conversation, *said(output, call.tools)])
+        kept = [item for item in output if item.get("status") != "incomplete"]
+        await call.memory.keep(rid, model, [*call.conversation, *said(kept, call.tools)])
     except ToolwireError as exc:
         return [Told("response-not-stored", f"the response could not be stored: {exc}")]
     return []
@@ -120,9 +139,12 @@ async def respond_stream(
 ) -> AsyncIterator[str]:
     """The reply as Responses server-sent events.
 
-    Text and thinking are streamed as they come, each in its own output item; a call is
-    sent whole once complete (``output_item.added``, the arguments in one delta, ``.done``).
-    ``failed`` turns a backend error into the ``response.failed`` event's error object.
+    Text and thinking are streamed as they come, each in its own output item; a call's item
+    is added as it begins and its arguments streamed as the pipeline streams them (a tool
+    whose input goes whole, :func:`streams_arguments`, gets it at the end). A call
+    withdrawn after its first bytes ends as an ``incomplete`` item, never stored for a
+    continuation. ``failed`` turns a backend error into the ``response.failed`` event's
+    error object.
     """
     event = _Events()
     rid = _id("resp")
@@ -206,8 +228,62 @@ async def respond_stream(
         }
         return [*out, event("response.output_item.added", output_index=index, item=open_item)]
 
+    # the call whose item is open: its output item as added, and its tool
+    calling: tuple[dict[str, Any], Any] | None = None
+
+    def whole_call(item: WireCall) -> list[str]:
+        tool = call.tools.get(item.name)
+        index, added = len(output), call_item(item, tool, "in_progress")
+        delta, done_kind, field = argument_events(tool)
+        done = call_item(item, tool)
+        output.append(done)
+        return [
+            event("response.output_item.added", output_index=index, item=added),
+            event(delta, item_id=added["id"], output_index=index, delta=done_value(item, tool)),
+            event(done_kind, item_id=added["id"], output_index=index, **{field: done_value(item, tool)}),
+            event("response.output_item.done", output_index=index, item=done),
+        ]
+
     try:
         async for item in turn(events):
+            if isinstance(item, CallOpened):
+                for line in close():
+                    yield line
+                tool = call.tools.get(item.name)
+                if streams_arguments(tool):
+                    shown = WireCall(item.index, item.id, item.name, "", None)
+                    added = call_item(shown, tool, "in_progress")
+                    calling = added, tool
+                    yield event("response.output_item.added", output_index=len(output), item=added)
+                continue
+            if isinstance(item, CallPiece):
+                if calling is not None:
+                    yield event(
+                        argument_events(calling[1])[0],
+                        item_id=calling[0]["id"],
+                        output_index=len(output),
+                        delta=item.text,
+                    )
+                continue
+            if isinstance(item, CallWithdrawn):
+                if calling is not None:
+                    shown = WireCall(item.index, item.id, item.name, item.sent, None)
+                    cut = {**call_item(shown, calling[1]), "status": "incomplete"}
+                    calling = None
+                    output.append(cut)
+                    yield event("response.output_item.done", output_index=len(output) - 1, item=cut)
+                continue
+            if isinstance(item, WireCall) and item.streamed and calling is not None:
+                added, tool = calling
+                calling = None
+                index = len(output)
+                _, done_kind, field = argument_events(tool)
+                value = done_value(item, tool)
+                yield event(done_kind, item_id=added["id"], output_index=index, **{field: value})
+                done = call_item(item, tool)
+                output.append(done)
+                yield event("response.output_item.done", output_index=index, item=done)
+                continue
             if isinstance(item, (TextDelta, ReasoningDelta)):
                 kind = "message" if isinstance(item, TextDelta) else "reasoning"
                 for line in opening(kind):
@@ -231,24 +307,8 @@ async def respond_stream(
             elif isinstance(item, WireCall):
                 for line in close():
                     yield line
-                tool = call.tools.get(item.name)
-                index, added = len(output), call_item(item, tool, "in_progress")
-                yield event("response.output_item.added", output_index=index, item=added)
-                yield event(
-                    "response.function_call_arguments.delta",
-                    item_id=added["id"],
-                    output_index=index,
-                    delta=item.arguments,
-                )
-                yield event(
-                    "response.function_call_arguments.done",
-                    item_id=added["id"],
-                    output_index=index,
-                    arguments=item.arguments,
-                )
-                done = call_item(item, tool)
-                output.append(done)
-                yield event("response.output_item.done", output_index=index, item=done)
+                for line in whole_call(item):
+                    yield line
             elif isinstance(item, Told):
                 notices.append(item)
             else:
