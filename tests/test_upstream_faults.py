@@ -18,6 +18,7 @@ import socket
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -274,6 +275,20 @@ def test_a_connect_that_hangs_ends_at_the_connect_timeout() -> None:
         listener.close()
 
 
+def merged(deltas: Any) -> list[dict[str, Any]]:
+    """Streamed call chunks joined as a client joins them: by index, the arguments
+    concatenated (a call's first chunk names it; its arguments follow in pieces)."""
+    calls: dict[int, dict[str, Any]] = {}
+    for delta in deltas:
+        call = calls.setdefault(
+            delta["index"], {"index": delta["index"], "function": {"name": "", "arguments": ""}}
+        )
+        function = delta.get("function") or {}
+        call["function"]["name"] += function.get("name") or ""
+        call["function"]["arguments"] += function.get("arguments") or ""
+    return list(calls.values())
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_tool_calls_sent_as_an_object_are_read_as_one_call(
     upstream: RawUpstream, gateway: str, stream: bool
@@ -288,9 +303,9 @@ def test_tool_calls_sent_as_an_object_are_read_as_one_call(
     assert r.status_code == 200
     if stream:
         events = streamed(r)
-        calls = [
+        calls = merged(
             c for e in events[:-1] for ch in e["choices"] for c in ch["delta"].get("tool_calls", [])
-        ]
+        )
         finish = [
             ch["finish_reason"] for e in events[:-1] for ch in e["choices"] if ch["finish_reason"]
         ]
@@ -312,9 +327,9 @@ def test_a_call_to_an_undeclared_tool_is_a_notice_never_a_call(
     r = ask(gateway, stream=stream)
     if stream:
         events = streamed(r)
-        calls = [
+        calls = merged(
             c for e in events[:-1] for ch in e["choices"] for c in ch["delta"].get("tool_calls", [])
-        ]
+        )
         notices = events[-2]["toolwire"]["notices"]
     else:
         calls = r.json()["choices"][0]["message"]["tool_calls"]
@@ -342,9 +357,9 @@ def test_a_plain_json_answer_is_served_as_a_stream(upstream: RawUpstream, gatewa
     r = ask(gateway, stream=True)
     assert r.headers["content-type"].startswith("text/event-stream")
     events = streamed(r)
-    calls = [
+    calls = merged(
         c for e in events[:-1] for ch in e["choices"] for c in ch["delta"].get("tool_calls", [])
-    ]
+    )
     assert [json.loads(c["function"]["arguments"]) for c in calls] == [
         {"city": "Oslo"},
         {"city": "Rome"},
