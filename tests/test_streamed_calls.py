@@ -97,7 +97,7 @@ def test_a_text_value_streams_as_it_comes_and_escaped_as_json_writes_it() -> Non
     assert writer.feed('{"pa') == "{"
     assert writer.feed('th": "a') == '"path": "a'
     assert writer.feed("b\\") == "b"  # an escape cut by the piece's end waits for its end
-    assert writer.feed('n\t') == "\\n\\t"  # the raw tab as the final text writes it
+    assert writer.feed("n\t") == "\\n\\t"  # the raw tab as the final text writes it
     assert writer.feed("'") == "'"
 
 
@@ -144,7 +144,7 @@ def test_the_writer_is_linear_in_the_arguments_length() -> None:
     its square (bounds generous for a busy machine)."""
 
     def run(n: int) -> float:
-        raw = json.dumps({"path": "big.txt", "content": "ab\\c\"d\n" * n})
+        raw = json.dumps({"path": "big.txt", "content": 'ab\\c"d\n' * n})
         began = time.perf_counter()
         writer = ArgumentWriter(SCHEMA)
         sent = "".join(writer.feed(raw[i : i + 3]) for i in range(0, len(raw), 3))

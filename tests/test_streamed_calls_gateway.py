@@ -78,7 +78,11 @@ def _script(up: PacedUpstream, hermes: bool) -> Paced:
     if hermes:
         call = '<tool_call>\n{"name": "write_file", "arguments": ' + WRITTEN + "}\n</tool_call>"
         return up.add(Paced(text_pieces(call, 20), every=0.1))
-    return up.add(Paced(native_call("call_1", "write_file", WRITTEN, 20), every=0.1, finish_reason="tool_calls"))
+    return up.add(
+        Paced(
+            native_call("call_1", "write_file", WRITTEN, 20), every=0.1, finish_reason="tool_calls"
+        )
+    )
 
 
 def _check(reply: Paced, got: list[tuple[float, str]], joined: str) -> None:
@@ -97,7 +101,10 @@ def test_chat_completions_streams_the_arguments(upstream: PacedUpstream, hermes:
         got: list[tuple[float, str]] = []
         names = []
         for chunk in client.chat.completions.create(
-            model="gw", messages=ASK, tools=[WRITE], stream=True  # type: ignore[arg-type]
+            model="gw",
+            messages=ASK,
+            tools=[WRITE],
+            stream=True,  # type: ignore[arg-type]
         ):
             for choice in chunk.choices:
                 for tc in choice.delta.tool_calls or []:
@@ -141,7 +148,10 @@ def test_messages_streams_the_input(upstream: PacedUpstream, hermes: bool) -> No
             "input_schema": WRITE["function"]["parameters"],  # type: ignore[index]
         }
         with client.messages.stream(
-            model="gw", max_tokens=1000, messages=ASK, tools=[tool]  # type: ignore[list-item]
+            model="gw",
+            max_tokens=1000,
+            messages=ASK,
+            tools=[tool],  # type: ignore[list-item]
         ) as stream:
             for event in stream:
                 if event.type == "content_block_delta" and event.delta.type == "input_json_delta":

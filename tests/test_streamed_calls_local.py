@@ -23,7 +23,7 @@ from toolwire.pipeline import ModelMemory
 from toolwire.server import create_app
 from toolwire.testing import ScriptedLlama, ServedApp
 
-TEMPLATE = (Path(__file__).parent / "fixtures" / "chat_templates" / "Qwen-Qwen2.5-7B-Instruct.jinja")
+TEMPLATE = Path(__file__).parent / "fixtures" / "chat_templates" / "Qwen-Qwen2.5-7B-Instruct.jinja"
 PARAMETERS = {
     "type": "object",
     "properties": {"city": {"type": "string"}, "note": {"type": "string"}},
@@ -63,7 +63,10 @@ def test_a_family_call_streams_as_the_model_writes_it() -> None:
         client = OpenAI(base_url=served.url + "/v1", api_key="unused")
         got: list[tuple[float, str]] = []
         for chunk in client.chat.completions.create(
-            model="gw", messages=ASK, tools=TOOLS, stream=True  # type: ignore[arg-type]
+            model="gw",
+            messages=ASK,
+            tools=TOOLS,
+            stream=True,  # type: ignore[arg-type]
         ):
             for choice in chunk.choices:
                 for tc in choice.delta.tool_calls or []:
@@ -84,7 +87,10 @@ def test_a_call_withdrawn_after_its_bytes_went_out_is_never_complete() -> None:
         # Chat Completions: the call's chunks stop; the finish is not tool_calls
         arguments, finish, content = "", None, ""
         for chunk in client.chat.completions.create(
-            model="gw", messages=ASK, tools=TOOLS, stream=True  # type: ignore[arg-type]
+            model="gw",
+            messages=ASK,
+            tools=TOOLS,
+            stream=True,  # type: ignore[arg-type]
         ):
             for choice in chunk.choices:
                 for tc in choice.delta.tool_calls or []:
@@ -95,7 +101,9 @@ def test_a_call_withdrawn_after_its_bytes_went_out_is_never_complete() -> None:
         assert finish == "stop" and "<tool_call>" in content
         # Responses: the call's item ends incomplete, and is not a call of the response
         responses = client.responses.create(
-            model="gw", input="Weather in Paris?", stream=True,
+            model="gw",
+            input="Weather in Paris?",
+            stream=True,
             tools=[{"type": "function", "name": "get_weather", "parameters": PARAMETERS}],
         )
         done = [e.item for e in responses if e.type == "response.output_item.done"]
@@ -105,7 +113,10 @@ def test_a_call_withdrawn_after_its_bytes_went_out_is_never_complete() -> None:
         claude = anthropic.Anthropic(base_url=served.url, api_key="unused")
         tool = {"name": "get_weather", "input_schema": PARAMETERS}
         with claude.messages.stream(
-            model="gw", max_tokens=100, messages=ASK, tools=[tool]  # type: ignore[list-item]
+            model="gw",
+            max_tokens=100,
+            messages=ASK,
+            tools=[tool],  # type: ignore[list-item]
         ) as stream:
             seen = list(stream)
             final = stream.get_final_message()

@@ -47,7 +47,10 @@ def test_chat_completions_sends_the_usage_chunk_when_asked(
     upstream.add_stream(text_deltas("Hi there."), usage=USAGE)
     chunks = list(
         client.chat.completions.create(
-            model="gw", messages=ASK, stream=True, stream_options={"include_usage": True}  # type: ignore[arg-type]
+            model="gw",
+            messages=ASK,
+            stream=True,
+            stream_options={"include_usage": True},  # type: ignore[arg-type]
         )
     )
     (last,) = [c for c in chunks if c.usage is not None]
@@ -57,7 +60,12 @@ def test_chat_completions_sends_the_usage_chunk_when_asked(
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "Hi there."
     # every other chunk says usage null, as OpenAI's do; without the option, no usage at all
     upstream.add_stream(text_deltas("Hi there."), usage=USAGE)
-    body = {"model": "gw", "messages": ASK, "stream": True, "stream_options": {"include_usage": True}}
+    body = {
+        "model": "gw",
+        "messages": ASK,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     data = _data(gateway + "/v1/chat/completions", body)
     assert all("usage" in d for d in data)
     assert [d["usage"] for d in data if d["usage"] is not None] == [
@@ -72,7 +80,12 @@ def test_cached_prompt_tokens_are_said_where_the_api_has_a_field(
     upstream: FakeOpenAIServer, gateway: str
 ) -> None:
     upstream.add_stream(text_deltas("Hi."), usage=CACHED)
-    body = {"model": "gw", "messages": ASK, "stream": True, "stream_options": {"include_usage": True}}
+    body = {
+        "model": "gw",
+        "messages": ASK,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     (usage,) = [d["usage"] for d in _data(gateway + "/v1/chat/completions", body) if d["usage"]]
     assert usage["prompt_tokens_details"] == {"cached_tokens": 100}
     upstream.add_stream(text_deltas("Hi."), usage=CACHED)

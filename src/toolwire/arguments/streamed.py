@@ -421,9 +421,9 @@ class ArgumentWriter:
         required = schema.get("required")
         if isinstance(value, str) and value.strip() == "null":
             return False  # a grammar that writes every value as text means null by it
-        if value is None and not (isinstance(required, list) and key in required):
-            if not allows_null(sub, sub):
-                return False
+        required_here = isinstance(required, list) and key in required
+        if value is None and not required_here and not allows_null(sub, sub):
+            return False  # a null for an optional field that takes none: dropped
         try:
             done = normalise(value, sub)
         except Exception:  # a schema jsonschema cannot use: typing will say so at the end

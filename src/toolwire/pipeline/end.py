@@ -139,7 +139,7 @@ class End:
         self._kept: set[int] = set()  # calls passed on, begun or ended
         self._next = 0
         self._writers: dict[int, ArgumentWriter] = {}  # a passed call's streamed arguments
-        self._unopened: dict[int, ev.CallStart] = {}  # begun, no byte of it certain yet
+        self._unopened: dict[int, Event] = {}  # begun, no byte of it certain yet
         self.calls = 0  # calls passed on whole
 
     def push(self, event: Event) -> list[Event]:
@@ -209,7 +209,7 @@ class End:
             self._kept.add(index)
             self.calls += isinstance(event, ev.CallEnd)
         if isinstance(event, ev.CallEnd) and unopened is not None:
-            whole = [unopened, ev.CallArgsDelta(number, event.arguments or "")]
+            whole: list[Event] = [unopened, ev.CallArgsDelta(number, event.arguments or "")]
             return [*typing, *whole, _numbered(event, number)]
         if isinstance(event, ev.CallEnd) and writer is not None:
             return [*typing, *self._rest(event, number, writer)]

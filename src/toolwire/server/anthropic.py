@@ -216,7 +216,7 @@ async def reply_stream(
                 yield _event("content_block_stop", index=index)
             elif isinstance(item, Told):
                 notices.append(item)
-            else:
+            elif isinstance(item, Finish):
                 finish = item
     except Exception as exc:
         error = failed(exc)

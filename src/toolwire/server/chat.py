@@ -123,7 +123,7 @@ async def complete_stream(
                     yield chunk({"tool_calls": [_call(item, True)]})
             elif isinstance(item, Told):
                 notices.append(item)
-            else:
+            elif isinstance(item, Finish):
                 finish = item
     except Exception as exc:
         error = failed(exc)

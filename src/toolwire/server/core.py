@@ -278,7 +278,10 @@ class _Serial:
                 self._open = None if self._open == event.index else self._open
                 if len(arguments) > len(sent):  # only a call that skipped the pipeline's end
                     out.append(CallPiece(wire, arguments[len(sent) :]))
-                return [*out, WireCall(wire, call.id, call.name, arguments, _object(arguments), True)]
+                return [
+                    *out,
+                    WireCall(wire, call.id, call.name, arguments, _object(arguments), True),
+                ]
             out += self._withdraw(event.index)
         wire = self._next
         self._next += 1
@@ -310,7 +313,7 @@ async def whole(events: AsyncIterable[Event]) -> Whole:
             out.calls.append(item)
         elif isinstance(item, Told):
             out.notices.append(item)
-        else:
+        elif isinstance(item, Finish):
             out.finish = item
     out.text, out.reasoning = "".join(text), "".join(reasoning)
     return out

@@ -240,7 +240,12 @@ async def respond_stream(
         return [
             event("response.output_item.added", output_index=index, item=added),
             event(delta, item_id=added["id"], output_index=index, delta=done_value(item, tool)),
-            event(done_kind, item_id=added["id"], output_index=index, **{field: done_value(item, tool)}),
+            event(
+                done_kind,
+                item_id=added["id"],
+                output_index=index,
+                **{field: done_value(item, tool)},
+            ),
             event("response.output_item.done", output_index=index, item=done),
         ]
 
@@ -311,7 +316,7 @@ async def respond_stream(
                     yield line
             elif isinstance(item, Told):
                 notices.append(item)
-            else:
+            elif isinstance(item, Finish):
                 finish = item
     except Exception as exc:
         error = failed(exc)
