@@ -32,6 +32,12 @@ arguments that fit its schema (:mod:`toolwire.formats.trailing`), named ``traili
 prose streams on as it comes and stays content, only the candidate block is held back. JSON in
 the middle of prose stays prose.
 
+While the reply is held, the first call a family's reader opens still streams as it comes
+(its start and arguments pass at once); only its end, or its withdrawal, waits. When the
+reader withdraws it (an unclosed tag) and recovery reads the same call from the held text,
+the call streamed is ended with the recovered arguments, under its own index and id; when
+recovery reads another, the streamed one stays withdrawn.
+
 A turn that offered no tools recovers nothing, but the same shapes, to any name, are still
 call markup: :class:`ToollessWatch` lets the text through as it comes and names such a
 reply at its end (``call-without-tools``).

@@ -13,6 +13,11 @@ again, until the token limit. Two cases are caught (both off with ``strict``):
 
 Arguments are compared after typing by the tool's schema (``"3"`` and ``3`` for an integer
 are the same call), else as canonical JSON.
+
+A call whose name was already called (in this reply, or the call just answered) may be a
+repeat, so it is held until it ends and then given on whole or dropped: such a call does not
+stream its arguments as it comes (:mod:`toolwire.pipeline.end`) — a repeat must never have
+reached the client. Any other call passes as it comes.
 """
 
 from __future__ import annotations

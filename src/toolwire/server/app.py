@@ -10,7 +10,8 @@ messages.
 Replies follow OpenAI's shape: ``arguments`` is a JSON string, ``content`` is null when the
 reply is only calls, ``finish_reason`` is ``tool_calls``, streamed calls carry their own
 ``index``. Arguments are read forgivingly and typed by the tool's schema, streamed or not;
-a streamed call is sent whole when it is complete. A malformed request gets a 400 in
+a streamed call's arguments go out as they are generated, in pieces that typing cannot
+change (:mod:`toolwire.arguments.streamed`). A malformed request gets a 400 in
 OpenAI's error shape; a failing engine a 502.
 
 Every completion also carries ``"toolwire": {"notices": [...]}``, a top-level extension
