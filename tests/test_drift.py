@@ -138,7 +138,8 @@ def test_without_declared_tools_nothing_is_recovered() -> None:
 
 
 def run_guarded(text: str, chunks: list[str], **kw: Any) -> list[Any]:
-    parser = get_family("hermes").stream(TOOLS, **kw)
+    # the family's ids too: a call it streamed and recovery then read keeps the family's id
+    parser = get_family("hermes").stream(TOOLS, make_id=lambda i: f"call{i}", **kw)
     guard = DriftGuard(TOOLS, make_id=lambda i: f"id{i}")
     events: list[Any] = []
     for chunk in chunks:

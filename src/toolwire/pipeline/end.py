@@ -139,7 +139,6 @@ class End:
         self._kept: set[int] = set()  # calls passed on, begun or ended
         self._next = 0
         self._writers: dict[int, ArgumentWriter] = {}  # a passed call's streamed arguments
-        self._unopened: dict[int, Event] = {}  # begun, no byte of it certain yet
         self.calls = 0  # calls passed on whole
 
     def push(self, event: Event) -> list[Event]:
@@ -170,18 +169,10 @@ class End:
             name = event.name
             schema = None if name == UNREADABLE else self._index.schema(name)
             self._writers[index] = ArgumentWriter(schema, strict=self._strict)
-            self._unopened[index] = _numbered(event, number)
-            self._kept.add(index)
-            return []  # given with its first certain byte: a call whose arguments are no
-            # object never opens on the wire
-        if isinstance(event, ev.CallArgsDelta):
+        elif isinstance(event, ev.CallArgsDelta):
             writer = self._writers.get(index)
             piece = writer.feed(event.text) if writer is not None else ""
-            if not piece:
-                return []
-            start = self._unopened.pop(index, None)
-            return [*([start] if start is not None else []), ev.CallArgsDelta(number, piece)]
-        unopened = self._unopened.pop(index, None)
+            return [ev.CallArgsDelta(number, piece)] if piece else []
         typing: list[Event] = []
         if isinstance(event, ev.CallEnd) and event.arguments is None:
             name = event.call.name
@@ -208,9 +199,6 @@ class End:
         else:
             self._kept.add(index)
             self.calls += isinstance(event, ev.CallEnd)
-        if isinstance(event, ev.CallEnd) and unopened is not None:
-            whole: list[Event] = [unopened, ev.CallArgsDelta(number, event.arguments or "")]
-            return [*typing, *whole, _numbered(event, number)]
         if isinstance(event, ev.CallEnd) and writer is not None:
             return [*typing, *self._rest(event, number, writer)]
         return [*typing, _numbered(event, number)]

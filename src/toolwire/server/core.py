@@ -7,11 +7,13 @@ notices, and how the turn finished. So healing, notices, ``strict``, tool choice
 parallel calls are decided here once, and the same upstream reply gives the same calls
 through every API.
 
-A call the pipeline streams comes as :class:`CallOpened`, :class:`CallPiece` s (the pieces
-:mod:`toolwire.pipeline.end` decided: they concatenate to the call's final arguments) and
-its :class:`WireCall` (``streamed``), or :class:`CallWithdrawn` when it turned out not to
-be a call after its bytes went out. One call streams at a time: what comes while it is open
-(text, another call) waits until it ends, so every API can render it as one block.
+A call the pipeline streams comes as :class:`CallOpened` with its first certain byte (so a
+call none of whose arguments ever is — text, a list — never opens on the wire, and goes
+whole or not at all), :class:`CallPiece` s (the pieces :mod:`toolwire.pipeline.end`
+decided: they concatenate to the call's final arguments) and its :class:`WireCall`
+(``streamed``), or :class:`CallWithdrawn` when it turned out not to be a call after its
+bytes went out. One call streams at a time: what comes while it is begun (text, another
+call) waits until it ends, so every API can render it as one block.
 """
 
 from __future__ import annotations
@@ -234,20 +236,20 @@ class _Serial:
         elif told is not None:
             out.append(told)
         if isinstance(event, CallStart):
-            wire = self._next
-            self._next += 1
-            self._wire[event.index] = wire
             self._names[event.index] = (event.id, event.name)
-            self._sent[event.index] = []
             self._open = event.index
-            out.append(CallOpened(wire, event.id, event.name))
         elif isinstance(event, CallArgsDelta):
-            if event.index in self._sent and event.text:
+            if event.index in self._names and event.text:
+                if event.index not in self._sent:  # its first certain byte: it opens
+                    self._wire[event.index] = self._next
+                    self._next += 1
+                    self._sent[event.index] = []
+                    cid, name = self._names[event.index]
+                    out.append(CallOpened(self._wire[event.index], cid, name))
                 self._sent[event.index].append(event.text)
                 out.append(CallPiece(self._wire[event.index], event.text))
         elif isinstance(event, CallAbort):
-            if event.index in self._sent:
-                out += self._withdraw(event.index)
+            out += self._withdraw(event.index)
         elif isinstance(event, CallEnd):
             out += self._call(event)
         elif isinstance(event, (TextDelta, ReasoningDelta)):
@@ -257,11 +259,14 @@ class _Serial:
         return out
 
     def _withdraw(self, index: int) -> list[Output]:
-        cid, name = self._names.pop(index)
-        sent = "".join(self._sent.pop(index))
+        """A begun call withdrawn: on the wire only if it opened there."""
         if self._open == index:
             self._open = None
-        return [CallWithdrawn(self._wire.pop(index), cid, name, sent)]
+        named = self._names.pop(index, None)
+        if named is None or index not in self._sent:
+            return []
+        sent = "".join(self._sent.pop(index))
+        return [CallWithdrawn(self._wire.pop(index), named[0], named[1], sent)]
 
     def _call(self, event: CallEnd) -> list[Output]:
         call = event.call
@@ -270,19 +275,19 @@ class _Serial:
             event, _ = prepare_call(event, None)
             arguments = event.arguments or "{}"
         out: list[Output] = []
+        if self._open == event.index:
+            self._open = None
         if event.index in self._sent:
             sent = "".join(self._sent[event.index])
             if arguments.startswith(sent):
                 wire = self._wire.pop(event.index)
                 del self._names[event.index], self._sent[event.index]
-                self._open = None if self._open == event.index else self._open
                 if len(arguments) > len(sent):  # only a call that skipped the pipeline's end
                     out.append(CallPiece(wire, arguments[len(sent) :]))
-                return [
-                    *out,
-                    WireCall(wire, call.id, call.name, arguments, _object(arguments), True),
-                ]
+                value = _object(arguments)
+                return [*out, WireCall(wire, call.id, call.name, arguments, value, True)]
             out += self._withdraw(event.index)
+        self._names.pop(event.index, None)
         wire = self._next
         self._next += 1
         return [*out, WireCall(wire, call.id, call.name, arguments, _object(arguments))]
