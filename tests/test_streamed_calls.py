@@ -25,6 +25,7 @@ from toolwire.formats.registry import families
 from toolwire.messages import ToolCall
 from toolwire.pipeline import ModelMemory, Plan, Request, stream_sync
 from toolwire.pipeline.end import End, prepare_call
+from toolwire.pipeline.repeats import Repeats
 from toolwire.pipeline.reply import read
 from toolwire.testing import FakeOpenAIServer, tool_call_deltas
 
@@ -258,3 +259,62 @@ def test_every_family_streams_its_calls_typed(family: Any) -> None:
     assert first <= read_at + 1, (family.name, first, read_at)
     last = next(n for n, e in got if isinstance(e, CallEnd))
     assert first < last or read_at >= last - 1, family.name
+
+
+# -- a call to a tool just called: held only while it may be a repeat
+
+ANSWERED = [
+    {"role": "user", "content": "write two files"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_0",
+                "type": "function",
+                "function": {"name": "write", "arguments": '{"path": "a.md", "content": "A"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_0", "content": "written"},
+]
+
+
+def _after_answer(server: FakeOpenAIServer, arguments: str) -> list[Event]:
+    deltas = tool_call_deltas([("call_1", "write", arguments)], size=4)
+    server.add_stream(deltas, finish_reason="tool_calls")
+    server.add_stream([{"content": "Done."}])  # the retry, when the call was a repeat
+    backend = OpenAIBackend("m", base_url=server.base_url, memory=ModelMemory())
+    return list(stream_sync(backend.stream(Request(ANSWERED, TOOLS))))
+
+
+def test_a_call_to_the_tool_just_called_streams_once_it_cannot_be_a_repeat(
+    server: FakeOpenAIServer,
+) -> None:
+    other = '{"path": "b.md", "content": "' + "the second file " * 10 + '"}'
+    # the repeat check alone: what it gives on before the call ends
+    repeats = Repeats(Request(ANSWERED, TOOLS))
+    early = repeats.push(CallStart(0, "call_1", "write"))
+    for i in range(0, len(other), 4):
+        early += repeats.push(CallArgsDelta(0, other[i : i + 4]))
+    assert early and isinstance(early[0], CallStart)  # passed on before its end
+    assert "".join(e.text for e in early if isinstance(e, CallArgsDelta)) == other
+    held_for = next(i for i, e in enumerate(early) if isinstance(e, CallArgsDelta))
+    assert held_for == 1  # the held pieces go on together once "b.md" parts it
+    # and through the whole pipeline: the pieces join to the typed call, no notice
+    events = _after_answer(server, other)
+    (end,) = [e for e in events if isinstance(e, CallEnd)]
+    assert _joined(events, end.index) == end.arguments
+    assert not [e for e in events if isinstance(e, Notice) and e.code == "repeated-call"]
+
+
+def test_the_call_just_answered_written_again_never_streams(server: FakeOpenAIServer) -> None:
+    same = '{"path": "a.md", "content": "A"}'
+    repeats = Repeats(Request(ANSWERED, TOOLS))
+    out = repeats.push(CallStart(0, "call_1", "write"))
+    for i in range(0, len(same), 4):
+        out += repeats.push(CallArgsDelta(0, same[i : i + 4]))
+    assert out == []  # it may be the repeat until its end
+    events = _after_answer(server, same)
+    assert not [e for e in events if isinstance(e, (CallStart, CallArgsDelta, CallEnd))]
+    assert "repeated-call" in [e.code for e in events if isinstance(e, Notice)]

@@ -121,6 +121,10 @@ class ArgumentWriter:
         self._brace_only = not _by_field(schema)
         self._pending = ""  # text not yet read: an escape or a value cut by the piece's end
         self._sent: list[str] = []
+        #: What was given, as values: ``(key, value, True)`` for a field given whole, and
+        #: ``(key, text, False)`` for each piece of a text value as it streams — for a reader
+        #: that must know early what a call cannot be (:mod:`toolwire.pipeline.repeats`).
+        self.given: list[tuple[str, Any, bool]] = []
         self._size = 0
         self._keys: set[str] = set()
         self._key: list[str] = []
@@ -290,6 +294,7 @@ class ArgumentWriter:
             if head is None:
                 return self._stop()
             out.append(head + '"')
+            self.given.append(("".join(self._key), "", False))
             self._quote = c
             self._state = _STRING
             return at + 1
@@ -318,7 +323,9 @@ class ArgumentWriter:
         decoded: list[str] = []
         end, closed = self._decode(s, at, decoded)
         if decoded:
-            out.append(json.dumps("".join(decoded), ensure_ascii=False)[1:-1])
+            text = "".join(decoded)
+            out.append(json.dumps(text, ensure_ascii=False)[1:-1])
+            self.given.append(("".join(self._key), text, False))
         if closed:
             out.append('"')
             self._state = _AFTER
@@ -374,6 +381,7 @@ class ArgumentWriter:
         if member is None:
             return self._stop()
         out.append(member)
+        self.given.append(("".join(self._key), value, True))
         self._state = _AFTER
         return at
 

@@ -15,9 +15,13 @@ Arguments are compared after typing by the tool's schema (``"3"`` and ``3`` for 
 are the same call), else as canonical JSON.
 
 A call whose name was already called (in this reply, or the call just answered) may be a
-repeat, so it is held until it ends and then given on whole or dropped: such a call does not
-stream its arguments as it comes (:mod:`toolwire.pipeline.end`) — a repeat must never have
-reached the client. Any other call passes as it comes.
+repeat, so it is held — a repeat must never have reached the client — until its arguments
+show it cannot be one: a field given early (:class:`~toolwire.arguments.streamed.
+ArgumentWriter`, the bytes typing cannot change) that no earlier call of its name has so, or
+a text value that parts from theirs. From then it passes as it comes and streams (an agent
+calls the same tool turn after turn, each time with other arguments); a call that may still
+be a repeat at its end is given on whole or dropped there. Any other call passes as it
+comes.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Any
 
 from .. import events as ev
 from ..arguments import prepare_arguments
+from ..arguments.streamed import ArgumentWriter
 from ..errors import ArgumentsError
 from ..events import Event
 from ..formats.base import loads_json
@@ -97,6 +102,49 @@ def _answered(request: Request) -> set[Key]:
     return keys
 
 
+class _Probe:
+    """What a held call may still repeat: the earlier calls of its name (their arguments as
+    their keys have them) that what it has given so far does not rule out."""
+
+    def __init__(self, name: str, schema: Mapping[str, Any] | None, candidates: list[Key]) -> None:
+        self.name = name
+        self._writer = ArgumentWriter(schema)
+        self._left: list[dict[str, Any]] | None = []
+        for key in candidates:
+            self.add(key)
+        self._read = 0  # of the writer's given values
+        self._text: tuple[str, int] = ("", 0)  # the text field being compared, and how far
+
+    def add(self, key: Key) -> None:
+        """Another call it may repeat (one kept while it was held)."""
+        try:
+            value = json.loads(key[1])
+        except ValueError:
+            value = None
+        if self._left is not None:
+            # a call whose arguments are no object is compared only at the end
+            self._left = [*self._left, value] if isinstance(value, dict) else None
+
+    def feed(self, text: str) -> bool:
+        """Read more of its arguments: can it no longer be a repeat?"""
+        self._writer.feed(text)
+        given = self._writer.given
+        while self._left and self._read < len(given):
+            key, value, whole = given[self._read]
+            self._read += 1
+            if whole:
+                shown = _canonical(value)
+                self._left = [c for c in self._left if key in c and _canonical(c[key]) == shown]
+                continue
+            at = self._text[1] if self._text[0] == key else 0
+            end = at + len(value)
+            self._text = (key, end)
+            self._left = [
+                c for c in self._left if isinstance(c.get(key), str) and c[key][at:end] == value
+            ]
+        return self._left == []
+
+
 class Repeats:
     """Watches one turn's events (after the grammar read them) for repeated calls.
 
@@ -114,6 +162,7 @@ class Repeats:
         #: call of the same name comes to compare with.
         self._done: dict[str, list[list[Any]]] = {}
         self._held: dict[int, list[Event]] = {}
+        self._probes: dict[int, _Probe] = {}  # a held call: what it may still repeat
         self.said = False  # text the user saw, or a call given on
         self.calls = 0
         self.stop = False
@@ -143,6 +192,19 @@ class Repeats:
 
     def _keep(self, call: ToolCall, key: Key | None = None) -> None:
         self._done.setdefault(call.name, []).append([call, key])
+        for probe in self._probes.values():  # a call still held may repeat this one
+            if probe.name == call.name:
+                probe.add(key if key is not None else self._key(call))
+
+    def _candidates(self, name: str) -> list[Key]:
+        """The keys of the calls a call named ``name`` may repeat: the one just answered,
+        and those of this reply."""
+        keys = [key for key in self._answered if key[0] == name]
+        for entry in self._done.get(name, ()):
+            if entry[1] is None:
+                entry[1] = self._key(entry[0])
+            keys.append(entry[1])
+        return keys
 
     def push(self, event: Event) -> list[Event]:
         """The events to give on now for ``event``."""
@@ -153,12 +215,19 @@ class Repeats:
         if isinstance(event, ev.CallStart):
             if event.name in self._names():
                 self._held[event.index] = [event]
+                self._probes[event.index] = _Probe(
+                    event.name, self._index.schema(event.name), self._candidates(event.name)
+                )
                 return []
             return [event]
         if isinstance(event, ev.CallArgsDelta) and event.index in self._held:
             self._held[event.index].append(event)
+            if self._probes[event.index].feed(event.text):  # it cannot be a repeat: it passes
+                del self._probes[event.index]
+                return self._held.pop(event.index)
             return []
         if isinstance(event, ev.CallAbort):
+            self._probes.pop(event.index, None)
             return [*self._held.pop(event.index, []), event]
         if isinstance(event, ev.TextDelta):
             self.said = self.said or bool(event.text.strip())
@@ -171,6 +240,7 @@ class Repeats:
         if not isinstance(event, ev.CallEnd):
             return [event]
         held = self._held.pop(event.index, [])
+        self._probes.pop(event.index, None)
         call = event.call
         if self._seen(call) is not None:
             self.stop = True
