@@ -7,8 +7,8 @@ arguments as the pipeline streams them (see :mod:`toolwire.server.core`); a call
 after its first bytes simply stops (its arguments never close as JSON, and the finish
 reason is not ``tool_calls``). The notices are a top-level ``toolwire`` object (streamed: a
 chunk with no choices before ``[DONE]``). With ``stream_options: {"include_usage": true}``
-the last chunk before them has ``choices: []`` and the ``usage``, and every other chunk
-``usage: null``, as OpenAI sends them.
+the last chunk before them has ``choices: []`` and the engine's ``usage`` (none when the
+engine counted nothing), and every other chunk ``usage: null``, as OpenAI sends them.
 """
 
 from __future__ import annotations
@@ -132,8 +132,8 @@ async def complete_stream(
         yield "data: " + dumps(error) + "\n\n"
         return
     yield chunk({}, finish.reason)
-    if include_usage:
-        usage = _usage(finish) or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    usage = _usage(finish) if include_usage else None
+    if usage is not None:  # an engine that counted nothing gets no figures made up
         yield "data: " + dumps({**base, "choices": [], "usage": usage}) + "\n\n"
     told = {**base, "choices": [], "toolwire": {"notices": [n.wire() for n in notices]}}
     yield "data: " + dumps(told) + "\n\n"
