@@ -29,6 +29,10 @@ model and how its reply becomes calls.
    conversation, written again, is dropped, and when it was all the model said, the model is
    asked once more without tools.
 
+What the model is given of the messages — images and documents where the engine takes them,
+else placeholders; a system message inside the conversation where the template reads it — is
+decided once, in :mod:`toolwire.pipeline.content`, when the turn is planned.
+
 Transports do I/O only (see :mod:`toolwire.pipeline.transport`), so the same reply gives the
 same calls through every one of them.
 """
@@ -51,6 +55,7 @@ from ..formats.registry import FORMAT_SETTINGS, get_family
 from ..formats.words import Words
 from ..prompted import tools_in_words, transcript_in_words
 from ..schemas import classify_refusal
+from .content import readable
 from .declared import Declared
 from .end import End
 from .memory import Lesson
@@ -123,9 +128,11 @@ def plan_turn(transport: Transport, request: Request) -> tuple[Plan, Request, li
     plan, notices = decide(
         transport, request, transport.memory.recall(transport.endpoint, transport.model)
     )
-    sent = request
+    # images, documents and system messages as this model can be given them
+    sent, seen = readable(transport, request)
+    notices += seen
     if plan.mode == "words":
-        sent, too_long = in_words(transport, request)
+        sent, too_long = in_words(transport, sent)
         if too_long is not None:
             notices.append(too_long)
             plan = Plan("plain")
