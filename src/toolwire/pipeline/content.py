@@ -61,7 +61,11 @@ class _Counts:
     def notice(self, model: str, why: str) -> ev.Notice | None:
         said = [
             f"{n} {kind}{'s' if n > 1 else ''}"
-            for kind, n in (("image", self.image), ("document", self.document), ("sound", self.audio))
+            for kind, n in (
+                ("image", self.image),
+                ("document", self.document),
+                ("sound", self.audio),
+            )
             if n
         ]
         if not said:
@@ -220,9 +224,7 @@ def _kept(
     return out
 
 
-def _held_turn(
-    media: list[Mapping[str, Any]], user: Mapping[str, Any] | None
-) -> Mapping[str, Any]:
+def _held_turn(media: list[Mapping[str, Any]], user: Mapping[str, Any] | None) -> Mapping[str, Any]:
     """The images of tool results as a user turn: before the next user turn's own content,
     when one follows, so the roles still alternate."""
     if user is None:
