@@ -367,7 +367,7 @@ def test_a_custom_tool_on_the_local_model_is_called_with_a_string_its_regex_cons
         local = openai.OpenAI(base_url=served.url + "/v1", api_key="unused", max_retries=0)
         response = local.responses.create(
             model="gw",
-            input="Set the door code to 1234.",
+            input="Set the door code to the words open sesame.",
             tools=[code],
             tool_choice={"type": "custom", "name": "set_code"},
             max_output_tokens=60,
