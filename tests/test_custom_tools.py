@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import openai
 import pytest
 
@@ -375,3 +376,33 @@ def test_a_custom_tool_on_the_local_model_is_called_with_a_string_its_regex_cons
     call = next(o for o in response.output if o.type == "custom_tool_call")
     assert call.name == "set_code"
     assert re.fullmatch("[0-9]{4}", call.input), call.input
+
+
+def _events(url: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """A streamed Responses reply's events, as sent."""
+    out = []
+    with httpx.stream("POST", url + "/v1/responses", json=body, timeout=30) as reply:
+        for line in reply.iter_lines():
+            if line.startswith("data: "):
+                out.append(json.loads(line[6:]))
+    return out
+
+
+def test_a_streamed_custom_call_sends_its_input_in_the_custom_tool_events(
+    upstream: FakeOpenAIServer,
+) -> None:
+    backend = OpenAIBackend("engine", base_url=upstream.base_url, client=new_client())
+    upstream.add_stream(PATCH_REPLIES["native"], finish_reason="tool_calls")
+    with ServedApp(create_app(backend, model_name="gw")) as served:
+        events = _events(
+            served.url,
+            {"model": "gw", "input": "x", "tools": [APPLY_PATCH], "stream": True},
+        )
+    kinds = [e["type"] for e in events]
+    assert not any(k.startswith("response.function_call_arguments") for k in kinds)
+    done = next(e for e in events if e["type"] == "response.custom_tool_call_input.done")
+    assert done["input"] == PATCH
+    deltas = [e["delta"] for e in events if e["type"] == "response.custom_tool_call_input.delta"]
+    assert "".join(deltas) == PATCH
+    added = next(e for e in events if e["type"] == "response.output_item.added")
+    assert added["item"]["type"] == "custom_tool_call" and added["item"]["input"] == ""
