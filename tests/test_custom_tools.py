@@ -406,3 +406,84 @@ def test_a_streamed_custom_call_sends_its_input_in_the_custom_tool_events(
     assert "".join(deltas) == PATCH
     added = next(e for e in events if e["type"] == "response.output_item.added")
     assert added["item"]["type"] == "custom_tool_call" and added["item"]["input"] == ""
+
+
+TOOL_SEARCH = {
+    "type": "tool_search",
+    "execution": "client",
+    "description": "Searches over deferred tool metadata and exposes matching tools.",
+    "parameters": {
+        "type": "object",
+        "properties": {"limit": {"type": "number"}, "query": {"type": "string"}},
+        "required": ["query"],
+        "additionalProperties": False,
+    },
+}
+#: Codex's MCP flow: the model searched for its tools; the search found the namespace.
+SEARCHED: list[Any] = [
+    {"role": "user", "content": "Use the calculator to add 2 and 3"},
+    {
+        "type": "tool_search_call",
+        "id": "ts_1",
+        "call_id": "ts_1",
+        "status": "completed",
+        "execution": "client",
+        "arguments": {"query": "calculator"},
+    },
+    {
+        "type": "tool_search_output",
+        "call_id": "ts_1",
+        "status": "completed",
+        "execution": "client",
+        "tools": [MCP],
+    },
+]
+
+
+def test_a_client_tool_search_is_offered_and_what_it_found_is_offered_after() -> None:
+    first = parse({"input": SEARCHED[:1], "tools": [SHELL, TOOL_SEARCH]})
+    assert list(engine_tools(first)) == ["exec_command", "tool_search"]
+    assert first.tools["tool_search"] == ClientTool("tool_search", "tool_search")
+    later = parse({"input": SEARCHED, "tools": [SHELL, TOOL_SEARCH]})
+    assert list(engine_tools(later)) == ["exec_command", "tool_search", "mcp__calc__calculator"]
+    messages = later.request.messages
+    search = messages[1]["tool_calls"][0]["function"]
+    assert (search["name"], json.loads(search["arguments"])) == (
+        "tool_search",
+        {"query": "calculator"},
+    )
+    assert messages[2]["role"] == "tool" and "mcp__calc__calculator" in messages[2]["content"]
+    # a hosted search is not the client's to run: left out, said so
+    hosted = parse({"input": "x", "tools": [{"type": "tool_search"}]})
+    assert hosted.request.tools is None and [n.code for n in hosted.notices] == ["tool-not-served"]
+
+
+def test_a_tool_search_call_comes_back_as_the_clients_item(
+    upstream: FakeOpenAIServer, client: openai.OpenAI
+) -> None:
+    upstream.add_stream(
+        tool_call_deltas([("call_s1", "tool_search", '{"query": "calculator"}')]),
+        finish_reason="tool_calls",
+    )
+    response = client.responses.create(model="gw", input=SEARCHED[:1], tools=[SHELL, TOOL_SEARCH])
+    item = response.output[0]
+    assert item.type == "tool_search_call"
+    assert (item.call_id, item.execution, item.arguments) == (
+        "call_s1",
+        "client",
+        {"query": "calculator"},
+    )
+
+
+def test_after_a_tool_search_the_found_mcp_tool_is_called_by_its_bare_name(
+    upstream: FakeOpenAIServer, client: openai.OpenAI
+) -> None:
+    upstream.add_stream(
+        tool_call_deltas([("call_2", "mcp__calc__calculator", '{"a": 2, "b": 3}')]),
+        finish_reason="tool_calls",
+    )
+    response = client.responses.create(model="gw", input=SEARCHED, tools=[SHELL, TOOL_SEARCH])
+    call = response.output[0]
+    assert (call.type, call.name, call.namespace) == ("function_call", "calculator", "mcp__calc")
+    sent = upstream.requests[0]
+    assert "mcp__calc__calculator" in [t["function"]["name"] for t in sent["tools"]]

@@ -1,7 +1,9 @@
 """A Responses request (``POST /v1/responses``) read into one turn.
 
 In: ``input`` as a string or items (messages, ``function_call``, ``function_call_output``,
-``custom_tool_call``, ``custom_tool_call_output``, ``reasoning``), ``instructions``,
+``custom_tool_call``, ``custom_tool_call_output``, ``tool_search_call``,
+``tool_search_output`` (the tools a client-run search found are offered from then on),
+``reasoning``), ``instructions``,
 ``tools`` (``function``, ``custom`` and ``namespace`` tools: see
 :mod:`toolwire.server.responses_tools`), ``tool_choice`` (a function or custom tool by name,
 with its ``namespace`` or by its flat name), ``parallel_tool_calls``, ``max_output_tokens``,
@@ -17,7 +19,7 @@ a URL or a ``data:`` URL, or ``file_id``) and ``input_file`` (``file_data``, ``f
 a ``file_url`` as the text naming it), in messages and in a call's output list, become
 Chat Completions parts; :mod:`toolwire.pipeline.content` gives them to an engine that takes
 them, and to a model that reads text only as placeholders with a ``content-not-seen``
-notice. Tools of other kinds (web search, tool search, a hosted shell) are left out with a
+notice. Tools of other kinds (web search, a hosted tool search, a hosted shell) are left out with a
 ``tool-not-served`` notice. :attr:`ResponsesCall.tools` says, for a tool the engine is
 offered under another name or shape than the client declared it, how the client knows it
 (:class:`~toolwire.server.responses_items.ClientTool`), so the reply names it as the client
@@ -37,7 +39,7 @@ from .fields import check, options
 from .output import responses_format
 from .remember import ResponseMemory
 from .responses_items import ClientTool, engine_call
-from .responses_tools import Offered, offered, tool_choice
+from .responses_tools import Offered, found, listed, offered, tool_choice
 from .validate import RequestError
 
 __all__ = ["ResponsesCall", "parse_responses"]
@@ -180,6 +182,15 @@ def _call(messages: list[dict[str, Any]], call: dict[str, Any]) -> None:
         messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
 
 
+def _searched(given: str | list[Any]) -> list[tuple[str, Any]]:
+    """The tools the history's tool searches found: offered beside the request's own."""
+    out: list[tuple[str, Any]] = []
+    for i, item in enumerate(given if isinstance(given, list) else ()):
+        if isinstance(item, dict) and item.get("type") == "tool_search_output":
+            out += found(item.get("tools"), f"input[{i}].tools")
+    return out
+
+
 def _messages(
     fields: _Fields, history: list[dict[str, Any]], offer: Offered
 ) -> list[dict[str, Any]]:
@@ -217,6 +228,26 @@ def _messages(
             name = offer.engine_name("custom" if custom else "function", namespace, item["name"])
             _call(messages, engine_call(item, name))
             called.add(item["call_id"])
+        elif kind == "tool_search_call":
+            call_id, arguments = item.get("call_id"), item.get("arguments", {})
+            if not isinstance(call_id, str) or not call_id:
+                raise RequestError(
+                    f"'{where}.call_id' must be a non-empty string", f"{where}.call_id"
+                )
+            if not isinstance(arguments, dict):
+                raise RequestError(f"'{where}.arguments' must be an object", f"{where}.arguments")
+            _call(
+                messages, engine_call(item, offer.engine_name("tool_search", None, "tool_search"))
+            )
+            called.add(call_id)
+        elif kind == "tool_search_output":
+            call_id = item.get("call_id")
+            if not isinstance(call_id, str) or call_id not in called:
+                raise RequestError(
+                    f"'{where}.call_id' must echo the call_id of an earlier tool_search_call",
+                    f"{where}.call_id",
+                )
+            _answer(messages, call_id, listed(offer, item.get("tools")))
         elif kind in ("function_call_output", "custom_tool_call_output"):
             call_id = item.get("call_id")
             if not isinstance(call_id, str) or call_id not in called:
@@ -231,7 +262,8 @@ def _messages(
         else:
             raise RequestError(
                 f"'{where}.type' {str(kind)[:40]!r} is not served: message, function_call, "
-                "function_call_output, custom_tool_call, custom_tool_call_output or reasoning",
+                "function_call_output, custom_tool_call, custom_tool_call_output, "
+                "tool_search_call, tool_search_output or reasoning",
                 f"{where}.type",
             )
     for m in messages:
@@ -258,7 +290,7 @@ async def parse_responses(
     history = []
     if memory is not None and fields.previous_response_id is not None:
         history = await memory.history(fields.previous_response_id)
-    offer = offered(fields.tools)
+    offer = offered(fields.tools, _searched(fields.input))
     conversation = _messages(fields, history, offer)
     if not conversation:
         raise RequestError("'input' must not be empty", "input")

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from .core import WireCall, dumps
 
 __all__ = [
+    "CALL_ITEMS",
     "ClientTool",
     "argument_events",
     "call_item",
@@ -37,9 +38,10 @@ class ClientTool:
     """A tool as the client declared it, where that is not a plain function of the same
     name: ``kind`` ``custom`` (free-form input: its call is a ``custom_tool_call``), or a
     function (or custom tool) in ``namespace``; ``name`` is its name as the client knows it
-    (the engine knows it by a flat name: :mod:`toolwire.server.responses_tools`)."""
+    (the engine knows it by a flat name: :mod:`toolwire.server.responses_tools`); or a
+    client-run ``tool_search``, whose call is a ``tool_search_call``."""
 
-    kind: Literal["function", "custom"]
+    kind: Literal["function", "custom", "tool_search"]
     name: str
     namespace: str | None = None
 
@@ -89,6 +91,15 @@ def call_item(
     in_progress): a ``custom_tool_call`` for a custom tool, else a ``function_call``, each
     under the name (and ``namespace``) the client declared."""
     done = status == "completed"
+    if tool is not None and tool.kind == "tool_search":
+        return {
+            "type": "tool_search_call",
+            "id": "ts_" + call.id.removeprefix("call_"),
+            "call_id": call.id,
+            "execution": "client",
+            "arguments": (call.value or {}) if done else {},
+            "status": status,
+        }
     if tool is not None and tool.kind == "custom":
         item: dict[str, Any] = {
             "type": "custom_tool_call",
@@ -116,12 +127,15 @@ def streams_arguments(tool: ClientTool | None) -> bool:
     """Are the call's arguments streamed as JSON text as they come (a function's), or sent
     whole when the call is complete (a custom tool's input: the string inside the JSON the
     engine writes, known once the call is read)?"""
-    return tool is None or tool.kind != "custom"
+    return tool is None or tool.kind == "function"
 
 
 def argument_events(tool: ClientTool | None) -> tuple[str, str, str]:
     """The streamed events of a call's arguments: the delta's, the done's, and the done
-    event's field that holds them whole."""
+    event's field that holds them whole. A ``tool_search_call`` has none (its arguments
+    are an object, in its item): three empty names."""
+    if tool is not None and tool.kind == "tool_search":
+        return ("", "", "")
     if tool is not None and tool.kind == "custom":
         return (
             "response.custom_tool_call_input.delta",
@@ -142,11 +156,21 @@ def done_value(call: WireCall, tool: ClientTool | None) -> str:
     return call.arguments
 
 
+#: The call items of the history, by type: the kind of tool each calls.
+CALL_ITEMS = {
+    "function_call": "function",
+    "custom_tool_call": "custom",
+    "tool_search_call": "tool_search",
+}
+
+
 def engine_call(item: Mapping[str, Any], name: str) -> dict[str, Any]:
     """A call item (``function_call``, ``custom_tool_call``) as the engine's call, named
     ``name``: a custom tool's input as the one string argument it was offered with."""
     if item["type"] == "custom_tool_call":
         arguments = dumps({"input": item["input"]})
+    elif item["type"] == "tool_search_call":
+        arguments = dumps(item.get("arguments") or {})
     else:
         arguments = item["arguments"]
     return {
@@ -169,10 +193,11 @@ def said(
     )
     calls = []
     for item in output:
-        if item["type"] not in ("function_call", "custom_tool_call"):
+        kind = CALL_ITEMS.get(item["type"])
+        if kind is None:
             continue
-        kind = "custom" if item["type"] == "custom_tool_call" else "function"
-        name = names.get((kind, item.get("namespace"), item["name"]), str(item["name"]))
+        given = str(item.get("name") or kind)  # a tool search's call names no tool
+        name = names.get((kind, item.get("namespace"), given), given)
         calls.append(engine_call(item, name))
     message: dict[str, Any] = {"role": "assistant", "content": text or None}
     if calls:

@@ -15,7 +15,11 @@ them.
   letters, digits, ``_`` and ``-``, at most 64 characters (a longer one cut and ended by a
   hash of the whole), a name another tool has taken given ``_2``, ``_3``… in the order
   declared — and their calls are named back (:mod:`toolwire.server.responses_items`).
-* Other kinds (web search, a hosted shell, tool search…) are left out with a
+* A client-run ``tool_search`` (Codex finds its MCP tools so: deferred, until the model
+  searches) is offered as a function of its ``parameters``; its call goes back as a
+  ``tool_search_call`` with those arguments, and the tools its ``tool_search_output`` gives
+  in the history are offered from then on, the output read to the model as their names.
+* Other kinds (web search, a hosted shell, a hosted tool search…) are left out with a
   ``tool-not-served`` notice.
 
 :class:`Offered` holds both sides: the engine's tools, each engine name's
@@ -37,7 +41,7 @@ from .fields import check
 from .refusal import RequestError
 from .responses_items import ClientTool
 
-__all__ = ["GRAMMAR_SHOWN", "Offered", "offered", "safe_pattern"]
+__all__ = ["GRAMMAR_SHOWN", "Offered", "found", "listed", "offered", "safe_pattern", "tool_choice"]
 
 #: The longest grammar shown in a custom tool's description.
 GRAMMAR_SHOWN = 4000
@@ -45,7 +49,7 @@ GRAMMAR_SHOWN = 4000
 _PATTERN_LONGEST = 1000
 _MAX_NAME = 64
 
-Kind = Literal["function", "custom"]
+Kind = Literal["function", "custom", "tool_search"]
 
 
 class _Function(BaseModel):
@@ -72,6 +76,23 @@ class _Custom(BaseModel):
     name: str = Field(min_length=1, max_length=256)
     description: str | None = None
     format: _Format | None = None
+
+
+class _Search(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    type: Literal["tool_search"]
+    execution: Literal["client", "server"] | None = None
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+
+
+#: A tool search's parameters when the client gives none.
+_SEARCH_PARAMETERS = {
+    "type": "object",
+    "properties": {"query": {"type": "string", "description": "What the tools do."}},
+    "required": ["query"],
+}
 
 
 class _Namespace(BaseModel):
@@ -245,15 +266,17 @@ def _not_served(where: str, kind: str, name: Any) -> Told:
     )
 
 
-def offered(given: list[Any] | None) -> Offered:
-    """The request's ``tools`` on both sides; a malformed one is a 400 naming it."""
+def offered(given: list[Any] | None, searched: list[tuple[str, Any]] | None = None) -> Offered:
+    """The request's ``tools`` on both sides, and the ``searched`` ones a tool search of
+    the history found (each with where it stands); a malformed one is a 400 naming it."""
     out = Offered()
-    if not given:
+    tools = [(f"tools[{i}]", tool) for i, tool in enumerate(given or ())] + (searched or [])
+    if not tools:
         return out
+    given_ = tools
     taken: set[str] = set()
-    members: list[tuple[str, str | None, _Function | _Custom]] = []  # (where, namespace, tool)
-    for i, tool in enumerate(given):
-        where = f"tools[{i}]"
+    members: list[tuple[str, str | None, _Function | _Custom | _Search]] = []
+    for where, tool in given_:
         kind = tool.get("type") if isinstance(tool, dict) else None
         if kind == "namespace":
             space = check(_Namespace, tool, where)
@@ -268,6 +291,8 @@ def offered(given: list[Any] | None) -> Offered:
                     out.skipped.append(_not_served(at, str(inner_kind), inner.get("name")))
         elif kind == "custom":
             members.append((where, None, check(_Custom, tool, where)))
+        elif kind == "tool_search" and tool.get("execution") == "client":
+            members.append((where, None, check(_Search, tool, where)))
         elif isinstance(kind, str) and kind != "function":
             out.skipped.append(_not_served(where, kind, tool.get("name")))
         else:
@@ -278,17 +303,64 @@ def offered(given: list[Any] | None) -> Offered:
             taken.add(tool.name)
     for _, namespace, tool in members:
         plain = namespace is None and isinstance(tool, _Function)
-        name = tool.name if plain else _unique(_flat(namespace, tool.name), taken)
+        own = tool.name if not isinstance(tool, _Search) else "tool_search"
+        kind_: Kind = (
+            "function"
+            if isinstance(tool, _Function)
+            else "custom"
+            if isinstance(tool, _Custom)
+            else "tool_search"
+        )
+        if (kind_, namespace, own) in out.names:
+            continue  # offered already (a tool found again by a search)
+        name = own if plain else _unique(_flat(namespace, own), taken)
         taken.add(name)
-        kind_: Kind = "function" if isinstance(tool, _Function) else "custom"
-        out.names.setdefault((kind_, namespace, tool.name), name)
+        out.names[(kind_, namespace, own)] = name
         if isinstance(tool, _Custom):
             out.tools.append(_custom_function(tool, name))
+        elif isinstance(tool, _Search):
+            out.tools.append(_search_function(tool, name))
         else:
             out.tools.append(_function(tool, name))
         if not plain:
-            out.client[name] = ClientTool(kind_, tool.name, namespace)
+            out.client[name] = ClientTool(kind_, own, namespace)
     return out
+
+
+def _search_function(tool: _Search, name: str) -> dict[str, Any]:
+    """A client-run tool search as a function: its call asks the client for more tools."""
+    said = tool.description or "Searches for more tools; those found can be called next."
+    parameters = tool.parameters or _SEARCH_PARAMETERS
+    return {
+        "type": "function",
+        "function": {"name": name, "description": said, "parameters": parameters},
+    }
+
+
+def found(tools: Any, where: str) -> list[tuple[str, Any]]:
+    """The tools a ``tool_search_output`` item gives, each with where it stands."""
+    if not isinstance(tools, list):
+        raise RequestError(f"'{where}' must be a list of tools", where)
+    return [(f"{where}[{j}]", tool) for j, tool in enumerate(tools)]
+
+
+def listed(offer: Offered, tools: Any) -> str:
+    """What a tool search found, for the model: the names it can call them by now."""
+    names = []
+    for tool in tools if isinstance(tools, list) else ():
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+            continue
+        if tool.get("type") == "namespace" and isinstance(tool.get("tools"), list):
+            names += [
+                offer.engine_name(inner.get("type", "function"), tool["name"], inner["name"])
+                for inner in tool["tools"]
+                if isinstance(inner, dict) and isinstance(inner.get("name"), str)
+            ]
+        else:
+            names.append(offer.engine_name(tool.get("type", "function"), None, tool["name"]))
+    if not names:
+        return "No tools were found."
+    return "Found, and can be called now: " + ", ".join(names[:100])
 
 
 def tool_choice(offer: Offered, choice: Any) -> Any:
