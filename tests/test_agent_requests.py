@@ -10,6 +10,8 @@ real HTTP, the real default model and its template, and published templates that
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ from toolwire.errors import ToolwireError
 from toolwire.pipeline import Request, planned
 from toolwire.server import create_app
 from toolwire.server.anthropic_input import parse_messages
+from toolwire.server.responses_input import parse_responses
 from toolwire.templates import ChatTemplate
 from toolwire.templates.roles import system_in_place
 from toolwire.testing import FakeOpenAIServer, ScriptedLlama, ServedApp, text_deltas
@@ -266,3 +269,47 @@ def test_the_default_models_template_takes_it_in_place(llama_backend: Any) -> No
             messages=claude_code_turns(False),
         )
     assert message.content and "system-moved" not in notices(message)
+
+
+#: The requests real Claude Code and Codex sent (recorded under tests/fixtures/agents/).
+CAPTURED = Path(__file__).parent / "fixtures" / "agents"
+TAKES = (TEMPLATES / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text()
+
+
+def _captured() -> list[tuple[str, int, dict[str, Any]]]:
+    out = []
+    for path in sorted(CAPTURED.glob("*.json")):
+        for i, sent in enumerate(json.loads(path.read_text())["requests"]):
+            if sent["method"] == "POST" and sent["path"].split("?")[0] in (
+                "/v1/messages",
+                "/v1/responses",
+            ):
+                out.append((path.stem, i, sent))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("name", "index", "sent"), _captured(), ids=lambda v: v if isinstance(v, (str, int)) else ""
+)
+def test_every_captured_agent_request_is_read_and_rendered(
+    name: str, index: int, sent: dict[str, Any]
+) -> None:
+    """Each request a real agent sent is read (no 400) and reaches a template that takes a
+    system message anywhere and one that refuses it, with every tool the agent can run."""
+    body = sent["body"]
+    if sent["path"].startswith("/v1/messages"):
+        call: Any = parse_messages(body)
+    else:
+        call = asyncio.run(parse_responses(body))
+    names = [t["function"]["name"] for t in call.request.tools or ()]
+    if "apply_patch" in json.dumps(body.get("tools")):
+        assert "apply_patch" in names
+    for source in (TAKES, REFUSES):
+        transport = TemplateTransport(ChatTemplate(source))
+        request, plan = planned(transport, call.request)
+        prompt = transport.prompt(request, plan)
+        for message in body.get("messages", ()):
+            if message.get("role") == "system":  # Claude Code's, inside the conversation
+                text = message["content"]
+                first = text if isinstance(text, str) else text[0]["text"]
+                assert first[:200] in prompt

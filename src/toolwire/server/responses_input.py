@@ -3,7 +3,7 @@
 In: ``input`` as a string or items (messages, ``function_call``, ``function_call_output``,
 ``custom_tool_call``, ``custom_tool_call_output``, ``tool_search_call``,
 ``tool_search_output`` (the tools a client-run search found are offered from then on),
-``reasoning``), ``instructions``,
+``additional_tools`` (tools declared in the input), ``reasoning``), ``instructions``,
 ``tools`` (``function``, ``custom`` and ``namespace`` tools: see
 :mod:`toolwire.server.responses_tools`), ``tool_choice`` (a function or custom tool by name,
 with its ``namespace`` or by its flat name), ``parallel_tool_calls``, ``max_output_tokens``,
@@ -183,10 +183,14 @@ def _call(messages: list[dict[str, Any]], call: dict[str, Any]) -> None:
 
 
 def _searched(given: str | list[Any]) -> list[tuple[str, Any]]:
-    """The tools the history's tool searches found: offered beside the request's own."""
+    """The tools the history's tool searches found, and those an ``additional_tools`` item
+    declares (Codex's way for some models): offered beside the request's own."""
     out: list[tuple[str, Any]] = []
     for i, item in enumerate(given if isinstance(given, list) else ()):
-        if isinstance(item, dict) and item.get("type") == "tool_search_output":
+        if isinstance(item, dict) and item.get("type") in (
+            "tool_search_output",
+            "additional_tools",
+        ):
             out += found(item.get("tools"), f"input[{i}].tools")
     return out
 
@@ -259,11 +263,13 @@ def _messages(
             _answer(messages, call_id, _content(item.get("output"), f"{where}.output"))
         elif kind == "reasoning":
             continue  # the model's own earlier thinking: not sent back to it
+        elif kind == "additional_tools":
+            continue  # tools, offered with the request's own (see _searched)
         else:
             raise RequestError(
                 f"'{where}.type' {str(kind)[:40]!r} is not served: message, function_call, "
                 "function_call_output, custom_tool_call, custom_tool_call_output, "
-                "tool_search_call, tool_search_output or reasoning",
+                "tool_search_call, tool_search_output, additional_tools or reasoning",
                 f"{where}.type",
             )
     for m in messages:

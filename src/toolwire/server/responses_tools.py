@@ -261,8 +261,8 @@ def _not_served(where: str, kind: str, name: Any) -> Told:
     named = f" {name[:80]!r}" if isinstance(name, str) else ""
     return Told(
         "tool-not-served",
-        f"{where} (a {kind[:40]!r} tool{named}) was left out: function, custom and namespace "
-        "tools are served",
+        f"{where} (a {kind[:40]!r} tool{named}) was left out: function, custom, namespace "
+        "and client-run tool_search tools are served",
     )
 
 
