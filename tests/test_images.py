@@ -297,3 +297,39 @@ def test_an_image_on_the_real_local_model_is_a_placeholder(llama_backend: Any) -
     assert notices(reply) == ["content-not-seen"]
     told = json.dumps(reply.model_extra)
     assert "1 image" in told and "reads text only" in told
+
+
+#: What engines answer a text model's images with (llama-server without its projector,
+#: vLLM, LM Studio), as they word it.
+REFUSALS = [
+    "image input is not supported - hint: if this is unexpected, you may need to provide the "
+    "mmproj",
+    "Qwen/Qwen2.5-7B-Instruct is not a multimodal model",
+    "Model does not support images. Please use a model that does.",
+]
+
+
+@pytest.mark.parametrize("refusal", REFUSALS)
+def test_an_upstream_that_refuses_images_is_asked_again_with_placeholders(
+    upstream: FakeOpenAIServer, remote: str, refusal: str
+) -> None:
+    upstream.add_error(400, {"message": refusal, "type": "invalid_request_error"})
+    upstream.add_stream(text_deltas("I cannot see it."))
+    reply = ask_messages(remote)
+    assert reply.content[0].text == "I cannot see it."
+    told = [n for n in reply.model_extra["toolwire"]["notices"] if n["code"] == "content-not-seen"]
+    assert len(told) == 1 and "refused" in told[0]["message"]
+    first, again = upstream.requests
+    assert first["messages"][-1]["content"][1]["type"] == "image_url"
+    assert again["messages"][-1]["content"] == (
+        "What is in this picture?\n[image: image/png, 24 KB, not shown: this model reads text only]"
+    )
+
+
+def test_a_refusal_of_something_else_is_not_healed_as_images(
+    upstream: FakeOpenAIServer, remote: str
+) -> None:
+    upstream.add_error(400, {"message": "max_tokens is too large", "type": "invalid_request_error"})
+    with pytest.raises(anthropic.APIStatusError):
+        ask_messages(remote)
+    assert len(upstream.requests) == 1

@@ -16,6 +16,9 @@ of them what the transport can take:
   ``[image: image/png, 34 KB, not shown: this model reads text only]`` — and every content
   list as one string (text parts joined as templates that walk the parts join them), with a
   ``content-not-seen`` notice saying how many were replaced.
+* **An engine that refused them** (a text model behind an OpenAI-compatible server: "image
+  input is not supported") is asked again once with the placeholders, before the model said
+  a word (:mod:`toolwire.pipeline.reply`), with the same notice.
 * **A system message inside the conversation** stays where it is when the model reads it
   there (an engine's own API; a template that renders it in place:
   :func:`~toolwire.templates.roles.system_in_place`). For a template that refuses it or drops
@@ -39,7 +42,7 @@ from .request import Request
 if TYPE_CHECKING:
     from .transport import Transport
 
-__all__ = ["describe", "readable"]
+__all__ = ["describe", "has_media", "readable"]
 
 #: The longest URL a placeholder repeats.
 _URL_SHOWN = 200
@@ -163,13 +166,17 @@ def _media(parts: Sequence[Any], takes: set[str]) -> list[Mapping[str, Any]]:
 
 
 def _content(
-    messages: Sequence[Mapping[str, Any]], transport: Transport, counts: _Counts
+    messages: Sequence[Mapping[str, Any]],
+    transport: Transport,
+    counts: _Counts,
+    *,
+    text_only: bool = False,
 ) -> list[Mapping[str, Any]] | None:
     """The messages with their content as the transport takes it; None when nothing changed."""
     takes = set()
-    if transport.takes_images:
+    if transport.takes_images and not text_only:
         takes.add("image_url")
-    if transport.takes_files:
+    if transport.takes_files and not text_only:
         takes.add("file")
     why = _NO_FILES if takes else _TEXT_ONLY
     out: list[Mapping[str, Any]] = []
@@ -302,16 +309,36 @@ def _systems(
     )
 
 
-def readable(transport: Transport, request: Request) -> tuple[Request, list[ev.Notice]]:
+def has_media(request: Request) -> bool:
+    """Does any message hold a part that is not text (an image, a file, a sound)?"""
+    return any(
+        isinstance(part, Mapping) and _text_of(part) is None
+        for m in request.messages
+        if isinstance(m.get("content"), list)
+        for part in m["content"]
+    )
+
+
+def readable(
+    transport: Transport, request: Request, *, text_only: bool = False
+) -> tuple[Request, list[ev.Notice]]:
     """``request`` with its messages as ``transport`` can give them to the model (the module
-    says how), and the notices that say what was changed; the same request when nothing was."""
+    says how), and the notices that say what was changed; the same request when nothing was.
+    ``text_only``: as to a model that reads text only (the engine refused the media)."""
     counts = _Counts()
     messages: Sequence[Mapping[str, Any]] = request.messages
-    changed = _content(messages, transport, counts)
+    takes = transport.takes_images and not text_only
+    changed = _content(messages, transport, counts, text_only=text_only)
     notices: list[ev.Notice] = []
     if changed is not None:
         messages = changed
-    why = "the engine takes no files" if transport.takes_images else "it reads text only"
+    why = (
+        "the engine refused them"
+        if text_only
+        else "the engine takes no files"
+        if takes
+        else "it reads text only"
+    )
     notice = counts.notice(transport.model, why)
     if notice is not None:
         notices.append(notice)
