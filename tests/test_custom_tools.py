@@ -487,3 +487,24 @@ def test_after_a_tool_search_the_found_mcp_tool_is_called_by_its_bare_name(
     assert (call.type, call.name, call.namespace) == ("function_call", "calculator", "mcp__calc")
     sent = upstream.requests[0]
     assert "mcp__calc__calculator" in [t["function"]["name"] for t in sent["tools"]]
+
+
+def test_a_custom_tool_in_a_namespace_comes_back_with_its_namespace() -> None:
+    exec_tool = {"type": "custom", "name": "exec", "description": "Runs JavaScript."}
+    call = parse(
+        {
+            "input": "x",
+            "tools": [{"type": "namespace", "name": "functions", "tools": [exec_tool]}],
+        }
+    )
+    assert list(engine_tools(call)) == ["functions__exec"]
+    tool = call.tools["functions__exec"]
+    assert tool == ClientTool("custom", "exec", "functions")
+    wire = WireCall(0, "call_x", "functions__exec", '{"input": "1+1"}', {"input": "1+1"})
+    item = call_item(wire, tool)
+    assert (item["type"], item["name"], item["namespace"], item["input"]) == (
+        "custom_tool_call",
+        "exec",
+        "functions",
+        "1+1",
+    )
