@@ -345,7 +345,7 @@ def test_strict_and_notices_alike_in_each_api(upstream: FakeOpenAIServer, gatewa
             "input[0].call_id",
         ),
         (
-            {"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]},
+            {"input": [{"role": "user", "content": [{"type": "input_image", "detail": "auto"}]}]},
             "input[0].content[0]",
         ),
         ({"input": "x", "tools": [{"type": "function", "name": ""}]}, "tools[0].name"),
@@ -374,7 +374,7 @@ def test_malformed_responses_requests_name_the_field(
         ({"messages": [{"role": "system", "content": "x"}]}, "messages[0].role"),
         (
             {"messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]},
-            "messages[0].content[0].type",
+            "messages[0].content[0].source.type",
         ),
         (
             {

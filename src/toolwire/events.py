@@ -96,6 +96,9 @@ NoticeCode = Literal[
     # the gateway's own
     "tool-not-served",
     "response-not-stored",
+    # what the model is given of the conversation
+    "content-not-seen",
+    "system-moved",
     # structured outputs
     "output-not-schema",
 ]
@@ -167,6 +170,10 @@ NOTICES: dict[NoticeCode, str] = {
     "directly-answer": "the model chose to answer in text, not with a tool",
     "tool-not-served": "a tool of a kind the gateway does not serve was left out",
     "response-not-stored": "the response could not be stored for previous_response_id",
+    "content-not-seen": "an image, document or sound the model cannot read was replaced by a "
+    "short placeholder that says what it was",
+    "system-moved": "a system message the model's template takes only at the start was given "
+    "to it at the start, or in the next user turn, marked as a system note",
     "output-not-schema": "the reply is not JSON that fits the requested output format (with "
     "strict, an error)",
 }

@@ -143,9 +143,7 @@ def prepare_arguments(
         ) from None
     if lines:
         raise _invalid(name, lines, schema)
-    return PreparedArguments(
-        value, tuple(dict.fromkeys(repairs)), tuple(dropped), tuple(unknown)
-    )
+    return PreparedArguments(value, tuple(dict.fromkeys(repairs)), tuple(dropped), tuple(unknown))
 
 
 #: Nesting checked against a schema that recurses through anyOf/oneOf, at most: jsonschema

@@ -65,6 +65,7 @@ class OpenAIBackend(HttpTransport):
     path = "chat/completions"
     default_timeout = 120.0
     default_context_tokens = 32_768
+    takes_images = True  # as image_url parts; files only where the engine documents them
 
     def __init__(
         self,
@@ -88,6 +89,7 @@ class OpenAIBackend(HttpTransport):
         self.engine = engine_for(engine, self.base_url)
         if self.engine in CONSTRAINING:  # it decodes a required call under the schemas
             self.can_constrain = True
+        self.takes_files = self.engine == "openai"
 
     @staticmethod
     def normal_base(base_url: str) -> str:

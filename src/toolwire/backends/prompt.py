@@ -18,6 +18,7 @@ from ..formats.base import Family
 from ..formats.detect import detect_format, resolve_format
 from ..pipeline import ModelMemory, Plan, Prepared, Request, Transport, planned
 from ..templates import ChatTemplate, TemplateBudget
+from ..templates.roles import system_in_place
 from ..templates.shaping import CallIds
 
 __all__ = ["TemplateTransport"]
@@ -53,6 +54,10 @@ class TemplateTransport(Transport):
         if request.tool_format is None:
             return self.family
         return resolve_format(request.tool_format, self.template)
+
+    def system_in_place(self) -> bool:
+        """What the template does with a system message inside the conversation."""
+        return system_in_place(self.template)
 
     def prompt(
         self,

@@ -149,5 +149,3 @@ def backend_spec(
     if words:
         raise UsageError(f"--words needs {url_flag} (or --ollama) and {model_flag}")
     return BackendSpec("local", model=local, ctx=ctx, tool_format=tool_format or "auto")
-
-

@@ -17,7 +17,9 @@ model and how its reply becomes calls.
    recovery): it stays text and nothing runs.
 3. **Heal**: a refusal over tools, before the model said a word, is healed once — a refused
    schema keyword sends the tools again in the strict dialect; "takes no tools" gives them in
-   words — and the lesson is kept in the transport's :class:`ModelMemory`.
+   words — and the lesson is kept in the transport's :class:`ModelMemory`. An engine that
+   refuses the request's images or files is asked again with placeholders for them (for this
+   request: the next may go to a model that takes them).
 4. **Constrain** (an engine that can, unless ``strict`` or ``constrained=False``): a call
    the model begins is finished under a grammar of the declared tools and their schemas
    (:mod:`toolwire.formats.gbnf`); with ``tool_choice`` required, from the first token. A
@@ -28,6 +30,10 @@ model and how its reply becomes calls.
    reply ends the reply there (generation closed); the call whose result ends the
    conversation, written again, is dropped, and when it was all the model said, the model is
    asked once more without tools.
+
+What the model is given of the messages — images and documents where the engine takes them,
+else placeholders; a system message inside the conversation where the template reads it — is
+decided once, in :mod:`toolwire.pipeline.content`, when the turn is planned.
 
 Transports do I/O only (see :mod:`toolwire.pipeline.transport`), so the same reply gives the
 same calls through every one of them.
@@ -51,6 +57,8 @@ from ..formats.registry import FORMAT_SETTINGS, get_family
 from ..formats.words import Words
 from ..prompted import tools_in_words, transcript_in_words
 from ..schemas import classify_refusal
+from ..schemas.refusals import refused_media
+from .content import has_media, readable
 from .declared import Declared
 from .end import End
 from .memory import Lesson
@@ -117,15 +125,20 @@ def decide(transport: Transport, request: Request, lesson: Lesson) -> tuple[Plan
     return Plan("grammar", family=family), []
 
 
-def plan_turn(transport: Transport, request: Request) -> tuple[Plan, Request, list[ev.Notice]]:
+def plan_turn(
+    transport: Transport, request: Request, *, text_only: bool = False
+) -> tuple[Plan, Request, list[ev.Notice]]:
     """The plan, the request as it will be sent (tools in words, or a named tool alone),
-    and every notice that says why — the one place a turn is decided."""
+    and every notice that says why — the one place a turn is decided. ``text_only``: the
+    engine refused the request's images or files; they go as placeholders."""
     plan, notices = decide(
         transport, request, transport.memory.recall(transport.endpoint, transport.model)
     )
-    sent = request
+    # images, documents and system messages as this model can be given them
+    sent, seen = readable(transport, request, text_only=text_only)
+    notices += seen
     if plan.mode == "words":
-        sent, too_long = in_words(transport, request)
+        sent, too_long = in_words(transport, sent)
         if too_long is not None:
             notices.append(too_long)
             plan = Plan("plain")
@@ -292,12 +305,18 @@ async def _attempts(transport: Transport, request: Request) -> AsyncGenerator[Ev
     when all it said was a repeat."""
     memory = transport.memory
     key = (transport.endpoint, transport.model)
+    media_told = False
     healed: set[str] = set()
     while True:
-        plan, sent, notices = plan_turn(transport, request)
+        plan, sent, notices = plan_turn(transport, request, text_only="media" in healed)
         if not healed:  # after healing, its own notice has said why
             for notice in notices:
                 yield notice
+        elif "media" in healed and not media_told:
+            media_told = True  # the placeholders' notice says the engine refused them
+            for notice in notices:
+                if notice.code == "content-not-seen":
+                    yield notice
         prepared = transport.prepare(sent, plan)
         heard = _Heard(transport.send(prepared))
         repeats: Repeats | None = None
@@ -335,6 +354,15 @@ async def _attempts(transport: Transport, request: Request) -> AsyncGenerator[Ev
             continue
         except BackendError as exc:
             # healed only before the model said a word: nothing it wrote may be lost
+            if (
+                not heard.any
+                and "media" not in healed
+                and transport.takes_images
+                and refused_media(exc)
+                and has_media(request)
+            ):
+                healed.add("media")  # asked again with placeholders for what it cannot take
+                continue
             kind = classify_refusal(exc) if plan.mode == "native" and not heard.any else None
             if kind == "schema" and plan.dialect != "strict" and kind not in healed:
                 healed.add(kind)

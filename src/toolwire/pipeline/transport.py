@@ -42,11 +42,22 @@ class Transport(ABC):
     memory: ModelMemory
     #: True when the engine can finish a call under a grammar (see :mod:`toolwire.formats.gbnf`).
     can_constrain: bool = False
+    #: True when the engine takes images as Chat Completions ``image_url`` parts, and files
+    #: (a PDF) as ``file`` parts; else each is a placeholder the model reads (see
+    #: :mod:`toolwire.pipeline.content`).
+    takes_images: bool = False
+    takes_files: bool = False
 
     def count_tokens(self, text: str) -> int:
         """Tokens ``text`` takes; a rough count (4 characters a token) unless the transport
         has the model's own tokenizer."""
         return len(text) // 4 + 1
+
+    def system_in_place(self) -> bool:
+        """Does the model read a system message where the conversation has it, not only
+        first? An engine's own API takes the messages as Chat Completions has them: yes. A
+        transport that renders a chat template says what its template does."""
+        return True
 
     def family_for(self, request: Request) -> Family | None:
         """The grammar the model's raw text is written in (text transports only)."""

@@ -1,15 +1,24 @@
 """An Anthropic Messages request (``POST /v1/messages``, ``/v1/messages/count_tokens``)
 read into one turn.
 
-In: ``system``, ``messages`` with content blocks ``text``, ``tool_use``, ``tool_result``
-(a string or text blocks, ``is_error``) and ``thinking``; ``tools`` with ``input_schema``;
-``tool_choice`` ``auto``/``any``/``tool``/``none`` (``disable_parallel_tool_use``);
-``max_tokens``, ``temperature``, ``thinking``, ``stream``, ``output_config.format`` (a
-structured output, ``json_schema``; ``output_config.effort`` is ignored).
+In: ``system``, ``messages`` with roles ``user``, ``assistant`` and ``system`` (a system
+message anywhere in the conversation, as Claude Code sends one after the first user turn:
+passed on in place, and :mod:`toolwire.pipeline.content` decides how a model whose template
+takes it only first is given it), content blocks ``text``, ``image`` (base64, url or file
+source), ``document`` (base64 PDF, plain text, content or url source), ``tool_use``,
+``tool_result`` (a string or text, image and document blocks, ``is_error``) and
+``thinking``; ``tools`` with ``input_schema``; ``tool_choice``
+``auto``/``any``/``tool``/``none`` (``disable_parallel_tool_use``); ``max_tokens``,
+``temperature``, ``thinking``, ``stream``, ``output_config.format`` (a structured output,
+``json_schema``; ``output_config.effort`` is ignored).
 
-Not served (a 400 naming the field): images and documents, ``stop_sequences``. Server tools
-(web search, code execution…) are left out with a ``tool-not-served`` notice.
-``metadata``, ``top_p``, ``top_k``, ``service_tier`` change nothing here and are ignored.
+Images and documents become Chat Completions parts (``image_url`` with a ``data:`` URL for a
+base64 source, ``file`` for a PDF; a text document becomes its text): an engine that takes
+them gets them, a model that reads text only a placeholder and a ``content-not-seen``
+notice (:mod:`toolwire.pipeline.content`). Not served (a 400 naming the field):
+``stop_sequences``. Server tools (web search, code execution…) are left out with a
+``tool-not-served`` notice. ``metadata``, ``top_p``, ``top_k``, ``service_tier``,
+``context_management`` and ``cache_control`` change nothing here and are ignored.
 """
 
 from __future__ import annotations
@@ -85,23 +94,114 @@ def _texts(blocks: Any, where: str) -> str:
             or block.get("type") != "text"
             or not isinstance(block.get("text"), str)
         ):
-            raise RequestError(
-                f"'{where}[{j}]' must be a text block; images and documents are not served",
-                f"{where}[{j}]",
-            )
+            raise RequestError(f"'{where}[{j}]' must be a text block", f"{where}[{j}]")
         out.append(block["text"])
     return "\n".join(out)
 
 
-def _user(blocks: list[Any], where: str, called: set[str]) -> list[dict[str, Any]]:
-    """A user turn's blocks: tool results first (as ``tool`` messages), then its text."""
-    results: list[dict[str, Any]] = []
-    text: list[str] = []
+def _string(block: dict[str, Any], key: str, where: str) -> str:
+    value = block.get(key)
+    if not isinstance(value, str) or not value:
+        raise RequestError(f"'{where}.{key}' must be a non-empty string", f"{where}.{key}")
+    return value
+
+
+def _source(block: dict[str, Any], where: str) -> dict[str, Any]:
+    source = block.get("source")
+    if not isinstance(source, dict):
+        raise RequestError(f"'{where}.source' must be an object", f"{where}.source")
+    return source
+
+
+def _image(block: dict[str, Any], where: str) -> dict[str, Any]:
+    """An ``image`` block as a Chat Completions part: a ``data:`` URL for base64 data."""
+    source = _source(block, where)
+    at = f"{where}.source"
+    kind = source.get("type")
+    if kind == "base64":
+        media = _string(source, "media_type", at)
+        url = f"data:{media};base64,{_string(source, 'data', at)}"
+        return {"type": "image_url", "image_url": {"url": url}}
+    if kind == "url":
+        return {"type": "image_url", "image_url": {"url": _string(source, "url", at)}}
+    if kind == "file":
+        return {"type": "file", "file": {"file_id": _string(source, "file_id", at)}}
+    raise RequestError(f"'{at}.type' must be base64, url or file", f"{at}.type")
+
+
+def _document(block: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    """A ``document`` block as Chat Completions parts: its text where it is text (a plain
+    text source, a content source), else a ``file`` part (a PDF) or its URL."""
+    source = _source(block, where)
+    at = f"{where}.source"
+    title = block.get("title")
+    heading = f"[document: {title[:200]}]\n" if isinstance(title, str) and title else ""
+    kind = source.get("type")
+    if kind == "text":
+        return [{"type": "text", "text": heading + _string(source, "data", at)}]
+    if kind == "content":
+        inner = source.get("content")
+        if isinstance(inner, str):
+            return [{"type": "text", "text": heading + inner}]
+        if not isinstance(inner, list):
+            raise RequestError(
+                f"'{at}.content' must be a string or a list of blocks", f"{at}.content"
+            )
+        parts = _media(inner, f"{at}.content", kinds=("text", "image"))
+        return [{"type": "text", "text": heading}, *parts] if heading else parts
+    name = title if isinstance(title, str) and title else None
+    if kind == "base64":
+        media = _string(source, "media_type", at)
+        file = {"file_data": f"data:{media};base64,{_string(source, 'data', at)}"}
+    elif kind == "file":
+        file = {"file_id": _string(source, "file_id", at)}
+    elif kind == "url":
+        return [{"type": "text", "text": f"{heading}[document at {_string(source, 'url', at)}]"}]
+    else:
+        raise RequestError(f"'{at}.type' must be base64, text, content, url or file", f"{at}.type")
+    if name is not None:
+        file["filename"] = name[:200]
+    return [{"type": "file", "file": file}]
+
+
+def _media(
+    blocks: list[Any], where: str, kinds: tuple[str, ...] = ("text", "image", "document")
+) -> list[dict[str, Any]]:
+    """Text, image and document blocks as Chat Completions parts."""
+    parts: list[dict[str, Any]] = []
     for j, block in enumerate(blocks):
         at = f"{where}[{j}]"
         kind = block.get("type") if isinstance(block, dict) else None
-        if kind == "text" and isinstance(block.get("text"), str):
-            text.append(block["text"])
+        if kind not in kinds:
+            raise RequestError(f"'{at}' must be a {', '.join(kinds)} block", f"{at}.type")
+        parts += _media_at(block, at)
+    return parts
+
+
+def _string_or_empty(block: dict[str, Any], where: str) -> str:
+    if not isinstance(block.get("text"), str):
+        raise RequestError(f"'{where}.text' must be a string", f"{where}.text")
+    return str(block["text"])
+
+
+def _content(parts: list[dict[str, Any]], joiner: str = "\n") -> str | list[dict[str, Any]]:
+    """Parts as a string when they are all text (joined as the Messages API's text blocks
+    were), else the parts (for the pipeline to give as the model can take them)."""
+    if all(p["type"] == "text" for p in parts):
+        return joiner.join(p["text"] for p in parts)
+    return parts
+
+
+def _user(blocks: list[Any], where: str, called: set[str]) -> list[dict[str, Any]]:
+    """A user turn's blocks: tool results first (as ``tool`` messages), then its text,
+    images and documents."""
+    results: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    for j, block in enumerate(blocks):
+        at = f"{where}[{j}]"
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind in ("text", "image", "document"):
+            parts += _media_at(block, at)
         elif kind == "tool_result":
             use = block.get("tool_use_id")
             if not isinstance(use, str) or use not in called:
@@ -109,21 +209,42 @@ def _user(blocks: list[Any], where: str, called: set[str]) -> list[dict[str, Any
                     f"'{at}.tool_use_id' must echo the id of an earlier tool_use block",
                     f"{at}.tool_use_id",
                 )
-            content = _texts(block.get("content", ""), f"{at}.content")
+            given = block.get("content", "")
+            if isinstance(given, str):
+                content: str | list[dict[str, Any]] = given
+            elif isinstance(given, list):
+                content = _content(_media(given, f"{at}.content"))
+            else:
+                raise RequestError(
+                    f"'{at}.content' must be a string or a list of blocks", f"{at}.content"
+                )
             is_error = block.get("is_error", False)
             if not isinstance(is_error, bool):
                 raise RequestError(f"'{at}.is_error' must be true or false", f"{at}.is_error")
             if is_error:
-                content = f"error: {content}"
+                content = (
+                    f"error: {content}"
+                    if isinstance(content, str)
+                    else [{"type": "text", "text": "error: "}, *content]
+                )
             results.append({"role": "tool", "tool_call_id": use, "content": content})
         else:
             raise RequestError(
-                f"'{at}' must be a text or tool_result block; images and documents are not served",
-                f"{at}.type",
+                f"'{at}' must be a text, image, document or tool_result block", f"{at}.type"
             )
-    if text:
-        results.append({"role": "user", "content": "\n".join(text)})
+    if parts:
+        results.append({"role": "user", "content": _content(parts)})
     return results
+
+
+def _media_at(block: dict[str, Any], at: str) -> list[dict[str, Any]]:
+    """One text, image or document block as parts, its errors named at ``at``."""
+    kind = block["type"]
+    if kind == "text":
+        return [{"type": "text", "text": _string_or_empty(block, at)}]
+    if kind == "image":
+        return [_image(block, at)]
+    return _document(block, at)
 
 
 def _assistant(blocks: list[Any], where: str, called: set[str]) -> dict[str, Any]:
@@ -167,9 +288,17 @@ def _messages(fields: _Fields) -> list[dict[str, Any]]:
     for i, given in enumerate(fields.messages):
         where = f"messages[{i}]"
         role = given.get("role") if isinstance(given, dict) else None
-        if role not in ("user", "assistant"):
-            raise RequestError(f"'{where}.role' must be user or assistant", f"{where}.role")
+        if role not in ("user", "assistant", "system"):
+            raise RequestError(f"'{where}.role' must be user, assistant or system", f"{where}.role")
         content = given.get("content")
+        if role == "system" and i == 0:
+            raise RequestError(
+                f"'{where}.role' must be user or assistant: the system prompt goes in 'system'",
+                f"{where}.role",
+            )
+        if role == "system":  # where the client put it; the pipeline sees how it is given
+            out.append({"role": "system", "content": _texts(content, f"{where}.content")})
+            continue
         if isinstance(content, str):
             out.append({"role": role, "content": content})
             continue

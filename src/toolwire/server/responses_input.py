@@ -1,14 +1,27 @@
 """A Responses request (``POST /v1/responses``) read into one turn.
 
-In: ``input`` as a string or items (messages, ``function_call``, ``function_call_output``),
-``instructions``, function ``tools``, ``tool_choice``, ``parallel_tool_calls``,
-``max_output_tokens``, ``temperature``, ``stream``, ``text.format`` (a structured output:
-``json_object`` or ``json_schema``, see :mod:`toolwire.pipeline.structured`). The items
-become the Chat Completions messages the core takes, so every engine and every repair is
-the same as for the other APIs. Not served (a 400 that names the field): input images and
-files. Tools other than functions are left out with a ``tool-not-served`` notice.
-:attr:`ResponsesCall.tools` says, for a tool the engine is offered under another name or
-shape than the client declared it, how the client knows it
+In: ``input`` as a string or items (messages, ``function_call``, ``function_call_output``,
+``custom_tool_call``, ``custom_tool_call_output``, ``tool_search_call``,
+``tool_search_output`` (the tools a client-run search found are offered from then on),
+``additional_tools`` (tools declared in the input), ``reasoning``), ``instructions``,
+``tools`` (``function``, ``custom`` and ``namespace`` tools: see
+:mod:`toolwire.server.responses_tools`), ``tool_choice`` (a function or custom tool by name,
+with its ``namespace`` or by its flat name), ``parallel_tool_calls``, ``max_output_tokens``,
+``temperature``, ``stream``, ``text.format`` (a structured output: ``json_object`` or
+``json_schema``, see :mod:`toolwire.pipeline.structured`). The items become the Chat
+Completions messages the core takes, so every engine and every repair is the same as for
+the other APIs: a ``custom_tool_call`` is a call of the function its tool is offered as
+(its ``input`` the one string argument), a ``function_call`` with a ``namespace`` a call
+under its tool's flat name, an output of either its tool message.
+
+Content parts ``input_text``, ``output_text``, ``refusal``, ``input_image`` (``image_url``,
+a URL or a ``data:`` URL, or ``file_id``) and ``input_file`` (``file_data``, ``file_id``;
+a ``file_url`` as the text naming it), in messages and in a call's output list, become
+Chat Completions parts; :mod:`toolwire.pipeline.content` gives them to an engine that takes
+them, and to a model that reads text only as placeholders with a ``content-not-seen``
+notice. Tools of other kinds (web search, a hosted tool search, a hosted shell) are left out with a
+``tool-not-served`` notice. :attr:`ResponsesCall.tools` says, for a tool the engine is
+offered under another name or shape than the client declared it, how the client knows it
 (:class:`~toolwire.server.responses_items.ClientTool`), so the reply names it as the client
 expects.
 """
@@ -25,7 +38,8 @@ from .core import Told
 from .fields import check, options
 from .output import responses_format
 from .remember import ResponseMemory
-from .responses_items import ClientTool
+from .responses_items import ClientTool, engine_call
+from .responses_tools import Offered, found, listed, offered, tool_choice
 from .validate import RequestError
 
 __all__ = ["ResponsesCall", "parse_responses"]
@@ -48,15 +62,6 @@ class _Fields(BaseModel):
     store: bool | None = None
     previous_response_id: str | None = None
     text: dict[str, Any] | None = None
-
-
-class _Tool(BaseModel):
-    model_config = ConfigDict(extra="allow", strict=True)
-
-    type: Literal["function"]
-    name: str = Field(min_length=1, max_length=256)
-    description: str | None = None
-    parameters: dict[str, Any] | None = None
 
 
 class ResponsesCall:
@@ -94,30 +99,108 @@ class ResponsesCall:
         }
 
 
-def _text(content: Any, where: str) -> str:
-    """A message's content: a string, or text parts (``input_text``/``output_text``)."""
+def _image(part: dict[str, Any], where: str) -> dict[str, Any]:
+    """An ``input_image`` part as a Chat Completions part."""
+    url, file_id = part.get("image_url"), part.get("file_id")
+    if isinstance(url, str) and url:
+        image: dict[str, Any] = {"url": url}
+        if part.get("detail") in ("auto", "low", "high"):
+            image["detail"] = part["detail"]
+        return {"type": "image_url", "image_url": image}
+    if isinstance(file_id, str) and file_id:
+        return {"type": "file", "file": {"file_id": file_id}}
+    raise RequestError(f"'{where}' must have an image_url or a file_id (a non-empty string)", where)
+
+
+def _file(part: dict[str, Any], where: str) -> dict[str, Any]:
+    """An ``input_file`` part as a Chat Completions part (a URL, which Chat Completions
+    cannot carry, as the text that names it)."""
+    name = part.get("filename")
+    file: dict[str, Any] = {"filename": name[:200]} if isinstance(name, str) and name else {}
+    for key in ("file_data", "file_id"):
+        if isinstance(part.get(key), str) and part[key]:
+            file[key] = part[key]
+            return {"type": "file", "file": file}
+    url = part.get("file_url")
+    if isinstance(url, str) and url:
+        return {"type": "text", "text": f"[file at {url[:500]}]"}
+    raise RequestError(
+        f"'{where}' must have file_data, file_id or file_url (a non-empty string)", where
+    )
+
+
+def _content(content: Any, where: str) -> str | list[dict[str, Any]]:
+    """A message's content, or a call's output: a string, or parts — text
+    (``input_text``/``output_text``), ``refusal``, ``input_image``, ``input_file`` — as one
+    string when they are all text, else as Chat Completions parts for the pipeline to give
+    as the model can take them."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
-        raise RequestError(f"'{where}' must be a string or a list of text parts", where)
-    out: list[str] = []
+        raise RequestError(f"'{where}' must be a string or a list of content parts", where)
+    parts: list[dict[str, Any]] = []
     for j, part in enumerate(content):
+        at = f"{where}[{j}]"
         kind = part.get("type") if isinstance(part, dict) else None
-        if kind not in ("input_text", "output_text", "text") or not isinstance(
-            part.get("text"), str
-        ):
+        if kind in ("input_text", "output_text", "text") and isinstance(part.get("text"), str):
+            parts.append({"type": "text", "text": part["text"]})
+        elif kind == "refusal" and isinstance(part.get("refusal"), str):
+            parts.append({"type": "text", "text": part["refusal"]})
+        elif kind == "input_image":
+            parts.append(_image(part, at))
+        elif kind == "input_file":
+            parts.append(_file(part, at))
+        else:
             raise RequestError(
-                f"'{where}[{j}]' must be a text part such as "
-                '{"type": "input_text", "text": "..."}; images and files are not served',
-                f"{where}[{j}]",
+                f"'{at}' must be a content part: input_text, output_text, input_image or "
+                'input_file, such as {"type": "input_text", "text": "..."}',
+                f"{at}.type",
             )
-        out.append(part["text"])
-    return "".join(out)
+    if all(p["type"] == "text" for p in parts):
+        return "".join(p["text"] for p in parts)
+    return parts
 
 
-def _messages(fields: _Fields, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _answer(messages: list[dict[str, Any]], call_id: str, content: Any) -> None:
+    """A call's output as its tool message; the assistant turn before it is answered."""
+    for m in reversed(messages):
+        if m["role"] == "assistant":
+            m["_answered"] = True
+            break
+    messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+
+
+def _call(messages: list[dict[str, Any]], call: dict[str, Any]) -> None:
+    """A call of the history in the assistant turn before it (as Chat Completions has
+    them), or a turn of its own."""
+    last = messages[-1] if messages else None
+    if last is not None and last["role"] == "assistant" and not last.get("_answered"):
+        last.setdefault("tool_calls", []).append(call)
+        if not last.get("content"):
+            last["content"] = None
+    else:
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+
+
+def _searched(given: str | list[Any]) -> list[tuple[str, Any]]:
+    """The tools the history's tool searches found, and those an ``additional_tools`` item
+    declares (Codex's way for some models): offered beside the request's own."""
+    out: list[tuple[str, Any]] = []
+    for i, item in enumerate(given if isinstance(given, list) else ()):
+        if isinstance(item, dict) and item.get("type") in (
+            "tool_search_output",
+            "additional_tools",
+        ):
+            out += found(item.get("tools"), f"input[{i}].tools")
+    return out
+
+
+def _messages(
+    fields: _Fields, history: list[dict[str, Any]], offer: Offered
+) -> list[dict[str, Any]]:
     """The input items as Chat Completions messages after ``history`` (calls folded into
-    the assistant message before them, as Chat Completions has them)."""
+    the assistant message before them, as Chat Completions has them; each call under the
+    engine's name of its tool)."""
     messages: list[dict[str, Any]] = list(history)
     if isinstance(fields.input, str):
         messages.append({"role": "user", "content": fields.input})
@@ -135,83 +218,63 @@ def _messages(fields: _Fields, history: list[dict[str, Any]]) -> list[dict[str, 
                     f"'{where}.role' must be user, system, developer or assistant",
                     f"{where}.role",
                 )
-            text = _text(item.get("content"), f"{where}.content")
-            messages.append({"role": "system" if role == "developer" else role, "content": text})
-        elif kind == "function_call":
-            for key in ("call_id", "name", "arguments"):
-                if not isinstance(item.get(key), str) or not item[key]:
-                    raise RequestError(
-                        f"'{where}.{key}' must be a non-empty string", f"{where}.{key}"
-                    )
-            call = {
-                "id": item["call_id"],
-                "type": "function",
-                "function": {"name": item["name"], "arguments": item["arguments"]},
-            }
-            last = messages[-1] if messages else None
-            if last is not None and last["role"] == "assistant" and not last.get("_answered"):
-                last.setdefault("tool_calls", []).append(call)
-                if not last.get("content"):
-                    last["content"] = None
-            else:
-                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            content = _content(item.get("content"), f"{where}.content")
+            messages.append({"role": "system" if role == "developer" else role, "content": content})
+        elif kind in ("function_call", "custom_tool_call"):
+            custom = kind == "custom_tool_call"
+            for key in ("call_id", "name", "input" if custom else "arguments"):
+                if not isinstance(item.get(key), str) or (key != "input" and not item[key]):
+                    what = "a string" if key == "input" else "a non-empty string"
+                    raise RequestError(f"'{where}.{key}' must be {what}", f"{where}.{key}")
+            namespace = item.get("namespace")
+            if namespace is not None and not isinstance(namespace, str):
+                raise RequestError(f"'{where}.namespace' must be a string", f"{where}.namespace")
+            name = offer.engine_name("custom" if custom else "function", namespace, item["name"])
+            _call(messages, engine_call(item, name))
             called.add(item["call_id"])
-        elif kind == "function_call_output":
+        elif kind == "tool_search_call":
+            call_id, arguments = item.get("call_id"), item.get("arguments", {})
+            if not isinstance(call_id, str) or not call_id:
+                raise RequestError(
+                    f"'{where}.call_id' must be a non-empty string", f"{where}.call_id"
+                )
+            if not isinstance(arguments, dict):
+                raise RequestError(f"'{where}.arguments' must be an object", f"{where}.arguments")
+            _call(
+                messages, engine_call(item, offer.engine_name("tool_search", None, "tool_search"))
+            )
+            called.add(call_id)
+        elif kind == "tool_search_output":
             call_id = item.get("call_id")
             if not isinstance(call_id, str) or call_id not in called:
                 raise RequestError(
-                    f"'{where}.call_id' must echo the call_id of an earlier function_call",
+                    f"'{where}.call_id' must echo the call_id of an earlier tool_search_call",
                     f"{where}.call_id",
                 )
-            output = item.get("output")
-            text = output if isinstance(output, str) else _text(output, f"{where}.output")
-            for m in reversed(messages):
-                if m["role"] == "assistant":
-                    m["_answered"] = True
-                    break
-            messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+            _answer(messages, call_id, listed(offer, item.get("tools")))
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            call_id = item.get("call_id")
+            if not isinstance(call_id, str) or call_id not in called:
+                raise RequestError(
+                    f"'{where}.call_id' must echo the call_id of an earlier "
+                    f"{kind.removesuffix('_output')}",
+                    f"{where}.call_id",
+                )
+            _answer(messages, call_id, _content(item.get("output"), f"{where}.output"))
         elif kind == "reasoning":
             continue  # the model's own earlier thinking: not sent back to it
+        elif kind == "additional_tools":
+            continue  # tools, offered with the request's own (see _searched)
         else:
             raise RequestError(
                 f"'{where}.type' {str(kind)[:40]!r} is not served: message, function_call, "
-                "function_call_output or reasoning",
+                "function_call_output, custom_tool_call, custom_tool_call_output, "
+                "tool_search_call, tool_search_output, additional_tools or reasoning",
                 f"{where}.type",
             )
     for m in messages:
         m.pop("_answered", None)
     return messages
-
-
-def _tools(fields: _Fields, skipped: list[Told]) -> list[dict[str, Any]] | None:
-    """Function tools for the engine; a tool of another kind (a provider's own: web search,
-    a shell, a free-form ``custom`` tool) is left out with a ``tool-not-served`` notice,
-    so a client that offers them still gets its function tools."""
-    if fields.tools is None:
-        return None
-    out = []
-    for i, given in enumerate(fields.tools):
-        kind = given.get("type") if isinstance(given, dict) else None
-        if isinstance(kind, str) and kind != "function":
-            skipped.append(_not_served(f"tools[{i}]", kind, given.get("name")))
-            continue
-        tool = check(_Tool, given, f"tools[{i}]")
-        fn: dict[str, Any] = {
-            "name": tool.name,
-            "parameters": tool.parameters or {"type": "object"},
-        }
-        if tool.description is not None:
-            fn["description"] = tool.description
-        out.append({"type": "function", "function": fn})
-    return out
-
-
-def _not_served(where: str, kind: str, name: Any) -> Told:
-    named = f" {name[:80]!r}" if isinstance(name, str) else ""
-    return Told(
-        "tool-not-served",
-        f"{where} (a {kind[:40]!r} tool{named}) was left out: only function tools are served",
-    )
 
 
 async def parse_responses(
@@ -233,28 +296,15 @@ async def parse_responses(
     history = []
     if memory is not None and fields.previous_response_id is not None:
         history = await memory.history(fields.previous_response_id)
-    conversation = _messages(fields, history)
+    offer = offered(fields.tools, _searched(fields.input))
+    conversation = _messages(fields, history, offer)
     if not conversation:
         raise RequestError("'input' must not be empty", "input")
     messages = conversation
     if fields.instructions:
         messages = [{"role": "system", "content": fields.instructions}, *conversation]
-    skipped: list[Told] = []
-    tools = _tools(fields, skipped)
-    choice: Any = fields.tool_choice
-    if isinstance(choice, dict):
-        name = choice.get("name")
-        if choice.get("type") != "function" or not isinstance(name, str):
-            raise RequestError(
-                "'tool_choice' must be auto, none, required or "
-                '{"type": "function", "name": "..."}',
-                "tool_choice",
-            )
-        if not any(t["function"]["name"] == name for t in tools or ()):
-            raise RequestError(
-                f"tool_choice names {name[:80]!r}, which is not in 'tools'", "tool_choice"
-            )
-        choice = {"type": "function", "function": {"name": name}}
+    tools = offer.tools
+    choice = tool_choice(offer, fields.tool_choice)
     settings = options(data)
     request = Request(  # the turn settles the choice: a named tool alone, none: no tools
         messages,
@@ -269,5 +319,6 @@ async def parse_responses(
         output=responses_format(fields.text),
     )
     call = ResponsesCall(request, fields, conversation, memory)
-    call.notices = skipped
+    call.notices = offer.skipped
+    call.tools = offer.client
     return call
