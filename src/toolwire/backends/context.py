@@ -146,7 +146,7 @@ def _skip(m: mmap.mmap, at: int, kind: int) -> int:
     if count > _MAX_ITEMS:
         raise ValueError(f"an array of {count} items is past the bound of {_MAX_ITEMS}")
     if item in _SIZES:
-        end = at + _SIZES[item] * count
+        end: int = at + _SIZES[item] * count
         if end > len(m):
             raise ValueError("an array runs past the file")
         return end

@@ -51,6 +51,7 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 
 @dataclass
 class _State:
+    key: int
     tokens: list[int]
     cells: Any  # a ctypes array of the sequence's cells
     size: int
@@ -88,9 +89,10 @@ class SavedPrefixes:
         lost = n - here
         if self.max_bytes > 0 and lost >= self.switch_tokens and lost > here:
             self._save(llama, live)
-        worth = best_key is not None and best - here >= self.switch_tokens
-        if worth and self._load(llama, self._states[best_key]):
-            self._states.move_to_end(best_key)
+        # (saving may have dropped it, the least recently used)
+        chosen = self._states.get(best_key) if best_key is not None else None
+        if chosen is not None and best - here >= self.switch_tokens and self._load(llama, chosen):
+            self._states.move_to_end(chosen.key)
             here = best
         return max(0, min(here, len(prompt) - 1))
 
@@ -108,7 +110,7 @@ class SavedPrefixes:
         written = int(llama_cpp.llama_state_seq_get_data(ctx, cells, size, 0))
         if written <= 0:
             return
-        self._states[self._next] = _State(tokens, cells, written)
+        self._states[self._next] = _State(self._next, tokens, cells, written)
         self._next += 1
         self.saved += 1
         while self.kept_bytes() > self.max_bytes:
