@@ -13,9 +13,11 @@ and the tool's result. Each turn goes, as one Chat Completions request, streamed
 
 one after the other (never at once: they share the cores), and prints, for each turn, the
 time to the first token each client sees (the first chunk with content, a call or thinking),
-the whole turn, and the ratio. The goal: from turn 2 on, toolwire within 1.2 times
+the whole turn, and their ratios. The goal: from turn 2 on, toolwire within 1.2 times
 llama-server, which keeps its prompt cache between turns as toolwire's local engine does
-(:mod:`toolwire.backends.prefix`).
+(:mod:`toolwire.backends.prefix`). A call reaches the client once it is complete (its
+arguments are not streamed yet), so on a turn the model answers with a call the first token
+a client sees is the call's end: ``--max-tokens 1`` times the prompt's evaluation alone.
 
 The whole request is some 12,000 tokens with its 12 tools: at this machine's prefill speed
 minutes per first turn on each side. By default the tools are the four an agent uses most
@@ -221,7 +223,9 @@ def main(argv: list[str] | None = None) -> int:
             ours = gateway.url + "/v1/chat/completions"
             theirs = server + "/v1/chat/completions"
             head = f"{'turn':>4} {'toolwire ttft':>13} {'llama-server ttft':>17} {'ratio':>6}"
-            print(head + f" {'toolwire all':>12} {'l-s all':>8} {'l-s prompt (cached)':>20}")
+            print(
+                head + f" {'toolwire all':>12} {'l-s all':>8} {'ratio':>6} {'prompt (cached)':>16}"
+            )
             for turn in range(1, args.turns + 1):
                 body = {"model": "local", **request, **settings}
                 a = timed(ours, body)
@@ -229,10 +233,11 @@ def main(argv: list[str] | None = None) -> int:
                 t = b["timings"]
                 prompt = f"{t.get('prompt_n', 0) + t.get('cache_n', 0)} ({t.get('cache_n', '?')})"
                 ratio = a["ttft"] / b["ttft"] if b["ttft"] else float("nan")
+                whole = a["total"] / b["total"] if b["total"] else float("nan")
                 rows.append((turn, a, b, ratio))
                 print(
                     f"{turn:>4} {a['ttft']:>12.2f}s {b['ttft']:>16.2f}s {ratio:>6.2f}"
-                    f" {a['total']:>11.2f}s {b['total']:>7.2f}s {prompt:>20}",
+                    f" {a['total']:>11.2f}s {b['total']:>7.2f}s {whole:>6.2f} {prompt:>16}",
                     flush=True,
                 )
                 if a["usage"]:
