@@ -12,10 +12,12 @@ every turn: a coding agent's 20,000 tokens, minutes at this machine's speed.
 the cells of sequence 0 alone, not the logits nor the output buffer that
 ``Llama.save_state`` copies too) when a prompt is about to overwrite more of it than it
 keeps, and brings back the saved context that shares the longest prefix with a prompt when
-that is longer than what the live context shares. Saving costs a copy of the cells (12 KB a
-token on the default model: 0.2 GB at 20,000 tokens, a tenth of a second), paid only when
-conversations switch; the states kept are bounded in bytes, the least recently used dropped
-first. A turn on one conversation alone never saves or loads anything.
+that is longer than what the live context shares. Saving costs a copy of the cells (13 KB a
+token on the default model; measured at 3,000 tokens: 39 MiB, saved in 45 ms and loaded in
+78 ms, where evaluating them again takes about a minute on this machine's two cores), paid
+only when conversations switch; the states kept are bounded in bytes (:data:`KEPT_BYTES`),
+the least recently used dropped first. A turn on one conversation alone never saves or
+loads anything.
 
 :meth:`SavedPrefixes.take` also says how many of the prompt's tokens are not evaluated again
 (``cached_tokens`` of the usage): the longest prefix, less the last token, which
