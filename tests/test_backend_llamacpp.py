@@ -58,7 +58,11 @@ def test_a_generation_runs_through_the_family_parser(
     assert done.usage is not None
     prompt = fresh_llama_backend.prompt(*planned(fresh_llama_backend, request))
     prompt_tokens = fresh_llama_backend.count_tokens(prompt)
-    assert done.usage == {"prompt_tokens": prompt_tokens, "completion_tokens": 35}
+    assert done.usage == {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": 35,
+        "cached_tokens": 0,
+    }
     assert done.finish_reason == "tool_calls"
     result = assemble(events)
     assert result.content == "" and result.reasoning == ""

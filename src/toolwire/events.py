@@ -47,6 +47,7 @@ NoticeCode = Literal[
     "constrained-output",
     "healed-schema",
     "healed-tools",
+    "healed-stream-usage",
     # calls read although the reply strayed from the grammar (tolerances: strict refuses them)
     "recovered-bare-json",
     "recovered-fenced-json",
@@ -114,6 +115,8 @@ NOTICES: dict[NoticeCode, str] = {
     "constrained-output": "the reply was written under the grammar of the output format's schema",
     "healed-schema": "the engine refused a tool schema: sent again with plain schemas",
     "healed-tools": "the engine takes no tools: they were given in words instead",
+    "healed-stream-usage": "the engine refused stream_options: sent again without it, and not "
+    "asked again (its streams give no usage)",
     "recovered-bare-json": "a reply that is only a call as bare JSON was read as the call",
     "recovered-fenced-json": "a call in a code fence was read as the call",
     "recovered-unclosed-tag": "a call whose closing tag never came was read",

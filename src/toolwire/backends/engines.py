@@ -35,6 +35,14 @@ A structured output is the client's own field of the API all of them speak: it g
 engine, a generic one too, as ``response_format``
 (:func:`~toolwire.pipeline.structured.response_format`), and the reply is checked against
 the schema either way.
+
+A streamed reply's usage is asked of every engine, a generic one too, with
+``stream_options: {"include_usage": true}`` (:data:`STREAM_USAGE`): OpenAI, vLLM and
+llama-server document it, and so do the servers a generic engine usually is (Ollama's
+``/v1``, LM Studio, LiteLLM); the usage then comes in a last chunk with no choices. A
+server that refuses the field (a 400 or 422 naming it: :func:`refuses_stream_options`, as
+a strict request model refuses an extra field) gets the request again without it, once,
+and is not asked again: the usage is worth less than the request.
 """
 
 from __future__ import annotations
@@ -45,7 +53,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from .. import events as ev
-from ..errors import UsageError
+from ..errors import BackendError, UsageError
 from ..messages import ToolCall
 from ..pipeline import Request
 from ..pipeline.structured import response_format
@@ -53,16 +61,20 @@ from ..pipeline.structured import response_format
 __all__ = [
     "CONSTRAINING",
     "ENGINES",
+    "STREAM_USAGE",
     "Body",
     "call_schema",
     "calls_from_content",
     "constraint_fields",
     "engine_for",
+    "refuses_stream_options",
 ]
 
 #: The engines this module knows, and those among them that constrain a call.
 ENGINES = ("openai", "vllm", "llama-server", "generic")
 CONSTRAINING = frozenset({"vllm", "llama-server"})
+#: The field that asks a streamed reply's usage, sent to every engine (see the module).
+STREAM_USAGE: dict[str, Any] = {"stream_options": {"include_usage": True}}
 
 
 class Body(dict[str, Any]):
@@ -80,6 +92,17 @@ def engine_for(engine: str | None, base_url: str) -> str:
             raise UsageError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
         return engine
     return "openai" if "api.openai.com" in base_url else "generic"
+
+
+def refuses_stream_options(error: BackendError) -> bool:
+    """Whether ``error`` is a server refusing ``stream_options`` itself: a 400 or 422 whose
+    body names the field (``Unrecognized request argument supplied: stream_options``,
+    ``"loc": ["body", "stream_options"]``, ``property 'stream_options' is unsupported``)."""
+    return (
+        error.kind == "refused"
+        and error.status in (400, 422)
+        and "stream_options" in (error.body or str(error))
+    )
 
 
 def constraint_fields(

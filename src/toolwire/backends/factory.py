@@ -23,12 +23,23 @@ from .openai import OpenAIBackend
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["DEFAULT_OLLAMA_URL", "KINDS", "LOCAL_CTX", "BackendSpec", "Kind", "build_backend"]
+__all__ = [
+    "DEFAULT_OLLAMA_URL",
+    "KINDS",
+    "LOCAL_CTX",
+    "BackendSpec",
+    "Kind",
+    "build_backend",
+    "check_tool_format",
+]
 
 Kind = Literal["local", "openai", "ollama"]
 #: The kinds of backend a spec names.
 KINDS: tuple[Kind, ...] = ("local", "openai", "ollama")
-#: The context window a local model is loaded with when the spec gives none.
+#: The context ``chat`` and ``bench`` load a local model with (their prompts are small: a
+#: larger one would cost memory and load time for nothing). A spec that gives none gets the
+#: model's trained context, within memory (:func:`~toolwire.backends.context.agent_context`),
+#: which a coding agent's request needs.
 LOCAL_CTX = 4096
 #: Where Ollama listens unless told otherwise.
 DEFAULT_OLLAMA_URL = OllamaBackend.default_base_url
@@ -52,8 +63,9 @@ class BackendSpec:
     #: (a config's: keys stay in the environment there). The key is never shown.
     api_key: str | None = field(default=None, repr=False)
     api_key_env: str | None = None
-    #: ``local``: the context it is loaded with (None: :data:`LOCAL_CTX`); otherwise the
-    #: window tools in words are sized to (None: the backend's default).
+    #: ``local``: the context it is loaded with (None: the model's trained context, within
+    #: memory: :func:`~toolwire.backends.context.agent_context`); otherwise the window tools
+    #: in words are sized to (None: the backend's default).
     ctx: int | None = None
     #: ``local``: the tool-call format setting (``auto``, ``none`` or a family's name).
     tool_format: str = "auto"
@@ -94,6 +106,7 @@ class BackendSpec:
             engine_for(self.engine, "")  # an unknown engine is told now
         if self.ctx is not None and (type(self.ctx) is not int or self.ctx < 1):
             raise UsageError(f"ctx must be a whole number of tokens, not {self.ctx!r}")
+        check_tool_format(self.tool_format, "tool_format")
 
     def key(self) -> str | None:
         """The key to send: the one given, or the one the named variable holds."""
@@ -127,11 +140,13 @@ def build_backend(
     its event loop."""
     if spec.kind == "local":
         from ..models import local_model
+        from .context import agent_context
         from .llamacpp import LlamaCppBackend
 
+        path = local_model(spec.model)
         return LlamaCppBackend(
-            local_model(spec.model),
-            n_ctx=spec.ctx or LOCAL_CTX,
+            path,
+            n_ctx=spec.ctx or agent_context(path),
             tool_format=spec.tool_format,
             memory=memory,
         )
@@ -153,6 +168,20 @@ def build_backend(
     return OpenAIBackend(
         spec.model, api_key=spec.key(), dialect=spec.dialect, engine=spec.engine, **options
     )
+
+
+def check_tool_format(value: str, setting: str) -> str:
+    """``value`` when it is a ``tool_format`` setting (``auto``, ``none`` or a family's
+    name), else a :class:`UsageError` naming ``setting`` (a flag, a config's key): told when
+    a command starts, not by each request."""
+    if value in ("auto", "none"):
+        return value
+    from ..formats.registry import FORMAT_SETTINGS, family_names
+
+    known = [*FORMAT_SETTINGS, *family_names()]
+    if value not in known:
+        raise UsageError(f"{setting} {value!r} is not a tool format; known: {', '.join(known)}")
+    return value
 
 
 def _pooled(

@@ -8,6 +8,11 @@ stop strings, the model ends its turn itself — and the text goes through the d
 family's stream parser — in the reply pipeline, which decides for this transport as for every
 other. Thinking is off unless asked for. The context budget counts the prompt with its tool
 block, in the model's own tokens.
+
+The context is kept between turns, and saved when another conversation takes the model
+(:mod:`toolwire.backends.prefix`), so a turn evaluates only what its prompt does not share
+with one before it. The usage counts the whole prompt as ``prompt_tokens``, and the part
+not evaluated again as ``cached_tokens``.
 """
 
 from __future__ import annotations
@@ -27,11 +32,16 @@ from ..formats.reasoning import opens_reasoning
 from ..pipeline import ModelMemory, Plan, Prepared, Request, default_memory
 from ..templates import ChatTemplate
 from .generate import Generation
+from .prefix import KEPT_BYTES, SavedPrefixes
 from .prompt import TemplateTransport
 
 __all__ = ["LlamaCppBackend"]
 
 _END = object()
+
+
+class _Reused(int):
+    """The prompt's tokens not evaluated again (the generation thread tells ``send``)."""
 
 
 class LlamaCppBackend(TemplateTransport):
@@ -52,7 +62,10 @@ class LlamaCppBackend(TemplateTransport):
         default_max_tokens: int = 512,
         llama: Any = None,
         memory: ModelMemory | None = None,
+        saved_prefix_bytes: int = KEPT_BYTES,
     ) -> None:
+        """``saved_prefix_bytes``: the bytes of contexts kept for conversations that take
+        turns on the model (:class:`~toolwire.backends.prefix.SavedPrefixes`; 0: none)."""
         if llama is None:
             try:
                 from llama_cpp import Llama
@@ -92,6 +105,7 @@ class LlamaCppBackend(TemplateTransport):
         )
         self.endpoint = "local:" + str(model_path)
         self._lock = threading.Lock()  # one generation at a time on one context
+        self.prefixes = SavedPrefixes(saved_prefix_bytes)
 
     # ------------------------------------------------------------------ the model's own
 
@@ -182,7 +196,7 @@ class LlamaCppBackend(TemplateTransport):
             target=self._generate, args=(prepared, max_tokens, loop, queue, stop), daemon=True
         )
         worker.start()
-        generated = 0
+        generated = reused = 0
         finish = "stop"
         try:
             while True:
@@ -191,13 +205,17 @@ class LlamaCppBackend(TemplateTransport):
                     break
                 if isinstance(item, BaseException):
                     raise BackendError(f"generation failed: {item}") from item
+                if isinstance(item, _Reused):
+                    reused = int(item)
+                    continue
                 if isinstance(item, tuple):  # ("length" | "stop", count)
                     finish, generated = item
                     continue
                 yield item if isinstance(item, Notice) else TextDelta(item)
         finally:
             stop.set()  # closing the stream stops generation
-        yield Done(finish, {"prompt_tokens": len(tokens), "completion_tokens": generated})
+        usage = {"prompt_tokens": len(tokens), "completion_tokens": generated}
+        yield Done(finish, {**usage, "cached_tokens": reused})
 
     def generation(
         self,
@@ -242,6 +260,7 @@ class LlamaCppBackend(TemplateTransport):
 
         try:
             with self._lock:
+                put(_Reused(self.prefixes.take(self.llama, prepared.payload)))
                 self.generation(prepared, put=put, stop=stop, max_tokens=max_tokens).run()
         except Exception as exc:  # reported to the consumer as a BackendError
             put(exc)

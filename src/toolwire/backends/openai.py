@@ -16,6 +16,13 @@ The engine behind the URL (``engine``: ``openai``, ``vllm``, ``llama-server`` or
 ``generic``) says which fields constrain a required call or a structured output: only
 those it documents are sent (:mod:`toolwire.backends.engines`), in
 :func:`_constraint_fields`; an engine that can constrain a call says so (``can_constrain``).
+
+A streamed request asks for the usage (``stream_options``, every engine: see
+:mod:`toolwire.backends.engines`), read from the chunk that carries it (with empty
+``choices``) into :class:`~toolwire.events.Done`'s usage, the prompt's cached tokens
+(``prompt_tokens_details.cached_tokens``) as ``cached_tokens``. A server that refuses the
+field is sent the request again without it, with a ``healed-stream-usage`` notice, and this
+backend does not ask it again (``stream_usage``).
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import AsyncGenerator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import events as ev
@@ -31,10 +38,18 @@ from ..errors import BackendError, UsageError
 from ..events import Event
 from ..messages import ToolCall
 from ..pipeline import Prepared, Request
-from .engines import CONSTRAINING, Body, calls_from_content, constraint_fields, engine_for
+from .engines import (
+    CONSTRAINING,
+    STREAM_USAGE,
+    Body,
+    calls_from_content,
+    constraint_fields,
+    engine_for,
+    refuses_stream_options,
+)
 from .http import HttpTransport, Records, Reply
 
-__all__ = ["PROVIDERS", "OpenAIBackend"]
+__all__ = ["PROVIDERS", "OpenAIBackend", "usage_of"]
 
 #: Default base URLs of the providers with an OpenAI-compatible endpoint. Anthropic's key
 #: goes only to Anthropic's own host.
@@ -90,6 +105,8 @@ class OpenAIBackend(HttpTransport):
         if self.engine in CONSTRAINING:  # it decodes a required call under the schemas
             self.can_constrain = True
         self.takes_files = self.engine == "openai"
+        #: whether a streamed request asks for the usage: until the server refuses it
+        self.stream_usage = True
 
     @staticmethod
     def normal_base(base_url: str) -> str:
@@ -127,6 +144,8 @@ class OpenAIBackend(HttpTransport):
             body["temperature"] = request.temperature
         if request.max_tokens is not None:
             body["max_tokens"] = request.max_tokens
+        if request.stream and self.stream_usage:
+            body.update(STREAM_USAGE)
         fields, body.calls_in_content = _constraint_fields(request, self.engine, body)
         body.update(fields)
         body.update(request.extra)
@@ -136,7 +155,31 @@ class OpenAIBackend(HttpTransport):
         return _read_stream(reply)
 
     async def send(self, prepared: Prepared) -> AsyncGenerator[Event, None]:
-        """The reply's events; when its content was decoded as a call (see
+        """The reply's events; sent again without ``stream_options`` when the server
+        refused that field before saying a word (see the module)."""
+        heard = False
+        try:
+            async for event in self._exchange(prepared):
+                heard = True
+                yield event
+        except BackendError as exc:
+            body = prepared.payload
+            asked = isinstance(body, dict) and "stream_options" in body
+            if heard or not asked or not refuses_stream_options(exc):
+                raise
+            self.stream_usage = False
+            yield ev.Notice(
+                "healed-stream-usage",
+                "the server refused stream_options; sent again without it, so the stream "
+                "gives no usage",
+            )
+            again = Body({k: v for k, v in body.items() if k != "stream_options"})
+            again.calls_in_content = getattr(body, "calls_in_content", False)
+            async for event in self._exchange(replace(prepared, payload=again)):
+                yield event
+
+    async def _exchange(self, prepared: Prepared) -> AsyncGenerator[Event, None]:
+        """One exchange; when the reply's content was decoded as a call (see
         :func:`~toolwire.backends.engines.calls_from_content`), read back as that call."""
         body = prepared.payload
         if not (isinstance(body, Body) and body.calls_in_content):
@@ -242,6 +285,18 @@ def _entries(calls: Any) -> tuple[list[Any], ev.Notice | None]:
     )
 
 
+def usage_of(given: Mapping[str, Any]) -> dict[str, int]:
+    """A usage object's counts: its whole numbers, and the prompt's cached tokens
+    (``prompt_tokens_details.cached_tokens``, OpenAI's, vLLM's and llama-server's) as
+    ``cached_tokens``."""
+    usage = {k: v for k, v in given.items() if type(v) is int}
+    details = given.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
+    if type(cached) is int:
+        usage["cached_tokens"] = cached
+    return usage
+
+
 def _unreadable(what: str, value: Any) -> BackendError:
     shown = json.dumps(value)[:200]
     return BackendError(f"the provider sent {what}: {shown}", kind="unreadable")
@@ -266,11 +321,7 @@ async def _read_stream(reply: Reply) -> AsyncGenerator[Event, None]:
     records = Records(reply, sse=True, who="the provider")
     async for chunk in records:
         if isinstance(chunk.get("usage"), dict):
-            usage = {
-                k: v
-                for k, v in chunk["usage"].items()
-                if isinstance(v, int) and not isinstance(v, bool)
-            }
+            usage = usage_of(chunk["usage"])
         choices = chunk.get("choices")
         if choices is not None and not isinstance(choices, list):
             raise _unreadable("choices that are not a list", choices)

@@ -73,9 +73,11 @@ def served_models(args: argparse.Namespace) -> Models:
         _build, timeout=args.upstream_timeout, connect_timeout=args.connect_timeout, clients={}
     )
     if args.config:
-        if args.upstream or args.model or args.upstream_model or args.ollama is not None:
+        flags = (args.upstream, args.model, args.upstream_model, getattr(args, "tool_format", None))
+        if any(flags) or args.ollama is not None or getattr(args, "ctx", None) is not None:
             raise UsageError(
-                "--config lists the models; give no --model, --upstream or --ollama with it"
+                "--config lists the models (each its own ctx and tool_format); give no "
+                "--model, --upstream, --ollama, --ctx or --tool-format with it"
             )
         return Models(read_config(args.config), build)
     if args.ollama is not None and (args.upstream or args.upstream_model):
@@ -84,6 +86,13 @@ def served_models(args: argparse.Namespace) -> Models:
         )
     remote = args.ollama is not None or args.upstream
     name = args.model if args.ollama is not None else args.upstream_model
+    tool_format = getattr(args, "tool_format", None)
+    if tool_format is not None:
+        if remote:
+            raise UsageError("--tool-format is for a local model (--model); not with an upstream")
+        from ..backends.factory import check_tool_format
+
+        check_tool_format(tool_format, "--tool-format")
     spec = backend_spec(
         local=None if remote else args.model,
         base_url=args.upstream,
@@ -91,6 +100,7 @@ def served_models(args: argparse.Namespace) -> Models:
         model=name,
         api_key=args.upstream_key,
         ctx=args.ctx,
+        tool_format=tool_format,
         url_flag="--upstream",
         model_flag="--upstream-model",
         any_model=True,
@@ -205,7 +215,20 @@ def add_serve(v: argparse.ArgumentParser) -> None:
     v.add_argument("--host", default="127.0.0.1")
     v.add_argument("--port", type=int, default=8000)
     v.add_argument("--api-key", help="the bearer token clients must send (needed off loopback)")
-    v.add_argument("--ctx", type=int, default=4096, help="context size of a local model")
+    v.add_argument(
+        "--ctx",
+        type=int,
+        metavar="TOKENS",
+        help="the context of a local model (default: its trained context, within memory, "
+        "which a coding agent's first request needs: 32768 for the default model; lower "
+        "takes less memory)",
+    )
+    v.add_argument(
+        "--tool-format",
+        metavar="FAMILY",
+        help="the tool-call format of a local model: a family's name (toolwire families), "
+        "none (tools in words) or auto (default: detected from its chat template)",
+    )
     v.add_argument(
         "--workers",
         type=int,

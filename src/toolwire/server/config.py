@@ -4,11 +4,15 @@ Each ``[[models]]`` entry has a ``name`` (what clients send as ``model``) and on
 ``upstream`` (an OpenAI-compatible base URL, with ``upstream_model``, ``api_key_env``,
 optional ``dialect``, ``engine`` and ``words``), an ``ollama`` (Ollama's address, with
 ``upstream_model``, optional ``words``), or a ``gguf`` (a local file or a known model's
-name, loaded once, on first use, with an optional ``ctx``)::
+name, loaded once, on first use, with an optional ``ctx``, by default its trained context
+within memory, and an optional ``tool_format``, a family's name or ``none``, by default
+``auto``: detected from its template)::
 
     [[models]]
     name = "local"
     gguf = "qwen2.5-coder-0.5b"
+    ctx = 16384
+    tool_format = "hermes"
 
     [[models]]
     name = "gpt"
@@ -39,7 +43,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..backends.factory import BackendSpec, Kind
+from ..backends.factory import BackendSpec, Kind, check_tool_format
 from ..errors import UsageError
 from ..pipeline import Backend
 
@@ -52,7 +56,7 @@ __all__ = ["ModelEntry", "Models", "UnknownModel", "read_config"]
 
 #: The key that names each kind of entry, and the other keys that kind takes.
 _KINDS: dict[str, tuple[Kind, frozenset[str]]] = {
-    "gguf": ("local", frozenset({"ctx"})),
+    "gguf": ("local", frozenset({"ctx", "tool_format"})),
     "upstream": (
         "openai",
         frozenset({"upstream_model", "api_key_env", "dialect", "engine", "words"}),
@@ -94,6 +98,7 @@ def _entry(i: int, given: Any) -> ModelEntry:
         "dialect",
         "engine",
         "gguf",
+        "tool_format",
     )
     for key in strings:
         if key in given and (not isinstance(given[key], str) or not given[key]):
@@ -102,6 +107,8 @@ def _entry(i: int, given: Any) -> ModelEntry:
         raise UsageError(f"{where}.words must be true or false")
     if "ctx" in given and (type(given["ctx"]) is not int or not 256 <= given["ctx"] <= 10**7):
         raise UsageError(f"{where}.ctx must be a whole number of tokens, at least 256")
+    if "tool_format" in given:
+        check_tool_format(given["tool_format"], f"{where}.tool_format")
     if "name" not in given:
         raise UsageError(f"{where} needs a name (what clients send as 'model')")
     named = f"{where} ({given['name']})"
@@ -125,6 +132,7 @@ def _entry(i: int, given: Any) -> ModelEntry:
         base_url=None if kind == "local" else given[key],
         api_key_env=given.get("api_key_env"),
         ctx=given.get("ctx"),
+        tool_format=given.get("tool_format", "auto"),
         dialect=given.get("dialect"),
         engine=given.get("engine"),
         words=given.get("words", False),
