@@ -7,7 +7,10 @@ to go on: a Messages reply (streamed when asked) for ``/v1/messages``, a token c
 ``count_tokens``, a streamed Responses reply for ``/responses``, an empty model list, and 200
 to anything else. Its first Messages/Responses answer to a conversation carrying tools is a
 call of the client's shell tool (``Bash`` for Claude Code, ``shell``/``exec_command`` for
-Codex) printing a marker, so the next request, with the tool's result, is captured too.
+Codex) printing a marker (with env ``CAPTURE_TOOL_SEARCH=QUERY``, first a Responses
+``tool_search_call`` for QUERY, which makes Codex send its deferred MCP tools, then a call of
+the first tool found; with ``CAPTURE_PATCH=1``, an ``apply_patch`` custom tool call adding
+``hello.txt``), so the next request, with the tool's result, is captured too.
 
 It is the stdlib's HTTP server on purpose: the fixtures record the clients, nothing in
 between, and the script runs without the package on the path.
@@ -16,6 +19,7 @@ between, and the script runs without the package on the path.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,6 +28,7 @@ from typing import Any
 
 SECRET_HEADERS = {"authorization", "x-api-key", "proxy-authorization", "cookie"}
 MARKER = "capture-marker-ok"
+PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+capture-marker-ok\n*** End Patch\n"
 MAX_BODY = 64 * 1024 * 1024
 
 
@@ -59,6 +64,14 @@ def _has_tool_result(body: dict[str, Any]) -> bool:
         if isinstance(item, dict) and str(item.get("type", "")).endswith("call_output"):
             return True
     return False
+
+
+def _found(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tools a ``tool_search_output`` in the input returned."""
+    for item in body.get("input") or []:
+        if isinstance(item, dict) and item.get("type") == "tool_search_output":
+            return [t for t in item.get("tools") or [] if isinstance(t, dict)]
+    return []
 
 
 def _tool_names(body: dict[str, Any]) -> list[str]:
@@ -107,7 +120,30 @@ def responses_reply(body: dict[str, Any], n: int) -> tuple[str, bytes]:
     names = _tool_names(body)
     shell = next((n for n in ("shell", "exec_command", "shell_command") if n in names), None)
     rid = f"resp_{n}"
-    if shell and not _has_tool_result(body):
+    search = os.environ.get("CAPTURE_TOOL_SEARCH")
+    searched = any(
+        isinstance(i, dict) and i.get("type") == "tool_search_output" for i in body.get("input") or []
+    )
+    if search and "tool_search" in [t.get("type") for t in body.get("tools") or []] and not searched:
+        item: dict[str, Any] = {
+            "type": "tool_search_call", "id": "ts_1", "call_id": "ts_1", "execution": "client",
+            "arguments": {"query": search}, "status": "completed",
+        }  # fmt: skip
+    elif search and searched and _found(body) and not _has_tool_result(body):
+        # the first tool the search returned, called with its namespace
+        found = _found(body)[0]
+        inner = found.get("tools", [found])[0]
+        item = {
+            "type": "function_call", "id": "fc_2", "call_id": "call_2", "name": inner["name"],
+            "namespace": found.get("name"), "arguments": json.dumps({"a": 2, "b": 3}),
+            "status": "completed",
+        }  # fmt: skip
+    elif os.environ.get("CAPTURE_PATCH") and "apply_patch" in names and not _has_tool_result(body):
+        item = {
+            "type": "custom_tool_call", "id": "ctc_1", "call_id": "call_p", "name": "apply_patch",
+            "input": PATCH, "status": "completed",
+        }  # fmt: skip
+    elif shell and not _has_tool_result(body):
         args: dict[str, Any]
         if shell == "shell":
             args = {"command": ["bash", "-lc", f"echo {MARKER}"]}
@@ -115,7 +151,7 @@ def responses_reply(body: dict[str, Any], n: int) -> tuple[str, bytes]:
             args = {"cmd": f"echo {MARKER}"}
         else:
             args = {"command": f"echo {MARKER}"}
-        item: dict[str, Any] = {
+        item = {
             "type": "function_call", "id": "fc_1", "call_id": "call_1", "name": shell,
             "arguments": json.dumps(args), "status": "completed",
         }  # fmt: skip
