@@ -24,9 +24,9 @@ FINAL = "The command printed the marker. All done."
 @pytest.mark.parametrize("mode", ["text", "native"])
 def test_claude_code_runs_bash_and_answers(mode: str, tmp_path: Path) -> None:
     steps = [shell(f"echo {MARKER} && echo {MARKER} > out.txt"), answer(FINAL)]
-    with ScriptedUpstream(steps, mode=mode, delay=0.002) as up:
-        with gateway(up.base_url, tmp_path / "gateway.log") as root:
-            run = run_claude(root, "Print the marker with Bash, then say you are done.", tmp_path)
+    up = ScriptedUpstream(steps, mode=mode, delay=0.002)
+    with up, gateway(up.base_url, tmp_path / "gateway.log") as root:
+        run = run_claude(root, "Print the marker with Bash, then say you are done.", tmp_path)
     log = (tmp_path / "gateway.log").read_text()
     assert up.requests, f"nothing reached the upstream\n{run.explain()}\n{log}"
     # the first request offered Claude Code's own tools, Bash among them

@@ -30,9 +30,9 @@ def _offered(body: dict[str, object]) -> list[str]:
 
 @pytest.mark.parametrize("mode", ["text", "native"])
 def test_codex_runs_a_shell_command(mode: str, tmp_path: Path) -> None:
-    with ScriptedUpstream([shell(f"echo {MARKER}"), answer(FINAL)], mode=mode) as up:
-        with gateway(up.base_url, tmp_path / "gateway.log") as root:
-            run = run_codex(root, "Print the marker, then say you are done.", tmp_path)
+    up = ScriptedUpstream([shell(f"echo {MARKER}"), answer(FINAL)], mode=mode)
+    with up, gateway(up.base_url, tmp_path / "gateway.log") as root:
+        run = run_codex(root, "Print the marker, then say you are done.", tmp_path)
     log = (tmp_path / "gateway.log").read_text()
     assert up.requests, f"nothing reached the upstream\n{run.explain()}\n{log}"
     assert "exec_command" in _offered(up.requests[0])
@@ -45,9 +45,9 @@ def test_codex_runs_a_shell_command(mode: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("mode", ["text", "native"])
 def test_codex_applies_a_patch_then_runs_a_shell_command(mode: str, tmp_path: Path) -> None:
     steps = [patch(PATCH), shell("cat hello.txt"), answer(FINAL)]
-    with ScriptedUpstream(steps, mode=mode) as up:
-        with gateway(up.base_url, tmp_path / "gateway.log") as root:
-            run = run_codex(root, "Create hello.txt, show it, then say you are done.", tmp_path)
+    up = ScriptedUpstream(steps, mode=mode)
+    with up, gateway(up.base_url, tmp_path / "gateway.log") as root:
+        run = run_codex(root, "Create hello.txt, show it, then say you are done.", tmp_path)
     log = (tmp_path / "gateway.log").read_text()
     assert up.requests, f"nothing reached the upstream\n{run.explain()}\n{log}"
     # Codex's custom tool reached the model as a function it can call

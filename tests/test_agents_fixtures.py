@@ -29,9 +29,9 @@ KEPT = ("anthropic-version", "anthropic-beta", "content-type", "accept", "user-a
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, ScriptedUpstream]]:
     log = tmp_path_factory.mktemp("gateway") / "gateway.log"
-    with ScriptedUpstream([answer("replayed")] * 10) as up:
-        with gateway(up.base_url, log) as root:
-            yield root, up
+    up = ScriptedUpstream([answer("replayed")] * 10)
+    with up, gateway(up.base_url, log) as root:
+        yield root, up
 
 
 def _requests(name: str) -> list[dict[str, Any]]:

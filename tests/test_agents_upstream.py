@@ -13,14 +13,14 @@ import pytest
 
 from tests.agents.upstream import NO_STEP, ScriptedUpstream, answer, patch, shell
 
-BASH = {
+BASH: Any = {
     "type": "function",
     "function": {
         "name": "Bash",
         "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
     },
 }
-EXEC = {
+EXEC: Any = {
     "type": "function",
     "function": {
         "name": "exec_command",
@@ -28,14 +28,14 @@ EXEC = {
     },
 }
 #: a custom tool as a gateway offers it upstream: a function of one string
-PATCH_TOOL = {
+PATCH_TOOL: Any = {
     "type": "function",
     "function": {
         "name": "apply_patch",
         "parameters": {"type": "object", "properties": {"text": {"type": "string"}}},
     },
 }
-USER = [{"role": "user", "content": "go"}]
+USER: Any = [{"role": "user", "content": "go"}]
 
 
 def _client(up: ScriptedUpstream) -> openai.OpenAI:
@@ -46,8 +46,8 @@ def test_native_call_is_streamed_in_pieces_with_a_usage_chunk() -> None:
     with ScriptedUpstream([shell("echo hi"), answer("ok")], mode="native", piece=3) as up:
         stream = _client(up).chat.completions.create(
             model="m",
-            messages=USER,  # type: ignore[arg-type]
-            tools=[BASH],  # type: ignore[list-item]
+            messages=USER,
+            tools=[BASH],
             stream=True,
             stream_options={"include_usage": True},
         )
@@ -68,9 +68,7 @@ def test_native_call_is_streamed_in_pieces_with_a_usage_chunk() -> None:
 
 def test_no_usage_chunk_unless_asked() -> None:
     with ScriptedUpstream([answer("ok")]) as up:
-        chunks = list(
-            _client(up).chat.completions.create(model="m", messages=USER, stream=True)  # type: ignore[arg-type]
-        )
+        chunks = list(_client(up).chat.completions.create(model="m", messages=USER, stream=True))
     assert all(c.usage is None for c in chunks)
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "ok"
 
@@ -79,8 +77,8 @@ def test_text_mode_writes_the_call_in_the_content() -> None:
     with ScriptedUpstream([shell("ls")], mode="text") as up:
         reply = _client(up).chat.completions.create(
             model="m",
-            messages=USER,  # type: ignore[arg-type]
-            tools=[EXEC],  # type: ignore[list-item]
+            messages=USER,
+            tools=[EXEC],
         )
     message = reply.choices[0].message
     assert message.tool_calls is None
@@ -90,7 +88,7 @@ def test_text_mode_writes_the_call_in_the_content() -> None:
     assert json.loads(inner) == {"name": "exec_command", "arguments": {"cmd": "ls"}}
 
 
-def _conversation(results: int) -> list[dict[str, Any]]:
+def _conversation(results: int) -> Any:
     messages: list[dict[str, Any]] = list(USER)
     for i in range(results):
         call = {"id": f"c{i}", "type": "function", "function": {"name": "x", "arguments": "{}"}}
@@ -111,10 +109,10 @@ def test_steps_follow_the_tool_results(results: int, expected: dict[str, Any]) -
     with ScriptedUpstream(steps, mode="native") as up:
         reply = _client(up).chat.completions.create(
             model="m",
-            messages=_conversation(results),  # type: ignore[arg-type]
-            tools=[EXEC, PATCH_TOOL],  # type: ignore[list-item]
+            messages=_conversation(results),
+            tools=[EXEC, PATCH_TOOL],
         )
-    call = reply.choices[0].message.tool_calls[0]  # type: ignore[index]
+    call = reply.choices[0].message.tool_calls[0]
     assert {"name": call.function.name, "arguments": json.loads(call.function.arguments)} == (
         expected
     )
@@ -124,8 +122,8 @@ def test_steps_follow_the_tool_results(results: int, expected: dict[str, Any]) -
 def test_the_last_step_answers_and_a_missing_tool_says_so() -> None:
     with ScriptedUpstream([shell("x"), answer("done")]) as up:
         client = _client(up)
-        done = client.chat.completions.create(model="m", messages=_conversation(1))  # type: ignore[arg-type]
-        lost = client.chat.completions.create(model="m", messages=USER)  # type: ignore[arg-type]
+        done = client.chat.completions.create(model="m", messages=_conversation(1))
+        lost = client.chat.completions.create(model="m", messages=USER)
     assert done.choices[0].message.content == "done"
     # no shell tool offered: the step cannot be taken, and the answer says so
     assert lost.choices[0].message.content == NO_STEP

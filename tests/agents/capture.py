@@ -106,10 +106,20 @@ def anthropic_reply(body: dict[str, Any]) -> tuple[str, bytes]:
     return "text/event-stream", _sse(
         [
             ("message_start", {"type": "message_start", "message": start}),
-            ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),  # noqa: E501
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": block},
+            ),
             ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
             ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 5}}),  # noqa: E501
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop, "stop_sequence": None},
+                    "usage": {"output_tokens": 5},
+                },
+            ),
             ("message_stop", {"type": "message_stop"}),
         ]
     )
@@ -121,10 +131,10 @@ def responses_reply(body: dict[str, Any], n: int) -> tuple[str, bytes]:
     shell = next((n for n in ("shell", "exec_command", "shell_command") if n in names), None)
     rid = f"resp_{n}"
     search = os.environ.get("CAPTURE_TOOL_SEARCH")
-    searched = any(
-        isinstance(i, dict) and i.get("type") == "tool_search_output" for i in body.get("input") or []
-    )
-    if search and "tool_search" in [t.get("type") for t in body.get("tools") or []] and not searched:
+    items = [i for i in body.get("input") or [] if isinstance(i, dict)]
+    searched = any(i.get("type") == "tool_search_output" for i in items)
+    kinds = [t.get("type") for t in body.get("tools") or [] if isinstance(t, dict)]
+    if search and "tool_search" in kinds and not searched:
         item: dict[str, Any] = {
             "type": "tool_search_call", "id": "ts_1", "call_id": "ts_1", "execution": "client",
             "arguments": {"query": search}, "status": "completed",
@@ -164,13 +174,25 @@ def responses_reply(body: dict[str, Any], n: int) -> tuple[str, bytes]:
         "input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
         "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15,
     }  # fmt: skip
-    response = {"id": rid, "object": "response", "status": "in_progress", "model": body.get("model"), "output": []}  # noqa: E501
+    response: dict[str, Any] = {
+        "id": rid,
+        "object": "response",
+        "status": "in_progress",
+        "model": body.get("model"),
+        "output": [],
+    }
     done = dict(response, status="completed", output=[item], usage=usage)
     return "text/event-stream", _sse(
         [
             ("response.created", {"type": "response.created", "response": response}),
-            ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": item}),  # noqa: E501
-            ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}),  # noqa: E501
+            (
+                "response.output_item.added",
+                {"type": "response.output_item.added", "output_index": 0, "item": item},
+            ),
+            (
+                "response.output_item.done",
+                {"type": "response.output_item.done", "output_index": 0, "item": item},
+            ),
             ("response.completed", {"type": "response.completed", "response": done}),
         ]
     )
@@ -214,7 +236,11 @@ def make_handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             self._record()
             if self.path.split("?")[0].endswith("/models"):
-                self._send(200, "application/json", json.dumps({"object": "list", "data": [], "models": []}).encode())  # noqa: E501
+                self._send(
+                    200,
+                    "application/json",
+                    json.dumps({"object": "list", "data": [], "models": []}).encode(),
+                )
             else:
                 self._send(200, "application/json", b"{}")
 

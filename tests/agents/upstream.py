@@ -131,9 +131,7 @@ def tool_results(body: Mapping[str, Any]) -> list[str]:
         if isinstance(message, dict) and message.get("role") == "tool":
             content = message.get("content")
             if isinstance(content, list):
-                content = "".join(
-                    str(p.get("text", "")) for p in content if isinstance(p, dict)
-                )
+                content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
             out.append(str(content))
     return out
 
