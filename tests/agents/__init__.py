@@ -1,1 +1,1 @@
-"""Driving real coding agents through the gateway: a capture server, a scripted upstream, the harness."""
+"""Real coding agents through the gateway: a capture server, a scripted upstream, a harness."""
