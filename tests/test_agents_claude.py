@@ -10,6 +10,7 @@ in the tool result, and Claude Code printed the scripted answer.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -38,3 +39,17 @@ def test_claude_code_runs_bash_and_answers(mode: str, tmp_path: Path) -> None:
     results = tool_results(up.requests[-1])
     assert any(MARKER in r for r in results), up.requests[-1].get("messages")
     assert run.stdout.strip() == FINAL, run.explain()
+
+
+def test_claude_code_shows_the_tokens_the_model_used(tmp_path: Path) -> None:
+    """The usage the model reported on each streamed turn (asked for with
+    ``stream_options.include_usage``) is what Claude Code adds up and shows."""
+    up = ScriptedUpstream([shell(f"echo {MARKER}"), answer(FINAL)], mode="native")
+    with up, gateway(up.base_url, tmp_path / "gateway.log") as root:
+        run = run_claude(root, "Print the marker.", tmp_path, extra=("--output-format", "json"))
+    assert run.returncode == 0, run.explain()
+    shown = json.loads(run.stdout)
+    assert shown["result"] == FINAL
+    assert len(up.usage) == len(up.requests) == 2, "the upstream was not asked for its usage"
+    assert shown["usage"]["input_tokens"] == sum(u["prompt_tokens"] for u in up.usage)
+    assert shown["usage"]["output_tokens"] == sum(u["completion_tokens"] for u in up.usage)

@@ -10,6 +10,7 @@ once as text and once as native streamed ``tool_calls`` deltas.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,17 @@ def test_codex_applies_a_patch_then_runs_a_shell_command(mode: str, tmp_path: Pa
     assert len(results) == 2, up.requests[-1].get("messages")
     assert "hello from toolwire" in results[1], results
     assert run.stdout.strip() == FINAL, run.explain()
+
+
+def test_codex_shows_the_tokens_the_model_used(tmp_path: Path) -> None:
+    """The usage the model reported on each streamed turn (asked for with
+    ``stream_options.include_usage``) is what Codex adds up for the turn (``--json``)."""
+    up = ScriptedUpstream([shell(f"echo {MARKER}"), answer(FINAL)], mode="native")
+    with up, gateway(up.base_url, tmp_path / "gateway.log") as root:
+        run = run_codex(root, "Print the marker.", tmp_path, extra=("--json",))
+    assert run.returncode == 0, run.explain()
+    events = [json.loads(line) for line in run.stderr.splitlines() if line.startswith("{")]
+    (done,) = [e for e in events if e.get("type") == "turn.completed"]
+    assert len(up.usage) == len(up.requests) == 2, "the upstream was not asked for its usage"
+    assert done["usage"]["input_tokens"] == sum(u["prompt_tokens"] for u in up.usage)
+    assert done["usage"]["output_tokens"] == sum(u["completion_tokens"] for u in up.usage)

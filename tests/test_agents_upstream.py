@@ -64,12 +64,14 @@ def test_native_call_is_streamed_in_pieces_with_a_usage_chunk() -> None:
     assert finishes[-1] == "tool_calls"
     assert chunks[-1].choices == [] and chunks[-1].usage is not None
     assert chunks[-1].usage.total_tokens > 0
+    assert up.usage == [chunks[-1].usage.model_dump(exclude_none=True)]
 
 
 def test_no_usage_chunk_unless_asked() -> None:
     with ScriptedUpstream([answer("ok")]) as up:
         chunks = list(_client(up).chat.completions.create(model="m", messages=USER, stream=True))
     assert all(c.usage is None for c in chunks)
+    assert up.usage == []
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "ok"
 
 

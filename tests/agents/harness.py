@@ -129,9 +129,11 @@ def _run(command: Sequence[str], workdir: Path, env: dict[str, str]) -> Run:
     return Run(done.returncode, done.stdout, done.stderr, workdir)
 
 
-def run_claude(root: str, prompt: str, tmp: Path, *, tools: str = "Bash") -> Run:
+def run_claude(
+    root: str, prompt: str, tmp: Path, *, tools: str = "Bash", extra: Sequence[str] = ()
+) -> Run:
     """``claude -p PROMPT`` on its default model (no ``--model``), against the gateway's
-    Messages API, telemetry and non-essential traffic off."""
+    Messages API, telemetry and non-essential traffic off; ``extra`` arguments after."""
     home, work = tmp / "home", tmp / "work"
     home.mkdir(exist_ok=True)
     work.mkdir(exist_ok=True)
@@ -143,7 +145,8 @@ def run_claude(root: str, prompt: str, tmp: Path, *, tools: str = "Bash") -> Run
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
         DISABLE_AUTOUPDATER="1",
     )
-    return _run([program("claude"), "-p", prompt, "--allowedTools", tools], work, env)
+    command = [program("claude"), "-p", prompt, "--allowedTools", tools, *extra]
+    return _run(command, work, env)
 
 
 CODEX_CONFIG = """\
@@ -157,9 +160,12 @@ env_key = "TOOLWIRE_TOKEN"
 """
 
 
-def run_codex(root: str, prompt: str, tmp: Path, *, model: str = CODEX_MODEL) -> Run:
+def run_codex(
+    root: str, prompt: str, tmp: Path, *, model: str = CODEX_MODEL, extra: Sequence[str] = ()
+) -> Run:
     """``codex exec`` with a provider block naming the gateway's Responses API; the last
-    message is read from ``--output-last-message`` (``Run.stdout``)."""
+    message is read from ``--output-last-message`` (``Run.stdout``), what Codex printed is
+    ``Run.stderr``; ``extra`` arguments before the prompt."""
     home, codex_home, work = tmp / "home", tmp / "codex", tmp / "work"
     for d in (home, codex_home, work):
         d.mkdir(exist_ok=True)
@@ -167,7 +173,7 @@ def run_codex(root: str, prompt: str, tmp: Path, *, model: str = CODEX_MODEL) ->
     last = tmp / "last-message.txt"
     env = _env(home, CODEX_HOME=str(codex_home), TOOLWIRE_TOKEN="dummy")
     command = [program("codex"), "exec", "--skip-git-repo-check", "--sandbox", "workspace-write"]
-    command += ["-m", model, "-o", str(last), prompt]
+    command += ["-m", model, "-o", str(last), *extra, prompt]
     run = _run(command, work, env)
     said = last.read_text() if last.exists() else ""
     return Run(run.returncode, said, run.stdout + run.stderr, work)

@@ -20,7 +20,8 @@ Two ways of writing a call:
 
 It honours ``stream`` (server-sent events or one JSON completion) and
 ``stream_options.include_usage`` (a last chunk with ``usage`` and no choices, as OpenAI
-sends it), and records every request body so a test can assert on what reached the model.
+sends it), and records every request body (and every usage it sent) so a test can assert on
+what reached the model and on the counts the client shows.
 """
 
 from __future__ import annotations
@@ -147,6 +148,8 @@ class ScriptedUpstream:
     piece: int = 4
     delay: float = 0.0
     requests: list[dict[str, Any]] = field(default_factory=list)
+    #: every usage object sent (a usage chunk, asked for, or a whole completion's)
+    usage: list[dict[str, int]] = field(default_factory=list)
     base_url: str = ""
     _served: ServedApp | None = None
 
@@ -188,10 +191,13 @@ class ScriptedUpstream:
         }
         return {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
 
-    @staticmethod
-    def _usage(body: Mapping[str, Any]) -> dict[str, int]:
+    def _usage(self, body: Mapping[str, Any]) -> dict[str, int]:
+        """A usage object (recorded): a quarter of the messages' JSON length as the prompt's
+        tokens, so each request's count differs and a sum proves each one was counted."""
         prompt = len(json.dumps(body.get("messages") or [])) // 4
-        return {"prompt_tokens": prompt, "completion_tokens": 7, "total_tokens": prompt + 7}
+        usage = {"prompt_tokens": prompt, "completion_tokens": 7, "total_tokens": prompt + 7}
+        self.usage.append(usage)
+        return usage
 
     async def _events(self, body: Mapping[str, Any], said: Call | Answer) -> AsyncIterator[str]:
         n = len(self.requests)
