@@ -508,3 +508,19 @@ def test_a_custom_tool_in_a_namespace_comes_back_with_its_namespace() -> None:
         "functions",
         "1+1",
     )
+
+
+def test_a_streamed_tool_search_call_has_no_argument_events(upstream: FakeOpenAIServer) -> None:
+    backend = OpenAIBackend("engine", base_url=upstream.base_url, client=new_client())
+    upstream.add_stream(
+        tool_call_deltas([("call_s1", "tool_search", '{"query": "calculator"}')]),
+        finish_reason="tool_calls",
+    )
+    body = {"model": "gw", "input": SEARCHED[:1], "tools": [SHELL, TOOL_SEARCH], "stream": True}
+    with ServedApp(create_app(backend, model_name="gw")) as served:
+        events = _events(served.url, body)
+    kinds = [e["type"] for e in events]
+    assert all(kinds) and not any("arguments" in k or "input" in k for k in kinds)
+    done = next(e for e in events if e["type"] == "response.output_item.done")
+    assert done["item"]["type"] == "tool_search_call"
+    assert done["item"]["arguments"] == {"query": "calculator"}

@@ -237,17 +237,14 @@ async def respond_stream(
         delta, done_kind, field = argument_events(tool)
         done = call_item(item, tool)
         output.append(done)
-        return [
-            event("response.output_item.added", output_index=index, item=added),
-            event(delta, item_id=added["id"], output_index=index, delta=done_value(item, tool)),
-            event(
-                done_kind,
-                item_id=added["id"],
-                output_index=index,
-                **{field: done_value(item, tool)},
-            ),
-            event("response.output_item.done", output_index=index, item=done),
-        ]
+        lines = [event("response.output_item.added", output_index=index, item=added)]
+        if delta:  # a tool_search_call has no argument events: its arguments are in its item
+            value = done_value(item, tool)
+            lines += [
+                event(delta, item_id=added["id"], output_index=index, delta=value),
+                event(done_kind, item_id=added["id"], output_index=index, **{field: value}),
+            ]
+        return [*lines, event("response.output_item.done", output_index=index, item=done)]
 
     try:
         async for item in turn(events):
