@@ -218,6 +218,10 @@ def test_tool_choice_names_a_custom_or_namespaced_tool(choice: dict[str, Any], p
             {"input": [{"type": "custom_tool_call_output", "call_id": "c9", "output": "x"}]},
             "input[0].call_id",
         ),
+        (
+            {"tools": [{"type": "namespace", "name": "mcp__calc", "tools": [None]}]},
+            "tools[0].tools[0]",
+        ),
     ],
 )
 def test_malformed_custom_and_namespace_requests_name_the_field(

@@ -282,7 +282,9 @@ def offered(given: list[Any] | None, searched: list[tuple[str, Any]] | None = No
             space = check(_Namespace, tool, where)
             for j, inner in enumerate(space.tools):
                 at = f"{where}.tools[{j}]"
-                inner_kind = inner.get("type") if isinstance(inner, dict) else None
+                if not isinstance(inner, dict):
+                    raise RequestError(f"'{at}' must be a tool object", at)
+                inner_kind = inner.get("type")
                 if inner_kind == "function":
                     members.append((at, space.name, check(_Function, inner, at)))
                 elif inner_kind == "custom":
