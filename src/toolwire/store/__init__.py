@@ -1,4 +1,5 @@
-"""Conversations that persist, and what the pipeline learned about models, in one SQLite file.
+"""Conversations that persist, and what the pipeline learned about models, in one SQLite file;
+the gateway's stored responses apart (:mod:`toolwire.store.responses`).
 
 See :mod:`toolwire.store.conversations` for what is kept and when, and
 :mod:`toolwire.store.db` for the file, its schema versions and how it is opened safely.
@@ -8,5 +9,29 @@ from __future__ import annotations
 
 from .conversations import ConversationStore, StoredConversation
 from .db import SCHEMA_VERSION, default_path, home
+from .responses import (
+    HistoryTooLong,
+    QuotaExceeded,
+    ResponseStore,
+    StoredResponse,
+    StoreLimits,
+    StoreUsage,
+    new_response_id,
+    open_response_store,
+)
 
-__all__ = ["SCHEMA_VERSION", "ConversationStore", "StoredConversation", "default_path", "home"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "ConversationStore",
+    "HistoryTooLong",
+    "QuotaExceeded",
+    "ResponseStore",
+    "StoreLimits",
+    "StoreUsage",
+    "StoredConversation",
+    "StoredResponse",
+    "default_path",
+    "home",
+    "new_response_id",
+    "open_response_store",
+]

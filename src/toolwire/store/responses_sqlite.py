@@ -1,0 +1,331 @@
+"""The gateway's responses in one SQLite file of their own (the default store).
+
+The file is the gateway's alone (``gateway.db`` in :func:`toolwire.store.home`), apart from
+the CLI's conversations: a client of the gateway can reach nothing a ``toolwire chat`` user
+kept. Each operation opens its own connection (the gateway calls it from worker threads, and
+several gateway processes may share the file); each write is one ``BEGIN IMMEDIATE``
+transaction, so a process killed mid-write leaves the file as it was before the write, and
+two writers of one owner take turns (the quota is checked inside the write). Errors never
+name the file: they may reach a log that clients' operators share, and the path is the
+host's.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..errors import StoreError
+from .responses import (
+    HistoryTooLong,
+    QuotaExceeded,
+    StoredResponse,
+    StoreLimits,
+    StoreUsage,
+)
+
+__all__ = ["SqliteResponseStore", "chain_query"]
+
+_VERSION = 1
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS responses (
+        id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        model TEXT NOT NULL,
+        previous TEXT,
+        body TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        size INTEGER NOT NULL,
+        created REAL NOT NULL,
+        expires REAL NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS responses_owner ON responses (owner, expires)",
+    "CREATE INDEX IF NOT EXISTS responses_expires ON responses (expires)",
+)
+_MAGIC = b"SQLite format 3\x00"
+
+
+def chain_query(param: str) -> str:
+    """The walk from one response back through the ones it continued, as a recursive query
+    (SQLite's and PostgreSQL's alike, ``param`` their placeholder): each row carries the
+    totals so far, and the walk stops at the first row past a limit, so a chain past the
+    limits is read no further than the limits. Parameters: id, max depth, max bytes, max
+    messages."""
+    p = param
+    return f"""
+        WITH RECURSIVE chain(id, previous, owner, expires, depth, bytes, messages) AS (
+            SELECT id, previous, owner, expires, 1, size, count FROM responses WHERE id = {p}
+            UNION ALL
+            SELECT r.id, r.previous, r.owner, r.expires, c.depth + 1,
+                   c.bytes + r.size, c.messages + r.count
+            FROM responses r JOIN chain c ON r.id = c.previous
+            WHERE c.depth < {p} AND c.bytes <= {p} AND c.messages <= {p}
+        )
+        SELECT id, previous, owner, expires, depth, bytes, messages FROM chain ORDER BY depth
+    """
+
+
+def check_chain(
+    rows: list[tuple[Any, ...]], owner: str, now: float, limits: StoreLimits
+) -> list[str] | None:
+    """The ids of a walked chain, newest first, when it is whole, the owner's and alive;
+    None when not; :class:`HistoryTooLong` past the limits."""
+    if not rows:
+        return None
+    *_, last = rows
+    if last[5] > limits.history_bytes:
+        raise HistoryTooLong(
+            f"the conversation is longer than the store keeps ({limits.history_bytes} bytes)",
+            "bytes",
+        )
+    if last[6] > limits.history_messages or len(rows) > limits.history_messages:
+        raise HistoryTooLong(
+            f"the conversation is longer than the store keeps ({limits.history_messages} messages)",
+            "messages",
+        )
+    if last[1] is not None:
+        return None  # an earlier response of the chain is gone
+    if any(row[2] != owner or row[3] <= now for row in rows):
+        return None
+    return [row[0] for row in rows]
+
+
+def body_of(response: StoredResponse) -> tuple[str, int]:
+    """A response's stored JSON and its message count."""
+    try:
+        body = json.dumps({"messages": response.messages, "pending": response.pending})
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"the response cannot be stored as JSON: {exc}", kind="corrupt") from None
+    return body, len(response.messages) + len(response.pending)
+
+
+def response_of(row: tuple[Any, ...]) -> StoredResponse:
+    """A stored row (id, owner, model, previous, body, created, expires, size) as a response."""
+    rid, owner, model, previous, body, created, expires, size = row
+    data = json.loads(body)
+    return StoredResponse(
+        id=rid,
+        owner=owner,
+        model=model,
+        previous=previous,
+        messages=data["messages"],
+        pending=data["pending"],
+        created=created,
+        expires=expires,
+        size=size,
+    )
+
+
+def quota_error(limits: StoreLimits, responses: int, used: int, size: int) -> QuotaExceeded | None:
+    """Why one more response of ``size`` bytes passes an owner's quota, or None."""
+    if responses + 1 > limits.key_responses:
+        return QuotaExceeded(
+            f"this key keeps {limits.key_responses} responses already, as many as the store "
+            "allows: delete some (DELETE /v1/responses/{id}) or send store: false",
+            "responses",
+        )
+    if used + size > limits.key_bytes:
+        return QuotaExceeded(
+            f"this key's stored responses would pass the {limits.key_bytes} bytes the store "
+            "allows it: delete some (DELETE /v1/responses/{id}) or send store: false",
+            "bytes",
+        )
+    return None
+
+
+class SqliteResponseStore:
+    """The :class:`~toolwire.store.responses.ResponseStore` in one SQLite file."""
+
+    def __init__(
+        self,
+        path: Path,
+        limits: StoreLimits | None = None,
+        *,
+        timeout: float = 10.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.path = path
+        self.limits = limits or StoreLimits()
+        self.timeout = timeout
+        self.clock = clock
+        self._ready = False
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        db: sqlite3.Connection | None = None
+        try:
+            if not self._ready:
+                self._check_header()
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+            db.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000):d}")
+            if not self._ready:
+                self._migrate(db)
+                self._ready = True
+            yield db
+        except OSError as exc:
+            raise StoreError(f"the response store cannot be used: {exc.strerror}") from None
+        except sqlite3.OperationalError as exc:
+            busy = "locked" in str(exc) or "busy" in str(exc)
+            raise StoreError(
+                "the response store was busy too long"
+                if busy
+                else f"the response store cannot be used: {exc}",
+                kind="busy" if busy else "corrupt",
+            ) from None
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"the response store is damaged: {exc}", kind="corrupt") from None
+        finally:
+            if db is not None:
+                db.close()
+
+    def _check_header(self) -> None:
+        try:
+            with self.path.open("rb") as f:
+                header = f.read(100)
+        except FileNotFoundError:
+            return
+        if header and (len(header) < 100 or not header.startswith(_MAGIC)):
+            raise StoreError("the response store's file is not an SQLite database", kind="corrupt")
+
+    def _migrate(self, db: sqlite3.Connection) -> None:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version > _VERSION:
+                raise StoreError(
+                    f"the response store has schema version {version}, made by a newer "
+                    f"toolwire (this one knows {_VERSION})",
+                    kind="newer",
+                )
+            for statement in _SCHEMA:
+                db.execute(statement)
+            db.execute(f"PRAGMA user_version = {_VERSION:d}")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = FULL")
+
+    def _chain(self, db: sqlite3.Connection, rid: str, owner: str) -> list[str] | None:
+        lim = self.limits
+        rows = db.execute(
+            chain_query("?"),
+            (rid, lim.history_messages + 1, lim.history_bytes, lim.history_messages),
+        ).fetchall()
+        return check_chain(rows, owner, self.clock(), lim)
+
+    def put(self, response: StoredResponse) -> StoredResponse:
+        body, count = body_of(response)
+        size = len(body.encode())
+        now = self.clock()
+        kept = StoredResponse(
+            id=response.id,
+            owner=response.owner,
+            model=response.model,
+            previous=response.previous,
+            messages=response.messages,
+            pending=response.pending,
+            created=now,
+            expires=now + self.limits.ttl,
+            size=size,
+        )
+        with self._db() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute("DELETE FROM responses WHERE expires <= ?", (now,))
+                responses, used = db.execute(
+                    "SELECT count(*), coalesce(sum(size), 0) FROM responses WHERE owner = ?",
+                    (response.owner,),
+                ).fetchone()
+                refused = quota_error(self.limits, responses, used, size)
+                if refused is not None:
+                    raise refused
+                db.execute(
+                    "INSERT INTO responses (id, owner, model, previous, body, count, size, "
+                    "created, expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        kept.id,
+                        kept.owner,
+                        kept.model,
+                        kept.previous,
+                        body,
+                        count,
+                        size,
+                        now,
+                        kept.expires,
+                    ),
+                )
+                if kept.previous is not None:
+                    try:
+                        ids = self._chain(db, kept.previous, kept.owner) or []
+                    except HistoryTooLong:
+                        ids = []
+                    db.executemany(
+                        "UPDATE responses SET expires = max(expires, ?) WHERE id = ?",
+                        [(kept.expires, i) for i in ids],
+                    )
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+        return kept
+
+    _COLUMNS = "id, owner, model, previous, body, created, expires, size"
+
+    def get(self, rid: str, owner: str) -> StoredResponse | None:
+        with self._db() as db:
+            row = db.execute(
+                f"SELECT {self._COLUMNS} FROM responses WHERE id = ? AND owner = ? AND expires > ?",
+                (rid, owner, self.clock()),
+            ).fetchone()
+        return response_of(row) if row else None
+
+    def history(self, rid: str, owner: str) -> list[StoredResponse] | None:
+        with self._db() as db:
+            ids = self._chain(db, rid, owner)
+            if ids is None:
+                return None
+            found: dict[str, StoredResponse] = {}
+            for start in range(0, len(ids), 500):
+                part = ids[start : start + 500]
+                marks = ", ".join("?" * len(part))
+                for row in db.execute(
+                    f"SELECT {self._COLUMNS} FROM responses WHERE id IN ({marks})", part
+                ):
+                    found[row[0]] = response_of(row)
+        if len(found) != len(ids):
+            return None  # forgotten between the walk and the read
+        return [found[i] for i in reversed(ids)]
+
+    def delete(self, rid: str, owner: str) -> bool:
+        with self._db() as db:
+            gone = db.execute(
+                "DELETE FROM responses WHERE id = ? AND owner = ? AND expires > ?",
+                (rid, owner, self.clock()),
+            ).rowcount
+        return bool(gone)
+
+    def usage(self, owner: str) -> StoreUsage:
+        with self._db() as db:
+            responses, used = db.execute(
+                "SELECT count(*), coalesce(sum(size), 0) FROM responses "
+                "WHERE owner = ? AND expires > ?",
+                (owner, self.clock()),
+            ).fetchone()
+        return StoreUsage(responses, used)
+
+    def purge(self) -> int:
+        with self._db() as db:
+            return int(
+                db.execute("DELETE FROM responses WHERE expires <= ?", (self.clock(),)).rowcount
+            )
+
+    def close(self) -> None:
+        """Nothing stays open between operations."""
