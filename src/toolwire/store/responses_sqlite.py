@@ -169,7 +169,9 @@ class SqliteResponseStore:
                 self._ready = True
             yield db
         except OSError as exc:
-            raise StoreError(f"the response store cannot be used: {exc.strerror}") from None
+            raise StoreError(
+                f"the response store cannot be used: {exc.strerror}", kind="corrupt"
+            ) from None
         except sqlite3.OperationalError as exc:
             busy = "locked" in str(exc) or "busy" in str(exc)
             raise StoreError(
