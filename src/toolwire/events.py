@@ -82,6 +82,7 @@ NoticeCode = Literal[
     "calls-kept-apart",
     "arguments-repaired",
     "arguments-unknown-fields",
+    "pattern-not-checked",
     # what was not passed on as a call, and why
     "arguments-invalid",
     "call-abandoned",
@@ -158,6 +159,8 @@ NOTICES: dict[NoticeCode, str] = {
     "calls-kept-apart": "the engine streamed two calls under one index: kept apart",
     "arguments-repaired": "the arguments were repaired or typed by the schema (each repair named)",
     "arguments-unknown-fields": "fields the tool's schema does not list were dropped",
+    "pattern-not-checked": "a pattern of the tool's schema cannot be matched in linear time (a "
+    "back-reference, a look-around, too long): the arguments were not checked against it",
     "arguments-invalid": "the arguments do not fit the schema: the call goes as the model wrote "
     "it, with the explanation a model can act on",
     "call-abandoned": "a call the model began was not one: its text follows as text",

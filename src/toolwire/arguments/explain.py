@@ -16,10 +16,11 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
+from jsonschema.protocols import Validator
 
-from .schema import declared, matching_pattern, resolve, types_of, validator_for
+from .patterns import has_unchecked, matching_pattern
+from .schema import declared, resolve, types_of, validator_for
 
 __all__ = ["cap_problems", "check", "describe_value", "signature", "wanted"]
 
@@ -91,9 +92,7 @@ def _plural(n: Any, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _line(
-    error: ValidationError, root: Mapping[str, Any], validator: Draft202012Validator
-) -> list[str]:
+def _line(error: ValidationError, root: Mapping[str, Any], validator: Validator) -> list[str]:
     v = error.validator
     value: Any = error.instance
     spec: Any = error.validator_value
@@ -146,7 +145,13 @@ def _line(
     if v == "additionalProperties" and isinstance(value, dict):
         props = sch.get("properties", {}) if isinstance(sch, Mapping) else {}
         patterns = sch.get("patternProperties", {}) if isinstance(sch, Mapping) else {}
-        extra = [k for k in value if k not in props and matching_pattern(patterns, k) is None]
+        extra = [
+            k
+            for k in value
+            if k not in props
+            and matching_pattern(patterns, k) is None
+            and not has_unchecked(patterns)
+        ]
         return [f"- {_path(error, k)}: not a field this tool takes." for k in extra]
     if v in ("anyOf", "oneOf"):
         fits = sum(1 for b in spec if validator.evolve(schema=b).is_valid(value) is True)
@@ -181,7 +186,7 @@ def _one_branch(
     error: ValidationError,
     value: Any,
     root: Mapping[str, Any],
-    validator: Draft202012Validator,
+    validator: Validator,
 ) -> list[str] | None:
     """When exactly one branch takes the value's kind (an object for ``Model | None``), its
     own problems say more than "expected an object | null"."""
@@ -205,9 +210,7 @@ def _one_branch(
     return lines or None
 
 
-def check(
-    value: Any, schema: Mapping[str, Any], validator: Draft202012Validator | None = None
-) -> list[str]:
+def check(value: Any, schema: Mapping[str, Any], validator: Validator | None = None) -> list[str]:
     """The strict check: one line per problem (empty when the value fits)."""
     validator = validator or validator_for(schema)
     if validator.is_valid(value):
@@ -223,7 +226,7 @@ def _lines(
     errors: list[ValidationError],
     value: Any,
     schema: Mapping[str, Any],
-    validator: Draft202012Validator,
+    validator: Validator,
 ) -> Iterator[str]:
     # jsonschema reports a field whose schema is ``false`` with no path: name the fields here
     props = schema.get("properties")

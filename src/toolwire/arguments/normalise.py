@@ -25,14 +25,14 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema.protocols import Validator
 
 from ..errors import ArgumentsError
+from .patterns import has_unchecked, matching_pattern
 from .read import MAX_ARGUMENT_DEPTH, read_json
 from .schema import (
     allows_null,
     declared,
-    matching_pattern,
     resolve,
     types_of,
     validator_for,
@@ -64,7 +64,7 @@ class _Ctx:
     def __init__(
         self,
         root: Mapping[str, Any],
-        validator: Draft202012Validator,
+        validator: Validator,
         memo: dict[Any, Any] | None = None,
     ) -> None:
         self.root = root
@@ -94,7 +94,7 @@ class _Ctx:
 
 
 def normalise(
-    value: Any, schema: Mapping[str, Any], validator: Draft202012Validator | None = None
+    value: Any, schema: Mapping[str, Any], validator: Validator | None = None
 ) -> Normalised:
     """Normalise ``value`` (already read) for ``schema``; the input is never mutated."""
     ctx = _Ctx(schema, validator or validator_for(schema))
@@ -307,6 +307,8 @@ def _object(
         pattern = matching_pattern(patterns, key)
         if pattern is not None:
             out[key] = _norm(item, patterns[pattern], ctx, where, depth + 1)
+        elif has_unchecked(patterns):
+            out[key] = item  # a pattern not checked may take it: kept as sent
         elif is_open or not drop:
             if isinstance(extra, Mapping) and drop:
                 out[key] = _norm(item, extra, ctx, where, depth + 1)

@@ -14,8 +14,9 @@ from referencing.exceptions import Unresolvable
 from ..errors import ArgumentsError
 from .explain import cap_problems, check, describe_value, signature
 from .normalise import normalise
+from .patterns import matching_pattern
 from .read import ReadError, read_json
-from .schema import declared, matching_pattern, recursive_unions, types_of, validator_for
+from .schema import declared, recursive_unions, types_of, unchecked_patterns, validator_for
 
 __all__ = ["PreparedArguments", "prepare_arguments"]
 
@@ -31,6 +32,9 @@ class PreparedArguments:
     dropped: tuple[str, ...] = ()
     #: Of those, the fields the tool does not take (its schema does not list them).
     unknown: tuple[str, ...] = ()
+    #: Where the schema has a pattern that could not be checked (``properties.host.pattern``):
+    #: one a linear-time matcher cannot take, so the arguments were not checked against it.
+    unchecked: tuple[str, ...] = ()
 
 
 def _takes(schema: Mapping[str, Any]) -> str:
@@ -143,7 +147,13 @@ def prepare_arguments(
         ) from None
     if lines:
         raise _invalid(name, lines, schema)
-    return PreparedArguments(value, tuple(dict.fromkeys(repairs)), tuple(dropped), tuple(unknown))
+    return PreparedArguments(
+        value,
+        tuple(dict.fromkeys(repairs)),
+        tuple(dropped),
+        tuple(unknown),
+        unchecked_patterns(schema),
+    )
 
 
 #: Nesting checked against a schema that recurses through anyOf/oneOf, at most: jsonschema

@@ -8,16 +8,17 @@ followed a bounded number of times, so a recursive schema cannot loop.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
 import orjson
-from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from jsonschema.protocols import Validator
 
 from ..errors import ArgumentsError
+from .keywords import SCHEMA_FORMATS, Checker
+from .patterns import matching_pattern, unchecked
 
 __all__ = [
     "allows_null",
@@ -26,6 +27,7 @@ __all__ = [
     "recursive_unions",
     "resolve",
     "types_of",
+    "unchecked_patterns",
     "validator_for",
 ]
 
@@ -41,18 +43,19 @@ def _dumped(schema: Mapping[str, Any]) -> str | bytes:
 
 
 @lru_cache(maxsize=256)
-def _validator(dumped: str | bytes) -> Draft202012Validator:
+def _validator(dumped: str | bytes) -> Validator:
     schema = json.loads(dumped)
     try:
-        Draft202012Validator.check_schema(schema)
+        Checker.check_schema(schema, format_checker=SCHEMA_FORMATS)
     except SchemaError as exc:
         raise ArgumentsError(
             f"The tool's schema is not a valid JSON schema: {exc.message}", kind="schema"
         ) from None
-    return Draft202012Validator(schema)
+    checker: Validator = Checker(schema)
+    return checker
 
 
-def validator_for(schema: Mapping[str, Any]) -> Draft202012Validator:
+def validator_for(schema: Mapping[str, Any]) -> Validator:
     """A checked, cached Draft 2020-12 validator; a broken schema is the tool's fault."""
     try:
         dumped = _dumped(schema)
@@ -256,12 +259,6 @@ def recursive_unions(schema: Mapping[str, Any]) -> bool:
     return _recursive_unions(_dumped(schema))
 
 
-def matching_pattern(patterns: Any, key: str) -> str | None:
-    """The first ``patternProperties`` pattern that takes ``key`` (a bad regex takes none)."""
-    for pattern in patterns if isinstance(patterns, Mapping) else ():
-        try:
-            if re.search(pattern, key):
-                return str(pattern)
-        except re.error:
-            continue
-    return None
+def unchecked_patterns(schema: Mapping[str, Any]) -> tuple[str, ...]:
+    """Where ``schema`` has a pattern that cannot be checked safely (see :mod:`.patterns`)."""
+    return unchecked(_dumped(schema))

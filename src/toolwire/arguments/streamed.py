@@ -38,8 +38,9 @@ from typing import Any
 
 from ..errors import ArgumentsError
 from .normalise import normalise
+from .patterns import has_unchecked, matching_pattern
 from .read import read_json
-from .schema import allows_null, matching_pattern
+from .schema import allows_null
 
 __all__ = ["ArgumentWriter"]
 
@@ -402,7 +403,9 @@ class ArgumentWriter:
             self._sub = own[key]
         else:
             patterns = schema.get("patternProperties")
-            if isinstance(patterns, Mapping) and matching_pattern(dict(patterns), key):
+            if isinstance(patterns, Mapping) and (
+                matching_pattern(patterns, key) or has_unchecked(patterns)
+            ):
                 return "stop"
             extra = schema.get("additionalProperties")
             if extra is True:

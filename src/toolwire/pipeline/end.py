@@ -49,6 +49,7 @@ from typing import Any
 from .. import events as ev
 from ..arguments import prepare_arguments
 from ..arguments.read import ReadError, read_json
+from ..arguments.schema import unchecked_patterns
 from ..arguments.streamed import ArgumentWriter
 from ..errors import ArgumentsError, BackendError
 from ..events import Event
@@ -76,38 +77,67 @@ def arguments_text(value: Any) -> str:
 
 def prepare_call(
     event: ev.CallEnd, schema: Mapping[str, Any] | None, *, strict: bool = False
-) -> tuple[ev.CallEnd, ev.Notice | None]:
+) -> tuple[ev.CallEnd, list[ev.Notice]]:
     """``event`` with its arguments typed once by ``schema`` (see the module's doc), and
-    the notice that says what that took, if anything. No schema (a call the words reader
+    the notices that say what that took, if anything. No schema (a call the words reader
     could not read, whose result teaches the model how to call): the call as written."""
     call = event.call
     raw: str | dict[str, Any] = (
         call.arguments_text if call.arguments_text.strip() else call.arguments
     )
     if schema is None:
-        return replace(event, arguments=_as_written(raw, strict)), None
+        return replace(event, arguments=_as_written(raw, strict)), []
     try:
         done = prepare_arguments(
             raw, schema, name=call.name, strict=strict, text_values=call.text_values
         )
     except ArgumentsError as exc:
         invalid = ev.Notice("arguments-invalid", exc.explanation)
-        return replace(event, arguments=_as_written(raw, strict), invalid=exc.explanation), invalid
-    notice: ev.Notice | None = None
+        written = replace(event, arguments=_as_written(raw, strict), invalid=exc.explanation)
+        return written, [invalid, *_unchecked(call.name, call.id, schema)]
+    notices: list[ev.Notice] = []
     repaired = f"; repaired: {', '.join(done.repairs)}" if done.repairs else ""
     if done.unknown:
-        notice = ev.Notice(
-            "arguments-unknown-fields",
-            f"the arguments of {call.name} ({call.id}) have fields its schema does not list "
-            f"({', '.join(done.unknown)[:300]}); they were dropped{repaired}",
+        notices.append(
+            ev.Notice(
+                "arguments-unknown-fields",
+                f"the arguments of {call.name} ({call.id}) have fields its schema does not "
+                f"list ({', '.join(done.unknown)[:300]}); they were dropped{repaired}",
+            )
         )
     elif done.repairs:
-        notice = ev.Notice(
-            "arguments-repaired",
-            f"the arguments of {call.name} ({call.id}) were repaired: " + ", ".join(done.repairs),
+        notices.append(
+            ev.Notice(
+                "arguments-repaired",
+                f"the arguments of {call.name} ({call.id}) were repaired: "
+                + ", ".join(done.repairs),
+            )
         )
+    notices += _unchecked(call.name, call.id, schema, done.unchecked)
     typed = replace(call, arguments=done.arguments)
-    return replace(event, call=typed, arguments=arguments_text(done.arguments)), notice
+    return replace(event, call=typed, arguments=arguments_text(done.arguments)), notices
+
+
+def _unchecked(
+    name: str, cid: str, schema: Mapping[str, Any], places: tuple[str, ...] | None = None
+) -> list[ev.Notice]:
+    """The ``pattern-not-checked`` notice of a call whose schema has such patterns."""
+    if places is None:
+        try:
+            places = unchecked_patterns(schema)
+        except (TypeError, ValueError):
+            return []
+    if not places:
+        return []
+    listed = ", ".join(places[:5]) + (f" and {len(places) - 5} more" if len(places) > 5 else "")
+    return [
+        ev.Notice(
+            "pattern-not-checked",
+            f"the arguments of {name} ({cid}) were not checked against the pattern at "
+            f"{listed[:300]}: it cannot be matched in linear time (a back-reference, a "
+            "look-around, or too long)",
+        )
+    ]
 
 
 def _as_written(raw: str | dict[str, Any], strict: bool) -> str:
@@ -177,8 +207,8 @@ class End:
         if isinstance(event, ev.CallEnd) and event.arguments is None:
             name = event.call.name
             schema = None if name == UNREADABLE else self._index.schema(name)
-            event, notice = prepare_call(event, schema, strict=self._strict)
-            typing = [notice] if notice is not None else []
+            event, notices = prepare_call(event, schema, strict=self._strict)
+            typing = list(notices)
         writer = self._writers.pop(index, None) if not isinstance(event, ev.CallStart) else None
         if isinstance(event, ev.CallEnd) and _not_an_object(event):
             del self._number[index]

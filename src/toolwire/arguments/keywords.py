@@ -1,0 +1,158 @@
+"""The checker: jsonschema's Draft 2020-12 with every pattern matched in linear time.
+
+jsonschema matches ``pattern``, ``patternProperties`` (and through them
+``additionalProperties`` and ``unevaluatedProperties``) with Python's backtracking ``re``;
+here those four keywords are jsonschema's own, re-written over :mod:`.patterns`, so no
+argument can hold the checker for long, and a pattern that cannot be checked safely refuses
+nothing. A schema's ``format: regex`` values (its own patterns, when the schema itself is
+checked) are judged the same way: a pattern is valid when RE2 or ``re`` compiles it (a
+back-reference is valid ECMA-262 that RE2 lacks); ``re`` only compiles, never matches.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from jsonschema import Draft202012Validator, FormatChecker, validators
+from jsonschema.exceptions import ValidationError
+
+from .patterns import MAX_PATTERN, compiled, fits, has_unchecked, matching_pattern
+
+__all__ = ["SCHEMA_FORMATS", "Checker"]
+
+
+def _taken(patterns: Any, key: str) -> bool:
+    """Whether a ``patternProperties`` takes ``key`` — or might (a pattern not checked)."""
+    return matching_pattern(patterns, key) is not None or has_unchecked(patterns)
+
+
+def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and isinstance(pattern, str):
+        why = fits(pattern, instance)
+        if why is not None:
+            yield ValidationError(f"{instance[:60]!r} does not match {pattern!r}: {why}")
+
+
+def _pattern_properties(
+    validator: Any, patterns: Any, instance: Any, schema: Any
+) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object") or not isinstance(patterns, Mapping):
+        return
+    for pattern, subschema in patterns.items():
+        if compiled(pattern) is None:
+            continue  # not checked: it neither takes nor refuses a field
+        for key, value in instance.items():
+            if matching_pattern({pattern: None}, key) is not None:
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional(instance: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
+    properties = schema.get("properties", {})
+    patterns = schema.get("patternProperties", {})
+    return [k for k in instance if k not in properties and not _taken(patterns, k)]
+
+
+def _additional_properties(
+    validator: Any, extra: Any, instance: Any, schema: Any
+) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    extras = _additional(instance, schema)
+    if validator.is_type(extra, "object"):
+        for key in extras:
+            yield from validator.descend(instance[key], extra, path=key)
+    elif not extra and extras:
+        listed = ", ".join(repr(k) for k in sorted(extras))
+        yield ValidationError(f"Additional properties are not allowed ({listed} unexpected)")
+
+
+def _valid(errors: Iterator[ValidationError]) -> bool:
+    return next(errors, None) is None
+
+
+def _evaluated(validator: Any, instance: Mapping[str, Any], schema: Any) -> set[str]:
+    """The keys some keyword of ``schema`` evaluates: jsonschema's own walk for
+    ``unevaluatedProperties``, its patterns matched by :mod:`.patterns`."""
+    if not isinstance(schema, Mapping):
+        return set()
+    keys: set[str] = set()
+    for word in ("$ref", "$dynamicRef"):
+        ref = schema.get(word)
+        if isinstance(ref, str):
+            resolved = validator._resolver.lookup(ref)
+            inner = validator.evolve(schema=resolved.contents, _resolver=resolved.resolver)
+            keys |= _evaluated(inner, instance, resolved.contents)
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping):
+        keys |= properties.keys() & instance.keys()
+    for word in ("additionalProperties", "unevaluatedProperties"):
+        sub = schema.get(word)
+        if sub is not None:
+            keys |= {k for k, v in instance.items() if _valid(validator.descend(v, sub))}
+    patterns = schema.get("patternProperties")
+    if isinstance(patterns, Mapping):
+        keys |= {k for k in instance if _taken(patterns, k)}
+    dependent = schema.get("dependentSchemas")
+    if isinstance(dependent, Mapping):
+        for key, sub in dependent.items():
+            if key in instance:
+                keys |= _evaluated(validator, instance, sub)
+    for word in ("allOf", "oneOf", "anyOf"):
+        for sub in schema.get(word, []) if isinstance(schema.get(word), list) else []:
+            if _valid(validator.descend(instance, sub)):
+                keys |= _evaluated(validator, instance, sub)
+    if "if" in schema:
+        if validator.evolve(schema=schema["if"]).is_valid(instance):
+            keys |= _evaluated(validator, instance, schema["if"])
+            if "then" in schema:
+                keys |= _evaluated(validator, instance, schema["then"])
+        elif "else" in schema:
+            keys |= _evaluated(validator, instance, schema["else"])
+    return keys
+
+
+def _unevaluated_properties(
+    validator: Any, unevaluated: Any, instance: Any, schema: Any
+) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    evaluated = _evaluated(validator, instance, schema)
+    bad = [
+        key
+        for key in instance
+        if key not in evaluated
+        and not _valid(validator.descend(instance[key], unevaluated, path=key, schema_path=key))
+    ]
+    if bad:
+        listed = ", ".join(repr(k) for k in sorted(bad, key=str))
+        if unevaluated is False:
+            yield ValidationError(f"Unevaluated properties are not allowed ({listed} unexpected)")
+        else:
+            yield ValidationError(f"Unevaluated properties are not valid ({listed})")
+
+
+#: The formats a schema's own keywords are checked with (``check_schema``): jsonschema's,
+#: with ``regex`` judged without matching anything.
+SCHEMA_FORMATS = FormatChecker()
+
+
+@SCHEMA_FORMATS.checks("regex", raises=re.error)
+def _is_regex(instance: object) -> bool:
+    if not isinstance(instance, str) or len(instance) > MAX_PATTERN or compiled(instance):
+        return True  # not text (the type keyword's), too long to check (not checked), or fine
+    re.compile(instance)  # compiling is bounded by the pattern's length; nothing is matched
+    return True
+
+
+Checker: Any = validators.extend(  # type: ignore[no-untyped-call]
+    Draft202012Validator,
+    {
+        "pattern": _pattern,
+        "patternProperties": _pattern_properties,
+        "additionalProperties": _additional_properties,
+        "unevaluatedProperties": _unevaluated_properties,
+    },
+    format_checker=SCHEMA_FORMATS,
+)
