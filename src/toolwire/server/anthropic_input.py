@@ -34,7 +34,7 @@ from ..pipeline import Backend, Request, Transport, planned
 from .core import Told, dumps
 from .fields import check, options
 from .output import messages_format
-from .validate import RequestError
+from .validate import Declared, Origins, RequestError, check_turn
 
 __all__ = ["MessagesCall", "count_tokens", "parse_messages"]
 
@@ -192,9 +192,10 @@ def _content(parts: list[dict[str, Any]], joiner: str = "\n") -> str | list[dict
     return parts
 
 
-def _user(blocks: list[Any], where: str, called: set[str]) -> list[dict[str, Any]]:
-    """A user turn's blocks: tool results first (as ``tool`` messages), then its text,
-    images and documents."""
+def _user(blocks: list[Any], where: str, origins: Origins, at_message: int) -> list[dict[str, Any]]:
+    """A user turn's blocks: tool results first (as ``tool`` messages, the first of them
+    message ``at_message`` of the turn, each one's ``tool_use_id`` kept in ``origins``),
+    then its text, images and documents."""
     results: list[dict[str, Any]] = []
     parts: list[dict[str, Any]] = []
     for j, block in enumerate(blocks):
@@ -204,9 +205,10 @@ def _user(blocks: list[Any], where: str, called: set[str]) -> list[dict[str, Any
             parts += _media_at(block, at)
         elif kind == "tool_result":
             use = block.get("tool_use_id")
-            if not isinstance(use, str) or use not in called:
+            if not isinstance(use, str) or not use:
                 raise RequestError(
-                    f"'{at}.tool_use_id' must echo the id of an earlier tool_use block",
+                    f"'{at}.tool_use_id' must be a non-empty string: the id of the tool_use "
+                    "block it answers",
                     f"{at}.tool_use_id",
                 )
             given = block.get("content", "")
@@ -227,6 +229,7 @@ def _user(blocks: list[Any], where: str, called: set[str]) -> list[dict[str, Any
                     if isinstance(content, str)
                     else [{"type": "text", "text": "error: "}, *content]
                 )
+            origins.results[at_message + len(results)] = f"{at}.tool_use_id"
             results.append({"role": "tool", "tool_call_id": use, "content": content})
         else:
             raise RequestError(
@@ -247,7 +250,9 @@ def _media_at(block: dict[str, Any], at: str) -> list[dict[str, Any]]:
     return _document(block, at)
 
 
-def _assistant(blocks: list[Any], where: str, called: set[str]) -> dict[str, Any]:
+def _assistant(blocks: list[Any], where: str, origins: Origins, at_message: int) -> dict[str, Any]:
+    """An assistant turn's blocks as message ``at_message`` of the turn, each call's id
+    kept in ``origins``."""
     text: list[str] = []
     calls: list[dict[str, Any]] = []
     for j, block in enumerate(blocks):
@@ -262,7 +267,7 @@ def _assistant(blocks: list[Any], where: str, called: set[str]) -> dict[str, Any
                 raise RequestError(f"'{at}.name' must be a non-empty string", f"{at}.name")
             if not isinstance(block.get("input"), dict):
                 raise RequestError(f"'{at}.input' must be an object", f"{at}.input")
-            called.add(block["id"])
+            origins.calls[(at_message, len(calls))] = f"{at}.id"
             calls.append(
                 {
                     "id": block["id"],
@@ -280,11 +285,12 @@ def _assistant(blocks: list[Any], where: str, called: set[str]) -> dict[str, Any
     return message
 
 
-def _messages(fields: _Fields) -> list[dict[str, Any]]:
+def _messages(fields: _Fields, origins: Origins) -> list[dict[str, Any]]:
+    """The messages as Chat Completions messages, where each call and result stands kept
+    in ``origins``."""
     out: list[dict[str, Any]] = []
     if fields.system:
         out.append({"role": "system", "content": _texts(fields.system, "system")})
-    called: set[str] = set()
     for i, given in enumerate(fields.messages):
         where = f"messages[{i}]"
         role = given.get("role") if isinstance(given, dict) else None
@@ -307,15 +313,18 @@ def _messages(fields: _Fields) -> list[dict[str, Any]]:
                 f"'{where}.content' must be a string or a list of blocks", f"{where}.content"
             )
         if role == "user":
-            out += _user(content, f"{where}.content", called)
+            out += _user(content, f"{where}.content", origins, len(out))
         else:
-            out.append(_assistant(content, f"{where}.content", called))
+            out.append(_assistant(content, f"{where}.content", origins, len(out)))
     return out
 
 
-def _tools(fields: _Fields, skipped: list[Told]) -> list[dict[str, Any]] | None:
-    """Client tools for the engine; a server tool (web search, code execution…) is left
-    out with a ``tool-not-served`` notice, so a client offering one still gets the rest."""
+def _tools(
+    fields: _Fields, skipped: list[Told], declared: list[Declared]
+) -> list[dict[str, Any]] | None:
+    """Client tools for the engine (each as declared, in ``declared``); a server tool (web
+    search, code execution…) is left out with a ``tool-not-served`` notice, so a client
+    offering one still gets the rest."""
     if fields.tools is None:
         return None
     out = []
@@ -333,6 +342,9 @@ def _tools(fields: _Fields, skipped: list[Told]) -> list[dict[str, Any]] | None:
             )
             continue
         tool = check(_Tool, given, f"tools[{i}]")
+        declared.append(
+            Declared(tool.name, f"tools[{i}].name", tool.input_schema, f"tools[{i}].input_schema")
+        )
         fn: dict[str, Any] = {"name": tool.name, "parameters": tool.input_schema}
         if tool.description is not None:
             fn["description"] = tool.description
@@ -346,7 +358,11 @@ def parse_messages(data: Mapping[str, Any]) -> MessagesCall:
     if fields.stop_sequences:
         raise RequestError("'stop_sequences' is not served by this gateway", "stop_sequences")
     skipped: list[Told] = []
-    tools = _tools(fields, skipped)
+    declared: list[Declared] = []
+    tools = _tools(fields, skipped, declared)
+    origins = Origins()
+    messages = _messages(fields, origins)
+    check_turn(messages, declared, origins)
     choice: Any = None
     parallel = True
     if fields.tool_choice is not None:
@@ -377,7 +393,7 @@ def parse_messages(data: Mapping[str, Any]) -> MessagesCall:
         think = kind != "disabled"
     settings = options(data)
     request = Request(  # the turn settles the choice: a named tool alone, none: no tools
-        _messages(fields),
+        messages,
         tools or None,
         tool_choice=choice,
         parallel_calls=parallel,

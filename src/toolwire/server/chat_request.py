@@ -9,7 +9,8 @@ What each field gets:
 
 * **Honoured:** ``messages`` (roles ``system``, ``developer``, ``user``, ``assistant``,
   ``tool``; content a string or a list of content parts of the kinds the role takes),
-  ``tools`` (function tools, each name unique, ``parameters`` a JSON schema of an object),
+  ``tools`` (function tools; each name unique and ``parameters`` a JSON schema of an
+  object, as every API checks them: :func:`toolwire.server.validate.check_turn`),
   ``tool_choice``, ``parallel_tool_calls``, ``stream``, ``temperature``, ``max_tokens`` /
   ``max_completion_tokens``, ``response_format`` (``text``; ``json_object``; ``json_schema``
   with ``name``, ``schema``, ``strict``: a structured output, see
@@ -29,7 +30,7 @@ What each field gets:
 A message may carry ``name``; an assistant message also what clients echo back from a
 reply (``refusal``, ``annotations``, ``audio``, ``reasoning_content``, ``thinking``, a null
 ``function_call``). Every tool message must answer a call of an earlier assistant message by
-its id.
+its id, each call once; each call's id is unique (:func:`toolwire.server.validate.check_turn`).
 """
 
 from __future__ import annotations
@@ -52,8 +53,6 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 from typing_extensions import NotRequired, TypedDict
 
-from ..arguments.schema import validator_for
-from ..errors import ArgumentsError
 from ..tools import _NAME as _TOOL_NAME
 from .output import FormatName, output_schema
 
@@ -136,18 +135,6 @@ def _shallow(value: Any) -> Any:
     raise PydanticCustomError(
         "too_deep", "is nested deeper than {limit} levels", {"limit": MAX_DEPTH}
     )
-
-
-def _object_schema(value: dict[str, Any]) -> dict[str, Any]:
-    """A tool's parameters: a JSON schema (Draft 2020-12) of an object."""
-    _shallow(value)
-    if value.get("type", "object") != "object":
-        raise PydanticCustomError("schema", "must be a JSON schema of type object")
-    try:
-        validator_for(value)
-    except ArgumentsError as exc:
-        raise PydanticCustomError("schema", "{why}", {"why": str(exc)[:300]}) from None
-    return value
 
 
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
@@ -306,7 +293,7 @@ MESSAGES: TypeAdapter[list[Any]] = TypeAdapter(list[Message])
 class FunctionDefinition(TypedDict):
     name: ToolName
     description: NotRequired[str | None]
-    parameters: NotRequired[Annotated[dict[str, Any], AfterValidator(_object_schema)] | None]
+    parameters: NotRequired[Annotated[dict[str, Any], AfterValidator(_shallow)] | None]
     strict: NotRequired[bool | None]
 
 

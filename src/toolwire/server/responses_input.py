@@ -40,7 +40,7 @@ from .output import responses_format
 from .remember import ResponseMemory
 from .responses_items import ClientTool, engine_call
 from .responses_tools import Offered, found, listed, offered, tool_choice
-from .validate import RequestError
+from .validate import Declared, Origins, RequestError, check_turn
 
 __all__ = ["ResponsesCall", "parse_responses"]
 
@@ -161,25 +161,44 @@ def _content(content: Any, where: str) -> str | list[dict[str, Any]]:
     return parts
 
 
-def _answer(messages: list[dict[str, Any]], call_id: str, content: Any) -> None:
+def _answer(
+    messages: list[dict[str, Any]], call_id: str, content: Any, origins: Origins, where: str
+) -> None:
     """A call's output as its tool message; the assistant turn before it is answered."""
     for m in reversed(messages):
         if m["role"] == "assistant":
             m["_answered"] = True
             break
+    origins.results[len(messages)] = f"{where}.call_id"
     messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
 
 
-def _call(messages: list[dict[str, Any]], call: dict[str, Any]) -> None:
+def _call(
+    messages: list[dict[str, Any]], call: dict[str, Any], origins: Origins, where: str
+) -> None:
     """A call of the history in the assistant turn before it (as Chat Completions has
     them), or a turn of its own."""
     last = messages[-1] if messages else None
     if last is not None and last["role"] == "assistant" and not last.get("_answered"):
-        last.setdefault("tool_calls", []).append(call)
+        calls = last.setdefault("tool_calls", [])
+        origins.calls[(len(messages) - 1, len(calls))] = f"{where}.call_id"
+        calls.append(call)
         if not last.get("content"):
             last["content"] = None
     else:
+        origins.calls[(len(messages), 0)] = f"{where}.call_id"
         messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+
+
+def _output_id(item: dict[str, Any], where: str) -> str:
+    """The ``call_id`` an output echoes (which call it answers, :func:`check_turn` says)."""
+    call_id = item.get("call_id")
+    if not isinstance(call_id, str) or not call_id:
+        raise RequestError(
+            f"'{where}.call_id' must be a non-empty string: the call_id of the call it answers",
+            f"{where}.call_id",
+        )
+    return call_id
 
 
 def _searched(given: str | list[Any]) -> list[tuple[str, Any]]:
@@ -196,16 +215,15 @@ def _searched(given: str | list[Any]) -> list[tuple[str, Any]]:
 
 
 def _messages(
-    fields: _Fields, history: list[dict[str, Any]], offer: Offered
+    fields: _Fields, history: list[dict[str, Any]], offer: Offered, origins: Origins
 ) -> list[dict[str, Any]]:
     """The input items as Chat Completions messages after ``history`` (calls folded into
     the assistant message before them, as Chat Completions has them; each call under the
-    engine's name of its tool)."""
+    engine's name of its tool), where each call and output stands kept in ``origins``."""
     messages: list[dict[str, Any]] = list(history)
     if isinstance(fields.input, str):
         messages.append({"role": "user", "content": fields.input})
         return messages
-    called = {c["id"] for m in history for c in m.get("tool_calls") or () if "id" in c}
     for i, item in enumerate(fields.input):
         where = f"input[{i}]"
         if not isinstance(item, dict):
@@ -230,8 +248,7 @@ def _messages(
             if namespace is not None and not isinstance(namespace, str):
                 raise RequestError(f"'{where}.namespace' must be a string", f"{where}.namespace")
             name = offer.engine_name("custom" if custom else "function", namespace, item["name"])
-            _call(messages, engine_call(item, name))
-            called.add(item["call_id"])
+            _call(messages, engine_call(item, name), origins, where)
         elif kind == "tool_search_call":
             call_id, arguments = item.get("call_id"), item.get("arguments", {})
             if not isinstance(call_id, str) or not call_id:
@@ -240,27 +257,15 @@ def _messages(
                 )
             if not isinstance(arguments, dict):
                 raise RequestError(f"'{where}.arguments' must be an object", f"{where}.arguments")
-            _call(
-                messages, engine_call(item, offer.engine_name("tool_search", None, "tool_search"))
-            )
-            called.add(call_id)
+            searched = engine_call(item, offer.engine_name("tool_search", None, "tool_search"))
+            _call(messages, searched, origins, where)
         elif kind == "tool_search_output":
-            call_id = item.get("call_id")
-            if not isinstance(call_id, str) or call_id not in called:
-                raise RequestError(
-                    f"'{where}.call_id' must echo the call_id of an earlier tool_search_call",
-                    f"{where}.call_id",
-                )
-            _answer(messages, call_id, listed(offer, item.get("tools")))
+            call_id = _output_id(item, where)
+            _answer(messages, call_id, listed(offer, item.get("tools")), origins, where)
         elif kind in ("function_call_output", "custom_tool_call_output"):
-            call_id = item.get("call_id")
-            if not isinstance(call_id, str) or call_id not in called:
-                raise RequestError(
-                    f"'{where}.call_id' must echo the call_id of an earlier "
-                    f"{kind.removesuffix('_output')}",
-                    f"{where}.call_id",
-                )
-            _answer(messages, call_id, _content(item.get("output"), f"{where}.output"))
+            call_id = _output_id(item, where)
+            output = _content(item.get("output"), f"{where}.output")
+            _answer(messages, call_id, output, origins, where)
         elif kind == "reasoning":
             continue  # the model's own earlier thinking: not sent back to it
         elif kind == "additional_tools":
@@ -275,6 +280,33 @@ def _messages(
     for m in messages:
         m.pop("_answered", None)
     return messages
+
+
+def _declared(tools: list[Any] | None, searched: list[tuple[str, Any]]) -> list[Declared]:
+    """The tools as the client declared them, for :func:`check_turn`: each function and
+    custom tool keyed by its namespace and name (unique as the client names them, whatever
+    flat name the engine is offered), each schema given checked; a tool a search found
+    may be found again, so only its schema is. (:func:`offered` read their shapes first.)"""
+    out: list[Declared] = []
+
+    def add(tool: Any, where: str, namespace: str | None, own: bool) -> None:
+        kind = tool.get("type") if isinstance(tool, dict) else None
+        if kind == "namespace" and namespace is None and isinstance(tool.get("tools"), list):
+            for j, inner in enumerate(tool["tools"]):
+                add(inner, f"{where}.tools[{j}]", str(tool.get("name")), own)
+        elif kind in ("function", "custom") or (
+            kind == "tool_search" and tool.get("execution") == "client"
+        ):  # the rest is left out, with a notice
+            # a tool search is named by the gateway, not the client
+            key = (namespace, tool.get("name")) if own and kind != "tool_search" else (where,)
+            schema = tool.get("parameters") if kind != "custom" else None
+            out.append(Declared(key, f"{where}.name", schema, f"{where}.parameters"))
+
+    for i, tool in enumerate(tools or ()):
+        add(tool, f"tools[{i}]", None, True)
+    for where, tool in searched:
+        add(tool, where, None, False)
+    return out
 
 
 async def parse_responses(
@@ -296,10 +328,13 @@ async def parse_responses(
     history = []
     if memory is not None and fields.previous_response_id is not None:
         history = await memory.history(fields.previous_response_id)
-    offer = offered(fields.tools, _searched(fields.input))
-    conversation = _messages(fields, history, offer)
+    searched = _searched(fields.input)
+    offer = offered(fields.tools, searched)
+    origins = Origins(elsewhere="previous_response_id")
+    conversation = _messages(fields, history, offer, origins)
     if not conversation:
         raise RequestError("'input' must not be empty", "input")
+    check_turn(conversation, _declared(fields.tools, searched), origins)
     messages = conversation
     if fields.instructions:
         messages = [{"role": "system", "content": fields.instructions}, *conversation]

@@ -23,11 +23,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Union
 
 from pydantic import ValidationError
 
+from ..arguments.schema import validator_for
+from ..errors import ArgumentsError
 from ..pipeline import Request
 from .chat_request import MAX_DEPTH, MESSAGES, TAG, ChatCompletionsRequest
 from .output import chat_format
@@ -36,7 +39,10 @@ from .refusal import RequestError
 __all__ = [
     "MAX_BODY_DEPTH",
     "MAX_DEPTH",
+    "Declared",
+    "Origins",
     "RequestError",
+    "check_turn",
     "decode_body",
     "validate_chat",
     "validate_chat_request",
@@ -323,8 +329,21 @@ def validate_chat_request(body: bytes) -> Request:
 def validate_chat(data: Any) -> Request:
     """:func:`validate_chat_request` for a body already decoded by :func:`decode_body`."""
     parsed = _checked(data)
-    _check_calls_answered(data["messages"])
-    tools = _check_tools(parsed, data.get("tools"))
+    tools = data.get("tools")
+    check_turn(
+        data["messages"],
+        [
+            Declared(
+                t["function"]["name"],
+                f"tools[{i}].function.name",
+                t["function"].get("parameters"),
+                f"tools[{i}].function.parameters",
+            )
+            for i, t in enumerate(parsed.tools or ())
+        ],
+        _ChatOrigins(),
+    )
+    _check_choice(parsed, tools)
     options = parsed.toolwire or {}
     return Request(  # the turn settles the choice: a named tool alone, none: no tools
         data["messages"],
@@ -340,35 +359,9 @@ def validate_chat(data: Any) -> Request:
     )
 
 
-def _check_calls_answered(messages: list[dict[str, Any]]) -> None:
-    """Each tool message answers a call an earlier assistant message made, by its id."""
-    called: set[str] = set()
-    for i, message in enumerate(messages):
-        for call in message.get("tool_calls") or () if message["role"] == "assistant" else ():
-            if isinstance(call.get("id"), str):
-                called.add(call["id"])
-        if message["role"] == "tool" and message["tool_call_id"] not in called:
-            raise RequestError(
-                f"messages[{i}].tool_call_id {message['tool_call_id'][:80]!r} answers no call "
-                "in an earlier assistant message; it must echo the id of the call it answers",
-                f"messages[{i}].tool_call_id",
-            )
-
-
-def _check_tools(
-    parsed: ChatCompletionsRequest, tools: list[dict[str, Any]] | None
-) -> list[dict[str, Any]] | None:
-    """The tools, checked: unique names; a ``tool_choice`` naming a function names one of
-    them, ``required`` needs some. (What the choice offers, the turn settles.)"""
-    seen: set[str] = set()
-    for i, tool in enumerate(parsed.tools or ()):
-        name = tool["function"]["name"]
-        if name in seen:
-            raise RequestError(
-                f"tools[{i}].function.name {name!r} names a tool given before it",
-                f"tools[{i}].function.name",
-            )
-        seen.add(name)
+def _check_choice(parsed: ChatCompletionsRequest, tools: list[dict[str, Any]] | None) -> None:
+    """A ``tool_choice`` naming a function names one of the tools; ``required`` needs
+    some. (What the choice offers, the turn settles.)"""
     choice = parsed.tool_choice
     if isinstance(choice, dict):
         name = choice["function"]["name"]
@@ -379,4 +372,134 @@ def _check_tools(
             )
     if choice == "required" and not tools:
         raise RequestError("tool_choice 'required' needs 'tools' to call", "tool_choice")
-    return tools
+
+
+# ------------------------------------------------- the calls and tools of a turn, in every API
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A tool as the client declared it: ``key`` is what must be unique (its name, with
+    its namespace where the API has them), ``schema`` its JSON schema (None: none given),
+    each with the path of its field in the client's request."""
+
+    key: Hashable
+    name_at: str
+    schema: Any
+    schema_at: str
+
+
+@dataclass
+class Origins:
+    """Where the calls and results of a turn's messages (Chat Completions messages, as
+    every API's input becomes) stand in the client's request, so that a fault is named in
+    the client's own fields (``input[3].call_id``, ``messages[2].content[0].tool_use_id``).
+    ``calls`` by (message, call) index, ``results`` by message index; what was not
+    recorded (a conversation the gateway stored) is named ``elsewhere``."""
+
+    calls: dict[tuple[int, int], str] = field(default_factory=dict)
+    results: dict[int, str] = field(default_factory=dict)
+    elsewhere: str = "messages"
+
+    def call(self, message: int, index: int) -> str:
+        return self.calls.get((message, index), self.elsewhere)
+
+    def result(self, message: int) -> str:
+        return self.results.get(message, self.elsewhere)
+
+
+class _ChatOrigins(Origins):
+    """Chat Completions' messages are the client's own: each path follows from its index."""
+
+    def call(self, message: int, index: int) -> str:
+        return f"messages[{message}].tool_calls[{index}].id"
+
+    def result(self, message: int) -> str:
+        return f"messages[{message}].tool_call_id"
+
+
+def check_turn(
+    messages: Sequence[Mapping[str, Any]], tools: Sequence[Declared], origins: Origins
+) -> None:
+    """The checks every API makes of a turn alike, whatever its wire: each tool's name
+    unique and its schema a JSON schema of an object; each call's id unique in the
+    conversation; each result answering a call made before it, and no call answered twice.
+
+    A call not answered before the next user turn is taken, as Chat Completions always took
+    it: an agent interrupted mid-call sends one, and the model can still answer the turn.
+    One pass over the messages, one over the tools."""
+    _check_tools(tools)
+    called: set[str] = set()
+    answered: set[str] = set()
+    for i, message in enumerate(messages):
+        role = message.get("role")
+        if role == "assistant":
+            for j, call in enumerate(message.get("tool_calls") or ()):
+                cid = call.get("id")
+                if not isinstance(cid, str):
+                    continue
+                if cid in called:
+                    at = origins.call(i, j)
+                    raise RequestError(
+                        f"{at} {cid[:80]!r} is the id of an earlier call: each call's id "
+                        "must be unique in the conversation",
+                        at,
+                    )
+                called.add(cid)
+        elif role == "tool":
+            cid = message.get("tool_call_id")
+            if not isinstance(cid, str):
+                continue  # each API's own model refuses it, naming it
+            if cid not in called:
+                at = origins.result(i)
+                raise RequestError(
+                    f"{at} {cid[:80]!r} answers no call made before it: it must echo the "
+                    "id of the call it answers",
+                    at,
+                )
+            if cid in answered:
+                at = origins.result(i)
+                raise RequestError(
+                    f"{at} {cid[:80]!r} answers a call answered before: each call takes one result",
+                    at,
+                )
+            answered.add(cid)
+
+
+def _check_tools(tools: Sequence[Declared]) -> None:
+    seen: set[Hashable] = set()
+    for tool in tools:
+        if tool.key in seen:
+            raise RequestError(
+                f"{tool.name_at} {_shown(tool.key)} names a tool given before it: each "
+                "tool's name must be unique",
+                tool.name_at,
+            )
+        seen.add(tool.key)
+        problem = schema_problem(tool.schema)
+        if problem is not None:
+            raise RequestError(f"{tool.schema_at}: {problem}", tool.schema_at)
+
+
+def _shown(key: Hashable) -> str:
+    """A tool's key as the client reads it: ``'name'``, or ``'name' in namespace 'ns'``."""
+    if isinstance(key, tuple) and len(key) == 2 and key[0] is not None:
+        return f"{str(key[1])[:80]!r} in namespace {str(key[0])[:80]!r}"
+    name = key[1] if isinstance(key, tuple) and len(key) == 2 else key
+    return repr(str(name)[:80])
+
+
+def schema_problem(schema: Any) -> str | None:
+    """What is wrong with a tool's schema (None: nothing, or no schema given): it must be
+    a JSON schema (Draft 2020-12) of an object — the one check of every API."""
+    if schema is None:
+        return None
+    if not isinstance(schema, dict):
+        return "must be a JSON schema (an object)"
+    if schema.get("type", "object") != "object":
+        return "must be a JSON schema of type object"
+    try:
+        validator_for(schema)
+    except ArgumentsError as exc:
+        return str(exc)[:300]
+    return None
