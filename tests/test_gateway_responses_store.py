@@ -14,6 +14,7 @@ import pytest
 from toolwire.backends import OpenAIBackend
 from toolwire.server import create_app
 from toolwire.store import ConversationStore
+from toolwire.store.responses_sqlite import SqliteResponseStore
 from toolwire.testing import FakeOpenAIServer, ServedApp, text_deltas
 
 TOOL = {
@@ -27,7 +28,7 @@ CALL = json.dumps({"name": "get_weather", "arguments": {"city": "Oslo"}})
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[FakeOpenAIServer, openai.OpenAI, ConversationStore]]:
-    store = ConversationStore(tmp_path / "toolwire.db")
+    store = SqliteResponseStore(tmp_path / "gateway.db")
     with FakeOpenAIServer() as upstream:
         backend = OpenAIBackend("engine", base_url=upstream.base_url)
         with ServedApp(create_app(backend, model_name="gw", store=store)) as gateway:
@@ -71,10 +72,10 @@ def test_a_call_answered_by_previous_response_id(
         "user",
     ]
     # each response is a stored conversation, listed like any other
-    names = {s["name"] for s in store.summaries()}
-    assert {first.id, second.id, third.id} <= names
-    stored = store.get(second.id)
-    assert [m["role"] for m in stored.messages] == ["user", "assistant", "tool", "assistant"]
+    # each response stores only what it added: the second, the call put back, its answer, its reply
+    stored = store.get(second.id, "")
+    assert stored is not None and stored.previous == first.id
+    assert [m["role"] for m in stored.messages] == ["assistant", "tool", "assistant"]
 
 
 def test_a_response_continued_twice_forks(
@@ -97,7 +98,7 @@ def test_store_false_and_unknown_ids(
     upstream, client, store = served
     upstream.add_stream(text_deltas("Not kept."))
     unkept = client.responses.create(model="gw", input="Hi", store=False)
-    assert unkept.store is False and not store.summaries()
+    assert unkept.store is False and store.usage("").responses == 0
     for missing in (unkept.id, "resp_nothing"):
         with pytest.raises(openai.NotFoundError) as raised:
             client.responses.create(model="gw", previous_response_id=missing, input="x")
@@ -110,7 +111,7 @@ def test_a_damaged_store_is_a_clear_error_not_a_500(tmp_path: Path) -> None:
     path.write_bytes(b"this is not a database" * 100)
     with FakeOpenAIServer() as upstream:
         backend = OpenAIBackend("engine", base_url=upstream.base_url)
-        app = create_app(backend, store=ConversationStore(path))
+        app = create_app(backend, store=SqliteResponseStore(path))
         with ServedApp(app) as gateway:
             client = openai.OpenAI(base_url=gateway.url + "/v1", api_key="x", max_retries=0)
             with pytest.raises(openai.APIStatusError) as raised:

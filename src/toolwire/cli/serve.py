@@ -33,10 +33,12 @@ SERVE_APP = f"{__name__}:serve_app"
 def _gateway(args: argparse.Namespace) -> Any:
     """The gateway app ``serve`` runs, from its options (one place for one worker or many)."""
     from ..server import create_app, freeze_heap
-    from ..store import ConversationStore
+    from ..server.keys import Keys
+    from ..store import open_response_store
 
-    store = None if args.no_store else ConversationStore()
-    app = create_app(served_models(args), api_key=args.api_key, store=store)
+    keys = Keys.given(args.api_key, getattr(args, "api_keys", None), os.environ)
+    store = None if args.no_store else open_response_store(getattr(args, "store", None))
+    app = create_app(served_models(args), keys=keys, store=store)
     freeze_heap()
     return app
 
@@ -126,11 +128,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     from ..server.config import read_config
     from ..server.guard import uvicorn_settings
+    from ..server.keys import Keys
 
-    if args.host not in _LOOPBACK and not args.api_key:
+    if args.host not in _LOOPBACK and not Keys.given(args.api_key, args.api_keys, os.environ):
         raise UsageError(
-            f"listening on {args.host} needs --api-key TOKEN (clients send it as "
-            "a bearer token); on loopback it is optional"
+            f"listening on {args.host} needs a key: --api-keys FILE, $TOOLWIRE_API_KEYS or "
+            "$TOOLWIRE_API_KEY (or --api-key TOKEN); clients send it as a bearer token; "
+            "on loopback it is optional"
         )
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1, not {args.workers}")
@@ -214,7 +218,22 @@ def add_serve(v: argparse.ArgumentParser) -> None:
     )
     v.add_argument("--host", default="127.0.0.1")
     v.add_argument("--port", type=int, default=8000)
-    v.add_argument("--api-key", help="the bearer token clients must send (needed off loopback)")
+    # keys and the response store
+    v.add_argument(
+        "--api-key", help="one key clients must send, named default (needed off loopback)"
+    )
+    v.add_argument(
+        "--api-keys",
+        metavar="FILE",
+        help="keys clients may send, one 'name key' a line; each name owns the responses "
+        "its key stores (default: $TOOLWIRE_API_KEYS, a file or lines; $TOOLWIRE_API_KEY)",
+    )
+    v.add_argument(
+        "--store",
+        metavar="URL|PATH",
+        help="where Responses are kept: a path, sqlite:///PATH or postgresql://… "
+        "(default: the gateway's own gateway.db, apart from the CLI's conversations)",
+    )
     v.add_argument(
         "--ctx",
         type=int,

@@ -24,7 +24,6 @@ request may send ``"toolwire": {"strict": true}``: no recovery, arguments only a
 from __future__ import annotations
 
 import asyncio
-import secrets
 from typing import Any
 
 from starlette.applications import Starlette
@@ -36,13 +35,14 @@ from starlette.routing import Route
 
 from ..errors import ToolwireError, UsageError
 from ..pipeline import Backend
-from ..store import ConversationStore
+from ..store.responses import ResponseStore
 from .anthropic import Messages, count_tokens, parse_messages
 from .api import Api, error
 from .chat import ChatCompletions
 from .config import Models, UnknownModel
 from .core import Started, dumps, with_keepalives
 from .failures import Failure, failure
+from .keys import Keys
 from .remember import ResponseMemory
 from .responses import Responses
 from .validate import RequestError, decode_body
@@ -95,8 +95,9 @@ def create_app(
     *,
     model_name: str = "toolwire",
     api_key: str | None = None,
+    keys: Keys | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
-    store: ConversationStore | None = None,
+    store: ResponseStore | None = None,
     body_timeout: float = BODY_TIMEOUT,
     keepalive_every: float = KEEPALIVE_EVERY,
     first_event_wait: float = FIRST_EVENT_WAIT,
@@ -116,16 +117,16 @@ def create_app(
     keep-alive every ``keepalive_every`` seconds the stream is otherwise silent.
     """
     models = backend if isinstance(backend, Models) else Models.single(backend, model_name)
-    memory = ResponseMemory(store) if store is not None else None
+    known = Keys.joined([keys or Keys(), Keys.single(api_key) if api_key is not None else Keys()])
+
+    def owner(request: HttpRequest) -> str | None:
+        """The name of the request's key ("" with no keys), None when it has none of them."""
+        return known.owner(
+            request.headers.get("authorization", ""), request.headers.get("x-api-key", "")
+        )
 
     def authorised(request: HttpRequest) -> bool:
-        if api_key is None:
-            return True
-        bearer = request.headers.get("authorization", "").encode()
-        key = request.headers.get("x-api-key", "").encode()
-        return secrets.compare_digest(bearer, f"Bearer {api_key}".encode()) or (
-            secrets.compare_digest(key, api_key.encode())
-        )
+        return owner(request) is not None
 
     async def body_of(request: HttpRequest) -> dict[str, Any]:
         """The request's body, decoded: within ``max_body_bytes`` and ``body_timeout`` (the
@@ -157,7 +158,10 @@ def create_app(
 
         async def handle(request: HttpRequest) -> Response:
             try:
-                call = await api.parse(await body_of(request), memory)
+                data = await body_of(request)
+                who = owner(request) or ""
+                memory = ResponseMemory(store, who) if store is not None else None
+                call = await api.parse(data, memory)
                 engine, name = await models.backend(call.model), models.served_name(call.model)
             except RequestError as exc:
                 return api.refusal(exc)

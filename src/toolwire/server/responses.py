@@ -5,9 +5,13 @@ written by :mod:`toolwire.server.responses_items`. Out: ``reasoning``, ``message
 (``output_text``) and call items, streamed with the event sequence the official client's
 ``responses.stream()`` reads.
 
-With a conversation store (``toolwire serve`` opens one), responses are stored unless the
-request says ``store: false``, and ``previous_response_id`` continues one (see
-:mod:`toolwire.server.remember`); without one, both get a 400 saying so. Fields that change
+With a response store (``toolwire serve`` opens the gateway's own), responses are stored
+unless the request says ``store: false``, each for the key that made it, and
+``previous_response_id`` continues one (see :mod:`toolwire.server.remember`); without one,
+both get a 400 saying so. :func:`stored_body` and :func:`input_items` show a stored response
+again (``GET /v1/responses/{id}`` and its ``input_items``) as much as it is kept: its
+output items, not its usage nor its instructions. Every response's id, stored or not, is
+unguessable (:func:`~toolwire.store.responses.new_response_id`). Fields that change
 nothing here (``metadata``, ``user``, ``reasoning``, ``text.verbosity``, ``truncation``,
 ``include``, ``top_p``…) are accepted and ignored.
 """
@@ -21,6 +25,7 @@ from typing import Any
 
 from ..errors import ToolwireError
 from ..events import Event, ReasoningDelta, TextDelta
+from ..store.responses import StoredResponse, new_response_id
 from .api import OpenAIErrors
 from .core import (
     CallOpened,
@@ -33,7 +38,7 @@ from .core import (
     turn,
     whole,
 )
-from .remember import ResponseMemory
+from .remember import ResponseMemory, not_kept
 from .responses_input import ResponsesCall, parse_responses
 from .responses_items import (
     argument_events,
@@ -45,7 +50,15 @@ from .responses_items import (
     streams_arguments,
 )
 
-__all__ = ["Responses", "ResponsesCall", "parse_responses", "respond", "respond_stream"]
+__all__ = [
+    "Responses",
+    "ResponsesCall",
+    "input_items",
+    "parse_responses",
+    "respond",
+    "respond_stream",
+    "stored_body",
+]
 
 
 def _usage(finish: Finish) -> dict[str, Any] | None:
@@ -104,7 +117,7 @@ async def _kept(
         kept = [item for item in output if item.get("status") != "incomplete"]
         await call.memory.keep(rid, model, [*call.conversation, *said(kept, call.tools)])
     except ToolwireError as exc:
-        return [Told("response-not-stored", f"the response could not be stored: {exc}")]
+        return [Told("response-not-stored", not_kept(exc))]
     return []
 
 
@@ -117,7 +130,7 @@ async def respond(events: AsyncIterable[Event], call: ResponsesCall, model: str)
     if done.text:
         output.append(message_item(_id("msg"), done.text))
     output += [call_item(c, call.tools.get(c.name)) for c in done.calls]
-    rid = _id("resp")
+    rid = new_response_id()
     notices = call.notices + done.notices + await _kept(call, rid, model, output)
     return _finished(_response(rid, model, call, "in_progress", output), done.finish, notices)
 
@@ -147,7 +160,7 @@ async def respond_stream(
     error object.
     """
     event = _Events()
-    rid = _id("resp")
+    rid = new_response_id()
     body = _response(rid, model, call, "in_progress", [])
     yield event("response.created", response=body)
     yield event("response.in_progress", response=body)
@@ -334,10 +347,103 @@ class Responses(OpenAIErrors):
     """``POST /v1/responses`` (see :mod:`toolwire.server.api`)."""
 
     async def parse(self, data: dict[str, Any], memory: ResponseMemory | None) -> ResponsesCall:
-        return await parse_responses(data, memory)
+        call = await parse_responses(data, memory)
+        if call.memory is not None:
+            await call.memory.admit()  # a key past its quota hears so before the model runs
+        return call
 
     async def whole(self, events: AsyncIterable[Event], call: Any, model: str) -> dict[str, Any]:
         return await respond(events, call, model)
 
     def stream(self, events: AsyncIterable[Event], call: Any, model: str) -> AsyncIterator[str]:
         return respond_stream(events, call, model, self.mid_stream)
+
+
+def _items(message: dict[str, Any], n: int, role_items: bool) -> list[dict[str, Any]]:
+    """A stored message as Responses items (``n`` numbers the ids it gets here)."""
+    role, content = message.get("role"), message.get("content")
+    items: list[dict[str, Any]] = []
+    if role == "tool":
+        output = content if isinstance(content, str) else dumps(content)
+        call_id = str(message.get("tool_call_id", ""))
+        return [
+            {
+                "type": "function_call_output",
+                "id": f"fco_{n}",
+                "call_id": call_id,
+                "output": output,
+                "status": "completed",
+            }
+        ]
+    text = content if isinstance(content, str) else ""
+    if isinstance(content, list):
+        text = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    if role == "assistant":
+        if text:
+            items.append(message_item(f"msg_{n}", text))
+        for c in message.get("tool_calls") or ():
+            fn = c.get("function") or {}
+            wire = WireCall(
+                0, str(c.get("id", "")), str(fn.get("name", "")), str(fn.get("arguments", "")), None
+            )
+            items.append(call_item(wire))
+    elif role_items:
+        kind = "input_text"
+        items.append(
+            {
+                "type": "message",
+                "id": f"msg_{n}",
+                "role": role,
+                "status": "completed",
+                "content": [{"type": kind, "text": text}],
+            }
+        )
+    return items
+
+
+def _output(stored: StoredResponse) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A stored response's input messages and its output messages: its pending calls, or
+    else its last message when the model wrote it."""
+    if stored.pending:
+        return stored.messages, stored.pending
+    last = stored.messages[-1:] if stored.messages else []
+    if last and last[0].get("role") == "assistant":
+        return stored.messages[:-1], last
+    return stored.messages, []
+
+
+def stored_body(stored: StoredResponse) -> dict[str, Any]:
+    """A stored response in OpenAI's shape, as much as is kept."""
+    _, said_ = _output(stored)
+    output = [item for i, m in enumerate(said_) for item in _items(m, i, False)]
+    return {
+        "id": stored.id,
+        "object": "response",
+        "created_at": int(stored.created),
+        "status": "completed",
+        "model": stored.model,
+        "output": output,
+        "error": None,
+        "incomplete_details": None,
+        "previous_response_id": stored.previous,
+        "store": True,
+        "instructions": None,
+        "tools": [],
+        "tool_choice": "auto",
+        "parallel_tool_calls": True,
+    }
+
+
+def input_items(stored: StoredResponse) -> dict[str, Any]:
+    """What a stored response added before its output, as a list of input items (newest
+    first, as OpenAI's ``input_items`` lists them by default)."""
+    given, _ = _output(stored)
+    items = [item for i, m in enumerate(given) for item in _items(m, i, True)]
+    items.reverse()
+    return {
+        "object": "list",
+        "data": items,
+        "first_id": items[0]["id"] if items else None,
+        "last_id": items[-1]["id"] if items else None,
+        "has_more": False,
+    }
