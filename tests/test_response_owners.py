@@ -64,7 +64,5 @@ def test_a_cli_conversation_cannot_be_read(tmp_path: Path) -> None:
         with ServedApp(create_app(backend, store=store)) as gw:
             client = openai.OpenAI(base_url=gw.url + "/v1", api_key="x", max_retries=0)
             with pytest.raises(openai.NotFoundError):
-                client.responses.create(
-                    model="gw", previous_response_id="alice-private", input="x"
-                )
+                client.responses.create(model="gw", previous_response_id="alice-private", input="x")
     assert not upstream.requests

@@ -96,13 +96,18 @@ class ResponseMemory:
         return messages + [dict(m) for m in chain[-1].pending]
 
     async def admit(self) -> None:
-        """Refuse, before the model runs, a request whose key keeps all its quota allows."""
-        usage = await self._run(self.store.usage, self.owner)
+        """Refuse, before the model runs, a request whose key keeps all its quota allows. A
+        store that cannot be read refuses nothing here: the reply goes, and says with the
+        ``response-not-stored`` notice that it was not kept."""
+        try:
+            usage = await asyncio.to_thread(self.store.usage, self.owner)
+        except StoreError as exc:
+            _log.warning("the response store cannot be read: %s", exc)
+            return
         limits = self.store.limits
         if usage.responses >= limits.key_responses or usage.bytes >= limits.key_bytes:
             raise RequestError(
-                "this key's stored responses fill its quota: delete some "
-                "(DELETE /v1/responses/{id}), or send store: false",
+                "this key's stored responses fill its quota: delete some or send store: false",
                 "store",
             )
 

@@ -126,13 +126,13 @@ def quota_error(limits: StoreLimits, responses: int, used: int, size: int) -> Qu
     if responses + 1 > limits.key_responses:
         return QuotaExceeded(
             f"this key keeps {limits.key_responses} responses already, as many as the store "
-            "allows: delete some (DELETE /v1/responses/{id}) or send store: false",
+            "allows: send store: false, or wait for older ones to expire",
             "responses",
         )
     if used + size > limits.key_bytes:
         return QuotaExceeded(
             f"this key's stored responses would pass the {limits.key_bytes} bytes the store "
-            "allows it: delete some (DELETE /v1/responses/{id}) or send store: false",
+            "allows it: send store: false, or wait for older ones to expire",
             "bytes",
         )
     return None
