@@ -43,6 +43,8 @@ from .config import Models, UnknownModel
 from .core import Started, dumps, with_keepalives
 from .failures import Failure, failure
 from .keys import Keys
+from .metrics import CONTENT_TYPE, Metrics
+from .observe import Observer
 from .remember import ResponseMemory
 from .responses import Responses
 from .validate import RequestError, decode_body
@@ -101,6 +103,8 @@ def create_app(
     body_timeout: float = BODY_TIMEOUT,
     keepalive_every: float = KEEPALIVE_EVERY,
     first_event_wait: float = FIRST_EVENT_WAIT,
+    metrics: Metrics | None = None,
+    tracer: Any = None,
 ) -> Starlette:
     """The gateway as an ASGI app in front of ``backend`` (one model, answering to any
     name, listed as ``model_name``) or of :class:`Models` (many, by name).
@@ -115,6 +119,10 @@ def create_app(
     A streamed reply waits up to ``first_event_wait`` seconds for the model's first event
     (a failure by then gets its own status); then the 200 goes out, and the API's
     keep-alive every ``keepalive_every`` seconds the stream is otherwise silent.
+
+    Every request is observed (:mod:`toolwire.server.observe`): counted in ``metrics``
+    (its own :class:`Metrics` unless one is given), served at ``/metrics`` behind the API
+    key when one is set, and traced by ``tracer`` (an OpenTelemetry tracer) when given.
     """
     models = backend if isinstance(backend, Models) else Models.single(backend, model_name)
     known = Keys.joined([keys or Keys(), Keys.single(api_key) if api_key is not None else Keys()])
@@ -124,6 +132,8 @@ def create_app(
         return known.owner(
             request.headers.get("authorization", ""), request.headers.get("x-api-key", "")
         )
+
+    observer = Observer(metrics if metrics is not None else Metrics(), tracer)
 
     def authorised(request: HttpRequest) -> bool:
         return owner(request) is not None
@@ -167,7 +177,7 @@ def create_app(
                 return api.refusal(exc)
             except UnknownModel as exc:
                 return api.refusal(unknown(str(exc)))
-            events = Started(engine.stream(call.request))
+            events = Started(observer.turn(request.scope, name, engine.stream(call.request)))
             try:
                 if call.request.stream:
                     first = events.begin()
@@ -203,6 +213,11 @@ def create_app(
         ]
         return JSONResponse({"object": "list", "data": data})
 
+    async def scraped(request: HttpRequest) -> Response:
+        if not authorised(request):
+            return error(401, "a valid API key is required", "authentication_error")
+        return Response(observer.metrics.exposition(), media_type=CONTENT_TYPE)
+
     messages = Messages()
 
     async def counted(request: HttpRequest) -> Response:
@@ -220,12 +235,14 @@ def create_app(
         return JSONResponse({"input_tokens": tokens})
 
     return Starlette(
+        middleware=[observer.middleware()],
         routes=[
             Route("/health", health, methods=["GET"]),
+            Route("/metrics", scraped, methods=["GET"]),
             Route("/v1/models", listed, methods=["GET"]),
             Route("/v1/chat/completions", turn_route(ChatCompletions()), methods=["POST"]),
             Route("/v1/responses", turn_route(Responses()), methods=["POST"]),
             Route("/v1/messages", turn_route(messages), methods=["POST"]),
             Route("/v1/messages/count_tokens", counted, methods=["POST"]),
-        ]
+        ],
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .conversations import ConversationStore, StoredConversation
 from .db import SCHEMA_VERSION, default_path, home
+from .opening import open_response_store
 from .responses import (
     HistoryTooLong,
     QuotaExceeded,
@@ -17,7 +18,6 @@ from .responses import (
     StoreLimits,
     StoreUsage,
     new_response_id,
-    open_response_store,
 )
 
 __all__ = [

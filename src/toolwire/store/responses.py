@@ -14,19 +14,18 @@ its last continuation; a continuation's whole history has at most ``history_byte
 ``key_bytes`` and ``key_responses`` (past them: :class:`QuotaExceeded`), checked in the same
 transaction as the write, so concurrent writers cannot pass the quota together.
 
-This module is the contract; :mod:`toolwire.store.responses_sqlite` (the default, a file of
-its own beside the CLI's conversations) and :mod:`toolwire.store.responses_pg` (PostgreSQL,
-for gateways that share one store) keep it. :func:`open_response_store` picks one by URL.
+This module is the contract; :mod:`toolwire.store.responses_sqlite` (a file of its own
+beside the CLI's conversations) keeps it, and a PostgreSQL store, for gateways that share
+one, is to keep it too. :func:`toolwire.store.opening.open_response_store` picks one by URL.
 """
 
 from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import StoreError, UsageError
+from ..errors import UsageError
 
 __all__ = [
     "HistoryTooLong",
@@ -36,7 +35,6 @@ __all__ = [
     "StoreUsage",
     "StoredResponse",
     "new_response_id",
-    "open_response_store",
 ]
 
 #: The file the gateway keeps its responses in, in :func:`toolwire.store.home`: apart from the
@@ -151,27 +149,3 @@ class ResponseStore(Protocol):
 
     def close(self) -> None:
         """Let go of connections."""
-
-
-def open_response_store(where: str | Path | None = None, limits: StoreLimits | None = None) -> Any:
-    """The store at ``where``: a ``postgresql://`` (or ``postgres://``) URL, a
-    ``sqlite:///PATH`` URL or a path; by default the gateway's own file in
-    :func:`toolwire.store.home`."""
-    limits = limits or StoreLimits()
-    text = str(where) if where is not None else ""
-    if text.startswith(("postgresql://", "postgres://")):
-        from .responses_pg import PostgresResponseStore
-
-        return PostgresResponseStore(text, limits)
-    from .db import home
-    from .responses_sqlite import SqliteResponseStore
-
-    if not text:
-        return SqliteResponseStore(home() / GATEWAY_FILE, limits)
-    if "://" in text and not text.startswith("sqlite:///"):
-        scheme = text.split("://", 1)[0]
-        raise StoreError(
-            f"--store takes a path, sqlite:///PATH or postgresql://…, not a {scheme}:// URL",
-            kind="corrupt",
-        )
-    return SqliteResponseStore(Path(text.removeprefix("sqlite:///")).expanduser(), limits)
