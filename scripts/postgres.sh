@@ -23,7 +23,7 @@ toolwire_pg_bindir() {
             return 0
         fi
     fi
-    dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+    dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
     if [ -n "$dir" ] && [ -x "$dir/initdb" ] && [ -x "$dir/pg_ctl" ] && [ -x "$dir/createdb" ]; then
         echo "$dir"
         return 0
@@ -33,10 +33,16 @@ toolwire_pg_bindir() {
 
 # Run a PostgreSQL program as the user the server runs as.
 toolwire_pg_as() {
-    if [ "$(id -u)" = 0 ]; then
-        runuser -u postgres -- "$@"
-    else
+    if [ "$(id -u)" != 0 ]; then
         "$@"
+        return
+    fi
+    local runuser
+    runuser=$(command -v runuser || ls /usr/sbin/runuser /sbin/runuser 2>/dev/null | head -n 1 || true)
+    if [ -n "$runuser" ]; then
+        "$runuser" -u postgres -- "$@"
+    else
+        su -s /bin/sh postgres -c "$(printf '%q ' "$@")"
     fi
 }
 

@@ -14,16 +14,20 @@ __all__ = ["open_response_store"]
 
 
 def open_response_store(where: str | Path | None = None, limits: StoreLimits | None = None) -> Any:
-    """The store at ``where``: a ``postgresql://`` (or ``postgres://``) URL, a
-    ``sqlite:///PATH`` URL or a path; by default the gateway's own file in
-    :func:`toolwire.store.home`."""
+    """The store at ``where``: a ``postgresql://`` (or ``postgres://``) URL (the
+    PostgreSQL store gateways share), a ``sqlite:///PATH`` URL or a path; by default the
+    gateway's own file in :func:`toolwire.store.home`."""
     limits = limits or StoreLimits()
     text = str(where) if where is not None else ""
     if text.startswith(("postgresql://", "postgres://")):
-        raise UsageError(
-            "--store postgresql://… is not available in this version: give a path (or none, "
-            "for the gateway's own file)"
-        )
+        from . import responses_pg  # psycopg is imported only for a PostgreSQL store
+
+        if not responses_pg.available():
+            raise UsageError(
+                "--store postgresql://… needs psycopg, the postgres extra: "
+                "pip install 'toolwire[postgres]'"
+            )
+        return responses_pg.PostgresResponseStore(text, limits)
     if not text:
         return SqliteResponseStore(home() / GATEWAY_FILE, limits)
     if "://" in text and not text.startswith("sqlite:///"):
