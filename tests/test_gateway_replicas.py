@@ -11,12 +11,13 @@ from typing import Any
 import openai
 import pytest
 
-from .postgres_server import fresh_schema
 from toolwire.backends import OpenAIBackend
 from toolwire.server import create_app
 from toolwire.server.keys import Keys
 from toolwire.store import open_response_store
 from toolwire.testing import FakeOpenAIServer, ServedApp, text_deltas
+
+from .postgres_server import fresh_schema
 
 TOOL = {
     "type": "function",

@@ -22,7 +22,6 @@ from typing import Any
 
 import pytest
 
-from .postgres_server import fresh_schema, server_url
 from toolwire.errors import StoreError, UsageError
 from toolwire.store import open_response_store
 from toolwire.store.responses import (
@@ -34,7 +33,14 @@ from toolwire.store.responses import (
 )
 from toolwire.store.responses_sqlite import SqliteResponseStore, chain_query
 
+from .postgres_server import fresh_schema, server_url
+
 SRC = str(Path(__file__).resolve().parents[1] / "src")
+#: a subprocess's environment: this checkout's toolwire first
+ENV = {
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join(p for p in (SRC, os.environ.get("PYTHONPATH")) if p),
+}
 
 
 class Clock:
@@ -56,7 +62,9 @@ class Backend:
     where: str
     opened: list[Any] = field(default_factory=list)
 
-    def open(self, limits: StoreLimits | None = None, clock: Callable[[], float] = time.time) -> Any:
+    def open(
+        self, limits: StoreLimits | None = None, clock: Callable[[], float] = time.time
+    ) -> Any:
         if self.kind == "sqlite":
             store: Any = SqliteResponseStore(Path(self.where), limits, clock=clock)
         else:
@@ -114,7 +122,9 @@ def response(owner: str = "alice", previous: str | None = None, **kw: Any) -> St
 def chain(store: Any, n: int, owner: str = "alice") -> list[StoredResponse]:
     made: list[StoredResponse] = []
     for i in range(n):
-        made.append(store.put(response(owner, made[-1].id if made else None, messages=said(str(i)))))
+        made.append(
+            store.put(response(owner, made[-1].id if made else None, messages=said(str(i))))
+        )
     return made
 
 
@@ -217,9 +227,7 @@ def test_an_expired_response_is_gone_even_unpurged(backend: Backend) -> None:
 
 
 @pytest.mark.parametrize("gateways", [1, 2], ids=["threads", "two-gateways"])
-def test_concurrent_writers_cannot_pass_the_quota_together(
-    backend: Backend, gateways: int
-) -> None:
+def test_concurrent_writers_cannot_pass_the_quota_together(backend: Backend, gateways: int) -> None:
     limits = StoreLimits(key_responses=5)
     stores = [backend.open(limits) for _ in range(gateways)]
     stores[0].usage("alice")  # the schema made before the race (it is raced below)
@@ -303,12 +311,11 @@ while True:
 
 
 def test_a_writer_killed_mid_write_leaves_every_response_whole(backend: Backend) -> None:
-    env = {**os.environ, "PYTHONPATH": SRC}
     writer = subprocess.Popen(
         [sys.executable, "-c", WRITER, backend.where],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=env,
+        env=ENV,
         text=True,
     )
     assert writer.stdout is not None
@@ -402,7 +409,7 @@ def test_without_psycopg_a_postgresql_store_names_the_extra() -> None:
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": SRC},
+        env=ENV,
         timeout=60,
     )
     assert ran.returncode != 0

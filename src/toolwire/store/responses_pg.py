@@ -23,6 +23,7 @@ A schema other than ``public`` is named in the URL, as libpq takes it:
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -69,6 +70,15 @@ _SCHEMA = (
 _COLUMNS = "id, owner, model, previous, body, created, expires, size"
 
 
+def _quiet(record: logging.LogRecord) -> bool:
+    """The pool's own log of a failed connection, in the store's words: psycopg's message
+    names the host, the port, the user and the database."""
+    if str(record.msg).startswith("error connecting"):
+        record.msg = "a connection to the response store's PostgreSQL server failed"
+        record.args = ()
+    return True
+
+
 def available() -> bool:
     """Whether psycopg and psycopg_pool (the ``postgres`` extra) are installed."""
     return psycopg is not None
@@ -91,9 +101,7 @@ def _error(exc: Exception) -> StoreError:
             f"connection{suffix}",
             kind="busy",
         )
-    return StoreError(
-        f"the response store cannot be used: PostgreSQL error {code}", kind="corrupt"
-    )
+    return StoreError(f"the response store cannot be used: PostgreSQL error {code}", kind="corrupt")
 
 
 class PostgresResponseStore:
@@ -142,12 +150,18 @@ class PostgresResponseStore:
                     min_size=0,
                     max_size=self.pool_size,
                     timeout=self.timeout,
-                    kwargs={"autocommit": True, "connect_timeout": max(1, int(self.connect_timeout))},
+                    kwargs={
+                        "autocommit": True,
+                        "connect_timeout": max(1, int(self.connect_timeout)),
+                    },
                     configure=self._configure,
                     check=ConnectionPool.check_connection,
                     open=False,
                     name="toolwire-responses",
                 )
+                pool_log = logging.getLogger("psycopg.pool")
+                if _quiet not in pool_log.filters:
+                    pool_log.addFilter(_quiet)
                 self._pool.open(wait=False)
                 self._pid = os.getpid()
             pool = self._pool
@@ -225,8 +239,17 @@ class PostgresResponseStore:
             conn.execute(
                 "INSERT INTO responses (id, owner, model, previous, body, count, size, "
                 "created, expires) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (kept.id, kept.owner, kept.model, kept.previous, body, count, size, now,
-                 kept.expires),
+                (
+                    kept.id,
+                    kept.owner,
+                    kept.model,
+                    kept.previous,
+                    body,
+                    count,
+                    size,
+                    now,
+                    kept.expires,
+                ),
             )
             if kept.previous is not None:
                 try:
@@ -235,8 +258,7 @@ class PostgresResponseStore:
                     ids = []
                 if ids:
                     conn.execute(
-                        "UPDATE responses SET expires = greatest(expires, %s) "
-                        "WHERE id = ANY(%s)",
+                        "UPDATE responses SET expires = greatest(expires, %s) WHERE id = ANY(%s)",
                         (kept.expires, ids),
                     )
         return kept
