@@ -94,7 +94,12 @@ def _error(exc: Exception) -> StoreError:
     code = getattr(exc, "sqlstate", None)
     if code in ("55P03", "57014", "40001", "40P01"):  # lock or statement timeout, conflict
         return StoreError(f"the response store was busy too long (PostgreSQL {code})", kind="busy")
-    if code is None or isinstance(exc, psycopg.OperationalError):
+    if code is None and not isinstance(exc, psycopg.OperationalError):
+        # psycopg's own complaint (no server's code): its class says what, never where
+        return StoreError(
+            f"the response store cannot be used: {type(exc).__name__}", kind="corrupt"
+        )
+    if isinstance(exc, psycopg.OperationalError):
         suffix = f" (PostgreSQL {code})" if code else ""
         return StoreError(
             f"the response store's PostgreSQL server cannot be reached or refused the "
