@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from .errors import ToolwireError, UsageError
+from .mcp_stdio import StdioLink
 from .tools import _NAME, Tool, ToolOutcomeUnknown, ToolUnavailable
 
 __all__ = [
@@ -200,6 +201,7 @@ class McpServer:
         self._hints: dict[str, ToolHints] = {}
         self._remote: dict[str, str] = {}  # toolwire name -> the server's name
         self._listed: list[str] = []
+        self._link: StdioLink | None = None
 
     async def __aenter__(self) -> McpServer:
         await self.connect()
@@ -217,12 +219,8 @@ class McpServer:
         if self.spec.url:
             target: Any = self.spec.url
         else:  # the server's own log goes to our stderr, as it writes it
-            params = mcp.StdioServerParameters(
-                command=self.spec.command[0],
-                args=list(self.spec.command[1:]),
-                env=dict(self.spec.env) or None,
-            )
-            target = mcp.stdio_client(params, errlog=_errlog(self._errlog))
+            self._link = StdioLink(self.spec.command, self.spec.env, _errlog(self._errlog))
+            target = self._link
         client = mcp.Client(target)
         self._loop = asyncio.get_running_loop()
         self._closing = asyncio.Event()
@@ -242,7 +240,7 @@ class McpServer:
         except Exception as exc:
             await self._abandon()
             raise McpConnectError(
-                f"MCP server {self.name} could not list its tools: {_reason(exc)}"
+                f"MCP server {self.name} could not list its tools: {self._why(exc)}"
             ) from None
         self._client = client
         self._make_tools(listed)
@@ -261,7 +259,7 @@ class McpServer:
                 ready.set_exception(McpConnectError(f"MCP server {self.name}: connect cancelled"))
             raise
         except BaseException as exc:
-            reason = _reason(exc)
+            reason = self._why(exc)
             if not ready.done():
                 what = "could not be started" if self.spec.command else "could not be reached"
                 ready.set_exception(McpConnectError(f"MCP server {self.name} {what}: {reason}"))
@@ -389,21 +387,32 @@ class McpServer:
             if owner is not None:
                 await asyncio.wait({task, owner}, return_when=asyncio.FIRST_COMPLETED)
             if not task.done():
-                raise _Dropped(self._lost or "the connection closed")
+                raise _Dropped(self._lost or self._why(None))
             return task.result()
         except _Dropped:
             raise
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            if _is_server_answer(exc):
+            if _is_server_answer(exc) and not self._broken():
                 raise McpToolError(_reason(exc)) from None
-            raise _Dropped(_reason(exc)) from None
+            raise _Dropped(self._why(exc)) from None
         finally:
             if not task.done():
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     await task
+
+    def _broken(self) -> bool:
+        """Whether the server sent what cannot be read, or ended its output."""
+        return self._link is not None and self._link.problem is not None
+
+    def _why(self, exc: BaseException | None) -> str:
+        """Why the connection failed, in one line: what the server did wrong when its
+        link knows (the session's own error then only says the connection closed)."""
+        if self._link is not None and self._link.problem is not None:
+            return f"the server {self._link.problem}"
+        return _reason(exc) if exc is not None else "the connection closed"
 
     def _mark_lost(self, reason: str) -> None:
         if self._lost is not None or (self._closing is not None and self._closing.is_set()):

@@ -24,6 +24,8 @@ request may send ``"toolwire": {"strict": true}``: no recovery, arguments only a
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
@@ -53,6 +55,11 @@ __all__ = ["BODY_TIMEOUT", "FIRST_EVENT_WAIT", "KEEPALIVE_EVERY", "MAX_BODY_BYTE
 
 #: Request bodies larger than this are refused with 413.
 MAX_BODY_BYTES = 8 * 1024 * 1024
+#: Bytes of a body past the limit read and dropped, so that its client, still sending, can
+#: read the 413 (see :func:`_read_body`).
+DRAIN_BYTES = 16 * 1024 * 1024
+#: Seconds the rest of a refused body is read for, at most.
+DRAIN_SECONDS = 10.0
 #: Seconds a client has to send the whole request body; then it gets a 408.
 BODY_TIMEOUT = 30.0
 #: Seconds between keep-alives while a streamed reply waits on the model (Claude Code, for
@@ -76,20 +83,49 @@ def _load(body: bytes) -> dict[str, Any]:
 
 
 async def _read_body(request: HttpRequest, limit: int) -> bytes:
-    """The body, its pieces kept in a list and joined once: linear however it is split. One
-    declared too large is refused before a byte of it is read."""
-    too_big = RequestError(f"the request body is larger than {limit} bytes", status=413)
+    """The body, its pieces kept in a list and joined once: linear however it is split.
+
+    One past the limit gets a 413, and the client must be able to read it: a client sends
+    its whole body before it reads the answer, and a connection closed with its bytes
+    unread is reset, the answer lost. So the rest of a body past the limit is read and
+    dropped (:func:`_drain`), up to :data:`DRAIN_BYTES` more within :data:`DRAIN_SECONDS`;
+    one declared larger still is refused before a byte of it is read."""
+    too_big = RequestError(
+        f"the request body is larger than the {limit} bytes this gateway takes", status=413
+    )
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
+    if declared.isdigit() and (len(declared) > 18 or int(declared) > limit):
+        if len(declared) <= 18 and int(declared) <= limit + DRAIN_BYTES:
+            await _drain(request.stream(), limit + DRAIN_BYTES)
         raise too_big
     pieces: list[bytes] = []
     size = 0
-    async for piece in request.stream():
+    stream = request.stream()
+    async for piece in stream:
         size += len(piece)
         if size > limit:
-            raise too_big
+            pieces.clear()
+            break
         pieces.append(piece)
-    return b"".join(pieces)
+    else:
+        return b"".join(pieces)
+    await _drain(stream, limit + DRAIN_BYTES - size)
+    raise too_big
+
+
+async def _drain(stream: AsyncIterator[bytes], bound: int) -> None:
+    """Read and drop the rest of a refused body, up to ``bound`` bytes and
+    :data:`DRAIN_SECONDS` (past either, the connection is closed unread)."""
+
+    async def drop() -> None:
+        size = 0
+        async for piece in stream:
+            size += len(piece)
+            if size > bound:
+                return
+
+    with contextlib.suppress(asyncio.TimeoutError, ClientDisconnect):
+        await asyncio.wait_for(drop(), DRAIN_SECONDS)
 
 
 def create_app(
