@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..pipeline import Backend
     from ..server.config import ModelEntry, Models
 
-__all__ = ["add_serve", "serve_app", "served_models"]
+__all__ = ["add_serve", "serve_app", "served_models", "store_limits"]
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 #: Where ``serve --workers N`` leaves its options for the worker processes (JSON).
@@ -37,7 +37,8 @@ def _gateway(args: argparse.Namespace) -> Any:
     from ..store import open_response_store
 
     keys = Keys.given(args.api_key, getattr(args, "api_keys", None), os.environ)
-    store = None if args.no_store else open_response_store(getattr(args, "store", None))
+    where = getattr(args, "store", None)
+    store = None if args.no_store else open_response_store(where, store_limits(args))
     app = create_app(served_models(args), keys=keys, store=store)
     freeze_heap()
     return app
@@ -175,6 +176,66 @@ def _seconds(text: str) -> float:
     return value
 
 
+#: A duration's units, in seconds (``--store-ttl 30d``).
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+#: A size's units, in bytes (``--store-key-bytes 256M``).
+_SIZES = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def _duration(text: str) -> float:
+    """Seconds above 0: a number, or one with a unit (``90s``, ``45m``, ``12h``, ``30d``)."""
+    given = text.strip().lower()
+    unit = _UNITS.get(given[-1:], 0) if given else 0
+    try:
+        value = float(given[:-1] if unit else given) * (unit or 1)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1e10:
+        raise argparse.ArgumentTypeError(
+            f"{text[:40]!r} is not a duration above 0: seconds, or a number with s, m, h or d"
+        )
+    return value
+
+
+def _size(text: str) -> int:
+    """Bytes above 0: a whole number, or one with K, M or G (1024s)."""
+    given = text.strip().lower().removesuffix("b")
+    unit = given[-1:] if given[-1:] in _SIZES else ""
+    digits = given[: len(given) - len(unit)]
+    if not (digits.isascii() and digits.isdigit() and len(digits) <= 15 and int(digits) > 0):
+        raise argparse.ArgumentTypeError(
+            f"{text[:40]!r} is not a size above 0: bytes, or a whole number with K, M or G"
+        )
+    return int(digits) * _SIZES[unit]
+
+
+def _count(text: str) -> int:
+    """A whole number above 0."""
+    given = text.strip()
+    if not (given.isascii() and given.isdigit() and len(given) <= 15 and int(given) > 0):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number above 0")
+    return int(given)
+
+
+#: Each ``--store-…`` flag, the :class:`~toolwire.store.responses.StoreLimits` field it sets.
+_STORE_FLAGS = {
+    "store_ttl": "ttl",
+    "store_history_bytes": "history_bytes",
+    "store_history_messages": "history_messages",
+    "store_key_bytes": "key_bytes",
+    "store_key_responses": "key_responses",
+}
+
+
+def store_limits(args: argparse.Namespace) -> Any:
+    """The :class:`~toolwire.store.responses.StoreLimits` the ``--store-…`` flags give (the
+    contract's default for each one not given)."""
+    from ..store.responses import StoreLimits
+
+    given = {field: getattr(args, flag, None) for flag, field in _STORE_FLAGS.items()}
+    return StoreLimits(**{field: value for field, value in given.items() if value is not None})
+
+
 def add_serve(v: argparse.ArgumentParser) -> None:
     v.add_argument(
         "--model", help=f"to serve in-process: {MODEL_HELP}; with --ollama, the model's name there"
@@ -233,6 +294,40 @@ def add_serve(v: argparse.ArgumentParser) -> None:
         metavar="URL|PATH",
         help="where Responses are kept: a path, sqlite:///PATH or postgresql://… "
         "(default: the gateway's own gateway.db, apart from the CLI's conversations)",
+    )
+    v.add_argument(
+        "--store-ttl",
+        type=_duration,
+        metavar="DURATION",
+        help="how long a stored response is kept after it was made or last continued: "
+        "seconds, or 90s, 45m, 12h, 30d (default: 30d)",
+    )
+    v.add_argument(
+        "--store-history-bytes",
+        type=_size,
+        metavar="SIZE",
+        help="the most a conversation continued by previous_response_id may hold, in bytes "
+        "(or K, M, G); past it a continuation is refused (default: 8M)",
+    )
+    v.add_argument(
+        "--store-history-messages",
+        type=_count,
+        metavar="N",
+        help="the most messages a conversation continued by previous_response_id may hold "
+        "(default: 10000)",
+    )
+    v.add_argument(
+        "--store-key-bytes",
+        type=_size,
+        metavar="SIZE",
+        help="the most each key's stored responses may take, in bytes (or K, M, G); past it "
+        "a request asking to store is refused (default: 256M)",
+    )
+    v.add_argument(
+        "--store-key-responses",
+        type=_count,
+        metavar="N",
+        help="the most responses each key may keep stored (default: 100000)",
     )
     v.add_argument(
         "--ctx",

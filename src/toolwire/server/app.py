@@ -1,6 +1,8 @@
 """The OpenAI-compatible gateway: working tool calls for any OpenAI client, before any engine.
 
-``POST /v1/chat/completions`` (streamed or not), ``GET /v1/models``, ``GET /health``. Behind
+``POST /v1/chat/completions`` (streamed or not), ``POST /v1/responses`` (and a stored
+response's ``GET``, ``GET …/input_items`` and ``DELETE``, for the key that made it),
+``POST /v1/messages``, ``GET /v1/models``, ``GET /health``. Behind
 it stands a backend — the local GGUF model in-process, or an upstream OpenAI-compatible
 server — and the reply pipeline in front of it: calls left in the text are recovered as
 ``tool_calls``, refused tools are healed into words, refused schemas sent again plainly.
@@ -47,8 +49,8 @@ from .failures import Failure, failure
 from .keys import Keys
 from .metrics import CONTENT_TYPE, Metrics
 from .observe import Observer
-from .remember import ResponseMemory
-from .responses import Responses
+from .remember import ResponseMemory, not_found
+from .responses import Responses, deleted, listed_items, retrieved
 from .validate import RequestError, decode_body
 
 __all__ = ["BODY_TIMEOUT", "FIRST_EVENT_WAIT", "KEEPALIVE_EVERY", "MAX_BODY_BYTES", "create_app"]
@@ -254,6 +256,27 @@ def create_app(
             return error(401, "a valid API key is required", "authentication_error")
         return Response(observer.metrics.exposition(), media_type=CONTENT_TYPE)
 
+    responses = Responses()
+
+    def kept_route(show: Any) -> Any:
+        """A stored response's route: ``show(memory, id, query)`` shapes it (a gateway
+        without a store has none: every id is the same 404 as an unknown one)."""
+
+        async def handle(request: HttpRequest) -> Response:
+            who = owner(request)
+            if who is None:
+                return error(401, "a valid API key is required", "authentication_error")
+            rid = request.path_params["rid"]
+            try:
+                if store is None:
+                    raise not_found(rid)
+                body = await show(ResponseMemory(store, who), rid, request.query_params)
+            except RequestError as exc:
+                return responses.refusal(exc)
+            return Response(dumps(body), media_type="application/json")
+
+        return handle
+
     messages = Messages()
 
     async def counted(request: HttpRequest) -> Response:
@@ -277,7 +300,18 @@ def create_app(
             Route("/metrics", scraped, methods=["GET"]),
             Route("/v1/models", listed, methods=["GET"]),
             Route("/v1/chat/completions", turn_route(ChatCompletions()), methods=["POST"]),
-            Route("/v1/responses", turn_route(Responses()), methods=["POST"]),
+            Route("/v1/responses", turn_route(responses), methods=["POST"]),
+            Route(
+                "/v1/responses/{rid}",
+                kept_route(lambda memory, rid, _: retrieved(memory, rid)),
+                methods=["GET"],
+            ),
+            Route(
+                "/v1/responses/{rid}",
+                kept_route(lambda memory, rid, _: deleted(memory, rid)),
+                methods=["DELETE"],
+            ),
+            Route("/v1/responses/{rid}/input_items", kept_route(listed_items), methods=["GET"]),
             Route("/v1/messages", turn_route(messages), methods=["POST"]),
             Route("/v1/messages/count_tokens", counted, methods=["POST"]),
         ],

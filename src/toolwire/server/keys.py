@@ -50,6 +50,15 @@ def _digest(key: str | bytes) -> bytes:
     return hashlib.sha256(key.encode() if isinstance(key, str) else key).digest()
 
 
+def _is_file(text: str) -> bool:
+    """Whether one line names a file. A line too long to be a path (a long key's line)
+    names none: its OSError, which would show the line, is not raised."""
+    try:
+        return Path(text).expanduser().is_file()
+    except (OSError, RuntimeError, ValueError):  # RuntimeError: ~user of no such user
+        return False
+
+
 @dataclass(frozen=True)
 class Keys:
     """The keys a gateway takes, by name (none: every client is let in, as one owner)."""
@@ -149,7 +158,7 @@ class Keys:
             parts.append(cls.single(single))
         if many:
             text = many.strip()
-            if "\n" not in text and Path(text).expanduser().is_file():
+            if "\n" not in text and _is_file(text):
                 parts.append(cls.read(text, f"${KEYS_ENV} ({text})"))
             else:
                 parts.append(cls.parse(many, f"${KEYS_ENV}"))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from typing import Any
 
 from ..errors import ToolwireError
@@ -49,16 +49,25 @@ from .responses_items import (
     said,
     streams_arguments,
 )
+from .validate import RequestError
 
 __all__ = [
+    "ITEMS_LIMIT",
     "Responses",
     "ResponsesCall",
+    "deleted",
     "input_items",
+    "listed_items",
     "parse_responses",
     "respond",
     "respond_stream",
+    "retrieved",
     "stored_body",
 ]
+
+#: How many input items one page of ``input_items`` lists at most, and by default (OpenAI's).
+ITEMS_LIMIT = 100
+_ITEMS_DEFAULT = 20
 
 
 def _usage(finish: Finish) -> dict[str, Any] | None:
@@ -403,17 +412,29 @@ def _items(message: dict[str, Any], n: int, role_items: bool) -> list[dict[str, 
 
 def _output(stored: StoredResponse) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """A stored response's input messages and its output messages: its pending calls, or
-    else its last message when the model wrote it."""
+    else its last message when the model wrote it. The calls a continuation put back first
+    were the previous response's output, not this one's input: they are left out."""
+    given = stored.messages
+    if stored.previous is not None:
+        start = 0
+        while start < len(given) and _is_calls(given[start]):
+            start += 1
+        given = given[start:]
     if stored.pending:
-        return stored.messages, stored.pending
-    last = stored.messages[-1:] if stored.messages else []
+        return given, stored.pending
+    last = given[-1:]
     if last and last[0].get("role") == "assistant":
-        return stored.messages[:-1], last
-    return stored.messages, []
+        return given[:-1], last
+    return given, []
+
+
+def _is_calls(message: dict[str, Any]) -> bool:
+    return message.get("role") == "assistant" and bool(message.get("tool_calls"))
 
 
 def stored_body(stored: StoredResponse) -> dict[str, Any]:
-    """A stored response in OpenAI's shape, as much as is kept."""
+    """A stored response in OpenAI's shape, as much as is kept (not its usage, its
+    instructions nor its tools: a continuation gives its own)."""
     _, said_ = _output(stored)
     output = [item for i, m in enumerate(said_) for item in _items(m, i, False)]
     return {
@@ -428,22 +449,72 @@ def stored_body(stored: StoredResponse) -> dict[str, Any]:
         "previous_response_id": stored.previous,
         "store": True,
         "instructions": None,
+        "metadata": {},
         "tools": [],
         "tool_choice": "auto",
         "parallel_tool_calls": True,
+        "text": {"format": {"type": "text"}},
     }
 
 
-def input_items(stored: StoredResponse) -> dict[str, Any]:
-    """What a stored response added before its output, as a list of input items (newest
-    first, as OpenAI's ``input_items`` lists them by default)."""
+def _page_query(query: Mapping[str, str]) -> tuple[str, int, str | None]:
+    """``order``, ``limit`` and ``after`` of an ``input_items`` request, each checked (a
+    400 naming the one at fault)."""
+    order = query.get("order", "desc")
+    if order not in ("asc", "desc"):
+        raise RequestError(f"order must be 'asc' or 'desc', not {order[:20]!r}", "order")
+    given = query.get("limit", str(_ITEMS_DEFAULT))
+    if not (
+        given.isascii() and given.isdigit() and len(given) <= 4 and 1 <= int(given) <= ITEMS_LIMIT
+    ):
+        raise RequestError(f"limit must be a whole number from 1 to {ITEMS_LIMIT}", "limit")
+    after = query.get("after") or None
+    return order, int(given), after
+
+
+def input_items(
+    stored: StoredResponse,
+    order: str = "desc",
+    limit: int = _ITEMS_DEFAULT,
+    after: str | None = None,
+) -> dict[str, Any]:
+    """What a stored response was given before its output, as one page of a list of input
+    items (newest first by default, as OpenAI's ``input_items`` lists them); ``after`` is
+    the id of the item the page begins after."""
     given, _ = _output(stored)
     items = [item for i, m in enumerate(given) for item in _items(m, i, True)]
-    items.reverse()
+    if order == "desc":
+        items.reverse()
+    if after is not None:
+        ids = [item["id"] for item in items]
+        if after not in ids:
+            raise RequestError(f"after: no input item has the id {after[:80]!r}", "after")
+        items = items[ids.index(after) + 1 :]
+    page = items[:limit]
     return {
         "object": "list",
-        "data": items,
-        "first_id": items[0]["id"] if items else None,
-        "last_id": items[-1]["id"] if items else None,
-        "has_more": False,
+        "data": page,
+        "first_id": page[0]["id"] if page else None,
+        "last_id": page[-1]["id"] if page else None,
+        "has_more": len(items) > len(page),
     }
+
+
+async def retrieved(memory: ResponseMemory, rid: str) -> dict[str, Any]:
+    """``GET /v1/responses/{id}``: the key's stored response; a 404 when it has none."""
+    return stored_body(await memory.get(rid))
+
+
+async def listed_items(
+    memory: ResponseMemory, rid: str, query: Mapping[str, str]
+) -> dict[str, Any]:
+    """``GET /v1/responses/{id}/input_items``: a page of the response's input items."""
+    order, limit, after = _page_query(query)
+    return input_items(await memory.get(rid), order, limit, after)
+
+
+async def deleted(memory: ResponseMemory, rid: str) -> dict[str, Any]:
+    """``DELETE /v1/responses/{id}``: the key's response forgotten (it can no longer be
+    continued, nor can any that continued it); a 404 when it has none."""
+    await memory.delete(rid)
+    return {"id": rid, "object": "response", "deleted": True}
