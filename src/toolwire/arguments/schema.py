@@ -3,6 +3,14 @@
 Shared by normalisation, the checker's explanations and the tool signature, so that each
 reads a schema the same way. References are local (``#/$defs/…``, ``#/definitions/…``) and
 followed a bounded number of times, so a recursive schema cannot loop.
+
+A schema is refused (:func:`validator_for`, the one check every API makes of a tool's
+schema) when its references chain deeper than :data:`MAX_REF_DEPTH` hops, or when following
+them would expand it past :data:`MAX_SCHEMA_EXPANSION` nodes (each definition referring to
+the next twice doubles it at every step): every walk over a schema, jsonschema's included,
+would otherwise recurse past Python's stack or run for ever. A reference back to a
+definition being expanded (a recursive schema: a tree, a list of lists) is not followed
+again — it is bounded by the value checked against it, not by the schema.
 """
 
 from __future__ import annotations
@@ -21,6 +29,8 @@ from .keywords import SCHEMA_FORMATS, Checker
 from .patterns import matching_pattern, unchecked
 
 __all__ = [
+    "MAX_REF_DEPTH",
+    "MAX_SCHEMA_EXPANSION",
     "allows_null",
     "declared",
     "matching_pattern",
@@ -45,6 +55,9 @@ def _dumped(schema: Mapping[str, Any]) -> str | bytes:
 @lru_cache(maxsize=256)
 def _validator(dumped: str | bytes) -> Validator:
     schema = json.loads(dumped)
+    problem = ref_problem(schema)
+    if problem is not None:
+        raise ArgumentsError(f"The tool's schema is not usable: {problem}", kind="schema")
     try:
         Checker.check_schema(schema, format_checker=SCHEMA_FORMATS)
     except SchemaError as exc:
@@ -65,6 +78,74 @@ def validator_for(schema: Mapping[str, Any]) -> Validator:
 
 
 _MAX_HOPS = 32
+
+#: ``$ref`` hops one after another (each inside the one before), at most, in a schema.
+MAX_REF_DEPTH = 64
+#: The nodes a schema would have with its references expanded (a reference back to a
+#: definition being expanded counted once), at most.
+MAX_SCHEMA_EXPANSION = 100_000
+
+
+class _Frame:
+    """A node being measured by :func:`ref_problem`: what is left of it to walk, and what
+    was found so far."""
+
+    def __init__(self, node: Any, root: Any, *, hop: bool) -> None:
+        self.node = node
+        self.hop = hop  # reached through a $ref: a hop deeper than its parent
+        self.children: list[tuple[Any, bool]] = [
+            (child, False) for child in (node.values() if isinstance(node, Mapping) else node)
+        ]
+        ref = node.get("$ref") if isinstance(node, Mapping) else None
+        target = _pointer(root, ref) if isinstance(ref, str) else None
+        if isinstance(target, (Mapping, list)):
+            self.children.append((target, True))
+        self.size = 1
+        self.depth = 0
+
+    def add(self, measured: tuple[int, int], hop: bool) -> None:
+        self.size += measured[0]
+        self.depth = max(self.depth, measured[1] + hop)
+
+
+def ref_problem(root: Any) -> str | None:
+    """Why the references of ``root`` cannot be followed safely (None: they can).
+
+    One walk with an explicit stack (no recursion, whatever the nesting), each node's
+    expanded size and reference depth worked out once and reused wherever it is referred
+    to: linear in the schema's size, whatever its references would expand to."""
+    if not isinstance(root, (Mapping, list)):
+        return None
+    memo: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded size, $ref depth)
+    active: set[int] = {id(root)}  # being expanded: a reference back to one is a cycle
+    stack = [_Frame(root, root, hop=False)]
+    while stack:
+        frame = stack[-1]
+        if frame.children:
+            child, hop = frame.children.pop()
+            if not isinstance(child, (Mapping, list)) or id(child) in active:
+                frame.size += 1  # a leaf, or a reference back (a cycle: not expanded again)
+                continue
+            measured = memo.get(id(child))
+            if measured is None:
+                stack.append(_Frame(child, root, hop=hop))
+                active.add(id(child))
+                continue
+            frame.add(measured, hop)
+        else:
+            stack.pop()
+            active.discard(id(frame.node))
+            measured = (min(frame.size, MAX_SCHEMA_EXPANSION + 1), frame.depth)
+            memo[id(frame.node)] = measured
+            if not stack:
+                return None
+            stack[-1].add(measured, frame.hop)
+            frame = stack[-1]
+        if frame.depth > MAX_REF_DEPTH:
+            return f"its $ref references chain more than {MAX_REF_DEPTH} deep"
+        if frame.size > MAX_SCHEMA_EXPANSION:
+            return f"its $ref references would expand it past {MAX_SCHEMA_EXPANSION} nodes"
+    return None
 
 
 def _pointer(root: Mapping[str, Any], ref: str) -> Any:

@@ -22,12 +22,17 @@ a text value that parts from theirs. From then it passes as it comes and streams
 calls the same tool turn after turn, each time with other arguments); a call that may still
 be a repeat at its end is given on whole or dropped there. Any other call passes as it
 comes.
+
+Linear in the number of calls: a call is compared with the earlier ones by its key, in a
+set; a held call is compared field by field, as it streams, with at most
+:data:`MAX_COMPARED` earlier calls of its name — past that many it is held to its end and
+decided there, by its key.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -102,28 +107,44 @@ def _answered(request: Request) -> set[Key]:
     return keys
 
 
+#: Earlier calls of its name a held call is compared with as it streams, at most. A call
+#: with more (a reply calling one tool over and over) is held to its end and decided there,
+#: by its key: comparing each call with every earlier one as it streams would make a reply
+#: of many calls quadratic.
+MAX_COMPARED = 64
+
+
 class _Probe:
     """What a held call may still repeat: the earlier calls of its name (their arguments as
     their keys have them) that what it has given so far does not rule out."""
 
-    def __init__(self, name: str, schema: Mapping[str, Any] | None, candidates: list[Key]) -> None:
+    def __init__(
+        self, name: str, schema: Mapping[str, Any] | None, candidates: list[Key] | None
+    ) -> None:
+        """``candidates`` None: too many to compare as it comes (it is decided at its end)."""
         self.name = name
         self._writer = ArgumentWriter(schema)
-        self._left: list[dict[str, Any]] | None = []
-        for key in candidates:
+        self._left: list[dict[str, Any]] | None = None if candidates is None else []
+        for key in candidates or ():
             self.add(key)
         self._read = 0  # of the writer's given values
         self._text: tuple[str, int] = ("", 0)  # the text field being compared, and how far
 
     def add(self, key: Key) -> None:
         """Another call it may repeat (one kept while it was held)."""
+        if self._left is None:
+            return
+        if len(self._left) >= MAX_COMPARED:
+            self._left = None  # too many to compare as it comes: decided at its end
+            return
         try:
             value = json.loads(key[1])
         except ValueError:
             value = None
-        if self._left is not None:
-            # a call whose arguments are no object is compared only at the end
-            self._left = [*self._left, value] if isinstance(value, dict) else None
+        if isinstance(value, dict):
+            self._left.append(value)
+        else:
+            self._left = None  # a call whose arguments are no object is compared only at the end
 
     def feed(self, text: str) -> bool:
         """Read more of its arguments: can it no longer be a repeat?"""
@@ -145,6 +166,33 @@ class _Probe:
         return self._left == []
 
 
+class _Called:
+    """The calls of one name given on or answered in this reply. Each call's key is worked
+    out once, when a later call of the name comes to be compared with it (typing the
+    arguments is only worth it then), and kept in a set: a call is compared with all the
+    earlier ones in one look-up, however many there are."""
+
+    def __init__(self) -> None:
+        self.keys: dict[Key, None] = {}  # the keys worked out, in the order of their calls
+        self._unkeyed: list[ToolCall] = []
+
+    def add(self, call: ToolCall, key: Key | None) -> None:
+        if key is None:
+            self._unkeyed.append(call)
+        else:
+            self.keys[key] = None
+
+    def __len__(self) -> int:
+        return len(self.keys) + len(self._unkeyed)
+
+    def keyed(self, key_of: Callable[[ToolCall], Key]) -> dict[Key, None]:
+        """Every call's key (each worked out once)."""
+        for call in self._unkeyed:
+            self.keys[key_of(call)] = None
+        self._unkeyed.clear()
+        return self.keys
+
+
 class Repeats:
     """Watches one turn's events (after the grammar read them) for repeated calls.
 
@@ -157,12 +205,12 @@ class Repeats:
         self._index = request.index
         self._answered = _answered(request)
         self._answered_names = {name for name, _ in self._answered}
-        #: The calls given on or answered in this reply, by name, each with its key once
-        #: it was needed: a key types the arguments, which is only worth it when another
-        #: call of the same name comes to compare with.
-        self._done: dict[str, list[list[Any]]] = {}
+        #: The calls given on or answered in this reply, by name.
+        self._done: dict[str, _Called] = {}
         self._held: dict[int, list[Event]] = {}
-        self._probes: dict[int, _Probe] = {}  # a held call: what it may still repeat
+        #: The held calls, by name then index: what each may still repeat.
+        self._probes: dict[str, dict[int, _Probe]] = {}
+        self._probed: dict[int, str] = {}  # a held call's index -> its name
         self.said = False  # text the user saw, or a call given on
         self.calls = 0
         self.stop = False
@@ -174,8 +222,8 @@ class Repeats:
         For the drift guard: a reply that opens with it and runs on is a repeat too."""
         return call_key(name, arguments, self._index.schema(name)) in self._answered
 
-    def _names(self) -> set[str]:
-        return self._answered_names | self._done.keys()
+    def _called(self, name: str) -> bool:
+        return name in self._answered_names or name in self._done
 
     def _seen(self, call: ToolCall) -> Key | None:
         """The key of ``call`` when an earlier call of this reply is the same, else None."""
@@ -183,28 +231,36 @@ class Repeats:
         if not earlier:
             return None
         key = self._key(call)
-        for entry in earlier:
-            if entry[1] is None:
-                entry[1] = self._key(entry[0])
-            if entry[1] == key:
-                return key
-        return None
+        return key if key in earlier.keyed(self._key) else None
 
     def _keep(self, call: ToolCall, key: Key | None = None) -> None:
-        self._done.setdefault(call.name, []).append([call, key])
-        for probe in self._probes.values():  # a call still held may repeat this one
-            if probe.name == call.name:
-                probe.add(key if key is not None else self._key(call))
+        self._done.setdefault(call.name, _Called()).add(call, key)
+        probes = self._probes.get(call.name)
+        if probes:  # a call still held may repeat this one
+            if key is None:
+                key = self._key(call)
+            for probe in probes.values():
+                probe.add(key)
 
-    def _candidates(self, name: str) -> list[Key]:
+    def _candidates(self, name: str) -> list[Key] | None:
         """The keys of the calls a call named ``name`` may repeat: the one just answered,
-        and those of this reply."""
+        and those of this reply (none worked out when there are more than can be compared
+        as it comes: the call is then decided at its end)."""
         keys = [key for key in self._answered if key[0] == name]
-        for entry in self._done.get(name, ()):
-            if entry[1] is None:
-                entry[1] = self._key(entry[0])
-            keys.append(entry[1])
+        done = self._done.get(name)
+        if done is not None:
+            if len(keys) + len(done) > MAX_COMPARED:
+                return None
+            keys.extend(done.keyed(self._key))
         return keys
+
+    def _unprobe(self, index: int) -> None:
+        name = self._probed.pop(index, None)
+        if name is not None:
+            probes = self._probes[name]
+            del probes[index]
+            if not probes:
+                del self._probes[name]
 
     def push(self, event: Event) -> list[Event]:
         """The events to give on now for ``event``."""
@@ -213,21 +269,24 @@ class Repeats:
         if isinstance(event, ev.Done):
             self.ended = True
         if isinstance(event, ev.CallStart):
-            if event.name in self._names():
+            if self._called(event.name):
                 self._held[event.index] = [event]
-                self._probes[event.index] = _Probe(
+                self._unprobe(event.index)
+                self._probes.setdefault(event.name, {})[event.index] = _Probe(
                     event.name, self._index.schema(event.name), self._candidates(event.name)
                 )
+                self._probed[event.index] = event.name
                 return []
             return [event]
         if isinstance(event, ev.CallArgsDelta) and event.index in self._held:
             self._held[event.index].append(event)
-            if self._probes[event.index].feed(event.text):  # it cannot be a repeat: it passes
-                del self._probes[event.index]
+            probe = self._probes[self._probed[event.index]][event.index]
+            if probe.feed(event.text):  # it cannot be a repeat: it passes
+                self._unprobe(event.index)
                 return self._held.pop(event.index)
             return []
         if isinstance(event, ev.CallAbort):
-            self._probes.pop(event.index, None)
+            self._unprobe(event.index)
             return [*self._held.pop(event.index, []), event]
         if isinstance(event, ev.TextDelta):
             self.said = self.said or bool(event.text.strip())
@@ -240,7 +299,7 @@ class Repeats:
         if not isinstance(event, ev.CallEnd):
             return [event]
         held = self._held.pop(event.index, [])
-        self._probes.pop(event.index, None)
+        self._unprobe(event.index)
         call = event.call
         if self._seen(call) is not None:
             self.stop = True
