@@ -114,9 +114,10 @@ def test_a_nesting_within_the_bound_still_reads(tmp_path: Path) -> None:
 
 @pytest.fixture
 def unloadable(tmp_path: Path) -> tuple[str, argparse.Namespace]:
-    """The file, and ``serve``'s arguments, of one entry, ``broken``, whose file is a GGUF by its header
-    and metadata that llama.cpp cannot load: a tokenizer and one tensor, no model."""
+    """The file, and ``serve``'s arguments, of one entry, ``broken``, whose file is a GGUF
+    by its header and metadata that llama.cpp cannot load: a tokenizer, one tensor, no model."""
     pytest.importorskip("llama_cpp")
+    (tmp_path / "secret-dir").mkdir()
     path = write_gguf(tmp_path / "secret-dir" / "broken.gguf")
     config = tmp_path / "models.toml"
     config.write_text(f"[[models]]\nname = 'broken'\ngguf = '{path}'\n")

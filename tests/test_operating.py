@@ -70,14 +70,14 @@ def test_json_logs_are_one_object_a_line_naming_the_key_never_showing_it(
 
 
 def test_the_text_format_logs_no_request(tmp_path: Path) -> None:
-    with slow_upstream(["hello"], 0.0) as (_, base):
-        with gateway(tmp_path, "--upstream", base, "--upstream-model", "m") as served:
-            client = openai.OpenAI(base_url=served.root + "/v1", api_key="x", max_retries=0)
-            client.chat.completions.create(
-                model="m", messages=[{"role": "user", "content": PROMPT}]
-            )
-            served.stop()
-            assert served.proc.wait(30) == 0
+    with (
+        slow_upstream(["hello"], 0.0) as (_, base),
+        gateway(tmp_path, "--upstream", base, "--upstream-model", "m") as served,
+    ):
+        client = openai.OpenAI(base_url=served.root + "/v1", api_key="x", max_retries=0)
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": PROMPT}])
+        served.stop()
+        assert served.proc.wait(30) == 0
     text = served.stderr()
     assert "toolwire: serving at" in text and PROMPT not in text
     assert "/v1/chat/completions" not in text
@@ -93,9 +93,7 @@ def test_traces_flag_exports_a_span_per_request(tmp_path: Path) -> None:
         args = ("--upstream", base, "--upstream-model", "m", "--traces")
         with gateway(tmp_path, *args, OTEL_TRACES_EXPORTER="console") as served:
             client = openai.OpenAI(base_url=served.root + "/v1", api_key="x", max_retries=0)
-            client.chat.completions.create(
-                model="m", messages=[{"role": "user", "content": "hi"}]
-            )
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
             served.stop()
             assert served.proc.wait(30) == 0
     text = served.stderr()

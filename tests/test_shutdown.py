@@ -30,9 +30,7 @@ class Streamed:
         self.chunks: list[Any] = []
         self.error: BaseException | None = None
         self.first = threading.Event()
-        self._client = openai.OpenAI(
-            base_url=root + "/v1", api_key="x", max_retries=0, timeout=60
-        )
+        self._client = openai.OpenAI(base_url=root + "/v1", api_key="x", max_retries=0, timeout=60)
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
