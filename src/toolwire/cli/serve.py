@@ -9,7 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -180,7 +183,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.workers == 1:
         app = _gateway(args)
         _said(args, f"toolwire: serving at {where}{many}")
-        uvicorn.run(app, **settings)
+        with _stopped_by_signal():
+            uvicorn.run(app, **settings)
         _said(args, "toolwire: stopped")
         return 0
     options = {k: v for k, v in vars(args).items() if not callable(v)}
@@ -190,6 +194,23 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         uvicorn.run(SERVE_APP, factory=True, workers=args.workers, **settings)
     _said(args, "toolwire: stopped")
     return 0
+
+
+@contextmanager
+def _stopped_by_signal() -> Iterator[None]:
+    """While uvicorn serves in this process: SIGTERM and SIGINT, once uvicorn has shut down
+    gracefully for them, end the command with status 0. (uvicorn raises the signal again
+    after its shutdown, to the handler it found: the default one would kill the process by
+    it, or print a KeyboardInterrupt's traceback, after a stop that went as it should.)"""
+    wanted = (signal.SIGTERM, signal.SIGINT)
+    before = {sig: signal.getsignal(sig) for sig in wanted}
+    for sig in wanted:
+        signal.signal(sig, lambda *_: None)
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 def _said(args: argparse.Namespace, line: str) -> None:
