@@ -53,8 +53,8 @@ def _serve(tmp_path: Path, config: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     ("entry", "says"),
     [
-        (UP + "dialect = 'gemeni'\n", "models[0] (gw).dialect 'gemeni' is not a schema dialect"),
-        (UP + "engine = 'tgi'\n", "models[0] (gw).engine 'tgi' is not an engine"),
+        (UP + "dialect = 'gemeni'\n", "models[0] (gw).dialect: unknown schema dialect 'gemeni'"),
+        (UP + "engine = 'tgi'\n", "models[0] (gw).engine: unknown engine 'tgi'"),
         ("gguf = 'x.gguf'\ntool_format = 'hermez'\n", "models[0].tool_format 'hermez' is not"),
         (UP + "port = 3\n", "models[0] has keys a model entry does not take: port"),
         (UP + "words = 'yes'\n", "models[0].words must be true or false"),

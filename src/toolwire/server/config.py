@@ -122,15 +122,6 @@ def _entry(i: int, given: Any) -> ModelEntry:
     if "name" not in given:
         raise UsageError(f"{where} needs a name (what clients send as 'model')")
     named = f"{where} ({given['name']})"
-    if "dialect" in given and given["dialect"] not in DIALECTS:
-        raise UsageError(
-            f"{named}.dialect {given['dialect']!r} is not a schema dialect; "
-            f"known: {', '.join(DIALECTS)}"
-        )
-    if "engine" in given and given["engine"] not in ENGINES:
-        raise UsageError(
-            f"{named}.engine {given['engine']!r} is not an engine; known: {', '.join(ENGINES)}"
-        )
     kinds = [k for k in _KINDS if k in given]
     if not kinds:
         raise UsageError(f"{named} needs either upstream, ollama or gguf")
@@ -142,6 +133,15 @@ def _entry(i: int, given: Any) -> ModelEntry:
     if mixed:
         raise UsageError(
             f"{named} mixes keys of another kind of model with {key}: {', '.join(mixed)}"
+        )
+    if "dialect" in given and given["dialect"] not in DIALECTS:
+        raise UsageError(
+            f"{named}.dialect: unknown schema dialect {given['dialect']!r}; "
+            f"known: {', '.join(DIALECTS)}"
+        )
+    if "engine" in given and given["engine"] not in ENGINES:
+        raise UsageError(
+            f"{named}.engine: unknown engine {given['engine']!r}; known: {', '.join(ENGINES)}"
         )
     if kind != "local" and "upstream_model" not in given:
         raise UsageError(f"{named} needs upstream_model with {key}: the model's name there")
