@@ -9,7 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -26,6 +29,9 @@ __all__ = ["add_serve", "serve_app", "served_models", "store_limits"]
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 #: Where ``serve --workers N`` leaves its options for the worker processes (JSON).
 _SERVE_ENV = "TOOLWIRE_SERVE"
+#: What ``--log-format`` takes: :data:`toolwire.server.logs.FORMATS` (not imported until
+#: the command runs; a test holds them equal).
+LOG_FORMATS = ("text", "json")
 #: What uvicorn imports in each ``serve --workers N`` process.
 SERVE_APP = f"{__name__}:serve_app"
 
@@ -39,16 +45,30 @@ def _gateway(args: argparse.Namespace) -> Any:
     keys = Keys.given(args.api_key, getattr(args, "api_keys", None), os.environ)
     where = getattr(args, "store", None)
     store = None if args.no_store else open_response_store(where, store_limits(args))
-    app = create_app(served_models(args), keys=keys, store=store)
+    tracer = _tracer(args)
+    app = create_app(served_models(args), keys=keys, store=store, tracer=tracer)
     freeze_heap()
     return app
+
+
+def _tracer(args: argparse.Namespace) -> Any:
+    """The tracer of ``--traces`` or of ``$OTEL_EXPORTER_OTLP_ENDPOINT`` (None: no traces)."""
+    from ..server.tracing import tracer_from_environment, traces_wanted
+
+    if not traces_wanted(getattr(args, "traces", False), os.environ):
+        return None
+    return tracer_from_environment()
 
 
 def serve_app() -> Any:
     """The gateway app of one ``serve --workers N`` process: uvicorn starts each worker from
     an import string, not an app, so each builds its own from the options ``serve`` left in
-    ``$TOOLWIRE_SERVE``."""
-    return _gateway(argparse.Namespace(**json.loads(os.environ[_SERVE_ENV])))
+    ``$TOOLWIRE_SERVE`` (its logs set up as the supervisor's were)."""
+    from ..server.logs import use_format
+
+    args = argparse.Namespace(**json.loads(os.environ[_SERVE_ENV]))
+    use_format(getattr(args, "log_format", "text"))
+    return _gateway(args)
 
 
 def _build(
@@ -127,9 +147,12 @@ def served_models(args: argparse.Namespace) -> Models:
 def _cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from ..server.config import read_config
+    from ..server.config import check_files, read_config
     from ..server.guard import uvicorn_settings
     from ..server.keys import Keys
+    from ..server.logs import use_format
+    from ..server.metrics import shared_values
+    from ..server.tracing import tracer_from_environment, traces_wanted
 
     if args.host not in _LOOPBACK and not Keys.given(args.api_key, args.api_keys, os.environ):
         raise UsageError(
@@ -139,30 +162,66 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         )
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1, not {args.workers}")
-    if args.config:
-        read_config(args.config)  # a bad config is told here, not by each worker
+    if args.config:  # a bad config, or a gguf that is not a model, is told here, not later
+        check_files(read_config(args.config))
+    if args.workers > 1 and traces_wanted(args.traces, os.environ):
+        tracer_from_environment()  # a missing extra or exporter is told here, not by a worker
+    use_format(args.log_format)
     # slow clients: deadlines for each request's headers and body (toolwire.server.guard)
-    guarded = uvicorn_settings()
+    settings: dict[str, Any] = {
+        **uvicorn_settings(),
+        "host": args.host,
+        "port": args.port,
+        # SIGTERM or Ctrl-C: no new connections; streams in flight get this long to end
+        "timeout_graceful_shutdown": args.shutdown_timeout,
+    }
+    if args.log_format == "json":  # logs.use_format set them up; uvicorn keeps to that
+        settings.update(log_config=None, log_level="info", access_log=False)
+    else:
+        settings["log_level"] = "warning"
     where = f"http://{args.host}:{args.port}/v1"
     many = f" from {args.workers} processes" if args.workers > 1 else ""
     if args.workers == 1:
         app = _gateway(args)
-        print(f"toolwire: serving at {where}{many}", file=sys.stderr)
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", **guarded)
+        _said(args, f"toolwire: serving at {where}{many}")
+        with _stopped_by_signal():
+            uvicorn.run(app, **settings)
+        _said(args, "toolwire: stopped")
         return 0
     options = {k: v for k, v in vars(args).items() if not callable(v)}
     os.environ[_SERVE_ENV] = json.dumps(options)
-    print(f"toolwire: serving at {where}{many}", file=sys.stderr)
-    uvicorn.run(
-        SERVE_APP,
-        factory=True,
-        workers=args.workers,
-        host=args.host,
-        port=args.port,
-        log_level="warning",
-        **guarded,
-    )
+    with shared_values(args.workers, os.environ):  # /metrics of any worker counts them all
+        _said(args, f"toolwire: serving at {where}{many}")
+        uvicorn.run(SERVE_APP, factory=True, workers=args.workers, **settings)
+    _said(args, "toolwire: stopped")
     return 0
+
+
+@contextmanager
+def _stopped_by_signal() -> Iterator[None]:
+    """While uvicorn serves in this process: SIGTERM and SIGINT, once uvicorn has shut down
+    gracefully for them, end the command with status 0. (uvicorn raises the signal again
+    after its shutdown, to the handler it found: the default one would kill the process by
+    it, or print a KeyboardInterrupt's traceback, after a stop that went as it should.)"""
+    wanted = (signal.SIGTERM, signal.SIGINT)
+    before = {sig: signal.getsignal(sig) for sig in wanted}
+    for sig in wanted:
+        signal.signal(sig, lambda *_: None)
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
+def _said(args: argparse.Namespace, line: str) -> None:
+    """A line of the gateway's own on stderr: a JSON log line with ``--log-format json``."""
+    if args.log_format == "json":
+        import logging
+
+        logging.getLogger("toolwire.serve").info(line)
+    else:
+        print(line, file=sys.stderr)
 
 
 def _seconds(text: str) -> float:
@@ -342,6 +401,29 @@ def add_serve(v: argparse.ArgumentParser) -> None:
         metavar="FAMILY",
         help="the tool-call format of a local model: a family's name (toolwire families), "
         "none (tools in words) or auto (default: detected from its chat template)",
+    )
+    # operating it: shutdown, logs, traces
+    v.add_argument(
+        "--shutdown-timeout",
+        type=_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="on SIGTERM or Ctrl-C, how long streams in flight have to end before they are "
+        "cut (no new connection is taken meanwhile; default: 30)",
+    )
+    v.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="text",
+        help="text (warnings only, as ever) or json: one JSON object a line on stderr, one "
+        "per request (method, path, status, duration, API, model, key name; never a body "
+        "or a key) and the server's start and shutdown (default: text)",
+    )
+    v.add_argument(
+        "--traces",
+        action="store_true",
+        help="OpenTelemetry traces, exported as the OTEL_* variables say (the otel extra; "
+        "on by itself when $OTEL_EXPORTER_OTLP_ENDPOINT is set and the extra installed)",
     )
     v.add_argument(
         "--workers",

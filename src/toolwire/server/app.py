@@ -37,7 +37,7 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..errors import ToolwireError, UsageError
+from ..errors import BackendError, ToolwireError, UsageError
 from ..pipeline import Backend
 from ..store.responses import ResponseStore
 from .anthropic import Messages, count_tokens, parse_messages
@@ -208,6 +208,7 @@ def create_app(
             try:
                 data = await body_of(request)
                 who = owner(request) or ""
+                observer.keyed(request.scope, who)
                 memory = ResponseMemory(store, who) if store is not None else None
                 call = await api.parse(data, memory)
                 engine, name = await models.backend(call.model), models.served_name(call.model)
@@ -215,6 +216,8 @@ def create_app(
                 return api.refusal(exc)
             except UnknownModel as exc:
                 return api.refusal(unknown(str(exc)))
+            except BackendError as exc:  # a local model that could not be loaded
+                return api.failed(failure(exc))
             events = Started(observer.turn(request.scope, name, engine.stream(call.request)))
             try:
                 if call.request.stream:

@@ -36,6 +36,7 @@ or the one model the flags give (which then takes any name; an upstream without
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -43,16 +44,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..backends.engines import ENGINES
 from ..backends.factory import BackendSpec, Kind, check_tool_format
-from ..errors import UsageError
+from ..errors import BackendError, GGUFError, ToolwireError, UsageError
 from ..pipeline import Backend
+from ..schemas import DIALECTS
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover -- Python 3.10
     import tomli as tomllib  # type: ignore[import-not-found]
 
-__all__ = ["ModelEntry", "Models", "UnknownModel", "read_config"]
+__all__ = ["ModelEntry", "Models", "UnknownModel", "check_files", "read_config"]
 
 #: The key that names each kind of entry, and the other keys that kind takes.
 _KINDS: dict[str, tuple[Kind, frozenset[str]]] = {
@@ -64,9 +67,16 @@ _KINDS: dict[str, tuple[Kind, frozenset[str]]] = {
     "ollama": ("ollama", frozenset({"upstream_model", "words"})),
 }
 _KEYS = {"name", *_KINDS, *(k for _, keys in _KINDS.values() for k in keys)}
+log = logging.getLogger("toolwire.gateway")
+
 #: Names an upstream passed every client's model keeps a backend for (least recently
 #: used dropped first), so clients cannot grow the gateway without bound.
 PASSED_NAMES = 64
+#: The largest config read (a list of models is a few kilobytes), and the deepest nesting of
+#: arrays and inline tables in it: tomllib parses nesting by recursion, so a deeper file
+#: would end the gateway's start in a RecursionError, not a message.
+MAX_CONFIG_BYTES = 1024 * 1024
+MAX_NESTING = 32
 
 
 class UnknownModel(LookupError):
@@ -124,6 +134,15 @@ def _entry(i: int, given: Any) -> ModelEntry:
         raise UsageError(
             f"{named} mixes keys of another kind of model with {key}: {', '.join(mixed)}"
         )
+    if "dialect" in given and given["dialect"] not in DIALECTS:
+        raise UsageError(
+            f"{named}.dialect: unknown schema dialect {given['dialect']!r}; "
+            f"known: {', '.join(DIALECTS)}"
+        )
+    if "engine" in given and given["engine"] not in ENGINES:
+        raise UsageError(
+            f"{named}.engine: unknown engine {given['engine']!r}; known: {', '.join(ENGINES)}"
+        )
     if kind != "local" and "upstream_model" not in given:
         raise UsageError(f"{named} needs upstream_model with {key}: the model's name there")
     spec = BackendSpec(
@@ -141,11 +160,23 @@ def _entry(i: int, given: Any) -> ModelEntry:
 
 
 def read_config(path: str | Path) -> list[ModelEntry]:
-    """The models a config file lists; :class:`UsageError` saying what is wrong."""
+    """The models a config file lists; :class:`UsageError` saying what is wrong. Only the
+    file is read: whether a ``gguf`` entry's file is a model is :func:`check_files`'s."""
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        with Path(path).open("rb") as file:
+            raw = file.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise UsageError(f"{path} is larger than {MAX_CONFIG_BYTES} bytes; a config is not")
+    try:
+        text = raw.decode("utf-8")
+        depth = nesting(text)
+        if depth > MAX_NESTING:
+            raise UsageError(
+                f"{path} nests arrays or inline tables {depth} deep; at most {MAX_NESTING}"
+            )
+        data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path} is not valid TOML: {exc}") from None
     unknown = sorted(set(data) - {"models"})
@@ -160,6 +191,75 @@ def read_config(path: str | Path) -> list[ModelEntry]:
     if twice:
         raise UsageError(f"{path} names a model twice: {', '.join(twice)}")
     return entries
+
+
+def nesting(text: str) -> int:
+    """How deep arrays and inline tables nest in a TOML text, in one pass: brackets and
+    braces counted outside strings and comments (a string's ``[`` nests nothing)."""
+    depth = deepest = 0
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth = max(depth - 1, 0)
+        elif c == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif c in "\"'":
+            i = _string_end(text, i)
+            continue
+        i += 1
+    return deepest
+
+
+def _string_end(text: str, i: int) -> int:
+    """Where the TOML string that starts at ``i`` ends (past its closing quote; the text's
+    end when it does not close, which tomllib then tells)."""
+    quote = text[i]
+    triple = text.startswith(quote * 3, i)
+    close = quote * 3 if triple else quote
+    j = i + len(close)
+    n = len(text)
+    while j < n:
+        c = text[j]
+        if c == "\\" and quote == '"':
+            j += 2
+            continue
+        if not triple and c == "\n":
+            return j
+        if text.startswith(close, j):
+            j += len(close)
+            while triple and j < n and text[j] == quote:  # """a"""" ends with a quote
+                j += 1
+            return j
+        j += 1
+    return n
+
+
+def check_files(entries: list[ModelEntry]) -> None:
+    """Each ``gguf`` entry's file, read as far as its header and metadata (not its weights):
+    a missing file or one that is not a GGUF model is a :class:`UsageError` naming the
+    entry, when the gateway starts rather than on a client's request."""
+    from ..models import resolve_model
+    from ..templates.gguf import read_gguf
+
+    for i, entry in enumerate(entries):
+        spec = entry.spec
+        if spec is None or spec.kind != "local" or not spec.model:
+            continue
+        named = f"models[{i}] ({entry.name}).gguf"
+        try:
+            path = resolve_model(spec.model)
+        except ToolwireError as exc:
+            raise UsageError(f"{named}: {exc}") from None
+        try:
+            read_gguf(path)
+        except GGUFError as exc:
+            raise UsageError(f"{named}: {exc}") from None
 
 
 class Models:
@@ -219,10 +319,23 @@ class Models:
                 entry = self.entries[name]
                 local = entry.spec is not None and entry.spec.kind == "local"
                 if local:  # loading takes seconds: not on the event loop
-                    self._ready[name] = await asyncio.to_thread(self._build, entry)
+                    self._ready[name] = await asyncio.to_thread(self._loaded, entry)
                 else:
                     self._ready[name] = self._build(entry)
         return self._ready[name]
+
+    def _loaded(self, entry: ModelEntry) -> Backend:
+        """A local model, loaded; one the engine cannot load is a :class:`BackendError`
+        naming the entry, not its file (the client is not told the host's paths: the log
+        is), and the next request tries again (the file may be put right meanwhile)."""
+        try:
+            return self._build(entry)
+        except Exception as exc:  # llama.cpp's own errors are ValueError, RuntimeError…
+            log.warning("the model %r could not be loaded: %s", entry.name, exc)
+            raise BackendError(
+                f"the model {entry.name!r} could not be loaded; the gateway's log says why",
+                kind="unloadable",
+            ) from None
 
     def _client_named(self, asked: str) -> Backend:
         ready = self._by_client.get(asked)

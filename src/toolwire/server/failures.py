@@ -22,6 +22,9 @@ could not be reached                          502
 sent a reply that cannot be read (not JSON,   502
 too long, cut short)
 failed mid-stream                             502
+a local model that could not be loaded        503     the operator's to fix (the message
+(``unloadable``)                                      names the config's entry; the log,
+                                                      the file and llama.cpp's words)
 ============================================  ======  =====================================
 
 A structured output whose reply does not fit its schema, with ``strict``, is a 502 when an
@@ -85,6 +88,8 @@ def failure(exc: ToolwireError) -> Failure:
         return Failure(502, "upstream_error", f"{_WHO} could not be reached")
     if exc.kind == "unreadable":
         return Failure(502, "upstream_error", f"{_WHO} sent a reply that could not be read")
+    if exc.kind == "unloadable":  # toolwire's own words, naming the entry, not the file
+        return Failure(503, "server_error", str(exc)[:500])
     if exc.kind == "output-schema":  # the upstream's reply is not the format asked for
         return Failure(502, "upstream_error", str(exc)[:500])
     if exc.kind == "output-schema-local":  # our own engine's: the server failed, not the client

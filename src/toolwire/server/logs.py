@@ -2,8 +2,10 @@
 
 Each line has ``time`` (UTC, ISO 8601), ``level``, ``logger`` and ``message``; a request's
 line (the ``toolwire.access`` logger, once its response has ended) adds ``method``,
-``path``, ``status``, ``duration`` (seconds), ``api`` and ``model`` — never a request's
-body, its query string or its key. An exception logged with its traceback keeps it, in
+``path``, ``status``, ``duration_ms``, ``api``, ``model`` and ``key`` (the name of the
+API key it came with, when keys are set) — never a request's body, its query string or
+the key itself. uvicorn's own lines (its start, its shutdown, an error) are written the
+same way. An exception logged with its traceback keeps it, in
 ``exception``, within the line.
 
 With the text format (the default) nothing is set up here: warnings go to stderr as they
@@ -61,12 +63,14 @@ def use_format(name: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING)
-    for name_ in ("toolwire", ACCESS):
+    for name_ in ("toolwire", ACCESS, "uvicorn", "uvicorn.error"):
         logging.getLogger(name_).setLevel(logging.INFO)
     for name_ in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logger = logging.getLogger(name_)
         logger.handlers[:] = []
         logger.propagate = True
+    # toolwire.access has each request's line: uvicorn's, which has the query string, not
+    logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
 
 
 def log_request(turn: Turn) -> None:
@@ -77,10 +81,12 @@ def log_request(turn: Turn) -> None:
         "method": turn.method,
         "path": turn.path[:_LONGEST],
         "status": turn.status,
-        "duration": round(turn.seconds, 6),
+        "duration_ms": round(turn.seconds * 1000, 3),
         "api": turn.api,
         "model": turn.model[:_LONGEST],
     }
+    if turn.key:
+        fields["key"] = turn.key[:_LONGEST]
     if turn.upstream_error:
         fields["upstream_error"] = turn.upstream_error
     _access.info("%s %s %s", turn.method, fields["path"], turn.status, extra={_REQUEST: fields})

@@ -19,15 +19,21 @@ model): past :data:`MODEL_LABELS` names, the rest are counted as ``other``.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections import Counter as Tally
+from collections.abc import Iterator, MutableMapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
 from prometheus_client import multiprocess as shared
 from prometheus_client.exposition import generate_latest
 
-__all__ = ["CONTENT_TYPE", "MODEL_LABELS", "Metrics", "Turn"]
+__all__ = ["CONTENT_TYPE", "MODEL_LABELS", "MULTIPROC_DIR", "Metrics", "Turn", "shared_values"]
 
+#: The variable that puts prometheus_client in multiprocess mode, naming its directory.
+MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
 #: The content type of the text exposition format.
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 #: Model names kept as labels; the names after them are counted as ``other``.
@@ -55,6 +61,8 @@ class Turn:
     completion_tokens: int = 0
     #: The kind of the upstream failure (a BackendError's ``kind``), when there was one.
     upstream_error: str = ""
+    #: The name of the API key the request came with (never the key), when keys are set.
+    key: str = ""
 
     @property
     def way(self) -> str:
@@ -149,3 +157,22 @@ class Metrics:
         registry = CollectorRegistry()
         shared.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
         return bytes(generate_latest(registry))
+
+
+@contextmanager
+def shared_values(workers: int, environ: MutableMapping[str, str]) -> Iterator[str | None]:
+    """While ``serve --workers N`` runs (N above 1): a directory of its own for every
+    worker's values, named in ``environ`` (each worker process inherits it), so a scrape of
+    any worker counts them all; removed, and the variable with it, when the gateway ends.
+    The operator's own directory, when ``PROMETHEUS_MULTIPROC_DIR`` is set, is kept as it
+    is. One process needs none: its values are in its registry."""
+    if workers < 2 or environ.get(MULTIPROC_DIR):
+        yield environ.get(MULTIPROC_DIR) or None
+        return
+    directory = tempfile.mkdtemp(prefix="toolwire-metrics-")
+    environ[MULTIPROC_DIR] = directory
+    try:
+        yield directory
+    finally:
+        environ.pop(MULTIPROC_DIR, None)
+        shutil.rmtree(directory, ignore_errors=True)

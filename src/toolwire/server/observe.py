@@ -97,6 +97,12 @@ class Observer:
         finally:
             record()
 
+    def keyed(self, scope: Scope, name: str) -> None:
+        """The name of the API key the request came with, for its log line."""
+        turn: Turn | None = scope.get("state", {}).get(_KEY)
+        if turn is not None:
+            turn.key = name
+
     def turn(
         self, scope: Scope, model: str, events: AsyncGenerator[Event, None]
     ) -> AsyncGenerator[Event, None]:

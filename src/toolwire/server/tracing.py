@@ -8,19 +8,23 @@ exporter is the one the standard ``OTEL_*`` environment variables name
 ``console``; ``none``), the service as ``OTEL_SERVICE_NAME`` and
 ``OTEL_RESOURCE_ATTRIBUTES`` say.
 
-Nothing here imports OpenTelemetry until traces are asked for (``serve --traces``, or a
-tracer handed to ``create_app``): without the extra the gateway runs as before.
+Nothing here imports OpenTelemetry until traces are asked for (``serve --traces``, an
+``OTEL_EXPORTER_OTLP_ENDPOINT`` in the environment with the extra installed, or a tracer
+handed to ``create_app``): without the extra the gateway runs as before, and ``--traces``
+without it is a usage error when ``serve`` starts.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from importlib.util import find_spec
 from typing import Any
 
 from ..errors import UsageError
 from .metrics import Turn
 
-__all__ = ["Tracing", "tracer_from_environment"]
+__all__ = ["Tracing", "tracer_from_environment", "traces_wanted"]
 
 _INSTALL = "traces need the otel extra: pip install 'toolwire[otel]'"
 
@@ -99,6 +103,24 @@ def tracer_from_environment() -> Any:
                 f"OTEL_TRACES_EXPORTER names {name!r}; toolwire knows otlp, console and none"
             )
     return provider.get_tracer("toolwire")
+
+
+def traces_wanted(forced: bool, environ: Mapping[str, str]) -> bool:
+    """Whether the gateway traces: asked (``--traces``; without the extra,
+    :func:`tracer_from_environment` then says so), or an OTLP endpoint set in the
+    environment (``OTEL_EXPORTER_OTLP_ENDPOINT``, or its ``_TRACES_`` one) with the extra
+    installed: the standard variables alone turn traces on, as the SDK's own tools do."""
+    if forced:
+        return True
+    endpoint = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or environ.get(
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+    )
+    if not endpoint or environ.get("OTEL_SDK_DISABLED", "").lower() == "true":
+        return False
+    try:
+        return find_spec("opentelemetry.sdk") is not None
+    except ModuleNotFoundError:  # no opentelemetry at all
+        return False
 
 
 def _service() -> str:
