@@ -41,6 +41,7 @@ same calls through every one of them.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import replace
@@ -68,6 +69,9 @@ from .structured import OutputCheck, call_or_output, output_constraint
 
 if TYPE_CHECKING:
     from .transport import Transport
+
+#: Events a reply passes on before it gives the event loop a turn (see :func:`reply`).
+_EVENTS_PER_TURN = 64
 
 __all__ = ["decide", "in_words", "plan_turn", "planned", "read", "reply"]
 
@@ -293,11 +297,18 @@ async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event,
     end = End(request)
     # an engine with its own API is another server's; a template's engine is our own
     check = OutputCheck(request, upstream=transport.native_tools)
+    since_turn = 0
     async with aclosing(_attempts(transport, request)) as events:
         async for event in events:
             for out in end.push(event):
                 for checked in check.push(out):
                     yield checked
+            # a reply already in hand (10,000 calls in one read) yields no turn of its own:
+            # every other client waits unless the loop gets one now and then
+            since_turn += 1
+            if since_turn >= _EVENTS_PER_TURN:
+                since_turn = 0
+                await asyncio.sleep(0)
 
 
 async def _attempts(transport: Transport, request: Request) -> AsyncGenerator[Event, None]:

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Mapping
 from contextlib import aclosing, suppress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -183,7 +184,7 @@ class _Serial:
         self._names: dict[int, tuple[str, str]] = {}
         self._sent: dict[int, list[str]] = {}
         self._open: int | None = None
-        self._waiting: list[Event] = []
+        self._waiting = _Waiting()
         self._next = 0
         self._finish = Finish("stop")
         self._held: Told | None = None  # a CallAbort's notice, unless the reader's follows
@@ -191,7 +192,7 @@ class _Serial:
     def push(self, event: Event) -> list[Output]:
         if self._open is None or self._belongs(event):
             return self._drain(self._handle(event))
-        self._waiting.append(event)
+        self._waiting.add(event)
         return []
 
     def end(self) -> list[Output]:
@@ -210,19 +211,17 @@ class _Serial:
         return isinstance(event, _CALL_EVENTS) and event.index == self._open
 
     def _drain(self, out: list[Output]) -> list[Output]:
-        """What waited, now that no call is open (until one opens again)."""
-        i = 0
-        while i < len(self._waiting):
-            event = self._waiting[i]
-            if self._open is None or self._belongs(event):
-                del self._waiting[i]
-                was = self._open
-                out += self._handle(event)
-                if was is not None and self._open is None:
-                    i = 0  # the open call ended: what waited before its events comes next
+        """What waited, now that no call is open (until one opens again): with no call open,
+        the oldest event; with one open, its own events and notices, oldest first. Each
+        waiting event is looked at once, so a reply of many interleaved calls stays linear."""
+        while True:
+            if self._open is None:
+                event = self._waiting.oldest()
             else:
-                i += 1
-        return out
+                event = self._waiting.oldest_of(self._open)
+            if event is None:
+                return out
+            out += self._handle(event)
 
     def _handle(self, event: Event) -> list[Output]:
         out: list[Output] = []
@@ -291,6 +290,52 @@ class _Serial:
         wire = self._next
         self._next += 1
         return [*out, WireCall(wire, call.id, call.name, arguments, _object(arguments))]
+
+
+class _Waiting:
+    """Events held while a call is open, in arrival order, and by what may pass first: a
+    call's own events, and notices (which pass whatever is open). An event taken by one
+    view is skipped by the other."""
+
+    def __init__(self) -> None:
+        self._all: deque[list[Any]] = deque()  # [sequence, event, taken]
+        self._calls: dict[int, deque[list[Any]]] = {}
+        self._notices: deque[list[Any]] = deque()
+        self._count = 0
+
+    def add(self, event: Event) -> None:
+        entry = [self._count, event, False]
+        self._count += 1
+        self._all.append(entry)
+        if isinstance(event, Notice):
+            self._notices.append(entry)
+        elif isinstance(event, _CALL_EVENTS):
+            self._calls.setdefault(event.index, deque()).append(entry)
+
+    def oldest(self) -> Event | None:
+        """The oldest event still waiting, taken."""
+        while self._all:
+            entry = self._all.popleft()
+            if not entry[2]:
+                entry[2] = True
+                return cast(Event, entry[1])
+        return None
+
+    def oldest_of(self, index: int) -> Event | None:
+        """The oldest waiting event of call ``index`` or notice, taken."""
+        mine = self._calls.get(index)
+        for queue in (mine, self._notices):
+            while queue and queue[0][2]:
+                queue.popleft()
+        if mine is not None and not mine:
+            del self._calls[index]
+            mine = None
+        heads = [q[0] for q in (mine, self._notices) if q]
+        if not heads:
+            return None
+        entry = min(heads, key=lambda e: e[0])
+        entry[2] = True
+        return cast(Event, entry[1])
 
 
 @dataclass
