@@ -259,8 +259,7 @@ def test_lessons_of_an_older_store_are_dropped_by_the_migration(tmp_path: Path) 
 
 
 def test_a_memory_file_keeps_sources_and_one_without_is_given(tmp_path: Path) -> None:
-    clock = Clock()
-    memory = ModelMemory(clock=clock)
+    memory = ModelMemory()  # the real clock: the file is read by another memory
     memory.learn("e", "m", words=True, source="probe")
     path = tmp_path / "memory.json"
     memory.save(path)
