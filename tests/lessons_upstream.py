@@ -66,14 +66,15 @@ class Upstream:
 class Quoting(Upstream):
     """Refuses a tool described with ``word``, quoting its description in the message."""
 
-    def __init__(self, word: str = "forbidden") -> None:
+    def __init__(self, word: str = "forbidden", needs: str = "") -> None:
         super().__init__()
-        self.word = word
+        self.word, self.needs = word, needs  # needs: refused only with this in the schema
 
     def refuse(self, body: dict[str, Any]) -> tuple[int, Any] | None:
         for tool in body.get("tools") or []:
             description = tool["function"].get("description", "")
-            if self.word in description.lower():
+            schema = json.dumps(tool["function"].get("parameters", {}))
+            if self.word in description.lower() and self.needs in schema:
                 message = f"Tool description rejected by the content policy: {description!r}"
                 error = {"message": message, "type": "invalid_request_error", "param": None}
                 return 400, {"error": {**error, "code": None}}

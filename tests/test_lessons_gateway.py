@@ -71,7 +71,7 @@ def test_a_client_quoting_takes_no_tools_does_not_put_the_next_clients_tools_in_
 
 
 def test_a_client_quoting_a_schema_keyword_does_not_strip_the_next_clients_schemas() -> None:
-    upstream = Quoting()
+    upstream = Quoting(needs="additionalProperties")  # the strict dialect heals it
     first, second = _two_clients(upstream, "Forbidden: invalid schema, additionalProperties")
     assert "for this request only" in _notices(first)["healed-schema"]
     assert not _notices(second)
