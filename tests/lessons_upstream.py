@@ -102,7 +102,9 @@ class NoTools(Upstream):
 
     def refuse(self, body: dict[str, Any]) -> tuple[int, Any] | None:
         if body.get("tools"):
-            return 400, {"error": f"registry.ollama.ai/library/{body['model']} does not support tools"}
+            return 400, {
+                "error": f"registry.ollama.ai/library/{body['model']} does not support tools"
+            }
         return None
 
 

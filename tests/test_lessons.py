@@ -243,11 +243,15 @@ def test_lessons_of_an_older_store_are_dropped_by_the_migration(tmp_path: Path) 
         "CREATE TABLE lessons (endpoint TEXT NOT NULL, model TEXT NOT NULL, dialect TEXT, "
         "words INTEGER NOT NULL, used REAL NOT NULL, PRIMARY KEY (endpoint, model))"
     )
-    con.execute("CREATE TABLE conversations (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
-                " uid TEXT NOT NULL, model TEXT, settings TEXT NOT NULL, session TEXT NOT NULL,"
-                " created TEXT NOT NULL, updated TEXT NOT NULL)")
-    con.execute("CREATE TABLE messages (conversation INTEGER NOT NULL, seq INTEGER NOT NULL,"
-                " body TEXT NOT NULL, PRIMARY KEY (conversation, seq))")
+    con.execute(
+        "CREATE TABLE conversations (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
+        " uid TEXT NOT NULL, model TEXT, settings TEXT NOT NULL, session TEXT NOT NULL,"
+        " created TEXT NOT NULL, updated TEXT NOT NULL)"
+    )
+    con.execute(
+        "CREATE TABLE messages (conversation INTEGER NOT NULL, seq INTEGER NOT NULL,"
+        " body TEXT NOT NULL, PRIMARY KEY (conversation, seq))"
+    )
     con.execute("INSERT INTO lessons VALUES ('e', 'm', NULL, 1, 1.0)")
     con.execute("PRAGMA user_version = 1")
     con.commit()

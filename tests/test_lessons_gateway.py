@@ -50,10 +50,14 @@ def _two_clients(upstream: Quoting, first_description: str) -> tuple[Any, Any]:
             a = openai.OpenAI(base_url=served.url + "/v1", api_key="a", max_retries=0)
             b = openai.OpenAI(base_url=served.url + "/v1", api_key="b", max_retries=0)
             first = a.chat.completions.create(
-                model="m", messages=ASK, tools=[_tool(first_description)]  # type: ignore[arg-type, list-item]
+                model="m",
+                messages=ASK,
+                tools=[_tool(first_description)],  # type: ignore[arg-type, list-item]
             )
             second = b.chat.completions.create(
-                model="m", messages=ASK, tools=[_tool("The weather in a city.")]  # type: ignore[arg-type, list-item]
+                model="m",
+                messages=ASK,
+                tools=[_tool("The weather in a city.")],  # type: ignore[arg-type, list-item]
             )
     return first, second
 
@@ -86,10 +90,14 @@ def test_a_model_that_refuses_the_gateways_own_probe_is_taught_for_every_client(
         with ServedApp(create_app(Models.single(backend, "m"))) as served:
             client = openai.OpenAI(base_url=served.url + "/v1", api_key="x", max_retries=0)
             first = client.chat.completions.create(
-                model="m", messages=ASK, tools=[_tool("The weather.")]  # type: ignore[arg-type, list-item]
+                model="m",
+                messages=ASK,
+                tools=[_tool("The weather.")],  # type: ignore[arg-type, list-item]
             )
             second = client.chat.completions.create(
-                model="m", messages=ASK, tools=[_tool("The weather.")]  # type: ignore[arg-type, list-item]
+                model="m",
+                messages=ASK,
+                tools=[_tool("The weather.")],  # type: ignore[arg-type, list-item]
             )
     assert "learned from a probe the gateway sent" in _notices(first)["healed-tools"]
     assert "learned from a probe the gateway sent, until" in _notices(second)["tools-in-words"]

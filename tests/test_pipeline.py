@@ -227,7 +227,12 @@ def test_a_model_that_takes_the_probe_is_healed_into_words_for_that_request_only
         backend = OllamaBackend("m", base_url=server.ollama_url, memory=memory)
         server.add_ollama([{"content": words_reply}])
         server.add_ollama(
-            [{"content": "", "tool_calls": [{"function": {"name": "get_weather", "arguments": ARGS}}]}]
+            [
+                {
+                    "content": "",
+                    "tool_calls": [{"function": {"name": "get_weather", "arguments": ARGS}}],
+                }
+            ]
         )
     events = _run(backend, _request())
     assert _calls(events) == [("get_weather", ARGS)]

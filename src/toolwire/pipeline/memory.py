@@ -261,7 +261,10 @@ class ModelMemory:
                 and (entry.get("dialect") is None or entry.get("dialect") in _DIALECTS)
                 and isinstance(entry.get("words", False), bool)
                 and entry.get("source", "given") in SOURCES
-                and (until is None or (isinstance(until, (int, float)) and not isinstance(until, bool)))
+                and (
+                    until is None
+                    or (isinstance(until, (int, float)) and not isinstance(until, bool))
+                )
                 and (entry.get("code") is None or isinstance(entry.get("code"), str))
             )
             if not ok:

@@ -318,9 +318,7 @@ async def _attempts(transport: Transport, request: Request) -> AsyncGenerator[Ev
     healed: set[str] = set()
     own = Lesson()  # what refusals of this request taught it alone
     while True:
-        plan, sent, notices = plan_turn(
-            transport, request, text_only="media" in healed, healed=own
-        )
+        plan, sent, notices = plan_turn(transport, request, text_only="media" in healed, healed=own)
         if not healed:  # after healing, its own notice has said why
             for notice in notices:
                 yield notice
@@ -377,8 +375,11 @@ async def _attempts(transport: Transport, request: Request) -> AsyncGenerator[Ev
                 continue
             refusal = read_refusal(exc) if plan.mode == "native" and not heard.any else None
             kind = refusal.kind if refusal is not None else None
-            if refusal is not None and kind == "schema" and plan.dialect != "strict" and (
-                kind not in healed
+            if (
+                refusal is not None
+                and kind == "schema"
+                and plan.dialect != "strict"
+                and (kind not in healed)
             ):
                 healed.add(kind)
                 own = replace(own, dialect="strict")
