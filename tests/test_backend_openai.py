@@ -122,13 +122,12 @@ def test_a_refusal_is_a_backend_error_with_what_the_provider_said(
 
 
 def test_a_refused_schema_is_sent_again_in_the_strict_dialect(server: FakeOpenAIServer) -> None:
-    server.add_error(
-        400,
-        {
-            "message": "Invalid schema for function 'set_flags': "
-            "'additionalProperties' is not permitted"
-        },
-    )
+    refusal = {
+        "message": "Invalid schema for function 'set_flags': "
+        "'additionalProperties' is not permitted"
+    }
+    server.add_error(400, refusal)
+    server.add_error(400, refusal)  # the gateway's probe, refused the same way: a lesson
     server.add_stream(text_deltas("ok"))
     server.add_stream(text_deltas("again"))
     backend = OpenAIBackend("schema-picky", base_url=server.base_url)
@@ -144,18 +143,22 @@ def test_a_refused_schema_is_sent_again_in_the_strict_dialect(server: FakeOpenAI
     ]
     events = run(backend, Request(USER, tools))
     assert [e.code for e in events if hasattr(e, "code")] == ["healed-schema"]
-    first, second = server.requests[0]["tools"][0], server.requests[1]["tools"][0]
+    probe = server.requests[1]["tools"][0]
+    assert probe["function"]["name"] == "toolwire_probe"
+    assert "additionalProperties" in probe["function"]["parameters"]
+    first, second = server.requests[0]["tools"][0], server.requests[2]["tools"][0]
     assert "additionalProperties" in first["function"]["parameters"]
     assert second["function"]["parameters"] == {
         "type": "object",
         "properties": {"a": {"type": "string"}},
     }
     run(backend, Request(USER, tools))  # remembered: the next turn is strict at once
-    assert "additionalProperties" not in server.requests[2]["tools"][0]["function"]["parameters"]
+    assert "additionalProperties" not in server.requests[3]["tools"][0]["function"]["parameters"]
 
 
 def test_a_model_without_tools_gets_them_in_words(server: FakeOpenAIServer) -> None:
     server.add_error(400, "registry.ollama.ai/library/gemma:2b does not support tools")
+    server.add_stream(text_deltas("ok"))  # the gateway's probe, taken: for this request only
     server.add_stream(
         text_deltas(
             '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
@@ -165,7 +168,8 @@ def test_a_model_without_tools_gets_them_in_words(server: FakeOpenAIServer) -> N
     (end,) = [e for e in events if isinstance(e, CallEnd)]
     assert end.call.arguments == {"city": "Paris"}
     assert events[-1] == Done("tool_calls", None)
-    second = server.requests[1]
+    assert server.requests[1]["tools"][0]["function"]["name"] == "toolwire_probe"
+    second = server.requests[2]
     assert "tools" not in second
     assert second["messages"][0]["role"] == "system"
     assert "<tool_call>" in second["messages"][0]["content"]

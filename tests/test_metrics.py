@@ -117,6 +117,7 @@ def test_a_plain_call_and_a_healed_one_are_told_apart(
     assert r.status_code == 200 and r.json()["choices"][0]["finish_reason"] == "tool_calls"
     # an engine that takes no tools: the turn is sent again with the tools in words
     upstream.add_error(400, {"message": "library/gemma:2b does not support tools"})
+    upstream.add_stream(text_deltas("ok"))  # the gateway's probe, taken: this request only
     upstream.add_stream(text_deltas(TAGGED))
     r = httpx.post(gateway + "/v1/chat/completions", json={**ASK, "tools": TOOLS}, timeout=10)
     assert r.status_code == 200, r.text

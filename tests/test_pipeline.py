@@ -90,6 +90,10 @@ def _codes(events: list[Any]) -> list[str]:
     return [e.code for e in events if isinstance(e, Notice)]
 
 
+def _messages(events: list[Any]) -> dict[str, str]:
+    return {e.code: e.message for e in events if isinstance(e, Notice)}
+
+
 def _text(events: list[Any]) -> str:
     return "".join(e.text for e in events if isinstance(e, TextDelta))
 
@@ -176,27 +180,67 @@ def test_a_model_that_takes_no_tools_is_healed_into_words_and_remembered(
     refusal = "registry.ollama.ai/library/gemma:2b does not support tools"
     if remote == "openai":
         server.add_error(400, {"message": refusal})
+        server.add_error(400, {"message": refusal})  # the gateway's probe, refused alike
         backend: Any = OpenAIBackend("m", base_url=server.base_url, memory=memory)
         server.add_stream(text_deltas(words_reply, 5))
         server.add_stream(text_deltas(words_reply, 5))
     else:
         server.add_error(400, refusal)
+        server.add_error(400, refusal)  # the gateway's probe, refused alike
         backend = OllamaBackend("m", base_url=server.ollama_url, memory=memory)
         server.add_ollama([{"content": words_reply}])
         server.add_ollama([{"content": words_reply}])
     events = _run(backend, _request())
     assert _calls(events) == [("get_weather", ARGS)]
     assert _text(events) == ""
-    assert "healed-tools" in _codes(events)
-    first, second = server.requests
+    assert "learned from a probe" in _messages(events)["healed-tools"]
+    first, probe, second = server.requests
+    assert probe["tools"][0]["function"]["name"] == "toolwire_probe"
     assert "tools" in first and "tools" not in second
     assert "get_weather" in second["messages"][0]["content"]  # the tools, in words
     # remembered: the next turn goes straight to words, and says why
     again = _run(backend, _request())
     assert _calls(again) == [("get_weather", ARGS)]
     assert "tools-in-words" in _codes(again) and "healed-tools" not in _codes(again)
-    assert "tools" not in server.requests[2]
+    assert "tools" not in server.requests[3]
     assert memory.recall(backend.endpoint, "m").words
+    assert memory.recall(backend.endpoint, "m").source == "probe"
+
+
+@pytest.mark.parametrize("remote", ["openai", "ollama"])
+def test_a_model_that_takes_the_probe_is_healed_into_words_for_that_request_only(
+    server: FakeOpenAIServer, remote: str
+) -> None:
+    memory = ModelMemory()
+    words_reply = f"<tool_call>\n{CALL_JSON}\n</tool_call>"
+    native = tool_call_deltas([("call_1", "get_weather", ARGS_TEXT)])
+    refusal = "registry.ollama.ai/library/gemma:2b does not support tools"
+    if remote == "openai":
+        server.add_error(400, {"message": refusal})
+        server.add_stream(text_deltas("ok"))  # the probe is taken: the model takes tools
+        backend: Any = OpenAIBackend("m", base_url=server.base_url, memory=memory)
+        server.add_stream(text_deltas(words_reply, 5))
+        server.add_stream(native)
+    else:
+        server.add_error(400, refusal)
+        server.add_ollama([{"content": "ok"}])
+        backend = OllamaBackend("m", base_url=server.ollama_url, memory=memory)
+        server.add_ollama([{"content": words_reply}])
+        server.add_ollama(
+            [
+                {
+                    "content": "",
+                    "tool_calls": [{"function": {"name": "get_weather", "arguments": ARGS}}],
+                }
+            ]
+        )
+    events = _run(backend, _request())
+    assert _calls(events) == [("get_weather", ARGS)]
+    assert "for this request only" in _messages(events)["healed-tools"]
+    assert not memory.recall(backend.endpoint, "m").words
+    again = _run(backend, _request())  # the next request: its tools natively
+    assert _calls(again) == [("get_weather", ARGS)]
+    assert "tools-in-words" not in _codes(again) and "tools" in server.requests[3]
 
 
 def test_a_refused_schema_is_healed_once_alike_for_openai_and_ollama(
@@ -216,7 +260,9 @@ def test_a_refused_schema_is_healed_once_alike_for_openai_and_ollama(
     }
     request = Request([{"role": "user", "content": "hi"}], [nested])
     server.add_error(400, {"message": "Invalid schema for function: anyOf is not supported"})
+    server.add_error(400, {"message": "Invalid schema for function: anyOf is not supported"})
     server.add_stream(text_deltas("sunny"))
+    server.add_error(400, "invalid schema: unsupported keyword additionalProperties")
     server.add_error(400, "invalid schema: unsupported keyword additionalProperties")
     server.add_ollama([{"content": "sunny"}])
     for backend in (
@@ -227,7 +273,9 @@ def test_a_refused_schema_is_healed_once_alike_for_openai_and_ollama(
         assert _text(events) == "sunny"
         assert "healed-schema" in _codes(events)
         assert memory.recall(backend.endpoint, "m").dialect == "strict"
-    sent_again = [server.requests[1], server.requests[3]]
+    probes = [server.requests[1], server.requests[4]]  # refused alike: the lesson stands
+    assert all(p["tools"][0]["function"]["name"] == "toolwire_probe" for p in probes)
+    sent_again = [server.requests[2], server.requests[5]]
     for body in sent_again:
         params = body["tools"][0]["function"]["parameters"]
         assert "anyOf" not in json.dumps(params)
@@ -235,17 +283,19 @@ def test_a_refused_schema_is_healed_once_alike_for_openai_and_ollama(
 
 def test_a_second_refusal_of_the_same_kind_is_not_healed_again(server: FakeOpenAIServer) -> None:
     server.add_error(400, {"message": "invalid schema: anyOf"})
+    server.add_stream(text_deltas("ok"))  # the probe
     server.add_error(400, {"message": "invalid schema: anyOf"})
     backend = OpenAIBackend("m", base_url=server.base_url, memory=ModelMemory())
     with pytest.raises(BackendError):
         _run(backend, _request())
-    assert len(server.requests) == 2
+    assert len(server.requests) == 3
 
 
 def test_memory_is_keyed_by_endpoint_and_model(server: FakeOpenAIServer) -> None:
     memory = ModelMemory()
     with FakeOpenAIServer() as other:
         server.add_error(400, "m does not support tools")
+        server.add_error(400, "m does not support tools")  # the probe, refused alike
         server.add_ollama([{"content": "ok"}])
         _run(OllamaBackend("m", base_url=server.ollama_url, memory=memory), _request())
         other.add_ollama([{"content": "ok"}])
@@ -285,6 +335,7 @@ def test_backends_made_without_a_memory_share_the_process_default(
     default_memory().reset()
     try:
         server.add_error(400, "m does not support tools")
+        server.add_error(400, "m does not support tools")  # the probe, refused alike
         server.add_ollama([{"content": "ok"}])
         _run(OllamaBackend("m", base_url=server.ollama_url), _request())
         assert default_memory().recall(server.ollama_url, "m").words

@@ -370,13 +370,15 @@ def test_a_lesson_the_pipeline_learns_reaches_the_store() -> None:
     store = ConversationStore()
     with FakeOpenAIServer() as server:
         server.add_error(400, {"message": "gemma:2b does not support tools"})
+        server.add_error(400, {"message": "gemma:2b does not support tools"})  # the probe
         server.add_stream(text_deltas("no call"))
         backend = OpenAIBackend("m", base_url=server.base_url, memory=ModelMemory(store=store))
         conversation = StoredConversation()
         conversation.add_user("hi")
         list(run_loop_sync(backend, conversation, _box()))
         endpoint = backend.endpoint
-    assert ModelMemory(store=ConversationStore()).recall(endpoint, "m").words
+    kept = ModelMemory(store=ConversationStore()).recall(endpoint, "m")
+    assert kept.words and kept.source == "probe" and kept.until is not None
 
 
 def _box() -> Toolbox:

@@ -30,7 +30,7 @@ from starlette.routing import Route
 from toolwire import events as ev
 from toolwire.backends import OllamaBackend, OpenAIBackend
 from toolwire.errors import BackendError
-from toolwire.pipeline import Request
+from toolwire.pipeline import ModelMemory, Request
 from toolwire.server import create_app
 from toolwire.server.config import Models
 from toolwire.testing import FakeOpenAIServer, ServedApp, text_deltas
@@ -83,6 +83,15 @@ AZURE = {
         "code": None,
     }
 }
+# OpenAI's own refusal of a parameter a model does not take: a code, and the field as param
+OPENAI = {
+    "error": {
+        "message": "Unsupported parameter: 'stream_options' is not supported with this model.",
+        "type": "invalid_request_error",
+        "param": "stream_options",
+        "code": "unsupported_parameter",
+    }
+}
 PYDANTIC = {
     "detail": [
         {
@@ -95,7 +104,36 @@ PYDANTIC = {
 }
 
 
-@pytest.mark.parametrize(("status", "error"), [(400, AZURE), (422, PYDANTIC)])
+def test_a_server_refusing_stream_options_in_words_is_healed_for_each_request() -> None:
+    """Azure's refusal names the field only in its message, which may quote a request: each
+    request is healed, and the next one asks for the usage again."""
+    upstream = Refusing(400, AZURE)
+    with ServedApp(upstream.app) as served:
+        backend = OpenAIBackend("m", base_url=served.url + "/v1")
+        for _ in range(2):
+            events = _events(backend)
+            assert [e.text for e in events if isinstance(e, ev.TextDelta)] == ["hello"]
+            assert [e.code for e in events if isinstance(e, ev.Notice)] == ["healed-stream-usage"]
+        assert ["stream_options" in b for b in upstream.bodies] == [True, False, True, False]
+        assert backend.stream_usage is True
+
+
+def test_a_sure_refusal_of_stream_options_is_kept_for_the_memorys_ttl() -> None:
+    now = [1000.0]
+    upstream = Refusing(422, PYDANTIC)
+    with ServedApp(upstream.app) as served:
+        memory = ModelMemory(clock=lambda: now[0], ttl=60)
+        backend = OpenAIBackend("m", base_url=served.url + "/v1", memory=memory)
+        _events(backend)
+        _events(backend)
+        assert backend.stream_usage is False
+        now[0] += 61  # the lesson has ended: asked again
+        assert backend.stream_usage is True
+        _events(backend)
+    assert ["stream_options" in b for b in upstream.bodies] == [True, False, False, True, False]
+
+
+@pytest.mark.parametrize(("status", "error"), [(400, OPENAI), (422, PYDANTIC)])
 def test_a_server_refusing_stream_options_is_asked_again_without(
     status: int, error: dict[str, Any]
 ) -> None:

@@ -21,8 +21,13 @@ A streamed request asks for the usage (``stream_options``, every engine: see
 :mod:`toolwire.backends.engines`), read from the chunk that carries it (with empty
 ``choices``) into :class:`~toolwire.events.Done`'s usage, the prompt's cached tokens
 (``prompt_tokens_details.cached_tokens``) as ``cached_tokens``. A server that refuses the
-field is sent the request again without it, with a ``healed-stream-usage`` notice, and this
-backend does not ask it again (``stream_usage``).
+field is sent the request again without it, with a ``healed-stream-usage`` notice. That heals
+the one request; the backend stops asking for the usage (``stream_usage`` False) only when
+the refusal is sure — its status and a machine field name ``stream_options`` (OpenAI's
+``unsupported_parameter`` code with that ``param``, a pydantic 422 ``extra_forbidden`` at
+``["body", "stream_options"]``: :func:`~toolwire.schemas.refusals.refuses_field`), never from
+the error's words, which may quote a client's request — and then for the memory's ``ttl``
+(an hour by default, on the memory's clock), after which it asks again.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from ..errors import BackendError, UsageError
 from ..events import Event
 from ..messages import ToolCall
 from ..pipeline import Prepared, Request
+from ..schemas.refusals import refuses_field
 from .engines import (
     CONSTRAINING,
     STREAM_USAGE,
@@ -105,8 +111,20 @@ class OpenAIBackend(HttpTransport):
         if self.engine in CONSTRAINING:  # it decodes a required call under the schemas
             self.can_constrain = True
         self.takes_files = self.engine == "openai"
-        #: whether a streamed request asks for the usage: until the server refuses it
-        self.stream_usage = True
+        #: until when (the memory's clock) a streamed request does not ask for the usage
+        self._no_stream_usage_until: float | None = None
+
+    @property
+    def stream_usage(self) -> bool:
+        """Does a streamed request ask for the usage? Yes, unless the server surely refused
+        ``stream_options`` within the memory's ``ttl`` (see the module)."""
+        until = self._no_stream_usage_until
+        return until is None or until <= self.memory.clock()
+
+    @stream_usage.setter
+    def stream_usage(self, value: bool) -> None:
+        """Set by the caller: False stops asking for good, True asks again."""
+        self._no_stream_usage_until = None if value else float("inf")
 
     @staticmethod
     def normal_base(base_url: str) -> str:
@@ -167,7 +185,8 @@ class OpenAIBackend(HttpTransport):
             asked = isinstance(body, dict) and "stream_options" in body
             if heard or not asked or not refuses_stream_options(exc):
                 raise
-            self.stream_usage = False
+            if refuses_field(exc, "stream_options"):  # sure: later requests go without it
+                self._no_stream_usage_until = self.memory.clock() + self.memory.ttl
             yield ev.Notice(
                 "healed-stream-usage",
                 "the server refused stream_options; sent again without it, so the stream "

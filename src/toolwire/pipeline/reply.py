@@ -15,9 +15,11 @@ model and how its reply becomes calls.
    from its text, but a reply that is nothing but a call in one of drift recovery's shapes
    gets a ``call-without-tools`` notice at its end, ``strict`` or not (a notice, not a
    recovery): it stays text and nothing runs.
-3. **Heal**: a refusal over tools, before the model said a word, is healed once — a refused
-   schema keyword sends the tools again in the strict dialect; "takes no tools" gives them in
-   words — and the lesson is kept in the transport's :class:`ModelMemory`. An engine that
+3. **Heal**: a refusal over tools, before the model said a word, is healed once, for this
+   request — a refused schema keyword sends the tools again in the strict dialect; "takes no
+   tools" gives them in words. Whether the transport's :class:`ModelMemory` keeps it as a
+   lesson for later requests is decided in :mod:`toolwire.pipeline.lessons` (only from the
+   provider's error code, or a probe of the gateway's own). An engine that
    refuses the request's images or files is asked again with placeholders for them (for this
    request: the next may go to a model that takes them).
 4. **Constrain** (an engine that can, unless ``strict`` or ``constrained=False``): a call
@@ -57,11 +59,11 @@ from ..formats.reasoning import ReasoningSplitter
 from ..formats.registry import FORMAT_SETTINGS, get_family
 from ..formats.words import Words
 from ..prompted import tools_in_words, transcript_in_words
-from ..schemas import classify_refusal
-from ..schemas.refusals import refused_media
+from ..schemas.refusals import read_refusal, refused_media
 from .content import has_media, readable
 from .declared import Declared
 from .end import End
+from .lessons import settle
 from .memory import Lesson
 from .repeats import Repeats, without_tools
 from .request import Plan, Request
@@ -94,7 +96,7 @@ def decide(transport: Transport, request: Request, lesson: Lesson) -> tuple[Plan
             if request.tool_format == "none"
             else "it is listed as taking no tools"
             if transport.words
-            else "it said before that it takes no tools"
+            else f"it said before that it takes no tools ({lesson.origin()})"
             if lesson.words
             else ""
         )
@@ -112,7 +114,8 @@ def decide(transport: Transport, request: Request, lesson: Lesson) -> tuple[Plan
             notices.append(
                 ev.Notice(
                     "schema-dialect",
-                    f"{model} refused a schema before; its tools go in the {dialect} dialect",
+                    f"{model} refused a schema before; its tools go in the {dialect} dialect "
+                    f"({lesson.origin()})",
                 )
             )
         return Plan("native", family=family, dialect=dialect), notices
@@ -130,14 +133,22 @@ def decide(transport: Transport, request: Request, lesson: Lesson) -> tuple[Plan
 
 
 def plan_turn(
-    transport: Transport, request: Request, *, text_only: bool = False
+    transport: Transport,
+    request: Request,
+    *,
+    text_only: bool = False,
+    healed: Lesson | None = None,
 ) -> tuple[Plan, Request, list[ev.Notice]]:
     """The plan, the request as it will be sent (tools in words, or a named tool alone),
     and every notice that says why — the one place a turn is decided. ``text_only``: the
-    engine refused the request's images or files; they go as placeholders."""
-    plan, notices = decide(
-        transport, request, transport.memory.recall(transport.endpoint, transport.model)
-    )
+    engine refused the request's images or files; they go as placeholders. ``healed``: what
+    a refusal of this request taught it alone, over what the model's memory holds."""
+    lesson = transport.memory.recall(transport.endpoint, transport.model)
+    if healed is not None:
+        lesson = replace(
+            lesson, dialect=healed.dialect or lesson.dialect, words=healed.words or lesson.words
+        )
+    plan, notices = decide(transport, request, lesson)
     # images, documents and system messages as this model can be given them
     sent, seen = readable(transport, request, text_only=text_only)
     notices += seen
@@ -314,12 +325,11 @@ async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event,
 async def _attempts(transport: Transport, request: Request) -> AsyncGenerator[Event, None]:
     """The turn's events before its end: sent, read, healed when refused, asked again
     when all it said was a repeat."""
-    memory = transport.memory
-    key = (transport.endpoint, transport.model)
     media_told = False
     healed: set[str] = set()
+    own = Lesson()  # what refusals of this request taught it alone
     while True:
-        plan, sent, notices = plan_turn(transport, request, text_only="media" in healed)
+        plan, sent, notices = plan_turn(transport, request, text_only="media" in healed, healed=own)
         if not healed:  # after healing, its own notice has said why
             for notice in notices:
                 yield notice
@@ -374,21 +384,31 @@ async def _attempts(transport: Transport, request: Request) -> AsyncGenerator[Ev
             ):
                 healed.add("media")  # asked again with placeholders for what it cannot take
                 continue
-            kind = classify_refusal(exc) if plan.mode == "native" and not heard.any else None
-            if kind == "schema" and plan.dialect != "strict" and kind not in healed:
+            refusal = read_refusal(exc) if plan.mode == "native" and not heard.any else None
+            kind = refusal.kind if refusal is not None else None
+            if (
+                refusal is not None
+                and kind == "schema"
+                and plan.dialect != "strict"
+                and (kind not in healed)
+            ):
                 healed.add(kind)
-                memory.learn(*key, dialect="strict")
+                own = replace(own, dialect="strict")
+                told = await settle(transport, refusal, plan.dialect)
                 yield ev.Notice(
                     "healed-schema",
-                    f"{transport.model} refused a tool schema; sent again with plain schemas",
+                    f"{transport.model} refused a tool schema; sent again with plain schemas, "
+                    f"{told}",
                 )
                 continue
-            if kind == "tools" and kind not in healed:
+            if refusal is not None and kind == "tools" and kind not in healed:
                 healed.add(kind)
-                memory.learn(*key, words=True)
+                own = replace(own, words=True)
+                told = await settle(transport, refusal, plan.dialect)
                 yield ev.Notice(
                     "healed-tools",
-                    f"{transport.model} takes no tools; they are given in words instead",
+                    f"{transport.model} refused the request's tools; they are given in words, "
+                    f"{told}",
                 )
                 continue
             raise

@@ -258,20 +258,42 @@ class ConversationStore:
     # -- what the pipeline learned about models (see toolwire.pipeline.memory)
 
     def load_lessons(self) -> list[dict[str, Any]]:
-        """The lessons kept, least recently taught first."""
+        """The lessons kept, least recently taught first, each with its source and end."""
         with self._connect() as db:
             rows = db.execute(
-                "SELECT endpoint, model, dialect, words FROM lessons ORDER BY used, rowid"
+                "SELECT endpoint, model, dialect, words, source, until, code FROM lessons "
+                "ORDER BY used, rowid"
             ).fetchall()
-        return [{"endpoint": e, "model": m, "dialect": d, "words": bool(w)} for e, m, d, w in rows]
+        return [
+            {
+                "endpoint": e,
+                "model": m,
+                "dialect": d,
+                "words": bool(w),
+                "source": s,
+                "until": u,
+                "code": c,
+            }
+            for e, m, d, w, s, u, c in rows
+        ]
 
     def save_lesson(self, lesson: Mapping[str, Any], *, keep: int) -> None:
-        """Keep one model's lesson (replacing its last), and at most ``keep`` lessons."""
+        """Keep one model's lesson (replacing its last) with its source and end, and at most
+        ``keep`` lessons."""
         with self._connect() as db, transaction(db):
             db.execute(
-                "INSERT OR REPLACE INTO lessons (endpoint, model, dialect, words, used) "
-                "VALUES (?, ?, ?, ?, julianday('now'))",
-                (lesson["endpoint"], lesson["model"], lesson["dialect"], lesson["words"]),
+                "INSERT OR REPLACE INTO lessons "
+                "(endpoint, model, dialect, words, used, source, until, code) "
+                "VALUES (?, ?, ?, ?, julianday('now'), ?, ?, ?)",
+                (
+                    lesson["endpoint"],
+                    lesson["model"],
+                    lesson["dialect"],
+                    lesson["words"],
+                    lesson.get("source") or "given",
+                    lesson.get("until"),
+                    lesson.get("code"),
+                ),
             )
             db.execute(
                 "DELETE FROM lessons WHERE rowid NOT IN "

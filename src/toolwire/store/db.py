@@ -62,6 +62,15 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             PRIMARY KEY (endpoint, model)
         )""",
     ),
+    # a lesson says where it came from and when it ends (see toolwire.pipeline.memory); one
+    # kept before this was read from a provider's free text, which may quote a client's
+    # request, so it is dropped: the model is asked afresh
+    2: (
+        "DELETE FROM lessons",
+        "ALTER TABLE lessons ADD COLUMN source TEXT NOT NULL DEFAULT 'given'",
+        "ALTER TABLE lessons ADD COLUMN until REAL",
+        "ALTER TABLE lessons ADD COLUMN code TEXT",
+    ),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
