@@ -2,25 +2,23 @@
 
 A GGUF file is the model a local engine runs, and its metadata holds the template the model
 was trained with; reading it from there (rather than guessing by model name) is what makes
-the rendered prompt right. Only metadata is read: ``gguf.GGUFReader`` memory-maps the file,
-so the weights are never loaded, though it does parse every metadata field, including the
-whole vocabulary.
+the rendered prompt right. Only metadata is read, by the bounded reader of
+:mod:`toolwire.templates.gguf_meta`: the weights are never touched and the vocabulary is
+never built (the three or four special tokens are picked out of it).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from toolwire.errors import GGUFError
 from toolwire.templates.chat import ChatTemplate
+from toolwire.templates.gguf_meta import GGUF_MAGIC, GGUFMetadata, read_metadata, type_name
 
 __all__ = ["GGUF_MAGIC", "GGUFInfo", "read_gguf"]
-
-#: The first four bytes of every GGUF file.
-GGUF_MAGIC = b"GGUF"
 
 _TEMPLATE = "tokenizer.chat_template"
 _TEMPLATE_NAMES = "tokenizer.chat_templates"
@@ -65,26 +63,39 @@ def read_gguf(path: str | os.PathLike[str]) -> GGUFInfo:
     """Read a GGUF file's chat template(s) and special tokens, not its weights.
 
     Every failure (a missing file, a file that is not GGUF, a truncated one, a field of the
-    wrong type, a token id outside the vocabulary) raises :class:`GGUFError`.
+    wrong type, a token id outside the vocabulary, a count past the reader's limits) raises
+    :class:`GGUFError`.
     """
     file = Path(path)
     try:
         with file.open("rb") as handle:
-            magic = handle.read(4)
+            meta = read_metadata(handle, _wanted, source=str(file))
+            return _info(file, _Fields(meta))
     except OSError as exc:
         raise GGUFError(f"{file}: cannot open: {exc.strerror or exc}") from exc
-    if magic != GGUF_MAGIC:
-        raise GGUFError(f"{file}: not a GGUF file (starts with {magic!r}, not {GGUF_MAGIC!r})")
 
-    from gguf import GGUFReader  # imported here: it pulls in numpy, which only this needs
 
-    try:
-        reader = GGUFReader(file)
-    except Exception as exc:  # a third-party parser on untrusted bytes: any failure is ours
-        raise GGUFError(f"{file}: cannot read GGUF metadata ({type(exc).__name__}: {exc})") from exc
-    fields = _Fields(file, reader.fields)
-    del reader  # drops the memory map once the fields below are read
+def _wanted(key: str) -> bool:
+    return key.startswith(_TEMPLATE) or key in _SCALARS
 
+
+_SCALARS = frozenset(
+    {
+        "general.name",
+        "general.architecture",
+        "general.alignment",
+        "tokenizer.ggml.model",
+        "tokenizer.ggml.add_bos_token",
+        "tokenizer.ggml.bos_token_id",
+        "tokenizer.ggml.eos_token_id",
+        "tokenizer.ggml.eot_token_id",
+        "tokenizer.ggml.eom_token_id",
+    }
+)
+
+
+def _info(file: Path, fields: _Fields) -> GGUFInfo:
+    """The info from the fields read (the vocabulary still open, for the special tokens)."""
     templates: dict[str, str] = {}
     for name in fields.strings(_TEMPLATE_NAMES):
         text = fields.string(f"{_TEMPLATE}.{name}")
@@ -93,10 +104,15 @@ def read_gguf(path: str | os.PathLike[str]) -> GGUFInfo:
     for key in fields.keys_with_prefix(f"{_TEMPLATE}."):
         templates.setdefault(key[len(_TEMPLATE) + 1 :], fields.string(key) or "")
 
-    bos = fields.token(fields.integer("tokenizer.ggml.bos_token_id"))
-    eos = fields.token(fields.integer("tokenizer.ggml.eos_token_id"))
-    eot = fields.token(fields.integer("tokenizer.ggml.eot_token_id"))
-    eom = fields.token(fields.integer("tokenizer.ggml.eom_token_id"))
+    ids = {
+        role: fields.integer(f"tokenizer.ggml.{role}_token_id")
+        for role in ("bos", "eos", "eot", "eom")
+    }
+    texts = fields.tokens(ids.values())
+    bos, eos, eot, eom = (
+        "" if ids[role] is None else texts.get(ids[role] or 0, "")
+        for role in ("bos", "eos", "eot", "eom")
+    )
     add_bos = fields.boolean("tokenizer.ggml.add_bos_token")
     if add_bos is None:
         # llama.cpp's default when the key is absent: SentencePiece vocabularies add bos.
@@ -114,84 +130,77 @@ def read_gguf(path: str | os.PathLike[str]) -> GGUFInfo:
     )
 
 
+_INTEGERS = frozenset({0, 1, 2, 3, 4, 5, 10, 11})  # the GGUF integer types
+_STRING, _ARRAY, _BOOL = 8, 9, 7
+
+
 class _Fields:
-    """Typed access to ``GGUFReader.fields``.
+    """Typed access to the metadata read: a field of another type is a :class:`GGUFError`
+    naming the key, the type found and the type expected."""
 
-    Reads the reader's ``parts``/``data``/``types`` directly rather than
-    ``ReaderField.contents()``, which older ``gguf`` releases lack.
-    """
+    def __init__(self, meta: GGUFMetadata) -> None:
+        self._meta = meta
+        self._source = meta.source
 
-    def __init__(self, file: Path, fields: Any) -> None:
-        from gguf import GGUFValueType
-
-        self._file = file
-        self._fields = fields
-        self._types = GGUFValueType
-        self._integers = {
-            GGUFValueType.UINT8, GGUFValueType.INT8, GGUFValueType.UINT16, GGUFValueType.INT16,
-            GGUFValueType.UINT32, GGUFValueType.INT32, GGUFValueType.UINT64, GGUFValueType.INT64,
-        }  # fmt: skip
-
-    def _error(self, key: str, expected: str, types: Any) -> GGUFError:
-        names = "/".join(getattr(t, "name", str(t)) for t in types) or "empty"
-        return GGUFError(f"{self._file}: metadata {key} is {names}, expected {expected}")
+    def _error(self, key: str, expected: str) -> GGUFError:
+        names = "/".join(type_name(t) for t in self._meta.types[key])
+        return GGUFError(f"{self._source}: metadata {key} is {names}, expected {expected}")
 
     def keys_with_prefix(self, prefix: str) -> list[str]:
-        return [key for key in self._fields if key.startswith(prefix)]
-
-    def _text(self, key: str, raw: Any) -> str:
-        try:
-            return bytes(raw).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise GGUFError(f"{self._file}: metadata {key} is not valid UTF-8") from exc
+        return [key for key in self._meta.types if key.startswith(prefix)]
 
     def string(self, key: str) -> str | None:
-        found = self._fields.get(key)
-        if found is None:
+        if key not in self._meta.types:
             return None
-        if list(found.types) != [self._types.STRING]:
-            raise self._error(key, "a string", found.types)
-        return self._text(key, found.parts[-1])
+        value = self._meta.values.get(key)
+        if self._meta.types[key] != (_STRING,) or not isinstance(value, str):
+            raise self._error(key, "a string")
+        return value
 
     def strings(self, key: str) -> list[str]:
-        found = self._fields.get(key)
-        if found is None:
+        types = self._meta.types.get(key)
+        if types is None or types == (_ARRAY,):  # an empty array carries no element type
             return []
-        types = list(found.types)
-        if types == [self._types.ARRAY]:  # an empty array carries no element type
-            return []
-        if types != [self._types.ARRAY, self._types.STRING]:
-            raise self._error(key, "an array of strings", found.types)
-        return [self._text(key, found.parts[index]) for index in found.data]
+        value = self._meta.values.get(key)
+        if types != (_ARRAY, _STRING):
+            raise self._error(key, "an array of strings")
+        if not isinstance(value, list):
+            raise GGUFError(f"{self._source}: metadata {key} holds too many names to read")
+        return [item for item in value if isinstance(item, str)]
 
     def integer(self, key: str) -> int | None:
-        found = self._fields.get(key)
-        if found is None:
+        types = self._meta.types.get(key)
+        if types is None:
             return None
-        if len(found.types) != 1 or found.types[0] not in self._integers:
-            raise self._error(key, "an integer", found.types)
-        return int(found.parts[-1][0])
+        value = self._meta.values.get(key)
+        if len(types) != 1 or types[0] not in _INTEGERS or not isinstance(value, int):
+            raise self._error(key, "an integer")
+        return value
 
     def boolean(self, key: str) -> bool | None:
-        found = self._fields.get(key)
-        if found is None:
+        types = self._meta.types.get(key)
+        if types is None:
             return None
-        if list(found.types) != [self._types.BOOL]:
-            raise self._error(key, "a boolean", found.types)
-        return bool(found.parts[-1][0])
+        value = self._meta.values.get(key)
+        if types != (_BOOL,) or not isinstance(value, bool):
+            raise self._error(key, "a boolean")
+        return value
 
-    def token(self, token_id: int | None) -> str:
-        """The text of token ``token_id`` (``""`` for no id)."""
-        if token_id is None:
-            return ""
-        found = self._fields.get(_TOKENS)
+    def tokens(self, token_ids: Iterable[int | None]) -> dict[int, str]:
+        """The texts of the tokens ``token_ids`` (None ids skipped), from the vocabulary."""
+        wanted = {i for i in token_ids if i is not None}
+        if not wanted:
+            return {}
+        found = self._meta.arrays.get(_TOKENS)
         if found is None:
-            raise GGUFError(f"{self._file}: token id {token_id} given but {_TOKENS} is missing")
-        if list(found.types) not in ([self._types.ARRAY, self._types.STRING], [self._types.ARRAY]):
-            raise self._error(_TOKENS, "an array of strings", found.types)
-        if not 0 <= token_id < len(found.data):
-            raise GGUFError(
-                f"{self._file}: token id {token_id} is outside the vocabulary "
-                f"({len(found.data)} tokens)"
-            )
-        return self._text(_TOKENS, found.parts[found.data[token_id]])
+            first = min(wanted)
+            raise GGUFError(f"{self._source}: token id {first} given but {_TOKENS} is missing")
+        if self._meta.types[_TOKENS] not in ((_ARRAY, _STRING), (_ARRAY,)):
+            raise self._error(_TOKENS, "an array of strings")
+        for token_id in sorted(wanted):
+            if not 0 <= token_id < found.count:
+                raise GGUFError(
+                    f"{self._source}: token id {token_id} is outside the vocabulary "
+                    f"({found.count} tokens)"
+                )
+        return self._meta.array_strings(_TOKENS, wanted)
