@@ -264,3 +264,25 @@ def test_serve_refuses_two_ways_to_one_model(tmp_path: Path) -> None:
     ):
         with pytest.raises(UsageError):
             served_models(_parser().parse_args(argv))
+
+
+def test_the_gateway_keeps_its_own_memory_shared_by_its_models(tmp_path: Path) -> None:
+    """What served models learn lives in the gateway's own memory: one for every model it
+    serves, never the library's process-wide default (which another gateway or a script in
+    the same process would share)."""
+    import asyncio
+
+    from toolwire.pipeline import default_memory
+
+    path = tmp_path / "models.toml"
+    path.write_text(
+        '[[models]]\nname = "a"\nupstream = "http://127.0.0.1:9/v1"\nupstream_model = "m1"\n'
+        '[[models]]\nname = "b"\nupstream = "http://127.0.0.1:9/v1"\nupstream_model = "m2"\n'
+    )
+    args = _parser().parse_args(["serve", "--config", str(path)])
+    models = served_models(args)
+    one, two = (asyncio.run(models.backend(name)) for name in ("a", "b"))
+    assert one.memory is two.memory  # type: ignore[attr-defined]
+    assert one.memory is not default_memory()  # type: ignore[attr-defined]
+    other = asyncio.run(served_models(args).backend("a"))
+    assert other.memory is not one.memory  # type: ignore[attr-defined]

@@ -72,28 +72,39 @@ def serve_app() -> Any:
 
 
 def _build(
-    entry: ModelEntry, *, timeout: float, connect_timeout: float, clients: dict[str, Any]
+    entry: ModelEntry,
+    *,
+    timeout: float,
+    connect_timeout: float,
+    clients: dict[str, Any],
+    memory: Any,
 ) -> Backend:
     """A backend for one served model, by the one factory: every model at one server shares
     one pool of connections (kept in ``clients`` by its address) for as long as the gateway
-    serves, with the request deadline and connect timeout of the flags; a local model is
-    loaded now (the gateway calls this on first use)."""
+    serves, with the request deadline and connect timeout of the flags, and the gateway's
+    own ``memory`` of what models taught (never the library's process-wide default); a
+    local model is loaded now (the gateway calls this on first use)."""
     from ..backends.factory import build_backend
 
     assert entry.spec is not None
     spec = entry.spec
     if spec.kind != "local":
         spec = replace(spec, timeout=timeout, connect_timeout=connect_timeout)
-    return build_backend(spec, clients=clients)
+    return build_backend(spec, clients=clients, memory=memory)
 
 
 def served_models(args: argparse.Namespace) -> Models:
     """The models ``serve`` stands before: a config's, or the one the flags name (an
     upstream or Ollama without a model's name is asked for the model each client names)."""
+    from ..pipeline import ModelMemory
     from ..server.config import ModelEntry, Models, read_config
 
     build = partial(
-        _build, timeout=args.upstream_timeout, connect_timeout=args.connect_timeout, clients={}
+        _build,
+        timeout=args.upstream_timeout,
+        connect_timeout=args.connect_timeout,
+        clients={},
+        memory=ModelMemory(),
     )
     if args.config:
         flags = (args.upstream, args.model, args.upstream_model, getattr(args, "tool_format", None))
