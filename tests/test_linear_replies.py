@@ -22,6 +22,7 @@ from toolwire.backends import OpenAIBackend
 from toolwire.backends.http import new_client
 from toolwire.events import CallEnd, Event, Notice
 from toolwire.pipeline import ModelMemory, Request
+from toolwire.pipeline.limits import DEFAULT_MAX_CALLS
 from toolwire.server import create_app
 from toolwire.testing import FakeOpenAIServer, ServedApp, text_deltas, tool_call_deltas
 
@@ -74,6 +75,7 @@ def read_reply(
         [TOOL],
         parallel_calls=True,
         tool_format=family,
+        max_calls=None,  # every call passed on: the steps after the reader are measured too
     )
     start = time.perf_counter()
     events = asyncio.run(_collect(backend, request))
@@ -139,7 +141,9 @@ def test_the_gateway_answers_health_while_it_reads_a_reply_of_many_calls(
     assert reply["status"] == 200
     calls = reply["body"]["choices"][0]["message"]["tool_calls"]
     assert [json.loads(c["function"]["arguments"]) for c in calls] == [
-        arguments(i) for i in range(10_000)
+        arguments(i) for i in range(DEFAULT_MAX_CALLS)
     ]
+    codes = [n["code"] for n in reply["body"]["toolwire"]["notices"]]
+    assert "calls-past-limit" in codes
     assert checks > 1
     assert slowest < 2.0, f"/health took {slowest:.2f} s while the reply was read"

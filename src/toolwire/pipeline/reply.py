@@ -64,6 +64,7 @@ from .content import has_media, readable
 from .declared import Declared
 from .end import End
 from .lessons import settle
+from .limits import CallLimit
 from .memory import Lesson
 from .repeats import Repeats, without_tools
 from .request import Plan, Request
@@ -351,16 +352,15 @@ async def _attempts(transport: Transport, request: Request) -> AsyncGenerator[Ev
                 reasoning_open=prepared.reasoning_open,
                 answered=repeats.answered if repeats is not None else None,
             )
+            limit = CallLimit(request.max_calls)
             async with aclosing(heard), aclosing(events) as stream:
                 async for event in stream:
-                    if repeats is None:
-                        yield event
-                        continue
-                    for out in repeats.push(event):
-                        yield out
+                    for kept in limit.push(event):
+                        for out in repeats.push(kept) if repeats is not None else (kept,):
+                            yield out
                     # a live reply is closed at the repeat; one already over is read to
                     # its end, for its usage
-                    if repeats.stop and (repeats.retry or not heard.done):
+                    if repeats is not None and repeats.stop and (repeats.retry or not heard.done):
                         break
             if repeats is None or not repeats.stop:
                 return

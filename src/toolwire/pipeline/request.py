@@ -11,9 +11,11 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Se
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
+from ..errors import UsageError
 from ..events import Event
 from ..formats.base import Family, ToolIndex
 from ..formats.gbnf import Constraint
+from .limits import DEFAULT_MAX_CALLS
 
 __all__ = ["Backend", "Mode", "OutputFormat", "Plan", "Prepared", "Request", "stream_sync"]
 
@@ -54,6 +56,9 @@ class Request:
     #: False: at most one call is passed on (``parallel_tool_calls: false``); the others
     #: are ``calls-dropped`` notices, and a grammar that can asks for one call only.
     parallel_calls: bool = True
+    #: The most calls one reply passes on (see :mod:`toolwire.pipeline.limits`); None: no
+    #: limit.
+    max_calls: int | None = DEFAULT_MAX_CALLS
     #: Structured output: the reply's text must be JSON of this shape, as every API asks it
     #: (Chat Completions ``response_format``, Responses ``text.format``, Messages
     #: ``output_config.format``), settled into one: :class:`OutputFormat`. None: free text.
@@ -64,6 +69,10 @@ class Request:
     index: ToolIndex = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        limit = self.max_calls
+        whole = isinstance(limit, int) and not isinstance(limit, bool)
+        if limit is not None and not (whole and limit >= 1):
+            raise UsageError(f"max_calls must be a whole number of at least 1, not {limit!r}")
         tools, choice = _settled(self.tools, self.tool_choice)
         if tools is not self.tools:
             object.__setattr__(self, "tools", tools)

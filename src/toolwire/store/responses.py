@@ -15,8 +15,9 @@ its last continuation; a continuation's whole history has at most ``history_byte
 transaction as the write, so concurrent writers cannot pass the quota together.
 
 This module is the contract; :mod:`toolwire.store.responses_sqlite` (a file of its own
-beside the CLI's conversations) keeps it, and a PostgreSQL store, for gateways that share
-one, is to keep it too. :func:`toolwire.store.opening.open_response_store` picks one by URL.
+beside the CLI's conversations) keeps it, and :mod:`toolwire.store.responses_pg`, for
+gateways that share one PostgreSQL database, keeps it too.
+:func:`toolwire.store.opening.open_response_store` picks one by URL.
 """
 
 from __future__ import annotations
