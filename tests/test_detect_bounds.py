@@ -52,6 +52,15 @@ def _timed(template: ChatTemplate) -> tuple[Detection, float]:
     return found, time.monotonic() - start
 
 
+def _everywhere(text: str) -> object:
+    """``text`` repeated ``n`` times after every message, calls or not."""
+    return lambda n: ChatTemplate(
+        "{%- for m in messages %}{{ m.role }}: {{ m.content }}\n"
+        f"{{{{ '{text}' * {n} }}}}{{% endfor %}}"
+        "{%- if add_generation_prompt %}assistant: {% endif %}"
+    )
+
+
 CASES = {
     # 200,000 <tool_call> markers from loops: the loop budget refuses them
     "loops-tool_call": (_loops("<tool_call>"), 200_000),
@@ -59,6 +68,8 @@ CASES = {
     "repeat-tool_call-million": (_repeat("<tool_call>"), 1_000_000),
     # 150,000 by `*` (3.3 MB at twice): inside the render limits, read by nothing
     "repeat-tool_call": (_repeat("<tool_call>"), 150_000),
+    # written after every message: the renderings are long, what a call adds is not
+    "everywhere-tool_call": (_everywhere("<tool_call>"), 40_000),
     # another family's markers, in pairs that each look like a call
     "repeat-mistral": (_repeat('[TOOL_CALLS][{"name": "get_weather"}]'), 40_000),
     "repeat-python_tag": (
