@@ -99,6 +99,14 @@ DERIVE_CALLS = (
 )
 _SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in DERIVE_TOOLS}
 
+#: Longest text a template may write for the probe's calls and still be read. Published
+#: templates write at most some 600 characters for two calls. The families' readers cost
+#: time with every marker a text holds (some 4 us a marker a family, and a detection reads
+#: over a hundred texts), so a template that writes a marker hundreds of thousands of times
+#: would otherwise hold detection for minutes; at this bound a detection reads for under a
+#: second whatever the template writes.
+MAX_CALL_CHARS = 16 * 1024
+
 _SYSTEM = {"role": "system", "content": "You are a helpful assistant."}
 _USER = {"role": "user", "content": "What will the weather be in Paris over the next 3 days?"}
 
@@ -175,6 +183,20 @@ def _attempts() -> Iterator[tuple[list[dict[str, Any]], str | None, bool]]:
                 yield [*head, _USER], content, results
 
 
+#: One detection's answers of :func:`_reads`: (family, text, opened, call ids, prose).
+Read = dict[tuple[str, str, bool, tuple[str, ...], bool], bool]
+
+
+def _too_long(text: str) -> str:
+    """Why ``text`` is not read (longer than :data:`MAX_CALL_CHARS`), or ``""``."""
+    if len(text) <= MAX_CALL_CHARS:
+        return ""
+    return (
+        f"chat template wrote {len(text):,} characters for the probe's calls "
+        f"(limit {MAX_CALL_CHARS:,}): no family or learned grammar reads it"
+    )
+
+
 def _reads(
     family: Family,
     text: str,
@@ -182,9 +204,28 @@ def _reads(
     calls: Sequence[ToolCall],
     *,
     prose: bool = False,
+    seen: Read | None = None,
 ) -> bool:
     """Whether ``family`` reads ``text`` as exactly ``calls`` and nothing else (with
-    ``prose``, text left beside the calls is allowed: the doctor names it)."""
+    ``prose``, text left beside the calls is allowed: the doctor names it). A text past
+    :data:`MAX_CALL_CHARS` is read as nothing. ``seen`` keeps the answers of one detection:
+    its attempts often render the same text, and a long one costs every family a full read.
+    """
+    if _too_long(text):
+        return False
+    if seen is None:
+        return _read(family, text, reasoning_open, calls, prose)
+    key = (family.name, text, reasoning_open, tuple(c.id for c in calls), prose)
+    known = seen.get(key)
+    if known is None:
+        known = seen[key] = _read(family, text, reasoning_open, calls, prose)
+    return known
+
+
+def _read(
+    family: Family, text: str, reasoning_open: bool, calls: Sequence[ToolCall], prose: bool
+) -> bool:
+    """:func:`_reads` without the bound or the memo."""
     generated = "\x00generated"
     result = family.parse(
         text, DERIVE_TOOLS, reasoning_open=reasoning_open, make_id=lambda _i: generated
@@ -261,6 +302,7 @@ def _proven(
     start: str,
     budget: TemplateBudget,
     memo: Plain,
+    seen: Read,
 ) -> bool:
     """Whether ``family``'s claim on the template stands: it reads back the template's own
     rendering of both :data:`DERIVE_CALLS`, asked for as the probe was (``attempt``,
@@ -293,7 +335,7 @@ def _proven(
     try:
         text, opened = rendered(DERIVE_CALLS)
         if all(c.name in text for c in DERIVE_CALLS):
-            return _reads(family, text, opened, DERIVE_CALLS, prose=True)
+            return _reads(family, text, opened, DERIVE_CALLS, prose=True, seen=seen)
     except (TemplateError, LimitError):
         if budget.exhausted:
             return False
@@ -303,7 +345,7 @@ def _proven(
         return not budget.exhausted
     if DERIVE_CALLS[1].name not in text:
         return False  # it writes the probe's call and not this one: nothing it writes is proof
-    return _reads(family, text, opened, DERIVE_CALLS[1:], prose=True)
+    return _reads(family, text, opened, DERIVE_CALLS[1:], prose=True, seen=seen)
 
 
 def _probe(template: ChatTemplate, families: Sequence[Family], budget: TemplateBudget) -> Detection:
@@ -313,6 +355,8 @@ def _probe(template: ChatTemplate, families: Sequence[Family], budget: TemplateB
     first_text = ""
     first_open = False
     memo: Plain = {}
+    seen: Read = {}
+    too_long = ""
     refuted: list[str] = []
     probe = with_sentinels(template)
     for attempt in _attempts():
@@ -345,12 +389,21 @@ def _probe(template: ChatTemplate, families: Sequence[Family], budget: TemplateB
             continue
         rendered = True
         for text, reasoning_open, start in texts:
+            if _too_long(text):  # calls in no grammar anything here reads: not claimed by words
+                too_long, shows_calls = _too_long(text), True
+                continue
             shows_calls = shows_calls or PROBE_CALL.name in text
-            found = [fam for fam in families if _reads(fam, text, reasoning_open, [PROBE_CALL])]
+            found = [
+                fam
+                for fam in families
+                if _reads(fam, text, reasoning_open, [PROBE_CALL], seen=seen)
+            ]
             # a family that reads the probe call claims the template only once it reads the
             # template's own two calls too: one call is no proof of a grammar
             proven = tuple(
-                fam.name for fam in found if _proven(template, fam, attempt, start, budget, memo)
+                fam.name
+                for fam in found
+                if _proven(template, fam, attempt, start, budget, memo, seen)
             )
             refuted += [fam.name for fam in found if fam.name not in (*proven, *refuted)]
             if proven:
@@ -365,10 +418,10 @@ def _probe(template: ChatTemplate, families: Sequence[Family], budget: TemplateB
                 )
             if budget.exhausted:
                 return Detection("none", "", False, (), tuple(errors))
-        if not first_text and texts:
+        if not first_text and texts and not _too_long(texts[0][0]):
             first_text, first_open = texts[0][0], prompt_opens
     unproven = tuple(refuted)
-    derived = _derive(template, budget, memo)
+    derived = _derive(template, budget, memo, seen)
     if derived is not None:
         return replace(derived, unproven=unproven)
     # a prompt states a format only for a template that shows no calls: one whose calls
@@ -376,12 +429,16 @@ def _probe(template: ChatTemplate, families: Sequence[Family], budget: TemplateB
     claimed = None if shows_calls else _prompt_claim(template, families, budget)
     if claimed is not None:
         return Detection(claimed, first_text, first_open, (claimed,), via="prompt")
+    if too_long:  # the reason no family could read what the template wrote
+        return Detection("none", first_text, first_open, errors=(too_long,), unproven=unproven)
     if rendered:  # an attempt the template refused is no error when another rendered
         return Detection("none", first_text, first_open, unproven=unproven)
     return Detection("none", "", False, (), tuple(errors))
 
 
-def _derive(template: ChatTemplate, budget: TemplateBudget, memo: Plain) -> Detection | None:
+def _derive(
+    template: ChatTemplate, budget: TemplateBudget, memo: Plain, seen: Read
+) -> Detection | None:
     """Learn the grammar from renderings of one and of two calls, and keep it only when its
     family reads both renderings back exactly."""
     for before, content, results in _attempts():
@@ -414,12 +471,14 @@ def _derive(template: ChatTemplate, budget: TemplateBudget, memo: Plain) -> Dete
             continue
         for one, opened, start in ones:
             two, opened_two, _ = next((t for t in twos if t[2] == start), twos[0])
+            if _too_long(one) or _too_long(two):  # the learner and readers run on bounded text
+                continue
             shape = learn_shape(one, two, DERIVE_CALLS)
             if shape is None:
                 continue
             family = shape.family
-            if _reads(family, one, opened, DERIVE_CALLS[:1]) and _reads(
-                family, two, opened_two, DERIVE_CALLS
+            if _reads(family, one, opened, DERIVE_CALLS[:1], seen=seen) and _reads(
+                family, two, opened_two, DERIVE_CALLS, seen=seen
             ):
                 return Detection(
                     "derived",
