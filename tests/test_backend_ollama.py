@@ -14,6 +14,8 @@ from toolwire.conversation import Conversation
 from toolwire.errors import BackendError
 from toolwire.events import CallEnd, Done, ReasoningDelta, TextDelta, ToolResult
 from toolwire.loop import run_loop_sync
+from toolwire.pipeline import ModelMemory
+from toolwire.pipeline.lessons import PROBE_MESSAGE
 from toolwire.testing import FakeOpenAIServer
 from toolwire.tools import Toolbox
 
@@ -128,7 +130,9 @@ def test_another_refusal_is_a_backend_error(server: FakeOpenAIServer) -> None:
 
 
 def test_a_model_without_tools_gets_them_in_words(server: FakeOpenAIServer) -> None:
-    server.add_error(400, "registry.ollama.ai/library/gemma:2b does not support tools")
+    refusal = "registry.ollama.ai/library/gemma:2b does not support tools"
+    server.add_error(400, refusal)
+    server.add_error(400, refusal)  # the gateway's own probe, refused alike: a lesson
     server.add_ollama(
         [
             {
@@ -138,16 +142,18 @@ def test_a_model_without_tools_gets_them_in_words(server: FakeOpenAIServer) -> N
         ]
     )
     server.add_ollama([{"content": "Sunny."}])
-    backend = OllamaBackend("gemma-no-tools", base_url=server.ollama_url)
+    backend = OllamaBackend("gemma-no-tools", base_url=server.ollama_url, memory=ModelMemory())
     got = list(stream_sync(backend.stream(Request([{"role": "user", "content": "Lima?"}], TOOLS))))
     (end,) = [e for e in got if isinstance(e, CallEnd)]
     assert end.call.arguments == {"city": "Lima"}
     assert got[-1].finish_reason == "tool_calls"
-    second = server.requests[1]
+    probe = server.requests[1]  # nothing of the client's: a fixed message and tool
+    assert probe["messages"] == [{"role": "user", "content": PROBE_MESSAGE}] and probe["tools"]
+    second = server.requests[2]
     assert "tools" not in second and "<tool_call>" in second["messages"][0]["content"]
     # remembered: the next turn goes in words at once
     list(stream_sync(backend.stream(Request([{"role": "user", "content": "Hi"}], TOOLS))))
-    assert "tools" not in server.requests[2] and len(server.requests) == 3
+    assert "tools" not in server.requests[3] and len(server.requests) == 4
 
 
 def test_a_reply_is_read_to_its_end_so_the_connection_is_reused(server: FakeOpenAIServer) -> None:

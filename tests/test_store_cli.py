@@ -170,12 +170,14 @@ def test_what_a_model_taught_one_run_is_known_to_the_next(
     server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     server.add_error(400, {"message": "gemma:2b does not support tools"})
+    server.add_error(400, {"message": "gemma:2b does not support tools"})  # the probe, alike
     server.add_stream(text_deltas("fine"))
     assert _chat(server, "--conversation", "c1", "--once", "A") == 0
-    assert "tools" in server.requests[0] and "tools" not in server.requests[1]
+    assert "tools" in server.requests[0] and "tools" in server.requests[1]  # asked, probed
+    assert "tools" not in server.requests[2]
     server.add_stream(text_deltas("fine"))
     assert _chat(server, "--conversation", "c2", "--once", "B") == 0  # a new memory, same store
-    assert "tools" not in server.requests[2]  # straight to words: no refusal to learn from
+    assert "tools" not in server.requests[3]  # straight to words: no refusal to learn from
     assert "gets its tools in words" in capsys.readouterr().out
 
 
