@@ -4,8 +4,9 @@
 stands before a scripted upstream (a process of its own) that answers every honest request
 with one ``get_weather`` call carrying the request's ticket. A thousand honest streams, in
 the three APIs in turn, are sent at once, three times: alone (``before``), with hostile
-requests of every kind sent at the same moment (``mixed``), and alone again (``after``: what
-the hostile ones taught must not stay). The hostile kinds are the breaks of a shared gateway:
+requests of every kind sent at the same moment from a process of their own (``mixed``), and
+alone again (``after``: what the hostile ones taught must not stay). The hostile kinds are
+the breaks of a shared gateway:
 
 - ``redos``: a tool whose schema's ``pattern`` is ``^(a+)+$``, and the model (the upstream)
   writing an argument of 28 ``a`` and a ``!`` (Python's ``re``: minutes);
@@ -387,6 +388,27 @@ class Honest:
     changed: int = 0
 
 
+def _attackers(conn: Connection, url: str, victim: str, per_kind: int) -> None:
+    """The hostile requests, every kind at once, from a process of their own; their
+    outcomes go back through ``conn``."""
+
+    async def attack() -> dict[str, Outcome]:
+        limits = httpx.Limits(max_connections=600)
+        async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(300.0)) as client:
+            outcomes = {kind: Outcome() for kind in KINDS}
+            conn.send("ready")
+            await asyncio.gather(
+                *(
+                    hostile(kind, client, url, victim, outcomes[kind])
+                    for kind in KINDS
+                    for _ in range(per_kind)
+                )
+            )
+            return outcomes
+
+    conn.send(asyncio.run(attack()))
+
+
 async def honest(clients: list[httpx.AsyncClient], url: str, n: int, start: int) -> Honest:
     got = Honest()
 
@@ -438,13 +460,16 @@ async def run_mode(url: str, n: int, per_kind: int) -> None:
         await honest(clients[:2], url, 30, 10_000_000)  # warm-up (and the upstream's reference)
         victim = await victim_response(hostile_client, url)
         before = await honest(clients, url, n, 0)
-        outcomes = {kind: Outcome() for kind in KINDS}
-        attacks = [
-            hostile(kind, hostile_client, url, victim, outcomes[kind])
-            for kind in KINDS
-            for _ in range(per_kind)
-        ]
-        mixed, *_ = await asyncio.gather(honest(clients, url, n, n), *attacks)
+        # the hostile clients are a process of their own, as attackers are other machines:
+        # what they cost their own client is not counted against the honest ones
+        ctx = multiprocessing.get_context("spawn")
+        ours, theirs = ctx.Pipe()
+        attackers = ctx.Process(target=_attackers, args=(theirs, url, victim, per_kind))
+        attackers.start()
+        await asyncio.to_thread(ours.recv)  # ready: its client made, about to send
+        mixed = await honest(clients, url, n, n)
+        outcomes = await asyncio.to_thread(ours.recv)
+        attackers.join()
         after = await honest(clients, url, n, 2 * n)
     finally:
         for c in [*clients, hostile_client]:

@@ -172,8 +172,8 @@ NOTICES: dict[NoticeCode, str] = {
     "undeclared-tool": "a call to a tool the request did not declare was not passed on",
     "repeated-call": "a call repeating one already made was not passed on",
     "calls-dropped": "parallel_tool_calls is false: calls after the first were not passed on",
-    "calls-past-limit": "the reply held more calls than one reply may pass on (128 by default): "
-    "the rest were not",
+    "calls-past-limit": "the reply went on past the calls one reply passes on (128 by default): "
+    "it was closed after them",
     "calls-after-bound": "the loop's last turn offered no tools: its calls were not run",
     "ignored-tool-response": "a tool result the model wrote itself was not read as one",
     "directly-answer": "the model chose to answer in text, not with a tool",

@@ -362,6 +362,8 @@ async def _attempts(transport: Transport, request: Request) -> AsyncGenerator[Ev
                     # its end, for its usage
                     if repeats is not None and repeats.stop and (repeats.retry or not heard.done):
                         break
+                    if limit.closed:  # past the calls one reply passes on: generation is closed
+                        return
             if repeats is None or not repeats.stop:
                 return
             if not repeats.retry:  # the reply ends at the repeat: generation is closed
