@@ -388,9 +388,13 @@ class Honest:
     changed: int = 0
 
 
-def _attackers(conn: Connection, url: str, victim: str, per_kind: int) -> None:
-    """The hostile requests, every kind at once, from a process of their own; their
-    outcomes go back through ``conn``."""
+def _attackers(
+    conn: Connection, url: str, victim: str, per_kind: int, keys: dict[str, str]
+) -> None:
+    """The hostile requests, every kind at once, from a process of their own (with the keys
+    the gateway was given: this process made its own at import); their outcomes go back
+    through ``conn``."""
+    KEYS.update(keys)
 
     async def attack() -> dict[str, Outcome]:
         limits = httpx.Limits(max_connections=600)
@@ -464,7 +468,7 @@ async def run_mode(url: str, n: int, per_kind: int) -> None:
         # what they cost their own client is not counted against the honest ones
         ctx = multiprocessing.get_context("spawn")
         ours, theirs = ctx.Pipe()
-        attackers = ctx.Process(target=_attackers, args=(theirs, url, victim, per_kind))
+        attackers = ctx.Process(target=_attackers, args=(theirs, url, victim, per_kind, dict(KEYS)))
         attackers.start()
         await asyncio.to_thread(ours.recv)  # ready: its client made, about to send
         mixed = await honest(clients, url, n, n)
