@@ -401,6 +401,7 @@ def _attackers(
         async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(300.0)) as client:
             outcomes = {kind: Outcome() for kind in KINDS}
             conn.send("ready")
+            await asyncio.to_thread(conn.recv)  # go: sent with the mixed honest streams
             await asyncio.gather(
                 *(
                     hostile(kind, client, url, victim, outcomes[kind])
@@ -463,14 +464,16 @@ async def run_mode(url: str, n: int, per_kind: int) -> None:
     try:
         await honest(clients[:2], url, 30, 10_000_000)  # warm-up (and the upstream's reference)
         victim = await victim_response(hostile_client, url)
-        before = await honest(clients, url, n, 0)
         # the hostile clients are a process of their own, as attackers are other machines:
-        # what they cost their own client is not counted against the honest ones
+        # what they cost their own client is not counted against the honest ones; started
+        # first, so that the honest connections are not left idle while it starts
         ctx = multiprocessing.get_context("spawn")
         ours, theirs = ctx.Pipe()
         attackers = ctx.Process(target=_attackers, args=(theirs, url, victim, per_kind, dict(KEYS)))
         attackers.start()
-        await asyncio.to_thread(ours.recv)  # ready: its client made, about to send
+        await asyncio.to_thread(ours.recv)  # ready: its client made
+        before = await honest(clients, url, n, 0)
+        ours.send("go")
         mixed = await honest(clients, url, n, n)
         outcomes = await asyncio.to_thread(ours.recv)
         attackers.join()
