@@ -28,8 +28,10 @@ import pytest
 from toolwire import ChatTemplate, detect_format, get_family, load_template
 from toolwire.arguments import prepare_arguments
 from toolwire.errors import ArgumentsError, LimitError, TemplateError
+from toolwire.events import Notice
 from toolwire.formats import detect as detect_module
 from toolwire.formats import turn as turn_module
+from toolwire.formats.base import assemble
 from toolwire.formats.detect import (
     COMMON_END_TOKENS,
     DERIVE_CALLS,
@@ -76,6 +78,12 @@ EXPECTED = {
     "vllm-tool_chat_template_deepseekv3.jinja": ("deepseek-r1", "probe"),  # R1's grammar
     "vllm-tool_chat_template_llama3.2_json.jinja": ("llama3", "probe"),
     "vllm-tool_chat_template_llama4_json.jinja": ("llama3", "probe"),
+    # Python calls written by hand, read loosely (recovered-python-values)
+    "vllm-tool_chat_template_gemma3_pythonic.jinja": ("pythonic", "probe"),  # no commas
+    "vllm-tool_chat_template_gemma3_pythonic_both.jinja": ("pythonic", "probe"),
+    "vllm-tool_chat_template_llama3.2_pythonic.jinja": ("pythonic", "probe"),  # unquoted
+    "sglang-tool_chat_template_llama4_pythonic.jinja": ("pythonic", "probe"),  # no brackets
+    "vllm-tool_chat_template_llama4_pythonic.jinja": ("pythonic", "probe"),  # quotes unescaped
     # grammars no family reads, learned and proved on the template's own renderings
     "vllm-tool_chat_template_granite_20b_fc.jinja": ("derived", "derived"),
     "vllm-tool_chat_template_hyperclovax_seed_think_14b.jinja": ("derived", "derived"),
@@ -86,11 +94,6 @@ EXPECTED = {
     "llama-cpp-microsoft-Phi-4-mini-instruct.jinja": ("derived", "derived"),
     # nothing can be claimed: see the tests below for each reason
     "vllm-tool_chat_template_deepseekv31.jinja": ("none", ""),  # does not compile
-    "vllm-tool_chat_template_gemma3_pythonic.jinja": ("none", ""),  # no commas between values
-    "vllm-tool_chat_template_gemma3_pythonic_both.jinja": ("none", ""),
-    "vllm-tool_chat_template_llama3.2_pythonic.jinja": ("none", ""),  # values unquoted
-    "sglang-tool_chat_template_llama4_pythonic.jinja": ("none", ""),  # values unquoted
-    "vllm-tool_chat_template_llama4_pythonic.jinja": ("none", ""),  # quotes left unescaped
     "vllm-tool_chat_template_minicpm3.jinja": ("none", ""),  # Python calls in a code fence
     "vllm-tool_chat_template_mistral.jinja": ("none", ""),  # writes the content, not the calls
 }
@@ -228,18 +231,24 @@ def test_a_template_that_refuses_the_proofs_tools_keeps_the_probes_claim() -> No
     assert (found.format, found.unproven) == ("hermes", ())
 
 
-def test_pythonic_values_with_unescaped_quotes_are_not_claimed() -> None:
-    """vLLM's Llama 4 pythonic template quotes every value but escapes nothing inside: the
-    pythonic family reads its one-call rendering, not its two calls (the second's string
-    holds quotes), so the template is not claimed."""
+def test_pythonic_values_with_unescaped_quotes_are_read_loosely() -> None:
+    """vLLM's Llama 4 pythonic template quotes every value but escapes nothing inside: a quote
+    closes a value only where a value can end, so the template's own two calls read back, the
+    repair named; strict reads none of the second."""
     tpl = unseen("vllm-tool_chat_template_llama4_pythonic.jinja")
     pythonic = get_family("pythonic")
     one, opened = _probe_text(tpl, DERIVE_CALLS[:1])
     two, opened_two = _probe_text(tpl, DERIVE_CALLS)
     assert one == '[get_weather(city="Paris", days="3")]'
     assert detect_module._reads(pythonic, one, opened, DERIVE_CALLS[:1])
-    assert '"wake"' in two and not detect_module._reads(pythonic, two, opened_two, DERIVE_CALLS)
-    assert detect_format(tpl).format == "none"
+    assert '"wake"' in two and detect_module._reads(pythonic, two, opened_two, DERIVE_CALLS)
+    stream = pythonic.stream(DERIVE_TOOLS)
+    events = stream.feed(two) + stream.finish()
+    read = assemble(events)
+    assert [c.arguments["time"] for c in read.calls[1:]] == ['07:30\n<b>"wake" & go</b>']
+    assert "recovered-python-values" in [e.code for e in events if isinstance(e, Notice)]
+    assert not pythonic.parse(two, DERIVE_TOOLS, strict=True).calls
+    assert (detect_format(tpl).format, detect_format(tpl).via) == ("pythonic", "probe")
 
 
 # ------------------------------------------------------------------ GLM 4.7: thinking opened
@@ -410,18 +419,33 @@ def test_deepseek_v31_with_its_two_typos_fixed_is_found_from_a_plain_turn() -> N
     "name",
     [
         "vllm-tool_chat_template_llama3.2_pythonic.jinja",
-        "sglang-tool_chat_template_llama4_pythonic.jinja",
+        "sglang-tool_chat_template_llama4_pythonic.jinja",  # and no brackets
+        "vllm-tool_chat_template_gemma3_pythonic.jinja",  # no comma between values
     ],
 )
-def test_unquoted_python_values_claim_nothing(name: str) -> None:
-    """``get_weather(city=Paris)``: no family reads the template's own calls (a value with a
-    comma or a quote cannot be told apart), so nothing is claimed, not even from a prompt
-    that names the Python format."""
+def test_python_values_as_templates_write_them_are_read(name: str) -> None:
+    """``get_weather(city=Paris)``, ``city="Paris"days=3``: the template's own two calls are
+    read back, each named ``recovered-python-values``, whole and in chunks; strict reads them
+    as no call, and says so."""
     tpl = unseen(name)
     two, opened = _probe_text(tpl, DERIVE_CALLS)
-    assert "city=Paris" in two
-    assert not detect_module._reads(get_family("pythonic"), two, opened, DERIVE_CALLS)
-    assert detect_format(tpl).format == "none"
+    assert "city=Paris" in two or 'city="Paris"days=3' in two
+    pythonic = get_family("pythonic")
+    assert detect_module._reads(pythonic, two, opened, DERIVE_CALLS)
+    for size in (1, 2, 3, 7, len(two)):
+        stream = pythonic.stream(DERIVE_TOOLS)
+        events = [e for k in range(0, len(two), size) for e in stream.feed(two[k : k + size])]
+        events += stream.finish()
+        done = assemble(events)
+        assert [(c.name, typed(c, DERIVE_TOOLS)) for c in done.calls] == [
+            (c.name, c.arguments) for c in DERIVE_CALLS
+        ]
+        codes = [e.code for e in events if isinstance(e, Notice)]
+        assert codes.count("recovered-python-values") == 2, codes
+        assert done.content == ""
+    refused = pythonic.parse(two, DERIVE_TOOLS, strict=True)
+    assert not refused.calls and refused.content == two
+    assert detect_format(tpl).format == "pythonic"
 
 
 _CHAT = (

@@ -158,7 +158,6 @@ MY_NEAR_MISSES: dict[str, list[str]] = {
         S + "[get_weather(city='Paris')]",
         S + "[get_weather(city='Paris')] x" + E,
         S + "[get_weather('Paris')]" + E,
-        S + "[get_weather(city=Paris)]" + E,
         S + "[get_weather(city='Paris', city='Lyon')]" + E,
         S + "[get weather(city='Paris')]" + E,
         S + "[get_weather(city='Par",

@@ -292,6 +292,17 @@ QUADRATIC = [
     # again for each piece, while it waited to see whether thinking opens the reply
     pytest.param("minimax-m3", lambda n: "\u2028" * n, 7, id="minimax-m3-blanks"),
     pytest.param("minimax-m3", lambda n: " " * n, 7, id="minimax-m3-spaces"),
+    # loose Python values: each quote, comma or parenthesis looks a bounded way ahead
+    pytest.param(
+        "pythonic", lambda n: '[get_weather(city="' + '"x' * (n // 2), 7, id="pythonic-quotes"
+    ),
+    pytest.param(
+        "pythonic", lambda n: "[get_weather(city=a" + ", x" * (n // 3), 7, id="pythonic-commas"
+    ),
+    pytest.param("pythonic", lambda n: "[get_weather(city=a" + "(" * n, 7, id="pythonic-parens"),
+    pytest.param(
+        "pythonic", lambda n: "get_weather(city=a), " * (n // 21), 7, id="pythonic-bare-calls"
+    ),
 ]
 
 

@@ -79,6 +79,7 @@ NoticeCode = Literal[
     "recovered-separator-missing",
     "recovered-text-after-call",
     "recovered-args-marker-missing",
+    "recovered-python-values",
     "calls-kept-apart",
     "arguments-repaired",
     "arguments-unknown-fields",
@@ -157,6 +158,9 @@ NOTICES: dict[NoticeCode, str] = {
     "followed it, where the grammar ends the reply; the text stays content",
     "recovered-args-marker-missing": "a call whose arguments followed its name without the "
     "marker that parts them ([ARGS]) was read",
+    "recovered-python-values": "a Python call whose values were written as its template "
+    "writes them, not as literals (unquoted text, a quote left unescaped, a comma left out), "
+    "was read",
     "calls-kept-apart": "the engine streamed two calls under one index: kept apart",
     "arguments-repaired": "the arguments were repaired or typed by the schema (each repair named)",
     "arguments-unknown-fields": "fields the tool's schema does not list were dropped",

@@ -19,6 +19,25 @@ Tolerances, each because a template or llama.cpp's reading of these models needs
 - The Python dialect also reads JSON's ``true``/``false``/``null`` (LFM2.5's template writes
   mappings with ``tojson``); Gemma's also reads ``None`` (what Jinja makes of a null).
 - Trailing commas where Python allows them, ``[1, 2,]``.
+
+Loose readings, only when the reader is made ``loose`` (a call list not read ``strict``), and
+only for an argument's own value, never inside a list or mapping: published templates write
+a call's values by hand, and a model writes what its template taught it.
+
+- Unquoted text (``city=Paris``, ``time=07:30``), as Llama 3.2's and Llama 4's pythonic
+  templates write a string: a value that is no literal is text up to the ``,`` before the next
+  ``key=`` or the ``)`` that ends the call (a ``)`` followed by ``,``, ``]``, ``<``, a line
+  break or the reply's end). It is handed on as a string, typed later by the schema.
+- A quote inside a quoted value left unescaped (``time="say "hi""``), as a template writing
+  ``"{{ value }}"`` makes it: a quote closes the value only where the value can end (before
+  a ``,`` and the next ``key=``, the call's ``)``, or, see the next point, the next ``key=``);
+  any other quote is the text's own.
+- A comma left out between two arguments (``city="Paris"days=3``), as vLLM's Gemma 3
+  pythonic template writes them: read by the call list, which asks :attr:`loosened`.
+
+Each decision looks at most ``LOOK_AHEAD`` characters past the quote or comma, so the reader
+waits on at most that much text and stays linear; what it loosened is in :attr:`loosened`,
+for the caller's notice.
 """
 
 from __future__ import annotations
@@ -40,6 +59,9 @@ __all__ = ["GEMMA", "PYTHON", "Dialect", "LiteralBody", "LiteralReader"]
 MAX_TOKEN = 64
 #: The longest bare key (Gemma), like a tool or parameter name.
 MAX_KEY = 256
+#: How far a loose reading looks past a quote or comma to decide whether a value ends there;
+#: under the stream's bound on held text (markerstream.MAX_HELD).
+LOOK_AHEAD = 48
 
 
 @dataclass(frozen=True)
@@ -72,15 +94,30 @@ _SIMPLE_ESCAPES = {**dict(zip("\\'\"abfnrtv", "\\'\"\a\b\f\n\r\t\v", strict=True
 _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
 _OCTAL = "01234567"
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: An argument's name and its ``=``, as a loose reading looks for the next one.
+_NEXT_ARG = re.compile(r"[A-Za-z_$][\w$\-]*[ \t]*(=)?")
+_BLANKS = " \t\r\n"
+#: Where unquoted text may end (the next argument's comma or the call's parenthesis), and
+#: the parentheses it opens itself (``f(x)``), which its own ``)`` closes.
+_RAW_STOP = re.compile(r"[,()]")
+#: What may follow a call's ``)``: the next call, the list's end, a closing tag, a line break.
+_AFTER_CALL = ",]<\r\n"
 
 # states
-_VALUE, _ITEM, _KEY, _COLON, _AFTER, _STRING, _NUMBER_TOKEN, _WORD, _BARE_KEY = range(9)
+_VALUE, _ITEM, _KEY, _COLON, _AFTER, _STRING, _NUMBER_TOKEN, _WORD, _BARE_KEY, _RAW = range(10)
 
 
 def _run(chars: re.Pattern[str], s: str, i: int) -> int:
     """The end of the run of ``chars`` at ``s[i]``."""
     m = chars.match(s, i)
     return i if m is None else m.end()
+
+
+def _run_of(s: str, i: int, limit: int, chars: str) -> int:
+    """The end of the run of ``chars`` at ``s[i]``, at most ``limit``."""
+    while i < limit and s[i] in chars:
+        i += 1
+    return i
 
 
 class _Frame:
@@ -100,11 +137,18 @@ class LiteralReader:
     :meth:`feed` returns where it stopped: past the value once ``done``; at the offending
     character once ``problem`` is set; else at the end of the text or at the start of a
     partial token (a quote, an escape, a delimiter) the caller holds until more text comes.
-    ``emit`` receives the value as JSON text while it is read.
+    ``emit`` receives the value as JSON text while it is read. ``loose`` allows the readings
+    the module docstring names; each one used is named in ``loosened``. Set ``final`` once the
+    text fed is all there is, so a loose reading decides at its end instead of waiting.
     """
 
     def __init__(
-        self, dialect: Dialect, emit: Callable[[str], None], max_depth: int = MAX_JSON_DEPTH
+        self,
+        dialect: Dialect,
+        emit: Callable[[str], None],
+        max_depth: int = MAX_JSON_DEPTH,
+        *,
+        loose: bool = False,
     ) -> None:
         self.dialect = dialect
         self._emit = emit
@@ -120,6 +164,12 @@ class LiteralReader:
         self.value: Any = None
         self.done = False
         self.problem = ""
+        self.loose = loose
+        self.final = False
+        #: The loose readings used, each named once (``"an unquoted value"``, ...).
+        self.loosened: list[str] = []
+        self._blank = ""  # unquoted text's trailing white space, emitted once text follows
+        self._opened = 0  # the parentheses unquoted text opened and has not closed
 
     # ------------------------------------------------------------------ feeding
 
@@ -143,6 +193,8 @@ class LiteralReader:
             return self._string(s, i)
         if state in (_NUMBER_TOKEN, _WORD, _BARE_KEY):
             return self._token(s, i)
+        if state == _RAW:
+            return self._raw(s, i)
         c = s[i]
         if c in WS:
             return i + 1
@@ -196,6 +248,8 @@ class LiteralReader:
             self._state = _NUMBER_TOKEN
         elif c.isalpha() or c == "_":
             self._state = _WORD
+        elif self._loosely() and c not in ",)":  # ``city=)`` has no value at all
+            return self._start_raw(i, "")
         else:
             return self._fail(i, f"{c!r} does not start a value")
         self._parts, self._size = [], 0
@@ -260,6 +314,16 @@ class LiteralReader:
         self._parts = []
         if state == _BARE_KEY:
             return self._key(token, j)
+        if (
+            self._loosely()
+            and s[j] not in "'\""  # a string's prefix (``r'a'``) is no text
+            and (
+                s[j] not in _BLANKS + ",)"
+                or (state == _WORD and token not in self.dialect.words)
+                or (state == _NUMBER_TOKEN and not _NUMBER.match(token))
+            )
+        ):  # a word or number that goes on as text: the text is the value
+            return self._start_raw(j, token)
         if state == _WORD:
             if token not in self.dialect.words:
                 return self._fail(i, f"{token!r} is not a value")
@@ -337,6 +401,14 @@ class LiteralReader:
             return stop
         if k >= 0:
             return self._escape(s, k, stop > i)
+        if len(self._closer) == 1 and not self._is_key and self._loosely():
+            ends = self._value_ends(s, j + 1, after_quote=True)
+            if ends is None:
+                return j if j > i else -1
+            if not ends:  # a quote the template left unescaped: the text's own
+                self._loosen("an unescaped quote")
+                self._piece(q)
+                return j + 1
         if s.startswith(self._closer, j):
             return self._close_string(j + len(self._closer))
         if self._closer.startswith(s[j:]):
@@ -379,6 +451,93 @@ class LiteralReader:
         self._piece("\\" + c)  # Python keeps an unknown escape as written
         return k + 2
 
+    # ------------------------------------------------------------------ loose readings
+
+    def _loosely(self) -> bool:
+        """A loose reading applies here: allowed, and the argument's own value."""
+        return self.loose and not self._stack
+
+    def _loosen(self, what: str) -> None:
+        if what not in self.loosened:
+            self.loosened.append(what)
+
+    def _value_ends(self, s: str, k: int, *, after_quote: bool) -> bool | None:
+        """Whether the argument's value ends at ``s[k]`` (just past a quote, or at the ``,``
+        or ``)`` after unquoted text): before a ``,`` and the next ``key=`` (or the call's
+        ``)``), before a ``)`` that ends the call, or, after a quote, before the next
+        ``key=`` (a comma left out). None while the text ends before it can tell."""
+        n = len(s)
+        limit = min(n, k + LOOK_AHEAD)
+        # the window reached the text's end: wait for more, unless no more will come
+        unknown: bool | None = None if limit == n and not self.final else False
+        j = _run_of(s, k, limit, _BLANKS)
+        if j == limit:
+            return unknown
+        c = s[j]
+        if c == ",":
+            j = _run_of(s, j + 1, limit, _BLANKS)
+            if j == limit:
+                return unknown
+            return True if s[j] == ")" else self._names_argument(s, j, limit, unknown)
+        if c == ")":
+            j = _run_of(s, j + 1, limit, " \t")
+            if j == limit:
+                return True if limit == n and self.final else unknown
+            return s[j] in _AFTER_CALL
+        return self._names_argument(s, j, limit, unknown) if after_quote else False
+
+    @staticmethod
+    def _names_argument(s: str, j: int, limit: int, unknown: bool | None) -> bool | None:
+        """Whether ``s[j:]`` opens an argument, ``key=``."""
+        m = _NEXT_ARG.match(s, j, limit)
+        if m is None:
+            return False
+        if m.group(1) is not None:
+            return s[m.end() : m.end() + 1] != "="  # ``==`` is no argument
+        return unknown if m.end() == limit else False
+
+    def _start_raw(self, i: int, prefix: str) -> int:
+        """Unquoted text from ``s[i]``, after ``prefix`` (a word or number it began with)."""
+        self._loosen("an unquoted value")
+        self._state = _RAW
+        self._parts, self._blank, self._opened = [], "", 0
+        self._is_key = False
+        self._surrogates = False
+        self._separate()
+        self._emit('"')
+        self._raw_piece(prefix)
+        return i
+
+    def _raw_piece(self, text: str) -> None:
+        body = text.rstrip(_BLANKS)
+        if body:
+            self._piece(self._blank + body)
+            self._blank = text[len(body) :]
+        else:
+            self._blank += text
+
+    def _raw(self, s: str, i: int) -> int:
+        m = _RAW_STOP.search(s, i)
+        stop = len(s) if m is None else m.start()
+        self._raw_piece(s[i:stop])
+        if m is None:
+            return stop
+        if s[stop] == "(" or (s[stop] == ")" and self._opened):
+            self._opened += 1 if s[stop] == "(" else -1
+            self._raw_piece(s[stop])
+            return stop + 1
+        ends = self._value_ends(s, stop, after_quote=False)
+        if ends is None:
+            return stop if stop > i else -1
+        if not ends:
+            self._raw_piece(s[stop])
+            return stop + 1
+        text = "".join(self._parts)
+        self._parts, self._blank = [], ""
+        self._emit('"')
+        self._complete(text, None)
+        return stop
+
     def _close_string(self, j: int) -> int:
         text = "".join(self._parts)
         self._parts = []
@@ -399,6 +558,8 @@ class LiteralBody(Body):
     """
 
     dialect: ClassVar[Dialect]
+    #: Values are read with the reader's loose readings unless the stream is strict.
+    loose_values: ClassVar[bool] = False
 
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
@@ -419,7 +580,9 @@ class LiteralBody(Body):
         self.text = []
 
     def start_value(self) -> None:
-        self.reader = LiteralReader(self.dialect, self.delta)
+        self.reader = LiteralReader(
+            self.dialect, self.delta, loose=self.loose_values and not self.stream.strict
+        )
 
     def feed_value(self, s: str, i: int, what: str) -> tuple[int, bool]:
         """Feed the value being read: ``(where it stopped, whether it is complete)``; the

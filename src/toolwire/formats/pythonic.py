@@ -38,6 +38,14 @@ rules decide it:
 Calls are announced as soon as their name and ``(`` are read, and end only when the reply
 does (rule 1); a reply that breaks a rule aborts them and becomes text.
 
+Templates write the list by hand, and a model writes what its template taught it. Unless
+strict, and named ``recovered-python-values`` on each call read so: values as
+:mod:`toolwire.formats.pyliteral` reads them loosely (Llama 3.2's and Llama 4's pythonic
+templates write ``city=Paris`` and ``time="say "hi""``), a comma left out between two
+arguments (vLLM's Gemma 3 template writes ``city="Paris"days=3``); and, when the tools are
+known, the list without its brackets, ``f(a=1), g(b=2)`` as the whole reply (SGLang's Llama 4
+template), ended by the reply's end — every rule above holds for it but the brackets.
+
 After prose (:mod:`toolwire.formats.trailing`): ``<|python_start|>`` and the list after it are
 read anywhere — the tag is Llama 4's own token opening a call list (vLLM's Llama 4 reader reads
 it, its ``<|python_end|>`` written or not), so this is the grammar, not a guess; and, unless
@@ -72,6 +80,8 @@ _LFM2_OPEN = "<|tool_call_start|>"
 _LFM2_CLOSE = "<|tool_call_end|>"
 _PY_START = "<|python_start|>"
 _PY_END = "<|python_end|>"
+#: Llama 4's end of a message whose turn goes on (with the calls' results): after the list.
+_EOM = "<|eom|>"
 #: A tool name: dotted words (``Calendar.create_event``), hyphens allowed as in tool names.
 _TOOL_NAME = re.compile(r"[A-Za-z_][\w\-]*(?:\.[A-Za-z_][\w\-]*)*\Z")
 _ARG_NAME = re.compile(r"[A-Za-z_$][\w$\-]*\Z")
@@ -80,9 +90,17 @@ _OPEN_LIST, _NEXT, _NAME, _PAREN, _ARG, _KEY, _EQ, _VALUE, _AFTER_ARG, _AFTER_CA
 
 
 class CallListBody(LiteralBody):
-    """Reads ``[NAME(key=value, ...), ...]`` from its ``[``, then the family's ``end``."""
+    """Reads ``[NAME(key=value, ...), ...]`` from its ``[``, then the family's ``end``.
+
+    Unless strict, values are read loosely (:mod:`toolwire.formats.pyliteral`: unquoted text,
+    quotes left unescaped) and a comma left out between two arguments is read as there; each
+    call read so is named in :attr:`loosened`, for the stream's notice when the call stands.
+    A ``bare`` list has no brackets: its calls are parted by commas and the reply's end
+    (:meth:`finish`) ends it.
+    """
 
     dialect = PYTHON
+    loose_values = True
     #: The text that must follow the list (after optional whitespace), if any.
     end: ClassVar[str] = ""
     #: Calls must name a declared tool when the tools are known.
@@ -96,6 +114,12 @@ class CallListBody(LiteralBody):
         self.keys = NameReader("=,)" + WS, "argument name")
         self.key = ""
         self.args: dict[str, Any] = {}
+        #: The list has no brackets (the reply is the calls).
+        self.bare = False
+        #: No more text will come: a loose reading decides at the text's end.
+        self.final = False
+        #: For each call read loosely, by its index: what was loosened.
+        self.loosened: dict[int, list[str]] = {}
 
     def step(self, s: str, i: int) -> tuple[int, bool]:
         state = self.state
@@ -131,6 +155,10 @@ class CallListBody(LiteralBody):
         elif state == _AFTER_ARG:
             if c == ")":
                 return self._call_end(i)
+            if c != "," and not self.stream.strict and (c.isalpha() or c in "_$"):
+                self._loosen(["a comma left out"])  # ``city="Paris"days=3``
+                self.state = _KEY
+                return i, True
             if c != ",":
                 return self.fail(i, "expected , or ) after an argument"), False
             self.state = _ARG
@@ -139,8 +167,11 @@ class CallListBody(LiteralBody):
                 return self.fail(i, "an argument without =; only key=value arguments"), False
             return self._start_value(i)
         elif state == _AFTER_CALL:
-            if c == "]":
+            if c == "]" and not self.bare:
                 return self._list_end(i)
+            if c == "<" and self.bare:  # a tag after the calls: the stream reads it
+                self.status = DONE
+                return i, False
             if c != ",":
                 return self.fail(i, "expected , or ] after a call"), False
             self.state = _NEXT
@@ -175,9 +206,11 @@ class CallListBody(LiteralBody):
     def _paren(self, s: str, i: int) -> tuple[int, bool]:
         if s[i] != "(":
             return self.fail(i, "no ( after the tool's name"), False
-        self.looked = True
         tools = self.stream.tools
-        if self.declared_only and tools.known and not tools.has(self.name):
+        undeclared = self.declared_only and tools.known and not tools.has(self.name)
+        # with no brackets, only a declared tool's name makes the text look like a call
+        self.looked = not (self.bare and undeclared)
+        if undeclared:
             return self.fail(i, f"{self.name!r} is not a declared tool"), False
         self.open_call(self.name)
         self.args = {}
@@ -193,13 +226,35 @@ class CallListBody(LiteralBody):
         self.state = _VALUE
         return i + 1, True
 
+    def start_value(self) -> None:
+        super().start_value()
+        assert self.reader is not None
+        self.reader.final = self.final
+
     def _value(self, s: str, i: int) -> tuple[int, bool]:
         j, complete = self.feed_value(s, i, f"the value of {self.key!r}")
         if complete:
             assert self.reader is not None
             self.args[self.key] = self.reader.value
+            self._loosen(self.reader.loosened)
             self.state = _AFTER_ARG
         return j, complete
+
+    def _loosen(self, what: list[str]) -> None:
+        if what:
+            seen = self.loosened.setdefault(self.index, [])
+            seen.extend(w for w in what if w not in seen)
+
+    def finish(self, s: str) -> int:
+        """The reply ended, ``s`` the text held back: read it knowing nothing follows. A bare
+        list whose last call ended is then complete; where it stopped is returned."""
+        self.final = True
+        if self.reader is not None:
+            self.reader.final = True
+        j = self.feed(s, 0)
+        if self.status == OPEN and self.bare and self.state == _AFTER_CALL and j == len(s):
+            self.status = DONE
+        return j
 
     def _call_end(self, i: int) -> tuple[int, bool]:
         self.delta("}" if self.text else "{}")
@@ -214,6 +269,17 @@ class CallListBody(LiteralBody):
             return i + 1, True
         self.status = DONE
         return i + 1, False
+
+
+def loose_notice(stream: MarkerStream, body: CallListBody | None, index: int, name: str) -> None:
+    """Name a call whose values were read loosely (``recovered-python-values``)."""
+    what = body.loosened.get(index) if body is not None else None
+    if what:
+        stream._notice(
+            "recovered-python-values",
+            f"the call to {name[:100]} wrote its values as no Python literal is written "
+            f"({', '.join(what)}); read as its template writes them",
+        )
 
 
 # ----------------------------------------------------------------------------- LFM2
@@ -310,6 +376,12 @@ class Lfm2Stream(MarkerStream):
     marker = _LFM2_OPEN
     body_class = _Lfm2Body
 
+    def _close(self, body: Body) -> None:
+        if body.status == DONE and isinstance(body, _Lfm2Body):
+            for index, call in body.calls:
+                loose_notice(self, body.python, index, call.name)
+        super()._close(body)
+
 
 def _python_call(name: str, args: Mapping[str, Any]) -> str:
     return name + "(" + ", ".join(f"{k}={v!r}" for k, v in args.items()) + ")"
@@ -387,7 +459,9 @@ class PythonicStream(MarkerStream):
         self._raw = []  # the list and what follows it, held until the reply ends
         self._tagged = False
         self._closed = False
+        self._ended = False  # the list was followed by <|eom|>
         self._kept: list[tuple[int, ToolCall]] = []  # calls read, text after them
+        self._kept_body: CallListBody | None = None
         self._after_end = 0
         #: After prose: the last block, which may be a call list, held back.
         self._trail = TrailingBlock((_PY_START,), brackets=not self.strict)
@@ -425,6 +499,13 @@ class PythonicStream(MarkerStream):
             self._body = self.new_body()
             self._state = _CALLS
             return i
+        if not self.strict and self.tools.known and (s[i].isalpha() or s[i] == "_"):
+            body = self._body = self.new_body()  # a bare list: ``f(a=1), g(b=2)`` (Llama 4)
+            assert isinstance(body, CallListBody)
+            body.bare = True
+            body.state = _NAME
+            self._state = _CALLS
+            return i
         status, j = expect_literal(s, i, _PY_START)
         if self._tagged or status == FAILED:
             self._to_text("")
@@ -450,6 +531,18 @@ class PythonicStream(MarkerStream):
         return k
 
     def _trailer(self, s: str, i: int) -> int:
+        if not self._ended:  # the message's end token, as the template writes it after calls
+            status, j = expect_literal(s, i, _EOM)
+            if status == OPEN:
+                self._held = s[i:]
+                return len(s)
+            if status == DONE:
+                self._ended = True
+                self._raw.append(_EOM)
+                return j
+        elif not (self._closed and not self.strict):
+            self._to_text("text after the call list")
+            return i
         if self._closed and not self.strict:  # text after <|python_end|>: the list stands
             self._text_after()
             return i
@@ -478,6 +571,7 @@ class PythonicStream(MarkerStream):
             "reply text",
         )
         self._kept = body.calls
+        self._kept_body = body
         between = "".join(self._raw[self._after_end :])  # the white space after the tag
         self._lead, self._raw = [], []
         self._body = None
@@ -501,22 +595,34 @@ class PythonicStream(MarkerStream):
         body = self._body
         if self._state == _START:
             self._text("".join(self._lead) + held)
-        elif self._state == _CALLS and body is not None:
-            self._raw.append(held)
-            body.end_of_reply()
-            self._to_text(body.reason if isinstance(body, CallListBody) and body.looked else "")
-        elif self._state == _TRAILER and body is not None:
+        elif self._state == _CALLS and isinstance(body, CallListBody):
+            k = body.finish(held)  # a loose value or a bare list may end with the reply
+            self._raw.append(held[:k])
+            held = held[k:]
+            if body.status == DONE:  # what follows it is read as after any list
+                self._state = _TRAILER
+                self._content(held)
+                held = self._take_held()
+            else:
+                self._raw.append(held)
+                if body.status == OPEN:
+                    body.end_of_reply()
+                self._to_text(body.reason if body.looked else "")
+        if self._state == _TRAILER and isinstance(body, CallListBody):
             if held:
                 self._raw.append(held)
                 self._to_text("text after the call list")
             else:
-                for index, call in body.calls:
-                    self._end(index, call)
+                self._end_calls(body, body.calls)
         if self._state == _TEXT:
-            for index, call in self._kept:
-                self._end(index, call)
+            self._end_calls(self._kept_body, self._kept)
             end_trailing(self, self._trail, self._whole_reply)
         self._state = _TEXT
+
+    def _end_calls(self, body: Body | None, calls: list[tuple[int, ToolCall]]) -> None:
+        for index, call in calls:
+            loose_notice(self, body if isinstance(body, CallListBody) else None, index, call.name)
+            self._end(index, call)
 
     def _whole_reply(self) -> PythonicStream:
         """A reader of the held block as a whole reply, with no trailing block of its own."""
