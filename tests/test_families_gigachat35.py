@@ -22,6 +22,7 @@ from toolwire import detect_format, get_family, load_template
 from toolwire.events import Notice
 from toolwire.formats.base import ParseResult
 from toolwire.formats.detect import DERIVE_CALLS, DERIVE_TOOLS, assistant_text
+from toolwire.formats.gbnf import constraint_for
 from toolwire.messages import ToolCall
 
 from .test_formats import check_stream
@@ -277,6 +278,23 @@ def test_the_templates_two_calls_round_trip() -> None:
     assert (result.content.strip(), result.notices) == ("", [])
     for size in (1, 2, 3, 7):
         check_stream(FAMILY, text, pieces(text, size), tools=DERIVE_TOOLS)
+
+
+def test_the_grammar_takes_the_templates_two_calls() -> None:
+    """The constrained form takes exactly the template's block, and refuses it broken."""
+    pytest.importorskip("llguidance")
+    from .test_grammars import broken, cut, matches
+
+    tpl = load_template(TEMPLATE)
+    turn = {"role": "assistant", "content": "", "tool_calls": [c.to_openai() for c in DERIVE_CALLS]}
+    text, _ = assistant_text(tpl, [{"role": "user", "content": "Paris."}], [turn], DERIVE_TOOLS)
+    constraint = constraint_for(FAMILY, DERIVE_TOOLS)
+    assert constraint is not None
+    block_text, form = cut(constraint, text)
+    assert block_text == text.strip()
+    assert matches(constraint.grammar(form), block_text)
+    for why, bad in broken(block_text).items():
+        assert not matches(constraint.grammar(form), bad), why
 
 
 def test_a_past_turn_with_thinking_and_text_reads_back() -> None:
