@@ -57,6 +57,7 @@ SYSTEM = {"role": "system", "content": "You are a helpful assistant."}
 EXPECTED = {
     "GLM-4.7-Flash.jinja": ("glm", "probe"),
     "GigaChat3.1-10B-A1.8B.jinja": ("gigachat", "probe"),
+    "GigaChat3.5.jinja": ("gigachat-gcml", "probe"),  # DSML's grammar, <｜GCML｜
     "Kimi-K2-Thinking.jinja": ("kimi-k2", "probe"),
     "Mistral-Small-3.2-24B-Instruct-2506.jinja": ("mistral", "probe"),
     "Qwen-QwQ-32B.jinja": ("hermes", "probe"),

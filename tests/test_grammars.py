@@ -201,7 +201,24 @@ def _own() -> dict[str, str]:
         + "<|end_message|>"
         for c in DERIVE_CALLS
     }
+    # GigaChat 3.5's template (tests/fixtures/unseen_templates/) joins invokes and parameters
+    # with line breaks; tests/test_families_gigachat35.py proves the grammar on its rendering
+    gcml = {
+        c.name: f'<｜GCML｜invoke name="{c.name}">\n'
+        + "\n".join(
+            f'<｜GCML｜parameter name="{k}" string="{str(isinstance(v, str)).lower()}">'
+            f"{v if isinstance(v, str) else json.dumps(v)}</｜GCML｜parameter>"
+            for k, v in c.arguments.items()
+        )
+        + "\n</｜GCML｜invoke>"
+        for c in DERIVE_CALLS
+    }
     return {
+        "gigachat-gcml": "<｜GCML｜tool_calls>\n"
+        + gcml[a.name]
+        + "\n"
+        + gcml[b.name]
+        + "\n</｜GCML｜tool_calls>",
         "hunyuan": "<tool_calls>\n" + hy[a.name] + hy[b.name] + "</tool_calls>",
         # HY3's namespaced tags (llama.cpp's tencent-Hy3 template writes them)
         "hunyuan-hy3": "<tool_calls:opensource>\n"

@@ -1,4 +1,5 @@
-"""DeepSeek V3.2 and V4 "DSML": calls as ``<｜DSML｜invoke>`` blocks with typed parameters.
+"""DeepSeek V3.2 and V4 "DSML": calls as ``<｜DSML｜invoke>`` blocks with typed parameters;
+and GigaChat 3.5 "GCML", the same grammar under the prefix ``<｜GCML｜``.
 
 In full (V3.2 writes ``function_calls``, V4 ``tool_calls``; the closer matches the opener)::
 
@@ -29,13 +30,21 @@ around it is read when it names a declared tool (``recovered-section-missing``):
 confirms it; after a calls block that broke, no invoke is read bare (it was that block's).
 DSML inside a ``` or ~~~ code fence is markup quoted in prose, never a call; it stays text
 with no notice.
+
+GigaChat 3.5 writes ``<｜GCML｜tool_calls>`` … ``</｜GCML｜tool_calls>`` with ``<｜GCML｜invoke>``
+and ``<｜GCML｜parameter>`` inside, laid out as V4's block (its template joins invokes and
+parameters with line breaks). It is a family of its own, ``gigachat-gcml`` (its models, its
+marker, its end token ``</s>``), read by the same body with that prefix's literals: every
+tolerance and every strict refusal above holds for it alike, only ``tool_calls`` opens its
+block, and a block opened with one prefix is never closed with the other's tags.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from ..events import NoticeCode
 from ..messages import ToolCall
@@ -44,26 +53,58 @@ from .grammar import AnyOf, CallForm, Tagged, lit
 from .jsonscan import ObjectScanner
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream, expect_any
 from .reasoning import THINK
+from .samples import Sample
 from .scan import Markers
 from .textargs import LOOSE_NAME_BREAKS, NameReader
 
-__all__ = ["DeepSeekDsml"]
+__all__ = ["DeepSeekDsml", "GigaChatGcml"]
 
-_DSML = "<｜DSML｜"
-_BLOCKS = {"function_calls>": "</｜DSML｜function_calls>", "tool_calls>": "</｜DSML｜tool_calls>"}
-_INVOKE = '<｜DSML｜invoke name="'
-_END_INVOKE = "</｜DSML｜invoke>"
-_PARAMETER = '<｜DSML｜parameter name="'
+
+@dataclass(frozen=True)
+class _Tags:
+    """The literals of one prefix's grammar: DeepSeek writes ``<｜DSML｜``, GigaChat 3.5
+    ``<｜GCML｜``, and a block opened with one is read in that one only (no mixing)."""
+
+    word: str  # DSML or GCML, for the reasons a body gives
+    marker: str
+    blocks: dict[str, str]  # the calls block's tag after the marker → its closer
+    invoke: str
+    end_invoke: str
+    parameter: str
+    end_parameter: str
+    value_end: Markers
+    bare_invoke: str  # an invoke with no calls block around it, right after the marker
+
+
+def _tags(word: str, blocks: tuple[str, ...]) -> _Tags:
+    marker = f"<｜{word}｜"
+    invoke = f'{marker}invoke name="'
+    end_parameter = f"</｜{word}｜parameter>"
+    return _Tags(
+        word=word,
+        marker=marker,
+        blocks={f"{b}>": f"</｜{word}｜{b}>" for b in blocks},
+        invoke=invoke,
+        end_invoke=f"</｜{word}｜invoke>",
+        parameter=f'{marker}parameter name="',
+        end_parameter=end_parameter,
+        value_end=Markers((end_parameter,)),
+        bare_invoke=invoke[len(marker) :],
+    )
+
+
+#: V3.2 writes ``function_calls``, V4 ``tool_calls``.
+_DSML_TAGS = _tags("DSML", ("function_calls", "tool_calls"))
+#: GigaChat 3.5 writes only ``tool_calls``.
+_GCML_TAGS = _tags("GCML", ("tool_calls",))
+_DSML = _DSML_TAGS.marker
+_GCML = _GCML_TAGS.marker
 _STRING = '" string="'
 _KINDS = ('true">', 'false">')
-_END_PARAMETER = "</｜DSML｜parameter>"
-_VALUE_END = Markers((_END_PARAMETER,))
 _NAME_END = '">'
 #: An invoke closed in its own tag: a call with no arguments (not the templates' shape).
 _SELF_CLOSED = '"/>'
 
-#: An invoke with no calls block around it, right after the marker (unless strict).
-_BARE_INVOKE = _INVOKE[len(_DSML) :]
 #: A damaged tag after the marker runs to the end of its line, at most this long.
 _MAX_DAMAGED = 200
 #: The lines that open and close a code fence: markup quoted inside one is prose.
@@ -88,6 +129,7 @@ _FENCES = ("```", "~~~")
 class _DsmlBody(Body):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
+        self.tags: _Tags = getattr(stream, "tags", _DSML_TAGS)
         self.closer = ""
         self.names = NameReader('"', "tool name", bad=LOOSE_NAME_BREAKS)
         self.name = ""
@@ -115,7 +157,7 @@ class _DsmlBody(Body):
 
     def step(self, s: str, i: int) -> tuple[int, bool]:
         if self.quoted:
-            return self.fail(i, "DSML quoted in a code fence"), False
+            return self.fail(i, f"{self.tags.word} quoted in a code fence"), False
         state = self.state
         if state == _VALUE:
             i = self._value(s, i)
@@ -162,7 +204,8 @@ class _DsmlBody(Body):
                 self.told.append(
                     (
                         "recovered-self-closing",
-                        f'read {_INVOKE}{self.name}"/> as a call to {self.name} with no arguments',
+                        f'read {self.tags.invoke}{self.name}"/> as a call to {self.name}'
+                        " with no arguments",
                     )
                 )
                 self._close_call()
@@ -184,17 +227,18 @@ class _DsmlBody(Body):
         elif s[i] in WS:
             i += 1
         elif state == _AFTER_DAMAGED:
-            j = self.expect(s, i, _DSML, "no DSML tag after a damaged one")
+            tags = self.tags
+            j = self.expect(s, i, tags.marker, f"no {tags.word} tag after a damaged one")
             if j < 0:
                 return i, False
             self.state = _BLOCK
             i = j
         elif state == _NEXT:
-            return self.next_call(s, i, _INVOKE, self.closer, _NAME, "a block without an invoke")
+            invoke = self.tags.invoke
+            return self.next_call(s, i, invoke, self.closer, _NAME, "a block without an invoke")
         elif state == _JSON_END:
-            j = self.expect(
-                s, i, _END_INVOKE, f"text after the JSON arguments before {_END_INVOKE}"
-            )
+            end = self.tags.end_invoke
+            j = self.expect(s, i, end, f"text after the JSON arguments before {end}")
             if j < 0:
                 return i, False
             self._close_json_call()
@@ -204,12 +248,11 @@ class _DsmlBody(Body):
             self.scanner = ObjectScanner()
             self.state = _JSON
         else:  # _BETWEEN
-            j, literal = self.expect_one(
-                s, i, (_PARAMETER, _END_INVOKE), f'expected {_PARAMETER}…" or {_END_INVOKE}'
-            )
+            param, end = self.tags.parameter, self.tags.end_invoke
+            j, literal = self.expect_one(s, i, (param, end), f'expected {param}…" or {end}')
             if j < 0:
                 return i, False
-            if literal == _END_INVOKE:
+            if literal == end:
                 self._close_call()
                 self.state = _NEXT
             else:
@@ -220,13 +263,13 @@ class _DsmlBody(Body):
     def _block(self, s: str, i: int) -> tuple[int, bool]:
         """After the marker: the calls block's tag; unless strict, also a bare invoke, or a
         damaged tag (misspelt, its ``>`` lost) when a call follows it."""
-        stream = self.stream
+        stream, tags = self.stream, self.tags
         bare_ok = not stream.strict and not getattr(stream, "broken", False)
-        kinds = (*_BLOCKS, _BARE_INVOKE) if bare_ok else tuple(_BLOCKS)
+        kinds = (*tags.blocks, tags.bare_invoke) if bare_ok else tuple(tags.blocks)
         status, j, literal = expect_any(s, i, kinds)
         if status == OPEN:
             return i, False
-        if status == DONE and literal == _BARE_INVOKE:
+        if status == DONE and literal == tags.bare_invoke:
             self.bare = True
             self.told.append(
                 ("recovered-section-missing", "read an invoke with no calls block around it")
@@ -234,13 +277,17 @@ class _DsmlBody(Body):
             self.state = _NAME
             return j, True
         if status == DONE:
-            self.closer = _BLOCKS[literal]
+            self.closer = tags.blocks[literal]
             self.state = _NEXT
             return j, True
         if self.stream.strict or self.state_damaged_before():
-            return self.fail(i, f"no function_calls> or tool_calls> after {_DSML}"), False
+            return self.fail(i, self._no_block()), False
         self.state = _DAMAGED
         return i, True
+
+    def _no_block(self) -> str:
+        """Why the text after the marker is no calls block."""
+        return f"no {' or '.join(self.tags.blocks)} after {self.tags.marker}"
 
     def state_damaged_before(self) -> bool:
         """One damaged tag is read past, not two."""
@@ -249,15 +296,15 @@ class _DsmlBody(Body):
     def _damaged(self, s: str, i: int) -> tuple[int, bool]:
         """A damaged tag: to its line's end (or the next marker), then a call must follow."""
         line = s.find("\n", i)
-        mark = s.find(_DSML, i)
+        mark = s.find(self.tags.marker, i)
         stops = [k for k in (line, mark) if k >= 0]
         stop = min(stops) if stops else len(s)
         self.damaged.append(s[i:stop])
         if sum(map(len, self.damaged)) > _MAX_DAMAGED:
-            return self.fail(i, f"no function_calls> or tool_calls> after {_DSML}"), False
+            return self.fail(i, self._no_block()), False
         if not stops:
             return stop, False
-        tag = _DSML + "".join(self.damaged).rstrip()
+        tag = self.tags.marker + "".join(self.damaged).rstrip()
         self.told.append(("recovered-misspelt-tag", f"read past the damaged tag {tag!r}"))
         self.damaged = []
         self.state = _AFTER_DAMAGED
@@ -268,11 +315,11 @@ class _DsmlBody(Body):
         calls block is theirs)."""
         if s[i] in WS:
             return i + 1, True
-        closers = tuple(_BLOCKS.values())
-        status, j, literal = expect_any(s, i, (_INVOKE, *closers))
+        invoke = self.tags.invoke
+        status, j, literal = expect_any(s, i, (invoke, *self.tags.blocks.values()))
         if status == OPEN:
             return i, False
-        if status == DONE and literal == _INVOKE:
+        if status == DONE and literal == invoke:
             self.state = _NAME
             return j, True
         self.status = DONE
@@ -291,7 +338,7 @@ class _DsmlBody(Body):
         self.state = _BETWEEN
 
     def _value(self, s: str, i: int) -> int:
-        j, end = _VALUE_END.scan(s, i)
+        j, end = self.tags.value_end.scan(s, i)
         if j > i:
             piece = s[i:j]
             self.value.append(piece)
@@ -355,6 +402,8 @@ class _DsmlBody(Body):
 
 class DeepSeekDsmlStream(MarkerStream):
     marker = _DSML
+    #: The literals of the grammar this stream reads.
+    tags: ClassVar[_Tags] = _DSML_TAGS
     turn_end = "<｜end▁of▁sentence｜>"
     body_class = _DsmlBody
     #: The fence the reply's text is inside (``""`` when none), and the head of the current
@@ -415,39 +464,52 @@ class DeepSeekDsmlStream(MarkerStream):
         super()._close(body)
 
 
-def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
-    params = "".join(
-        f'<｜DSML｜parameter name="{k}" string="{kind}">{text}</｜DSML｜parameter>\n'
-        for k, v in args.items()
-        for kind, text in [("true", v) if isinstance(v, str) else ("false", json.dumps(v))]
-    )
-    return (
-        f'<｜DSML｜tool_calls>\n<｜DSML｜invoke name="{name}">\n'
-        + params
-        + "</｜DSML｜invoke>\n</｜DSML｜tool_calls>"
-    )
+class GigaChatGcmlStream(DeepSeekDsmlStream):
+    """GigaChat 3.5's calls: DSML's grammar under the ``<｜GCML｜`` prefix, read alike
+    (the same tolerances, the same strictness), its turn ended by ``</s>``."""
+
+    marker = _GCML
+    tags = _GCML_TAGS
+    turn_end = "</s>"  # the models' end-of-sequence token
 
 
-_DSML_BODY = Tagged(
-    before=lit(_DSML + 'invoke name="'),
-    between='"\\">"',
-    after=lit("</｜DSML｜invoke>"),
-    arg_open=(_DSML + 'parameter name="{key}" string="{type}">',),
-    arg_close=("</｜DSML｜parameter>",),
-    types=(("string", "true"), ("*", "false")),
-)
+def _writer(tags: _Tags) -> Sample:
+    """The sample call of one prefix's grammar, laid out as the templates write it."""
+    block = "tool_calls>"  # V4's block and GigaChat's only one
 
-_DEEPSEEK_DSML_FORM = AnyOf(
-    tuple(
-        CallForm(
-            _DSML_BODY,
-            open=lit(f"{_DSML}{block}>"),
-            close=lit(f"</｜DSML｜{block}>"),
-            triggers=(_DSML,),
+    def sample(name: str, args: Mapping[str, Any], index: int) -> str:
+        params = "".join(
+            f'{tags.parameter}{k}" string="{kind}">{text}{tags.end_parameter}\n'
+            for k, v in args.items()
+            for kind, text in [("true", v) if isinstance(v, str) else ("false", json.dumps(v))]
         )
-        for block in ("function_calls", "tool_calls")
+        return (
+            f'{tags.marker}{block}\n{tags.invoke}{name}">\n'
+            + params
+            + f"{tags.end_invoke}\n{tags.blocks[block]}"
+        )
+
+    return sample
+
+
+def _form(tags: _Tags) -> AnyOf:
+    """The constrained call of one prefix's grammar: a calls block of typed invokes."""
+    body = Tagged(
+        before=lit(tags.invoke),
+        between='"\\">"',
+        after=lit(tags.end_invoke),
+        arg_open=(tags.marker + 'parameter name="{key}" string="{type}">',),
+        arg_close=(tags.end_parameter,),
+        types=(("string", "true"), ("*", "false")),
     )
-)
+    return AnyOf(
+        tuple(
+            CallForm(
+                body, open=lit(tags.marker + block), close=lit(closer), triggers=(tags.marker,)
+            )
+            for block, closer in tags.blocks.items()
+        )
+    )
 
 
 class DeepSeekDsml(Family):
@@ -455,7 +517,20 @@ class DeepSeekDsml(Family):
     label = "DeepSeek DSML <｜DSML｜invoke>/<｜DSML｜parameter> (DeepSeek V3.2, V4)"
     reasoning = THINK
     end_tokens = ("<｜end▁of▁sentence｜>",)
-    samples = (_sample,)
+    samples = (_writer(_DSML_TAGS),)
     markers = (_DSML,)
     stream_class = DeepSeekDsmlStream
-    grammar = _DEEPSEEK_DSML_FORM
+    grammar = _form(_DSML_TAGS)
+
+
+class GigaChatGcml(Family):
+    """GigaChat 3.5: its own family (its models, marker and end token), DSML's grammar."""
+
+    name = "gigachat-gcml"
+    label = "GigaChat GCML <｜GCML｜invoke>/<｜GCML｜parameter> (GigaChat 3.5)"
+    reasoning = THINK
+    end_tokens = ("</s>",)
+    samples = (_writer(_GCML_TAGS),)
+    markers = (_GCML,)
+    stream_class = GigaChatGcmlStream
+    grammar = _form(_GCML_TAGS)

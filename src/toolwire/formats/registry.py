@@ -16,7 +16,7 @@ from . import reasoning
 from .base import Family
 from .command_r import CommandRPlus
 from .deepseek import DeepSeekR1, DeepSeekV31
-from .deepseek_dsml import DeepSeekDsml
+from .deepseek_dsml import DeepSeekDsml, GigaChatGcml
 from .functionary import FunctionaryV31, FunctionaryV32
 from .gemma4 import Gemma4
 from .gigachat import GigaChat
@@ -61,6 +61,7 @@ _FAMILIES: dict[str, Family] = {
         DeepSeekR1(),
         DeepSeekV31(),
         DeepSeekDsml(),
+        GigaChatGcml(),
         Glm(),
         KimiK2(),
         MiniMax(),
