@@ -91,7 +91,7 @@ EXPECTED = {
     "vllm-tool_chat_template_llama3.2_pythonic.jinja": ("none", ""),  # values unquoted
     "sglang-tool_chat_template_llama4_pythonic.jinja": ("none", ""),  # values unquoted
     "vllm-tool_chat_template_llama4_pythonic.jinja": ("none", ""),  # quotes left unescaped
-    "vllm-tool_chat_template_minicpm3.jinja": ("none", ""),  # Python calls in a code fence
+    "vllm-tool_chat_template_minicpm3.jinja": ("minicpm3", "probe"),  # Python calls, fenced
     "vllm-tool_chat_template_mistral.jinja": ("none", ""),  # writes the content, not the calls
 }
 
