@@ -68,6 +68,9 @@ VALID: list[tuple[str, str, list[Call]]] = [
             )
         ],
     ),
+    # a character past the BMP as a JSON escape pair; Python's triple quotes, lines and all
+    (block('note(text="\\ud83d\\ude00 ok")'), "\n", [("note", {"text": "\U0001f600 ok"})]),
+    (block('note(text="""a\n\tb""")'), "\n", [("note", {"text": "a\n\tb"})]),
     # spaces as Python allows them, Python's own literals, a trailing comma
     (block("set_alarm( time = '07:30', loud = True, )"), "\n", [ALARM]),
     # no line break after the end token, the turn's end
@@ -148,6 +151,21 @@ def test_a_truncated_reply_gives_its_text_back_with_a_notice() -> None:
         assert any(isinstance(e, Notice) and e.code == "call-not-read" for e in events)
 
 
+def test_raw_line_breaks_in_a_string_are_read_and_named_and_strict_refuses_them() -> None:
+    reply = block('write(path="a.py",text="def f():\n\treturn 1\n")')
+    result = parse("minicpm3", reply, None)
+    assert [c.arguments for c in result.calls] == [
+        {"path": "a.py", "text": "def f():\n\treturn 1\n"}
+    ]
+    assert len(result.notices) == 1 and "raw line breaks" in result.notices[0]
+    events = stream_events("minicpm3", list(reply))
+    assert [e.code for e in events if isinstance(e, Notice)] == ["recovered-raw-controls"]
+    strict = parse("minicpm3", reply, None, strict=True)
+    assert (strict.calls, strict.content) == ([], reply)
+    other = parse("minicpm3", block('write(text="a\x01b")'), None)
+    assert other.calls == [] and "a control character" in other.notices[0]
+
+
 # --------------------------------------------------------------------------- streaming
 
 
@@ -182,7 +200,7 @@ def test_a_round_trip_through_the_template() -> None:
     and markup, read back as the same calls, with the answer after them as the text."""
     calls = (
         *DERIVE_CALLS,
-        ToolCall("k1", "get_weather", {"city": "Saint-Étienne \"l'\\ville\"\n", "days": 0}),
+        ToolCall("k1", "get_weather", {"city": 'Saint-Étienne "l\'\\ville"\n', "days": 0}),
     )
     text, opened = _rendered(calls, "Here you go.")
     assert text.startswith(S + "\n```python\nget_weather(") and '\\"wake\\"' in text
@@ -192,6 +210,16 @@ def test_a_round_trip_through_the_template() -> None:
     assert result.notices == []
     for size in (1, 2, 3, 7):
         check_stream("minicpm3", text, [text[i : i + size] for i in range(0, len(text), size)])
+
+
+def test_the_grammar_takes_what_the_template_renders() -> None:
+    """The constrained form accepts the template's own two calls and refuses them with a
+    wrong name, a missing closer or a wrongly typed value."""
+    pytest.importorskip("llguidance")
+    from .test_grammars import check_rendering
+
+    text, _ = _rendered(DERIVE_CALLS, None)
+    check_rendering("minicpm3", text)
 
 
 def test_lfm2_and_minicpm3_do_not_read_each_others_blocks() -> None:

@@ -54,6 +54,77 @@ _FENCE_CLOSE = "```"
 _TOOL_NAME = re.compile(r"[A-Za-z_][\w\-]*(?:\.[A-Za-z_][\w\-]*)*\Z")
 _ARG_NAME = re.compile(r"[A-Za-z_$][\w$\-]*\Z")
 
+#: In a string, what may end it or holds what JSON refuses, by the quote that closes it:
+#: every control character, but a triple-quoted string's own line breaks and tabs.
+_CONTROLS = r"\x00-\x1f"
+_TRIPLE_CONTROLS = r"\x00-\x08\x0b\x0c\x0e-\x1f"
+_IN_STRING = {
+    q: re.compile(f"[{q[0]}\\\\{_CONTROLS if len(q) == 1 else _TRIPLE_CONTROLS}]")
+    for q in ("'", '"', "'''", '"""')
+}
+_QUOTE = re.compile("['\"]")
+
+
+class _StringControls:
+    """Finds raw control characters inside the strings of one value's text, fed in the
+    pieces it is read in (each once, so linear).
+
+    The template writes every value with ``tojson``, whose strings hold none; a raw line
+    break or tab in a quoted string is the repair every JSON family names
+    (``recovered-raw-controls``, which strict refuses), any other control character no
+    string the grammar writes. Inside Python's triple quotes line breaks and tabs are the
+    string's own.
+    """
+
+    def __init__(self) -> None:
+        self.closer = ""  # the open string's closing quote ("" outside a string)
+        self.pending = ""  # a quote run or an escape cut by the piece's end
+        self.raw = False  # a raw line break or tab in a quoted string
+        self.bad = False  # another control character in a string
+
+    def feed(self, text: str) -> None:
+        s, self.pending = self.pending + text, ""
+        i, n = 0, len(s)
+        while i < n:
+            if not self.closer:
+                m = _QUOTE.search(s, i)
+                if m is None:
+                    return
+                k, q = m.start(), m.group()
+                run = 1
+                while run < 3 and k + run < n and s[k + run] == q:
+                    run += 1
+                if run < 3 and k + run == n:  # may yet open a triple-quoted string
+                    self.pending = s[k:]
+                    return
+                self.closer = "" if run == 2 else q * run
+                i = k + run
+                continue
+            m = _IN_STRING[self.closer].search(s, i)
+            if m is None:
+                return
+            k, c = m.start(), m.group()
+            if c == "\\":
+                if k + 1 == n:
+                    self.pending = s[k:]
+                    return
+                i = k + 2
+            elif c in "\t\n\r":
+                self.raw = True
+                i = k + 1
+            elif c < " ":
+                self.bad = True
+                i = k + 1
+            elif s.startswith(self.closer, k):
+                i = k + len(self.closer)
+                self.closer = ""
+            elif self.closer.startswith(s[k:]):  # part of a closing triple quote
+                self.pending = s[k:]
+                return
+            else:
+                i = k + 1
+
+
 _FENCE, _LINE, _NAME, _PAREN, _ARG, _KEY, _EQ, _VALUE, _AFTER_ARG, _END = range(10)
 
 
@@ -71,6 +142,7 @@ class _FencedCallsBody(LiteralBody):
         self.keys = NameReader("=,)" + WS, "argument name")
         self.key = ""
         self.args: dict[str, Any] = {}
+        self.controls = _StringControls()
 
     def step(self, s: str, i: int) -> tuple[int, bool]:
         state = self.state
@@ -164,16 +236,34 @@ class _FencedCallsBody(LiteralBody):
         )
         self.args[self.key] = None  # a placeholder keeps the order and catches a repeat
         self.start_value()
+        self.controls = _StringControls()
         self.state = _VALUE
         return i + 1, True
 
     def _value(self, s: str, i: int) -> tuple[int, bool]:
         j, complete = self.feed_value(s, i, f"the value of {self.key!r}")
+        if self.status == OPEN and not self._controls(s[i:j], j):
+            return j, False
         if complete:
             assert self.reader is not None
             self.args[self.key] = self.reader.value
             self.state = _AFTER_ARG
         return j, complete
+
+    def _controls(self, text: str, j: int) -> bool:
+        """Check the value's text just read for raw controls in its strings; False when
+        the body failed on one."""
+        controls = self.controls
+        controls.feed(text)
+        if controls.bad:
+            self.fail(j, f"a control character in a string of {self.key!r}")
+            return False
+        if controls.raw:
+            if self.stream.strict:
+                self.fail(j, f"a raw line break or tab in a string of {self.key!r}")
+                return False
+            self.raw_controls.add(self.index)
+        return True
 
     def _call_end(self, i: int) -> tuple[int, bool]:
         self.delta("}" if self.text else "{}")
