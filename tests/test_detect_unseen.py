@@ -95,7 +95,7 @@ EXPECTED = {
     "llama-cpp-microsoft-Phi-4-mini-instruct.jinja": ("derived", "derived"),
     # nothing can be claimed: see the tests below for each reason
     "vllm-tool_chat_template_deepseekv31.jinja": ("none", ""),  # does not compile
-    "vllm-tool_chat_template_minicpm3.jinja": ("none", ""),  # Python calls in a code fence
+    "vllm-tool_chat_template_minicpm3.jinja": ("minicpm3", "probe"),  # Python calls, fenced
     "vllm-tool_chat_template_mistral.jinja": ("none", ""),  # writes the content, not the calls
 }
 

@@ -230,6 +230,16 @@ def _own() -> dict[str, str]:
         + "</tool_calls:opensource>",
         "inkling": inkling[a.name] + "<|message_model|>set_alarm" + inkling[b.name],
         "minimax-m1": f"<tool_calls>\n{j[a.name]}\n{j[b.name]}\n</tool_calls>",
+        # vLLM's MiniCPM3 template (tests/fixtures/unseen_templates/), as it renders the calls
+        "minicpm3": "<|tool_call_start|>\n```python\n"
+        + kv(
+            c.name
+            + "("
+            + ",".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in c.arguments.items())
+            + ")\n"
+            for c in DERIVE_CALLS
+        )
+        + "```\n<|tool_call_end|>",
         "solar-open": "<|tool_calls|>"
         + kv(
             f"<|tool_call:begin|>{c.id}<|tool_call:name|>{c.name}<|tool_call:args|>"

@@ -31,6 +31,7 @@ from .kimi import KimiK2
 from .kimi_k3 import KimiK3
 from .llama3 import Llama3
 from .minicpm import MiniCpm5
+from .minicpm3 import MiniCpm3
 from .minimax import MiniMax
 from .minimax_m1 import MiniMaxM1
 from .minimax_m3 import MiniMaxM3
@@ -75,6 +76,7 @@ _FAMILIES: dict[str, Family] = {
         MiniCpm5(),
         MiniMaxM3(),
         Lfm2(),
+        MiniCpm3(),
         Gemma4(),
         Pythonic(),
         FunctionaryV31(),
