@@ -116,7 +116,11 @@ def test_stalled_upstreams_do_not_starve_other_requests(upstream: RawUpstream) -
         async with httpx.AsyncClient(limits=limits) as client:
             upstream.for_model["stalls"] = then_stall()
             stalls = OpenAIBackend("stalls", base_url=upstream.base_url, client=client, timeout=1.0)
-            patient = backend_for(upstream, client=client, timeout=10.0)
+            # Its reply is the model's own, so no other request can take it.
+            upstream.for_model["patient"] = chunked(*OK_TEXT)
+            patient = OpenAIBackend(
+                "patient", base_url=upstream.base_url, client=client, timeout=10.0
+            )
 
             async def one(backend: OpenAIBackend) -> Any:
                 try:
@@ -124,7 +128,6 @@ def test_stalled_upstreams_do_not_starve_other_requests(upstream: RawUpstream) -
                 except BackendError as exc:
                     return exc
 
-            upstream.play(chunked(*OK_TEXT))
             stalled = [asyncio.create_task(one(stalls)) for _ in range(8)]
             await asyncio.sleep(0.2)  # the pool is full
             started = time.monotonic()
@@ -135,8 +138,9 @@ def test_stalled_upstreams_do_not_starve_other_requests(upstream: RawUpstream) -
     try:
         stalled, after, waited = asyncio.run(run())
     finally:
-        del upstream.for_model["stalls"]
+        upstream.for_model.clear()
     assert all(isinstance(e, BackendError) and e.kind == "timeout" for e in stalled)
+    assert not isinstance(after, BackendError), after
     assert [e.text for e in after if isinstance(e, TextDelta)] == ["Sunny."]
     assert waited < 4  # two rounds of 1 s deadlines, not the patient one's 10 s
 

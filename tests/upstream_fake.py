@@ -42,6 +42,8 @@ class RawUpstream:
         self.sent: list[int] = []  # bytes each act managed to send
         #: Acts played for every request naming the model (the queue is for the others).
         self.for_model: dict[str, Act] = {}
+        #: Bumped by :meth:`reset`: a request read before it never takes a later test's act.
+        self._generation = 0
         self._sock = socket.socket()
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
@@ -60,6 +62,7 @@ class RawUpstream:
             except queue.Empty:
                 break
         self.for_model.clear()
+        self._generation += 1
 
     def play(self, *acts: Act) -> None:
         for act in acts:
@@ -91,14 +94,23 @@ class RawUpstream:
                 body += conn.recv(65536)
             sent = json.loads(body or b"{}")
             self.requests.append(sent)
-            act = self.for_model.get(sent.get("model"))
+            act = self.for_model.get(sent.get("model")) or self._next_act(self._generation)
             if act is None:
-                try:
-                    act = self._acts.get(timeout=5)
-                except queue.Empty:
-                    return
+                return
             with contextlib.suppress(OSError):  # the client went away: what faults are about
                 act(conn)
+
+    def _next_act(self, generation: int) -> Act | None:
+        """The next scripted act, waited for up to 5 s while the test that sent the request
+        is still the one running (on a loaded machine an earlier test's straggler must not
+        take the act the next test played for its own request)."""
+        deadline = time.monotonic() + 5
+        while self._generation == generation and time.monotonic() < deadline:
+            try:
+                return self._acts.get(timeout=0.05)
+            except queue.Empty:
+                continue
+        return None
 
     def close(self) -> None:
         self._sock.close()
