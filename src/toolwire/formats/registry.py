@@ -29,6 +29,7 @@ from .inkling import Inkling
 from .jsonlist import Apertus, Apriel, CommandR7B, Firefunction, Granite, NemotronV2
 from .kimi import KimiK2
 from .kimi_k3 import KimiK3
+from .lfm2 import Lfm2
 from .llama3 import Llama3
 from .minicpm import MiniCpm5
 from .minicpm3 import MiniCpm3
@@ -36,7 +37,7 @@ from .minimax import MiniMax
 from .minimax_m1 import MiniMaxM1
 from .minimax_m3 import MiniMaxM3
 from .mistral import Mistral
-from .pythonic import Lfm2, Pythonic
+from .pythonic import Pythonic
 from .qwen_xml import QwenXml
 from .seed_oss import SeedOss
 from .solar import SolarOpen
