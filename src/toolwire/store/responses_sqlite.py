@@ -212,8 +212,26 @@ class SqliteResponseStore:
             db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")
-        db.execute("PRAGMA journal_mode = WAL")
+        self._wal(db)
         db.execute("PRAGMA synchronous = FULL")
+
+    def _wal(self, db: sqlite3.Connection) -> None:
+        """Turn the file to WAL, once (the mode is kept in the file). SQLite answers a switch
+        of journal mode with "locked" at once, its busy handler not asked, while another
+        connection holds the file, as gateways starting together do: so it is retried, each
+        try after a short pause, up to the store's timeout."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    db.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01)
 
     def _chain(self, db: sqlite3.Connection, rid: str, owner: str) -> list[str] | None:
         lim = self.limits
