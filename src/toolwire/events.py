@@ -84,6 +84,7 @@ NoticeCode = Literal[
     "arguments-repaired",
     "arguments-unknown-fields",
     "pattern-not-checked",
+    "check-skipped",
     # what was not passed on as a call, and why
     "arguments-invalid",
     "call-abandoned",
@@ -165,7 +166,11 @@ NOTICES: dict[NoticeCode, str] = {
     "arguments-repaired": "the arguments were repaired or typed by the schema (each repair named)",
     "arguments-unknown-fields": "fields the tool's schema does not list were dropped",
     "pattern-not-checked": "a pattern of the tool's schema cannot be matched in linear time (a "
-    "back-reference, a look-around, too long): the arguments were not checked against it",
+    "back-reference, a look-around, too long, too large a program): the arguments were not "
+    "checked against it",
+    "check-skipped": "checking the arguments (or the structured output) against the schema "
+    "would take more work than the request's budget: it passes unchecked (with strict: "
+    "refused)",
     "arguments-invalid": "the arguments do not fit the schema: the call goes as the model wrote "
     "it, with the explanation a model can act on",
     "call-abandoned": "a call the model began was not one: its text follows as text",

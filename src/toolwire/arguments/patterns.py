@@ -9,24 +9,37 @@ compiled program. JSON Schema patterns are ECMA-262 and unanchored, so a pattern
 ``.`` stops at any line terminator, its ``\\s`` is Unicode white space, ``\\uXXXX`` is a code
 point, ``(?<name>…)`` a named group).
 
-A pattern RE2 cannot take (a back-reference, a look-around) or one longer than
-:data:`MAX_PATTERN` cannot be checked safely: it is not checked — a value is not refused for
-it, a field is not taken or refused by it — and :func:`unchecked` lists where such patterns
-sit, so the caller can say so (the ``pattern-not-checked`` notice). Text longer than
-:data:`MAX_TEXT` is not matched at all: it does not fit (:func:`fits` says why).
+RE2's work is linear in the text, but not free in the pattern: a pattern of bounded repeats
+(``(a{0,30}b?){0,30}``, a few dozen characters) compiles to thousands of instructions, and
+matching costs up to the program's size for every character. So a pattern whose program is
+larger than :data:`MAX_PROGRAM` instructions is not checked, and each match is charged to the
+request's work budget (:mod:`toolwire.budget`) before it runs, at its worst case: the
+program's size times the text's length.
+
+A pattern RE2 cannot take (a back-reference, a look-around), one longer than
+:data:`MAX_PATTERN` or one whose program is too large cannot be checked safely: it is not
+checked — a value is not refused for it, a field is not taken or refused by it — and
+:func:`unchecked` lists where such patterns sit, so the caller can say so (the
+``pattern-not-checked`` notice). Text longer than :data:`MAX_TEXT` is not matched at all:
+it does not fit (:func:`fits` says why).
 """
 
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
 import re2
 
+from ..budget import charge
+
 __all__ = [
     "MAX_PATTERN",
+    "MAX_PROGRAM",
     "MAX_TEXT",
     "Matcher",
     "compiled",
@@ -35,14 +48,24 @@ __all__ = [
     "matching_pattern",
     "search",
     "unchecked",
+    "weight",
 ]
 
 #: The longest pattern compiled (characters); a longer one is not checked.
 MAX_PATTERN = 4096
 #: The longest text a pattern is matched against (characters); a longer one does not fit.
 MAX_TEXT = 1_000_000
+#: The largest compiled program (RE2 instructions) a pattern may have to be checked: an
+#: honest pattern has tens to a few hundred (a host name's ``{1,63}`` parts, 507); one of
+#: nested bounded repeats has tens of thousands, each costing a step per character matched.
+#: RE2 compiles holding the interpreter's lock, so this also bounds how long one compiling
+#: holds the event loop (4,000 instructions: about 30 ms).
+MAX_PROGRAM = 4_000
 #: RE2's memory bound for one compiled pattern (bytes): a pattern past it is not checked.
 _MAX_MEM = 8 << 20
+#: Pattern-instruction characters matched per step of the work budget: RE2's slowest path
+#: (its NFA) takes about ten nanoseconds for each instruction and character.
+_MATCHED_PER_STEP = 2_000
 
 # ECMA-262 white space and line terminators (what its \s takes), as RE2 class members
 _SPACE = (
@@ -56,12 +79,19 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 
 
 class Matcher:
-    """One compiled pattern: :meth:`search` says whether the text holds a match."""
+    """One compiled pattern: :meth:`search` says whether the text holds a match, its worst
+    cost charged to the active work budget first (:func:`toolwire.budget.charge`)."""
 
     def __init__(self, compiled: Any) -> None:
         self._compiled = compiled
+        self.size = int(compiled.programsize)
+
+    def cost(self, text: str) -> int:
+        """The steps a search of ``text`` may take at worst."""
+        return 1 + self.size * len(text) // _MATCHED_PER_STEP
 
     def search(self, text: str) -> bool:
+        charge(self.cost(text), "matching a pattern")
         return self._compiled.search(text) is not None
 
 
@@ -139,19 +169,118 @@ def _re2_spelling(pattern: str) -> str:
     return "".join(out)
 
 
-@lru_cache(maxsize=1024)
+def weight(pattern: str) -> int:
+    """The size ``pattern`` would have with every counted repeat written out (``x{2,5}`` is
+    five ``x``, nested repeats multiply): a bound, up to a constant, on the instructions of
+    its compiled program, found in one pass before anything is compiled. Past
+    :data:`MAX_PROGRAM` the count stops (and says so: the result is then larger)."""
+    sizes = [0]  # per open group: its size so far
+    last = 0  # the size of the last atom, which a quantifier after it repeats
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":  # an escape: a character or a class (\d, \w), two instructions
+            last = 2
+            sizes[-1] += 2
+            i += 2
+            continue
+        if c == "[":  # a class is one atom: skip to its end
+            j = i + 1
+            if pattern[j : j + 1] == "^":
+                j += 1
+            if pattern[j : j + 1] == "]":
+                j += 1
+            while j < n and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            last = 2
+            sizes[-1] += 2
+            i = j + 1
+            continue
+        if c == "(":
+            sizes.append(0)
+            last = 0
+        elif c == ")":
+            inner = sizes.pop() + 1 if len(sizes) > 1 else 1
+            sizes[-1] += inner
+            last = inner
+        elif c == "{":
+            end = pattern.find("}", i)
+            bounds = pattern[i + 1 : end].split(",") if end > i else []
+            if 1 <= len(bounds) <= 2 and all(b.strip().isdigit() or b == "" for b in bounds):
+                top = max((int(b[:6]) for b in bounds if b.strip()), default=1)
+                sizes[-1] += last * top
+                last = last * (top + 1)
+                i = end + 1
+                if sum(sizes) > MAX_PROGRAM:
+                    return sum(sizes)
+                continue
+            last = 1
+            sizes[-1] += 1
+        elif c in "*+?|":
+            sizes[-1] += 1
+        else:
+            last = 1
+            sizes[-1] += 1
+        i += 1
+    return sum(sizes)
+
+
+def _compile_cost(size: int) -> int:
+    """The steps compiling a pattern of ``weight`` ``size`` may take: RE2's compiler is
+    worse than linear in counted repeats (``[a-z]{1,1000}`` twice: 30 ms, 1,500 steps)."""
+    return 1 + (size + size * size // 500) // 20
+
+
+class _Compiled:
+    """The patterns compiled so far, the most recent kept (a bounded cache, so a pattern
+    seen before costs nothing: its compiling is charged only when it happens)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._kept: OrderedDict[str, Matcher | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, pattern: str) -> tuple[bool, Matcher | None]:
+        with self._lock:
+            if pattern in self._kept:
+                self._kept.move_to_end(pattern)
+                return True, self._kept[pattern]
+        return False, None
+
+    def put(self, pattern: str, matcher: Matcher | None) -> None:
+        with self._lock:
+            self._kept[pattern] = matcher
+            if len(self._kept) > self._size:
+                self._kept.popitem(last=False)
+
+
+_COMPILED = _Compiled(1024)
+
+
 def compiled(pattern: str) -> Matcher | None:
     """``pattern`` compiled for linear-time matching, or None when it cannot be checked
-    safely (a feature RE2 lacks, too long, past the memory bound)."""
+    safely (a feature RE2 lacks, too long, too large a program). Compiling is charged to
+    the active work budget when it happens (a pattern compiled before costs nothing)."""
+    found, matcher = _COMPILED.get(pattern)
+    if found:
+        return matcher
     if len(pattern) > MAX_PATTERN:
         return None
+    size = weight(pattern)
+    if size > MAX_PROGRAM:
+        _COMPILED.put(pattern, None)
+        return None
+    charge(_compile_cost(size), "compiling a pattern")
     options = re2.Options()
     options.log_errors = False
     options.max_mem = _MAX_MEM
     try:
-        return Matcher(re2.compile(_re2_spelling(pattern), options))
+        done = re2.compile(_re2_spelling(pattern), options)
     except (re2.error, ValueError, TypeError):
-        return None
+        done = None
+    matcher = Matcher(done) if done is not None and done.programsize <= MAX_PROGRAM else None
+    _COMPILED.put(pattern, matcher)
+    return matcher
 
 
 def search(pattern: str, text: str) -> bool | None:

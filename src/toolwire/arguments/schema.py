@@ -21,11 +21,13 @@ from functools import lru_cache
 from typing import Any
 
 import orjson
-from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import best_match
 from jsonschema.protocols import Validator
 
+from ..budget import charge
 from ..errors import ArgumentsError
 from .keywords import SCHEMA_FORMATS, Checker
+from .metaschema import flat_metaschema
 from .patterns import matching_pattern, unchecked
 
 __all__ = [
@@ -52,18 +54,28 @@ def _dumped(schema: Mapping[str, Any]) -> str | bytes:
         return json.dumps(schema, sort_keys=True)
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=1)
+def _meta() -> Validator:
+    """The checker of schemas: Draft 2020-12's meta-schema as one document (see
+    :mod:`.metaschema`), each keyword it evaluates charged like any check's."""
+    meta: Validator = Checker(flat_metaschema(), format_checker=SCHEMA_FORMATS)
+    return meta
+
+
+@lru_cache(maxsize=1024)
 def _validator(dumped: str | bytes) -> Validator:
+    """A schema checked and its validator made: run once per schema (cached), so its
+    work is charged to the request that first declares it, and only then."""
+    charge(1 + len(dumped) // 256, "reading a tool's schema")
     schema = json.loads(dumped)
-    problem = ref_problem(schema)
+    problem = ref_problem(schema) or _loop(schema)
     if problem is not None:
         raise ArgumentsError(f"The tool's schema is not usable: {problem}", kind="schema")
-    try:
-        Checker.check_schema(schema, format_checker=SCHEMA_FORMATS)
-    except SchemaError as exc:
+    error = best_match(_meta().iter_errors(schema))
+    if error is not None:
         raise ArgumentsError(
-            f"The tool's schema is not a valid JSON schema: {exc.message}", kind="schema"
-        ) from None
+            f"The tool's schema is not a valid JSON schema: {error.message}", kind="schema"
+        )
     checker: Validator = Checker(schema)
     return checker
 
@@ -145,6 +157,67 @@ def ref_problem(root: Any) -> str | None:
             return f"its $ref references chain more than {MAX_REF_DEPTH} deep"
         if frame.size > MAX_SCHEMA_EXPANSION:
             return f"its $ref references would expand it past {MAX_SCHEMA_EXPANSION} nodes"
+    return None
+
+
+#: The keywords that apply a subschema to the value itself, not to a part of it: a cycle of
+#: references through only these never reaches a smaller value, so no check of it ends.
+_IN_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
+_IN_PLACE_ONE = ("not", "if", "then", "else")
+
+
+def _in_place(node: Mapping[str, Any], root: Any) -> list[Any]:
+    """The subschemas ``node`` applies to the very value it checks."""
+    found: list[Any] = []
+    for word in _IN_PLACE_LISTS:
+        value = node.get(word)
+        if isinstance(value, list):
+            found += value
+    found += [node[word] for word in _IN_PLACE_ONE if word in node]
+    dependent = node.get("dependentSchemas")
+    if isinstance(dependent, Mapping):
+        found += dependent.values()
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        found.append(_pointer(root, ref))
+    return [child for child in found if isinstance(child, Mapping)]
+
+
+def _loop(root: Any) -> str | None:
+    """Why ``root`` cannot be checked at all: a ``$ref`` that leads back to itself through
+    keywords that apply to the same value (``{"$ref": "#"}``, two definitions referring to
+    each other through ``allOf``), which no value can end. One depth-first walk with an
+    explicit stack over the schema's objects, each visited once: linear in the schema."""
+    if not isinstance(root, Mapping):
+        return None
+    nodes: list[Mapping[str, Any]] = []
+    stack: list[Any] = [root]
+    while stack:  # every object of the schema, wherever it sits
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            nodes.append(item)
+            stack.extend(v for k, v in item.items() if k not in ("enum", "const", "default"))
+        elif isinstance(item, list):
+            stack.extend(item)
+    state: dict[int, int] = {}  # id -> 1 on the walk's path, 2 done
+    for start in nodes:
+        if id(start) in state:
+            continue
+        path: list[tuple[Mapping[str, Any], list[Any]]] = [(start, _in_place(start, root))]
+        state[id(start)] = 1
+        while path:
+            node, children = path[-1]
+            if not children:
+                state[id(node)] = 2
+                path.pop()
+                continue
+            child = children.pop()
+            seen = state.get(id(child))
+            if seen == 1:
+                return "its $ref references loop back to the same value without descending into it"
+            if seen is None:
+                state[id(child)] = 1
+                path.append((child, _in_place(child, root)))
     return None
 
 

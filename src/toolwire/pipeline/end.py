@@ -30,6 +30,12 @@ withdrawn (``CallAbort``, its text following as text) with a ``call-not-read`` n
 every API alike: no client can be given such a call (a Messages ``tool_use`` input must be
 an object), so none is.
 
+**Work.** Each call's check is charged to the request's work budget
+(:mod:`toolwire.budget`), which the call's own length adds to: a check past it is not
+finished — the call passes as written, unchecked, with a ``check-skipped`` notice (with
+``strict``, it is invalid). A turn whose budget is too large to spend on the event loop has
+its calls typed in a worker thread (:meth:`End.offloaded`).
+
 **The finish reason**: ``tool_calls`` when a call was passed on, else the engine's — never
 ``tool_calls`` for a turn whose calls were all refused, dropped or repeats.
 
@@ -51,6 +57,7 @@ from ..arguments import prepare_arguments
 from ..arguments.read import ReadError, read_json
 from ..arguments.schema import unchecked_patterns
 from ..arguments.streamed import ArgumentWriter
+from ..budget import CALL_STEPS, INLINE_STEPS, WorkBudget, WorkExceeded, charging
 from ..errors import ArgumentsError, BackendError
 from ..events import Event
 from ..formats.base import ToolIndex, random_call_id
@@ -76,21 +83,31 @@ def arguments_text(value: Any) -> str:
 
 
 def prepare_call(
-    event: ev.CallEnd, schema: Mapping[str, Any] | None, *, strict: bool = False
+    event: ev.CallEnd,
+    schema: Mapping[str, Any] | None,
+    *,
+    strict: bool = False,
+    budget: WorkBudget | None = None,
 ) -> tuple[ev.CallEnd, list[ev.Notice]]:
     """``event`` with its arguments typed once by ``schema`` (see the module's doc), and
     the notices that say what that took, if anything. No schema (a call the words reader
-    could not read, whose result teaches the model how to call): the call as written."""
+    could not read, whose result teaches the model how to call): the call as written.
+    ``budget``: the request's work budget, which this call's length adds to first."""
     call = event.call
     raw: str | dict[str, Any] = (
         call.arguments_text if call.arguments_text.strip() else call.arguments
     )
     if schema is None:
         return replace(event, arguments=_as_written(raw, strict)), []
+    if budget is not None:
+        budget.grant(call.arguments_text)
     try:
-        done = prepare_arguments(
-            raw, schema, name=call.name, strict=strict, text_values=call.text_values
-        )
+        with charging(budget):
+            done = prepare_arguments(
+                raw, schema, name=call.name, strict=strict, text_values=call.text_values
+            )
+    except WorkExceeded as exc:
+        return _skipped(event, raw, strict, exc)
     except ArgumentsError as exc:
         invalid = ev.Notice("arguments-invalid", exc.explanation)
         written = replace(event, arguments=_as_written(raw, strict), invalid=exc.explanation)
@@ -118,6 +135,25 @@ def prepare_call(
     return replace(event, call=typed, arguments=arguments_text(done.arguments)), notices
 
 
+def _skipped(
+    event: ev.CallEnd, raw: str | dict[str, Any], strict: bool, exc: WorkExceeded
+) -> tuple[ev.CallEnd, list[ev.Notice]]:
+    """A call whose check went past the request's work budget: passed as written, said so;
+    with ``strict``, invalid (nothing unchecked passes as checked)."""
+    call = event.call
+    why = f"the arguments of {call.name} ({call.id}) were not checked against its schema: {exc}"
+    written = _as_written(raw, strict)
+    if strict:
+        explanation = (
+            f"The arguments for {call.name} could not be checked: checking them would take "
+            "more work than this request may spend. Call it with simpler arguments."
+        )
+        return replace(event, arguments=written, invalid=explanation), [
+            ev.Notice("arguments-invalid", why)
+        ]
+    return replace(event, arguments=written), [ev.Notice("check-skipped", why)]
+
+
 def _unchecked(
     name: str, cid: str, schema: Mapping[str, Any], places: tuple[str, ...] | None = None
 ) -> list[ev.Notice]:
@@ -135,7 +171,7 @@ def _unchecked(
             "pattern-not-checked",
             f"the arguments of {name} ({cid}) were not checked against the pattern at "
             f"{listed[:300]}: it cannot be matched in linear time (a back-reference, a "
-            "look-around, or too long)",
+            "look-around, too long, or too large a program)",
         )
     ]
 
@@ -169,7 +205,16 @@ class End:
         self._kept: set[int] = set()  # calls passed on, begun or ended
         self._next = 0
         self._writers: dict[int, ArgumentWriter] = {}  # a passed call's streamed arguments
+        self._budget = request.budget
         self.calls = 0  # calls passed on whole
+
+    def offloaded(self, event: Event) -> bool:
+        """Whether pushing ``event`` may spend more than the event loop should: a call to
+        type when the request's budget (with the call's share) is past the inline bound."""
+        if not isinstance(event, ev.CallEnd) or event.arguments is not None:
+            return False
+        share = CALL_STEPS + len(event.call.arguments_text)
+        return self._budget.left + share > INLINE_STEPS
 
     def push(self, event: Event) -> list[Event]:
         if isinstance(event, ev.Notice):
@@ -207,7 +252,7 @@ class End:
         if isinstance(event, ev.CallEnd) and event.arguments is None:
             name = event.call.name
             schema = None if name == UNREADABLE else self._index.schema(name)
-            event, notices = prepare_call(event, schema, strict=self._strict)
+            event, notices = prepare_call(event, schema, strict=self._strict, budget=self._budget)
             typing = list(notices)
         writer = self._writers.pop(index, None) if not isinstance(event, ev.CallStart) else None
         if isinstance(event, ev.CallEnd) and _not_an_object(event):

@@ -312,8 +312,13 @@ async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event,
     since_turn = 0
     async with aclosing(_attempts(transport, request)) as events:
         async for event in events:
-            for out in end.push(event):
-                for checked in check.push(out):
+            # a check that may be slow is made in a worker thread: the loop serves others
+            pushed = end.push
+            outs = await asyncio.to_thread(pushed, event) if end.offloaded(event) else pushed(event)
+            for out in outs:
+                at_end = check.push
+                ends = await asyncio.to_thread(at_end, out) if check.offloaded(out) else at_end(out)
+                for checked in ends:
                     yield checked
             # a reply already in hand (10,000 calls in one read) yields no turn of its own:
             # every other client waits unless the loop gets one now and then

@@ -11,6 +11,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Se
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
+from ..budget import WorkBudget
 from ..errors import UsageError
 from ..events import Event
 from ..formats.base import Family, ToolIndex
@@ -65,6 +66,9 @@ class Request:
     output: OutputFormat | None = None
     #: Provider-specific fields passed through as they are.
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: The work this turn may make toolwire compute (checking its calls, its output), see
+    #: :mod:`toolwire.budget`; the gateway sizes it by the request, others get the ceiling.
+    budget: WorkBudget = field(default_factory=WorkBudget, repr=False, compare=False)
     #: The tools by name (see :class:`~toolwire.formats.base.ToolIndex`), built once.
     index: ToolIndex = field(init=False, repr=False, compare=False)
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import events as ev
+from ..budget import CALL_STEPS, INLINE_STEPS, WorkBudget, WorkExceeded, charging
 from ..errors import ArgumentsError, BackendError
 from ..events import Event
 from .request import OutputFormat, Request
@@ -226,8 +227,9 @@ def ollama_format(output: OutputFormat) -> str | dict[str, Any]:
     return "json"
 
 
-def misfit(output: OutputFormat, text: str) -> str | None:
-    """Why ``text`` is not the JSON ``output`` asks for; None when it is."""
+def misfit(output: OutputFormat, text: str, budget: WorkBudget | None = None) -> str | None:
+    """Why ``text`` is not the JSON ``output`` asks for; None when it is. The check is
+    charged to ``budget`` (with the text's share), :class:`WorkExceeded` past it."""
     try:
         value = json.loads(text)
     except (ValueError, RecursionError) as exc:
@@ -242,8 +244,11 @@ def misfit(output: OutputFormat, text: str) -> str | None:
 
     from ..arguments.schema import validator_for
 
+    if budget is not None:
+        budget.grant(text)
     try:
-        error = best_match(validator_for(output.schema).iter_errors(value))
+        with charging(budget):
+            error = best_match(validator_for(output.schema).iter_errors(value))
     except ArgumentsError as exc:  # refused at the request's check; kept safe here
         return f"the schema cannot be checked: {str(exc)[:200]}"
     if error is None:
@@ -278,6 +283,15 @@ class OutputCheck:
         self._ours = not request.required
         self._tools = bool(request.tools)
         self._text: list[str] = []
+        self._budget = request.budget
+
+    def offloaded(self, event: Event) -> bool:
+        """Whether pushing ``event`` checks the output with more work than the event loop
+        should spend (see :meth:`toolwire.pipeline.end.End.offloaded`)."""
+        if self._output is None or not isinstance(event, ev.Done):
+            return False
+        size = sum(len(piece) for piece in self._text)
+        return self._budget.left + CALL_STEPS + size > INLINE_STEPS
 
     def push(self, event: Event) -> list[Event]:
         output = self._output
@@ -295,7 +309,15 @@ class OutputCheck:
                 )
             ]
         elif isinstance(event, ev.Done) and event.finish_reason != "tool_calls":
-            why = misfit(output, "".join(self._text))
+            text = "".join(self._text)
+            try:
+                why = misfit(output, text, self._budget)
+            except WorkExceeded as exc:
+                skipped = f"{output.name!r}: the reply was not checked against its schema: {exc}"
+                if self._strict:
+                    kind = "output-schema" if self._upstream else "output-schema-local"
+                    raise BackendError(skipped, kind=kind) from None
+                return [ev.Notice("check-skipped", skipped), event]
             if why is None:
                 return [event]
             if self._strict and event.finish_reason != "length":

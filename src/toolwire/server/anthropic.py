@@ -24,6 +24,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse, Response
 
+from ..budget import WorkBudget
 from ..errors import ToolwireError, UsageError
 from ..events import Event, ReasoningDelta, TextDelta
 from .anthropic_input import MessagesCall, count_tokens, parse_messages
@@ -241,9 +242,11 @@ class Messages:
     #: Anthropic's own keep-alive, which its clients skip.
     keepalive = _event("ping")
 
-    async def parse(self, data: dict[str, Any], memory: ResponseMemory | None) -> MessagesCall:
+    async def parse(
+        self, data: dict[str, Any], memory: ResponseMemory | None, budget: WorkBudget | None = None
+    ) -> MessagesCall:
         del memory  # Messages keeps nothing
-        return parse_messages(data)
+        return parse_messages(data, budget)
 
     async def whole(self, events: AsyncIterable[Event], call: Any, model: str) -> dict[str, Any]:
         return await reply(events, call, model)

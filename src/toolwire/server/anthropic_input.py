@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..budget import WorkBudget
 from ..conversation import _estimate
 from ..pipeline import Backend, Request, Transport, planned
 from .core import Told, dumps
@@ -352,7 +353,7 @@ def _tools(
     return out
 
 
-def parse_messages(data: Mapping[str, Any]) -> MessagesCall:
+def parse_messages(data: Mapping[str, Any], budget: WorkBudget | None = None) -> MessagesCall:
     """The engine request for a Messages body (already JSON, an object)."""
     fields = check(_Fields, data, "")
     if fields.stop_sequences:
@@ -404,6 +405,7 @@ def parse_messages(data: Mapping[str, Any]) -> MessagesCall:
         constrained=settings.get("constrained", True),
         stream=bool(fields.stream),
         output=messages_format(fields.output_config),
+        budget=budget or WorkBudget(),
     )
     return MessagesCall(request, fields.model, skipped)
 

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from starlette.responses import JSONResponse, Response
 
+from ..budget import WorkBudget
 from ..errors import ToolwireError, UsageError
 from ..events import Event
 from ..pipeline import Request
@@ -49,8 +50,11 @@ class Api(Protocol):
     #: What is sent while a streamed reply waits on the model, in this API's own form.
     keepalive: str
 
-    async def parse(self, data: dict[str, Any], memory: ResponseMemory | None) -> Parsed:
-        """The turn of a decoded body; a :class:`RequestError` naming the field at fault."""
+    async def parse(
+        self, data: dict[str, Any], memory: ResponseMemory | None, budget: WorkBudget | None = None
+    ) -> Parsed:
+        """The turn of a decoded body; a :class:`RequestError` naming the field at fault.
+        ``budget``: the request's work budget, which the turn carries to its reply."""
 
     async def whole(self, events: AsyncIterable[Event], call: Any, model: str) -> dict[str, Any]:
         """The reply, not streamed, as this API's JSON body."""

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -37,10 +38,11 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ..budget import WorkBudget, WorkExceeded, charging
 from ..errors import BackendError, ToolwireError, UsageError
 from ..pipeline import Backend
 from ..store.responses import ResponseStore
-from .anthropic import Messages, count_tokens, parse_messages
+from .anthropic import Messages, count_tokens
 from .api import Api, error
 from .chat import ChatCompletions
 from .config import Models, UnknownModel
@@ -53,7 +55,17 @@ from .remember import ResponseMemory, not_found
 from .responses import Responses, deleted, listed_items, retrieved
 from .validate import RequestError, decode_body
 
-__all__ = ["BODY_TIMEOUT", "FIRST_EVENT_WAIT", "KEEPALIVE_EVERY", "MAX_BODY_BYTES", "create_app"]
+__all__ = [
+    "BODY_TIMEOUT",
+    "FIRST_EVENT_WAIT",
+    "KEEPALIVE_EVERY",
+    "MAX_BODY_BYTES",
+    "WORKERS",
+    "Work",
+    "create_app",
+]
+
+T = TypeVar("T")
 
 #: Request bodies larger than this are refused with 413.
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -73,6 +85,43 @@ FIRST_EVENT_WAIT = 1.0
 #: Bodies larger than this are decoded in a worker thread, so the event loop (``/health``,
 #: other streams) is not held while a large request is read.
 _THREAD_FROM = 64 * 1024
+#: Worker threads that read requests whose work budget is too large for the event loop (see
+#: :mod:`toolwire.budget`): a bounded pool, so such requests wait their turn rather than
+#: take every core from the others.
+WORKERS = 2
+
+
+class Work:
+    """Where a request's work is done: on the event loop when its budget is small enough,
+    else in the gateway's own bounded pool of worker threads (made when first needed).
+    One per app: no gateway's requests wait on another's."""
+
+    def __init__(self, workers: int = WORKERS) -> None:
+        self._workers = workers
+        self._pool: ThreadPoolExecutor | None = None
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="toolwire-work")
+        return self._pool
+
+    async def run(self, budget: WorkBudget, work: Callable[[], Awaitable[T]]) -> T:
+        """``work()`` charged to ``budget``: awaited here when the budget is small enough
+        for the event loop, else run to its end on an event loop of its own in a worker
+        thread (it may await the store; it holds no object of this loop)."""
+        if budget.inline:
+            with charging(budget):
+                return await work()
+
+        def apart() -> T:
+            with charging(budget):
+                return asyncio.run(_awaited(work))
+
+        return await asyncio.get_running_loop().run_in_executor(self._executor(), apart)
+
+
+async def _awaited(work: Callable[[], Awaitable[T]]) -> T:
+    return await work()
 
 
 def _load(body: bytes) -> dict[str, Any]:
@@ -176,9 +225,12 @@ def create_app(
     def authorised(request: HttpRequest) -> bool:
         return owner(request) is not None
 
-    async def body_of(request: HttpRequest) -> dict[str, Any]:
+    work = Work()
+
+    async def body_of(request: HttpRequest) -> tuple[dict[str, Any], WorkBudget]:
         """The request's body, decoded: within ``max_body_bytes`` and ``body_timeout`` (the
-        rest of a body not read cannot be skipped: the connection is closed after)."""
+        rest of a body not read cannot be skipped: the connection is closed after); and the
+        work budget its size gives it."""
         if not authorised(request):
             raise RequestError("a valid API key is required", status=401)
         try:
@@ -189,10 +241,11 @@ def create_app(
             ) from None
         except ClientDisconnect:
             raise RequestError("the client went away before its body ended") from None
+        budget = WorkBudget.for_size(len(body))
         # a large body is decoded off the event loop, so /health and other streams go on
         if len(body) >= _THREAD_FROM:
-            return await run_in_threadpool(_load, body)
-        return _load(body)
+            return await run_in_threadpool(_load, body), budget
+        return _load(body), budget
 
     def unknown(asked: str) -> RequestError:
         served = ", ".join(models.names()[:20])
@@ -206,14 +259,16 @@ def create_app(
 
         async def handle(request: HttpRequest) -> Response:
             try:
-                data = await body_of(request)
+                data, budget = await body_of(request)
                 who = owner(request) or ""
                 observer.keyed(request.scope, who)
                 memory = ResponseMemory(store, who) if store is not None else None
-                call = await api.parse(data, memory)
+                call = await work.run(budget, lambda: api.parse(data, memory, budget))
                 engine, name = await models.backend(call.model), models.served_name(call.model)
             except RequestError as exc:
                 return api.refusal(exc)
+            except WorkExceeded as exc:
+                return api.refusal(RequestError(str(exc)))
             except UnknownModel as exc:
                 return api.refusal(unknown(str(exc)))
             except BackendError as exc:  # a local model that could not be loaded
@@ -284,10 +339,17 @@ def create_app(
 
     async def counted(request: HttpRequest) -> Response:
         try:
-            call = parse_messages(await body_of(request))
-            tokens = count_tokens(await models.backend(call.model), call.request)
+            data, budget = await body_of(request)
+            call = await work.run(budget, lambda: messages.parse(data, None, budget))
+            engine = await models.backend(call.model)
+            if budget.inline:
+                tokens = count_tokens(engine, call.request)
+            else:  # a prompt rendered from a large request: off the event loop
+                tokens = await run_in_threadpool(count_tokens, engine, call.request)
         except RequestError as exc:
             return messages.refusal(exc)
+        except WorkExceeded as exc:
+            return messages.refusal(RequestError(str(exc)))
         except UnknownModel as exc:
             return messages.refusal(unknown(str(exc)))
         except UsageError as exc:

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..budget import WorkBudget
 from ..events import Event, ReasoningDelta, TextDelta
 from ..pipeline import Request
 from .api import OpenAIErrors
@@ -167,10 +168,12 @@ def _include_usage(data: Mapping[str, Any]) -> bool:
 class ChatCompletions(OpenAIErrors):
     """``POST /v1/chat/completions`` (see :mod:`toolwire.server.api`)."""
 
-    async def parse(self, data: dict[str, Any], memory: ResponseMemory | None) -> _Parsed:
+    async def parse(
+        self, data: dict[str, Any], memory: ResponseMemory | None, budget: WorkBudget | None = None
+    ) -> _Parsed:
         del memory  # Chat Completions keeps nothing
         model = data.get("model")
-        request = validate_chat(data)
+        request = validate_chat(data, budget)
         return _Parsed(request, model if isinstance(model, str) else None, _include_usage(data))
 
     async def whole(self, events: AsyncIterable[Event], call: Any, model: str) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic_core import PydanticCustomError
 
 from ..arguments.schema import validator_for
+from ..budget import WorkExceeded
 from ..errors import ArgumentsError
 from ..pipeline import OutputFormat
 from .refusal import RequestError
@@ -48,7 +49,7 @@ def _problem(value: Any) -> str | None:
         return f"is longer than {MAX_SCHEMA_CHARS} characters of JSON"
     try:
         validator_for(value)
-    except ArgumentsError as exc:
+    except (ArgumentsError, WorkExceeded) as exc:
         return str(exc)[:300]
     return None
 

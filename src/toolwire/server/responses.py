@@ -23,6 +23,7 @@ import time
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from typing import Any
 
+from ..budget import WorkBudget
 from ..errors import ToolwireError
 from ..events import Event, ReasoningDelta, TextDelta
 from ..store.responses import StoredResponse, new_response_id
@@ -355,8 +356,10 @@ async def respond_stream(
 class Responses(OpenAIErrors):
     """``POST /v1/responses`` (see :mod:`toolwire.server.api`)."""
 
-    async def parse(self, data: dict[str, Any], memory: ResponseMemory | None) -> ResponsesCall:
-        call = await parse_responses(data, memory)
+    async def parse(
+        self, data: dict[str, Any], memory: ResponseMemory | None, budget: WorkBudget | None = None
+    ) -> ResponsesCall:
+        call = await parse_responses(data, memory, budget)
         if call.memory is not None:
             await call.memory.admit()  # a key past its quota hears so before the model runs
         return call

@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..budget import WorkBudget
 from ..pipeline import Request
 from .core import Told
 from .fields import check, options
@@ -310,7 +311,9 @@ def _declared(tools: list[Any] | None, searched: list[tuple[str, Any]]) -> list[
 
 
 async def parse_responses(
-    data: Mapping[str, Any], memory: ResponseMemory | None = None
+    data: Mapping[str, Any],
+    memory: ResponseMemory | None = None,
+    budget: WorkBudget | None = None,
 ) -> ResponsesCall:
     """The engine request for a Responses body (already JSON, an object); ``memory``
     serves ``previous_response_id`` and stores responses."""
@@ -352,6 +355,7 @@ async def parse_responses(
         constrained=settings.get("constrained", True),
         stream=bool(fields.stream),
         output=responses_format(fields.text),
+        budget=budget or WorkBudget(),
     )
     call = ResponsesCall(request, fields, conversation, memory)
     call.notices = offer.skipped

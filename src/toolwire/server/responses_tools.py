@@ -149,16 +149,32 @@ def _flat(namespace: str | None, name: str) -> str:
     return clean
 
 
-def _unique(name: str, taken: set[str]) -> str:
-    if name not in taken:
-        return name
-    k = 2
-    while True:
-        suffix = f"_{k}"
-        candidate = name[: _MAX_NAME - len(suffix)] + suffix
-        if candidate not in taken:
-            return candidate
-        k += 1
+class _Names:
+    """The engine names given so far, and for each flat name the next number to try after
+    it: a name that collides with many (16,000 namespaces that flatten alike) is made
+    unique in time linear in them all, never by counting up from 2 for each."""
+
+    def __init__(self) -> None:
+        self.taken: set[str] = set()
+        self._next: dict[str, int] = {}
+
+    def add(self, name: str) -> None:
+        self.taken.add(name)
+
+    def unique(self, name: str) -> str:
+        """``name``, or ``name_2``, ``name_3``… (a long name cut to a stem first, which
+        names of that stem share with their count), the first not taken."""
+        if name not in self.taken:
+            return name
+        stem = name[: _MAX_NAME - 8]  # room for a suffix of up to seven digits
+        k = self._next.get(stem, 2)
+        while True:
+            suffix = f"_{k}"
+            candidate = (stem if len(name) > _MAX_NAME - len(suffix) else name) + suffix
+            k += 1
+            if candidate not in self.taken:
+                self._next[stem] = k
+                return candidate
 
 
 def safe_pattern(definition: str) -> str | None:
@@ -274,7 +290,7 @@ def offered(given: list[Any] | None, searched: list[tuple[str, Any]] | None = No
     if not tools:
         return out
     given_ = tools
-    taken: set[str] = set()
+    taken = _Names()
     members: list[tuple[str, str | None, _Function | _Custom | _Search]] = []
     for where, tool in given_:
         kind = tool.get("type") if isinstance(tool, dict) else None
@@ -315,7 +331,7 @@ def offered(given: list[Any] | None, searched: list[tuple[str, Any]] | None = No
         )
         if (kind_, namespace, own) in out.names:
             continue  # offered already (a tool found again by a search)
-        name = own if plain else _unique(_flat(namespace, own), taken)
+        name = own if plain else taken.unique(_flat(namespace, own))
         taken.add(name)
         out.names[(kind_, namespace, own)] = name
         if isinstance(tool, _Custom):

@@ -30,6 +30,7 @@ from typing import Any, Union
 from pydantic import ValidationError
 
 from ..arguments.schema import validator_for
+from ..budget import WorkBudget, WorkExceeded
 from ..errors import ArgumentsError
 from ..pipeline import Request
 from .chat_request import MAX_DEPTH, MESSAGES, TAG, ChatCompletionsRequest
@@ -326,8 +327,9 @@ def validate_chat_request(body: bytes) -> Request:
     return validate_chat(decode_body(body))
 
 
-def validate_chat(data: Any) -> Request:
-    """:func:`validate_chat_request` for a body already decoded by :func:`decode_body`."""
+def validate_chat(data: Any, budget: WorkBudget | None = None) -> Request:
+    """:func:`validate_chat_request` for a body already decoded by :func:`decode_body`;
+    ``budget`` is the request's work budget (see :mod:`toolwire.budget`)."""
     parsed = _checked(data)
     tools = data.get("tools")
     check_turn(
@@ -356,6 +358,7 @@ def validate_chat(data: Any) -> Request:
         constrained=options.get("constrained") is not False,
         stream=bool(parsed.stream),
         output=chat_format(parsed.response_format),
+        budget=budget or WorkBudget(),
     )
 
 
@@ -501,5 +504,7 @@ def schema_problem(schema: Any) -> str | None:
     try:
         validator_for(schema)
     except ArgumentsError as exc:
+        return str(exc)[:300]
+    except WorkExceeded as exc:  # the request's work budget: its tools cost too much
         return str(exc)[:300]
     return None

@@ -1,0 +1,146 @@
+"""The work one request may make toolwire compute: one budget, counted in steps.
+
+A gateway shared by many clients computes things each request chooses the size of: its
+tools' schemas are read, their names made unique, their ``$ref`` s followed, their patterns
+compiled and matched, the calls the model writes checked against them, a structured output
+checked against its schema. Each of those is linear in its input, but a request picks both
+the input and the parameters (a pattern's size, a schema's fan-out, a list's length), so the
+product can be anything. Every such piece of work is charged here, *before* it is done when
+its cost is known beforehand (a pattern match costs its program's size times the text's
+length), as it goes otherwise (each keyword a schema check evaluates), against one
+:class:`WorkBudget` per request: sized by the request (a larger body may ask for more) under a
+hard ceiling. Past it, :class:`WorkExceeded` names what was too costly: a 400 when the request
+itself asked for it (its tools, its output schema), a ``check-skipped`` notice when a reply
+needed it (the call passes unchecked, named; with ``strict`` it is refused).
+
+A step is about twenty microseconds of this machine's work: one schema keyword evaluated
+against one value (and one more for each member of the keyword's list or object), two
+thousand pattern-instruction characters matched. A budget grows with what the request
+brings: :meth:`WorkBudget.for_size` gives its body's share, and :meth:`WorkBudget.grant` adds
+each call's share as the model writes it (the check of a long argument may cost what its
+length says, never what its schema multiplies it to). So the work is linear in the request
+and its reply, with a bounded constant, whatever they ask.
+
+A request whose budget has no more than :data:`INLINE_STEPS` left is small enough to be
+served on the event loop (tens of milliseconds at most, whatever it asks); one with more
+does its heavy work (reading its tools, checking its calls) in a worker thread, so
+``/health`` and every other client's stream go on meanwhile (:attr:`WorkBudget.inline`).
+
+The budget is an object passed with the request (:class:`~toolwire.pipeline.Request`'s
+``budget``). The one place it cannot be passed is inside jsonschema, whose keyword
+functions take no argument of ours: :func:`charging` makes a budget the one those functions
+charge (:func:`charge`) for the duration of one check, in a context variable, so the budget
+of one request is never charged by another's check, even in another thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
+
+from .errors import LimitError
+
+__all__ = [
+    "BYTES_PER_STEP",
+    "CALL_STEPS",
+    "CEILING_STEPS",
+    "FLOOR_STEPS",
+    "INLINE_STEPS",
+    "WorkBudget",
+    "WorkExceeded",
+    "charge",
+    "charging",
+]
+
+#: The budget of the smallest request (steps): what any request may ask for.
+FLOOR_STEPS = 2_000
+#: A request's body adds a step to its budget for this many bytes (declaring Claude Code's
+#: twelve tools, 50 kB of a 100 kB body, takes 1,300 steps of the body's 12,800).
+BYTES_PER_STEP = 8
+#: What each call the model writes adds to the budget: these steps, and one per character
+#: of its arguments (checking 3,000 objects, 38 kB, takes about 12,000).
+CALL_STEPS = 500
+#: No request's budget is larger (steps): about ten seconds of one core.
+CEILING_STEPS = 500_000
+#: A budget with no more than this left is spent on the event loop (steps): tens of
+#: milliseconds at most.
+INLINE_STEPS = 2_500
+
+
+class WorkExceeded(LimitError):
+    """A request's work went past its budget: ``what`` says what was too costly."""
+
+    def __init__(self, what: str, asked: int, limit: int) -> None:
+        super().__init__(
+            f"{what} would take {asked:,} steps of work, past this request's budget of "
+            f"{limit:,} (a request's budget grows with its size, up to {CEILING_STEPS:,})"
+        )
+        self.what = what
+        self.asked = asked
+        self.limit = limit
+
+
+class WorkBudget:
+    """The steps one request may still spend (see the module's doc). Not shared: each
+    request has its own, so what one client asks never spends another's."""
+
+    __slots__ = ("limit", "spent")
+
+    def __init__(self, limit: int = CEILING_STEPS) -> None:
+        self.limit = max(0, min(limit, CEILING_STEPS))
+        self.spent = 0
+
+    @classmethod
+    def for_size(cls, size: int) -> WorkBudget:
+        """The budget of a request of ``size`` bytes: the floor, and its body's share."""
+        return cls(FLOOR_STEPS + max(0, size) // BYTES_PER_STEP)
+
+    def grant(self, text: str) -> None:
+        """Add the share of a call whose arguments are ``text`` (up to the ceiling)."""
+        self.limit = min(CEILING_STEPS, self.limit + CALL_STEPS + len(text))
+
+    @property
+    def inline(self) -> bool:
+        """Whether what is left is small enough to be spent on the event loop."""
+        return self.left <= INLINE_STEPS
+
+    @property
+    def left(self) -> int:
+        return max(0, self.limit - self.spent)
+
+    def affords(self, steps: int) -> bool:
+        """Whether ``steps`` more would stay within the budget (nothing is spent)."""
+        return self.spent + steps <= self.limit
+
+    def charge(self, steps: int, what: str) -> None:
+        """Spend ``steps`` on ``what``; past the budget, :class:`WorkExceeded` (and the
+        budget stays spent: whatever comes after it in the request is refused too)."""
+        self.spent += steps
+        if self.spent > self.limit:
+            raise WorkExceeded(what, self.spent, self.limit)
+
+
+_ACTIVE: ContextVar[WorkBudget | None] = ContextVar("toolwire_work_budget", default=None)
+
+
+@contextlib.contextmanager
+def charging(budget: WorkBudget | None) -> Iterator[None]:
+    """Make ``budget`` the one :func:`charge` spends, for the ``with`` block (None: the
+    one already active, if any, stays)."""
+    if budget is None:
+        yield
+        return
+    token = _ACTIVE.set(budget)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
+def charge(steps: int, what: str) -> None:
+    """Spend ``steps`` of the budget :func:`charging` made active (none: nothing is
+    counted — a caller outside any request, such as a test of one check)."""
+    budget = _ACTIVE.get()
+    if budget is not None:
+        budget.charge(steps, what)
