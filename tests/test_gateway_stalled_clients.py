@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import queue
 import re
 import socket
@@ -37,6 +38,7 @@ from toolwire.cli.serve import _gateway
 from toolwire.server import create_app, uvicorn_settings
 from toolwire.server.config import ModelEntry, Models
 from toolwire.server.deadlines import SEND_TIMEOUT
+from toolwire.server.logs import ACCESS
 
 from .upstream_fake import DONE, OK_TEXT, RawUpstream, chunk, chunked
 
@@ -191,8 +193,9 @@ def cuts(port: int) -> float:
 
 @SERVERS
 def test_a_client_that_reads_nothing_is_cut_and_its_upstream_stream_closed(
-    upstream: RawUpstream, fast: bool
+    upstream: RawUpstream, fast: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger=ACCESS)
     slow = Slow()
     upstream.for_model.update(slow=slow, honest=chunked(*OK_TEXT))
     with served(gateway_app(upstream), fast) as port:
@@ -205,6 +208,28 @@ def test_a_client_that_reads_nothing_is_cut_and_its_upstream_stream_closed(
         sent = closed_by_gateway(client, within=5)
         assert sent.startswith(b"HTTP/1.1 200") and b"x" * 1000 in sent
         honest(port)  # and after
+        assert cuts(port) == 1
+    said = [getattr(r, "toolwire_request", {}) for r in caplog.records if r.name == ACCESS]
+    cut = [line for line in said if "cut" in line]
+    assert len(cut) == 1 and cut[0]["api"] == "chat" and cut[0]["model"] == "slow"
+
+
+def test_a_client_that_reads_slowly_is_not_cut_until_it_stops(upstream: RawUpstream) -> None:
+    # The deadline is for taking nothing: a client reading slower than the model writes
+    # (16 KB every 0.1 s, under the 500 KB a second of the slow model) is served on.
+    slow = Slow()
+    upstream.for_model.update(slow=slow)
+    with served(gateway_app(upstream), fast=True) as port:
+        client = stalled(port)
+        reading = time.monotonic() + 4 * DEADLINE
+        got = 0
+        while time.monotonic() < reading:
+            got += len(client.recv(16384))
+            time.sleep(0.1)
+        assert slow.gone.empty() and cuts(port) == 0
+        assert got > 100_000  # it read all along, backpressure or not
+        assert slow.hung_up(1, CUT_WITHIN)  # then stops reading: cut
+        closed_by_gateway(client, within=5)
         assert cuts(port) == 1
 
 
