@@ -30,7 +30,7 @@ __all__ = [
     "SEND_TIMEOUT",
     "TIMED_OUT",
     "Deadlines",
-    "SendDeadline",
+    "SendWatch",
 ]
 
 #: Seconds from a connection's opening, or a request's first byte, to its last header.
@@ -102,7 +102,7 @@ class Deadlines:
         self.transport.close()
 
 
-class SendDeadline:
+class SendWatch:
     """The send deadline of a connection (see the module): a protocol calls
     :meth:`_offer_send_deadline` when it is made, :meth:`_watch_sending` when writing
     pauses or a reply ends with bytes unsent, :meth:`_resumed_sending` when writing resumes,

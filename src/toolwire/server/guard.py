@@ -10,6 +10,9 @@ the whole request within :data:`REQUEST_TIMEOUT` (then the connection is closed)
 answers a body still coming after its own, shorter ``body_timeout`` with a 408 first (see
 :func:`~toolwire.server.create_app`). A request's head is bounded in size
 (:data:`MAX_HEADER_BYTES`): past it the client gets a 400 and the connection is closed.
+A client that takes none of a reply's bytes for :data:`SEND_TIMEOUT` seconds (or the app's
+``send_timeout``) is cut, and the reply's stream closed (the send deadline, in
+:mod:`toolwire.server.deadlines`).
 
 The deadlines are one piece of logic (:class:`Deadlines`) over either of uvicorn's HTTP
 protocols: :class:`GuardedHttpToolsProtocol` (httptools' C parser, with uvloop: the fast
@@ -32,7 +35,7 @@ from .deadlines import (
     REQUEST_TIMEOUT,
     SEND_TIMEOUT,
     Deadlines,
-    SendDeadline,
+    SendWatch,
 )
 
 __all__ = [
@@ -54,7 +57,7 @@ def _head_size(request: h11.Request) -> int:
     return len(request.target) + sum(len(name) + len(value) + 4 for name, value in request.headers)
 
 
-class GuardedH11Protocol(Deadlines, SendDeadline, H11Protocol):
+class GuardedH11Protocol(Deadlines, SendWatch, H11Protocol):
     """uvicorn's h11 protocol with a deadline for each request's headers and body, and for
     each reply's bytes to be taken (the send deadline).
 

@@ -13,12 +13,12 @@ import asyncio
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from .deadlines import HEAD_TOO_LARGE, MAX_HEADER_BYTES, Deadlines, SendDeadline
+from .deadlines import HEAD_TOO_LARGE, MAX_HEADER_BYTES, Deadlines, SendWatch
 
 __all__ = ["GuardedHttpToolsProtocol"]
 
 
-class GuardedHttpToolsProtocol(Deadlines, SendDeadline, HttpToolsProtocol):
+class GuardedHttpToolsProtocol(Deadlines, SendWatch, HttpToolsProtocol):
     """uvicorn's httptools protocol with a deadline for each request's headers and
     body, a bound on the size of its head (httptools itself has none), and a deadline for
     each reply's bytes to be taken (the send deadline).

@@ -34,14 +34,15 @@ class SendDeadline:
     ``seconds``, and ``on_cut(scope)`` is called if the connection is cut by it."""
 
     def __init__(self, app: Asgi, seconds: float, on_cut: Callable[[Scope], None]) -> None:
-        if not seconds > 0:
-            raise ValueError("the send deadline must be some time above 0 s")
         self._app = app
         self._seconds = seconds
         self._on_cut = on_cut
 
     @classmethod
     def middleware(cls, seconds: float, on_cut: Callable[[Scope], None]) -> Middleware:
+        """The middleware of an app (``seconds`` is checked now, not at its first request)."""
+        if not seconds > 0:
+            raise ValueError(f"the send deadline must be some time above 0 s, not {seconds!r}")
         return Middleware(cls, seconds=seconds, on_cut=on_cut)
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
