@@ -46,7 +46,9 @@ def _gateway(args: argparse.Namespace) -> Any:
     where = getattr(args, "store", None)
     store = None if args.no_store else open_response_store(where, store_limits(args))
     tracer = _tracer(args)
-    app = create_app(served_models(args), keys=keys, store=store, tracer=tracer)
+    sending = getattr(args, "send_timeout", None)  # None: the gateway's own default
+    limits = {"send_timeout": sending} if sending is not None else {}
+    app = create_app(served_models(args), keys=keys, store=store, tracer=tracer, **limits)
     freeze_heap()
     return app
 
@@ -341,6 +343,13 @@ def add_serve(v: argparse.ArgumentParser) -> None:
         default=10.0,
         metavar="SECONDS",
         help="the time to connect to the upstream (default: 10)",
+    )
+    v.add_argument(
+        "--send-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="how long a client may take none of its reply's bytes before it is cut, its "
+        "upstream stream closed (default: 30)",
     )
     v.add_argument(
         "--no-store",

@@ -35,7 +35,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 from starlette.requests import Request as HttpRequest
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..budget import WorkBudget, WorkExceeded, charging
@@ -53,6 +53,7 @@ from .metrics import CONTENT_TYPE, Metrics
 from .observe import Observer
 from .remember import ResponseMemory, not_found
 from .responses import Responses, deleted, listed_items, retrieved
+from .sending import SEND_TIMEOUT, ClosingStream, SendDeadline
 from .validate import RequestError, decode_body
 
 __all__ = [
@@ -190,6 +191,7 @@ def create_app(
     body_timeout: float = BODY_TIMEOUT,
     keepalive_every: float = KEEPALIVE_EVERY,
     first_event_wait: float = FIRST_EVENT_WAIT,
+    send_timeout: float = SEND_TIMEOUT,
     metrics: Metrics | None = None,
     tracer: Any = None,
 ) -> Starlette:
@@ -205,7 +207,9 @@ def create_app(
 
     A streamed reply waits up to ``first_event_wait`` seconds for the model's first event
     (a failure by then gets its own status); then the 200 goes out, and the API's
-    keep-alive every ``keepalive_every`` seconds the stream is otherwise silent.
+    keep-alive every ``keepalive_every`` seconds the stream is otherwise silent. A client
+    that takes none of a reply's bytes for ``send_timeout`` seconds is cut, and the reply's
+    upstream stream closed with it (under the guarded protocols: :mod:`.sending`).
 
     Every request is observed (:mod:`toolwire.server.observe`): counted in ``metrics``
     (its own :class:`Metrics` unless one is given), served at ``/metrics`` behind the API
@@ -287,7 +291,7 @@ def create_app(
                     stream = with_keepalives(
                         api.stream(events, call, name), keepalive_every, api.keepalive
                     )
-                    return StreamingResponse(stream, media_type="text/event-stream")
+                    return ClosingStream(stream, media_type="text/event-stream")
                 body = await api.whole(events, call, name)
                 return Response(dumps(body), media_type="application/json")
             except UsageError as exc:  # a request the model behind cannot take
@@ -359,7 +363,7 @@ def create_app(
         return JSONResponse({"input_tokens": tokens})
 
     return Starlette(
-        middleware=[observer.middleware()],
+        middleware=[observer.middleware(), SendDeadline.middleware(send_timeout, observer.cut)],
         routes=[
             Route("/health", health, methods=["GET"]),
             Route("/metrics", scraped, methods=["GET"]),

@@ -10,6 +10,9 @@ the whole request within :data:`REQUEST_TIMEOUT` (then the connection is closed)
 answers a body still coming after its own, shorter ``body_timeout`` with a 408 first (see
 :func:`~toolwire.server.create_app`). A request's head is bounded in size
 (:data:`MAX_HEADER_BYTES`): past it the client gets a 400 and the connection is closed.
+A client that takes none of a reply's bytes for :data:`SEND_TIMEOUT` seconds (or the app's
+``send_timeout``) is cut, and the reply's stream closed (the send deadline, in
+:mod:`toolwire.server.deadlines`).
 
 The deadlines are one piece of logic (:class:`Deadlines`) over either of uvicorn's HTTP
 protocols: :class:`GuardedHttpToolsProtocol` (httptools' C parser, with uvloop: the fast
@@ -26,13 +29,21 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from .deadlines import HEADER_TIMEOUT, MAX_HEADER_BYTES, REQUEST_TIMEOUT, Deadlines
+from .deadlines import (
+    HEADER_TIMEOUT,
+    MAX_HEADER_BYTES,
+    REQUEST_TIMEOUT,
+    SEND_TIMEOUT,
+    Deadlines,
+    SendWatch,
+)
 
 __all__ = [
     "HEADER_TIMEOUT",
     "HTTPTOOLS_PROTOCOL",
     "MAX_HEADER_BYTES",
     "REQUEST_TIMEOUT",
+    "SEND_TIMEOUT",
     "Deadlines",
     "GuardedH11Protocol",
     "fast_server",
@@ -46,8 +57,9 @@ def _head_size(request: h11.Request) -> int:
     return len(request.target) + sum(len(name) + len(value) + 4 for name, value in request.headers)
 
 
-class GuardedH11Protocol(Deadlines, H11Protocol):
-    """uvicorn's h11 protocol with a deadline for each request's headers and body.
+class GuardedH11Protocol(Deadlines, SendWatch, H11Protocol):
+    """uvicorn's h11 protocol with a deadline for each request's headers and body, and for
+    each reply's bytes to be taken (the send deadline).
 
     h11 bounds only a head it holds incomplete; one that arrives whole is measured as it is
     read, and past :data:`MAX_HEADER_BYTES` it is a protocol error (a 400, and closed)."""
@@ -55,6 +67,7 @@ class GuardedH11Protocol(Deadlines, H11Protocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._arm("headers", self.header_timeout)
+        self._offer_send_deadline()
         read = self.conn.next_event
 
         def bounded() -> Any:
@@ -75,9 +88,19 @@ class GuardedH11Protocol(Deadlines, H11Protocol):
     def on_response_complete(self) -> None:
         super().on_response_complete()
         self._follow()
+        self._watch_unsent()
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._watch_sending()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._resumed_sending()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel()
+        self._unwatch()
         super().connection_lost(exc)
 
     def _waiting_for_headers(self) -> bool:

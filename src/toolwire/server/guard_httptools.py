@@ -13,14 +13,15 @@ import asyncio
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from .deadlines import HEAD_TOO_LARGE, MAX_HEADER_BYTES, Deadlines
+from .deadlines import HEAD_TOO_LARGE, MAX_HEADER_BYTES, Deadlines, SendWatch
 
 __all__ = ["GuardedHttpToolsProtocol"]
 
 
-class GuardedHttpToolsProtocol(Deadlines, HttpToolsProtocol):
+class GuardedHttpToolsProtocol(Deadlines, SendWatch, HttpToolsProtocol):
     """uvicorn's httptools protocol with a deadline for each request's headers and
-    body, and a bound on the size of its head (httptools itself has none).
+    body, a bound on the size of its head (httptools itself has none), and a deadline for
+    each reply's bytes to be taken (the send deadline).
 
     The head is measured twice: as parsed (the path and each header as the parser
     gives them; past the bound, the parser is stopped, and uvicorn answers a 400 and
@@ -36,6 +37,7 @@ class GuardedHttpToolsProtocol(Deadlines, HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._arm("headers", self.header_timeout)
+        self._offer_send_deadline()
 
     def data_received(self, data: bytes) -> None:
         if self._deadline is None and self._part in ("", "done"):
@@ -81,8 +83,21 @@ class GuardedHttpToolsProtocol(Deadlines, HttpToolsProtocol):
         self._head_bytes = 0
         self._cancel()
 
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._watch_unsent()
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._watch_sending()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._resumed_sending()
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel()
+        self._unwatch()
         super().connection_lost(exc)
 
     def _waiting_for_headers(self) -> bool:

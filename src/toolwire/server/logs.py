@@ -4,8 +4,9 @@ Each line has ``time`` (UTC, ISO 8601), ``level``, ``logger`` and ``message``; a
 line (the ``toolwire.access`` logger, once its response has ended) adds ``method``,
 ``path``, ``status``, ``duration_ms``, ``api``, ``model`` and ``key`` (the name of the
 API key it came with, when keys are set) — never a request's body, its query string or
-the key itself. uvicorn's own lines (its start, its shutdown, an error) are written the
-same way. An exception logged with its traceback keeps it, in
+the key itself; a request whose client was cut for reading nothing of its reply has a line
+of its own too, with ``cut``. uvicorn's own lines (its start, its shutdown, an error) are
+written the same way. An exception logged with its traceback keeps it, in
 ``exception``, within the line.
 
 With the text format (the default) nothing is set up here: warnings go to stderr as they
@@ -22,7 +23,7 @@ from typing import Any
 
 from .metrics import Turn
 
-__all__ = ["ACCESS", "FORMATS", "JsonFormatter", "log_request", "use_format"]
+__all__ = ["ACCESS", "FORMATS", "JsonFormatter", "log_cut", "log_request", "use_format"]
 
 #: The formats ``--log-format`` takes.
 FORMATS = ("text", "json")
@@ -90,3 +91,25 @@ def log_request(turn: Turn) -> None:
     if turn.upstream_error:
         fields["upstream_error"] = turn.upstream_error
     _access.info("%s %s %s", turn.method, fields["path"], turn.status, extra={_REQUEST: fields})
+
+
+def log_cut(turn: Turn) -> None:
+    """One line for a request whose client was cut, having taken none of its reply's bytes
+    for the send deadline (at INFO, as a request's line)."""
+    if not _access.isEnabledFor(logging.INFO):
+        return
+    fields: dict[str, Any] = {
+        "method": turn.method,
+        "path": turn.path[:_LONGEST],
+        "api": turn.api,
+        "model": turn.model[:_LONGEST],
+        "cut": "the client read nothing of its reply for the send deadline",
+    }
+    if turn.key:
+        fields["key"] = turn.key[:_LONGEST]
+    _access.info(
+        "cut %s %s: the client stopped reading",
+        turn.method,
+        fields["path"],
+        extra={_REQUEST: fields},
+    )

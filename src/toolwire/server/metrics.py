@@ -1,9 +1,10 @@
 """The gateway's Prometheus metrics, served at ``/metrics``.
 
 What any gateway counts (requests by API, model and status; their latency; tokens; upstream
-errors by kind) and what only this one can: the calls it recovered from a reply's text or
-healed past a refusal, and every notice it gave, by code and per model — the pipeline's own
-account of what it did, read from the :class:`~toolwire.events.Notice` events of each turn.
+errors by kind; clients cut for reading nothing of their reply) and what only this one can:
+the calls it recovered from a reply's text or healed past a refusal, and every notice it
+gave, by code and per model — the pipeline's own account of what it did, read from the
+:class:`~toolwire.events.Notice` events of each turn.
 
 Each app has its own :class:`Metrics` and its own registry (two apps in one process, and
 the tests, stay apart), except with several processes: when ``PROMETHEUS_MULTIPROC_DIR``
@@ -121,6 +122,13 @@ class Metrics:
             "toolwire_notices",
             "Notices the pipeline gave, by code (docs/notices.md) and model",
             ["model", "code"],
+            registry=own,
+        )
+        self.cut = Counter(
+            "toolwire_clients_cut",
+            "Connections cut because the client took none of its reply's bytes for the send "
+            "deadline (serve --send-timeout), by client API",
+            ["api"],
             registry=own,
         )
 

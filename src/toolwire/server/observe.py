@@ -19,7 +19,7 @@ from starlette.middleware import Middleware
 
 from ..errors import BackendError
 from ..events import CallEnd, Done, Event, Notice
-from .logs import log_request
+from .logs import log_cut, log_request
 from .metrics import Metrics, Turn
 from .tracing import Tracing
 
@@ -96,6 +96,16 @@ class Observer:
             raise
         finally:
             record()
+
+    def cut(self, scope: Scope) -> None:
+        """The request's connection was cut: its client took none of the reply's bytes for
+        the send deadline (:mod:`toolwire.server.sending`). Counted by API, and logged."""
+        turn: Turn | None = scope.get("state", {}).get(_KEY)
+        if turn is None:
+            path = scope.get("path", "")
+            turn = Turn(scope.get("method", ""), path, APIS.get(path, "other"))
+        self.metrics.cut.labels(turn.api).inc()
+        log_cut(turn)
 
     def keyed(self, scope: Scope, name: str) -> None:
         """The name of the API key the request came with, for its log line."""
