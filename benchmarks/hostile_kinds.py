@@ -26,6 +26,7 @@ cost (a count of tools, rows or calls, an argument's length, a reply's), never t
 - ``gzip``: a reply sent with ``Content-Encoding: gzip`` that is 1.6 MB on the wire and
   1 GB once decompressed (a stream of text pieces).
 
+The model streams a hostile argument 256 characters a delta, as a model streams its tokens.
 Every request is made distinct (a fresh token in its tools' descriptions), as an attacker
 would, so that no cache of a tool list or schema answers the second one for the first.
 """
@@ -63,7 +64,7 @@ SENT_ONCE = (
 STALLED_EACH = 4
 #: The receive buffer of a stalled reader's socket (bytes).
 STALLED_BUFFER = 4096
-#: The requests of one ``cardinality`` hostile request, and its model names' length.
+#: The requests of one ``cardinality`` hostile request (each names a model of its own).
 NAMES_EACH = 40
 
 FAN_OUT = 4
