@@ -428,8 +428,8 @@ async def hostile(
     except (httpx.HTTPError, OSError, asyncio.TimeoutError) as exc:
         out.statuses[type(exc).__name__] += 1
         return
-    for status, _, took in results:
-        out.statuses[str(status)] += 1
+    for answered, _, took in results:
+        out.statuses[str(answered)] += 1
         out.slowest = max(out.slowest, took)
 
 
