@@ -19,7 +19,18 @@ the breaks of a shared gateway:
 - ``steal``: another key's ``previous_response_id``;
 - ``flood``: chained continuations of 5 MB each (past the store's history bound: a 400);
 - ``body``: a 9 MB body (a 413 the client reads);
-- ``malformed``: a Responses request with two tools of one name.
+- ``malformed``: a Responses request with two tools of one name;
+- the requests that cost more than their share, as they were found (hostile_kinds.py says
+  each one's size): ``namespaces`` (16,000 namespace tools whose flat names collide),
+  ``pattern`` (a 1,201-character pattern of bounded repeats, a 4,000-character argument),
+  ``longarg`` (a 403-character one, a 40,000-character argument), ``format`` (the long
+  pattern in a ``response_format``), ``fanout`` (1,000 tools whose ``$ref`` fan out to
+  63,690 nodes each, 1.25 MB), ``fancount`` (those to ``/v1/messages/count_tokens``),
+  ``fancalls`` (a reply of 128 calls to such tools), ``unique`` (3,000 objects under
+  ``uniqueItems``), ``stalled`` (four streams whose client never reads, held while the
+  honest streams run, the model streaming 4 MB to each), ``cardinality`` (40 requests
+  naming random models, then a scrape of ``/metrics``), ``gzip`` (a reply of 1.6 MB that
+  decompresses to 1 GB).
 
 Every honest reply is checked whole (its own ticket in its call's id and arguments, the turn
 ended for the call: a reply cut, mixed or lost is counted, never dropped), and the upstream
@@ -27,10 +38,14 @@ checks that every honest request's tools reach it exactly as the first one's did
 stripped or tools put in words after a hostile lesson is answered with a reply the check
 refuses). Printed per mode: honest latency at the median, the 99th percentile and the
 maximum, before, mixed and after, their ratios to ``before``, the honest requests lost,
-wrong or changed, and each hostile kind's statuses and slowest answer. The machine is shared
-and noisy: the figures are ratios in one run, never assertions.
+wrong or changed, whether the honest p99 mixed stays within 1.3× of the p99 before, and each
+hostile kind's statuses and slowest answer (a stalled stream's: its status line). The
+machine is shared and noisy: the figures are ratios in one run, never assertions.
+``--kinds`` sends only some kinds; ``--scale`` shrinks the new kinds' sizes (0.1: a tenth of
+the tools, rows, calls and argument characters) for a small run.
 
     python benchmarks/shared_gateway.py [--honest 1000] [--hostile 50] [--workers 1,2]
+        [--kinds redos,pattern,...] [--scale 1]
 """
 
 from __future__ import annotations
@@ -51,7 +66,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -62,70 +77,56 @@ import httpx
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gateway_apis import APIS, PATHS, arguments, ask, call_id, check
 from gateway_servers import TICKET
+from hostile_kinds import (
+    MARK,
+    SENT_ONCE,
+    STALLED_BUFFER,
+    STALLED_EACH,
+    Reply,
+    Sizes,
+    bomb,
+    calls_reply,
+    hostile_reply,
+    request,
+    text_reply,
+)
+from hostile_kinds import chat_body as _chat
+from hostile_kinds import string_schema as _string
+from hostile_kinds import tool as _tool
 
-KINDS = ("redos", "hostname", "calls", "ref", "teach", "steal", "flood", "body", "malformed")
+_FIRST = ("redos", "hostname", "calls", "ref", "teach", "steal", "flood", "body", "malformed")
+KINDS = (*_FIRST, *SENT_ONCE, "stalled", "cardinality")
+#: The honest p99 with hostile clients, at most, as a multiple of the p99 without them.
+P99_BOUND = 1.3
 KEYS = {
     "honest": "sk-honest-" + secrets.token_hex(12),
     "hostile": "sk-hostile-" + secrets.token_hex(12),
 }
-MARK = "hostile-"
 
 
 # -- the upstream: honest requests get their ticketed call; hostile ones what attacks
 
 
-def _sse(chunks: list[dict[str, Any]]) -> bytes:
-    return (
-        b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
-    )
-
-
-def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-up",
-        "object": "chat.completion.chunk",
-        "created": 0,
-        "model": "up-model",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-
-
-def _calls(calls: list[tuple[str, str, str]]) -> bytes:
-    """A streamed reply of whole calls (id, name, arguments), one delta each."""
-    deltas = [
-        _chunk(
-            {
-                "role": "assistant",
-                "tool_calls": [
-                    {
-                        "index": i,
-                        "id": cid,
-                        "type": "function",
-                        "function": {"name": name, "arguments": args},
-                    }
-                ],
-            }
-        )
-        for i, (cid, name, args) in enumerate(calls)
-    ]
-    usage = {**_chunk({}, "tool_calls"), "usage": {"prompt_tokens": 9, "completion_tokens": 9}}
-    return _sse([*deltas, usage])
-
-
-def _text(text: str) -> bytes:
-    return _sse([_chunk({"role": "assistant", "content": text}), _chunk({}, "stop")])
-
-
-_MANY = _calls([(f"call_{i}", "get_weather", '{"city": "x"}') for i in range(10_000)])
+_MANY = calls_reply([(f"call_{i}", "get_weather", '{"city": "x"}') for i in range(10_000)])
 
 
 class Upstream:
-    """The scripted model. ``first`` is the first honest request's tools as they arrived."""
+    """The scripted model. ``first`` is the first honest request's tools as they arrived;
+    ``gzipped`` the bomb a ``gzip`` request is answered with (made before it serves)."""
 
-    def __init__(self) -> None:
+    def __init__(self, sizes: Sizes, gzipped: bytes = b"") -> None:
         self.first: str | None = None
+        self.sizes = sizes
+        self.gzipped = gzipped
 
-    def reply(self, body: dict[str, Any]) -> tuple[int, bytes]:
+    def reply(self, body: dict[str, Any]) -> Reply:
+        status, data = self._scripted(body)
+        if isinstance(data, Reply):
+            return data
+        kind = "text/event-stream" if status == 200 else "application/json"
+        return Reply(status, data, {"content-type": kind})
+
+    def _scripted(self, body: dict[str, Any]) -> tuple[int, bytes | Reply]:
         last = body.get("messages", [{}])[-1]
         said = json.dumps(last.get("content"))
         if MARK + "teach" in json.dumps(body.get("tools", "")) or MARK + "teach" in said:
@@ -138,38 +139,46 @@ class Upstream:
                 return 400, json.dumps(
                     {"error": {"message": msg, "type": "invalid_request_error"}}
                 ).encode()
-            return 200, _text("healed")
+            return 200, text_reply("healed")
         if MARK + "redos" in said:
-            return 200, _calls([("call_r", "lookup", json.dumps({"q": "a" * 28 + "!"}))])
+            return 200, calls_reply([("call_r", "lookup", json.dumps({"q": "a" * 28 + "!"}))])
         if MARK + "hostname" in said:
-            return 200, _calls([("call_h", "resolve", json.dumps({"host": "a" * 20_000}))])
+            return 200, calls_reply([("call_h", "resolve", json.dumps({"host": "a" * 20_000}))])
         if MARK + "calls" in said:
             return 200, _MANY
         if MARK in said:
-            return 200, _text("ok")
+            attack = hostile_reply(body, said, self.sizes, self.gzipped)
+            return (200, attack) if attack is not None else (200, text_reply("ok"))
         found = TICKET.search(said)
         ticket = found.group(0) if found else "ticket-none"
         tools = json.dumps(body.get("tools"), sort_keys=True)
         if self.first is None:
             self.first = tools
         if tools != self.first or "get_weather" in json.dumps(body.get("messages")[:1]):
-            return 200, _text(f"CHANGED: the tools of {ticket} did not arrive as sent")
-        return 200, _calls([(call_id(ticket), "get_weather", json.dumps(arguments(ticket)))])
+            return 200, text_reply(f"CHANGED: the tools of {ticket} did not arrive as sent")
+        return 200, calls_reply([(call_id(ticket), "get_weather", json.dumps(arguments(ticket)))])
 
 
-def _upstream_process(conn: Connection) -> None:
+def _upstream_process(conn: Connection, sizes: Sizes, kinds: tuple[str, ...]) -> None:
     import uvicorn
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.responses import Response
+    from starlette.responses import Response, StreamingResponse
     from starlette.routing import Route
 
-    upstream = Upstream()
+    upstream = Upstream(sizes, bomb(sizes.bomb) if "gzip" in kinds else b"")
 
     async def chat(request: Request) -> Response:
-        status, data = upstream.reply(json.loads(await request.body()))
-        kind = "text/event-stream" if status == 200 else "application/json"
-        return Response(data, status_code=status, media_type=kind)
+        answer = upstream.reply(json.loads(await request.body()))
+        if isinstance(answer.body, bytes):
+            return Response(answer.body, status_code=answer.status, headers=answer.headers)
+        parts = answer.body
+
+        async def sent() -> AsyncIterator[bytes]:
+            for part in parts:  # each awaited as it is sent: a reader that stalls stalls it
+                yield part
+
+        return StreamingResponse(sent(), status_code=answer.status, headers=answer.headers)
 
     app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
     config = uvicorn.Config(
@@ -189,13 +198,13 @@ def _upstream_process(conn: Connection) -> None:
 
 
 @contextlib.contextmanager
-def upstream() -> Iterator[str]:
+def upstream(sizes: Sizes, kinds: tuple[str, ...]) -> Iterator[str]:
     ctx = multiprocessing.get_context("spawn")
     ours, theirs = ctx.Pipe()
-    proc = ctx.Process(target=_upstream_process, args=(theirs,), daemon=True)
+    proc = ctx.Process(target=_upstream_process, args=(theirs, sizes, kinds), daemon=True)
     proc.start()
     try:
-        if not ours.poll(60):
+        if not ours.poll(120):  # the gzip bomb takes some seconds to make
             raise RuntimeError("the upstream did not start")
         yield str(ours.recv())
     finally:
@@ -269,30 +278,6 @@ def _ref_chain(hops: int) -> dict[str, Any]:
     return {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
 
 
-def _chat(text: str, tools: list[dict[str, Any]], stream: bool = True) -> dict[str, Any]:
-    return {
-        "model": "up-model",
-        "stream": stream,
-        "tools": tools,
-        "messages": [{"role": "user", "content": text}],
-    }
-
-
-def _tool(name: str, parameters: dict[str, Any], description: str = "") -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {"name": name, "description": description, "parameters": parameters},
-    }
-
-
-def _string(field_name: str, pattern: str) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {field_name: {"type": "string", "pattern": pattern}},
-        "required": [field_name],
-    }
-
-
 @dataclass
 class Outcome:
     statuses: collections.Counter[str] = field(default_factory=collections.Counter)
@@ -308,15 +293,83 @@ async def _send(
     return r.status_code, data, time.perf_counter() - start
 
 
+async def _stalled(url: str, tag: str, done: asyncio.Event) -> tuple[str, float]:
+    """A streamed request whose client reads the answer's status line and no more, until
+    ``done``: a raw socket with a small receive buffer, so that what the gateway sends
+    piles up on its side. Its status, and how long the status line took."""
+    host, port = httpx.URL(url).host, httpx.URL(url).port
+    body = json.dumps(_chat(tag, [])).encode()
+    head = (
+        f"POST {PATHS['chat']} HTTP/1.1\r\nhost: {host}:{port}\r\n"
+        f"content-type: application/json\r\nauthorization: Bearer {KEYS['hostile']}\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    ).encode()
+    loop = asyncio.get_running_loop()
+    sock = socket.socket()
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, STALLED_BUFFER)
+        sock.setblocking(False)
+        start = time.perf_counter()
+        await loop.sock_connect(sock, (host, port))
+        await loop.sock_sendall(sock, head + body)
+        got = b""
+        while b"\r\n" not in got:
+            piece = await asyncio.wait_for(loop.sock_recv(sock, 64), 300)
+            if not piece:
+                break
+            got += piece
+        took = time.perf_counter() - start
+        line = got.split(b"\r\n", 1)[0].split()
+        status = line[1].decode() if len(line) > 1 and got.startswith(b"HTTP/") else "closed"
+        await done.wait()  # never read again while the honest streams run
+        return status, took
+    finally:
+        sock.close()
+
+
+async def _cardinality(
+    client: httpx.AsyncClient, url: str, tag: str, sizes: Sizes
+) -> list[tuple[int | str, bytes, float]]:
+    """Requests that each name their model with 258 random characters, then a scrape of
+    ``/metrics`` (its status written ``metrics <status>``)."""
+
+    async def named() -> tuple[int, bytes, float]:
+        body = {**_chat(tag, [], stream=False), "model": "m-" + secrets.token_hex(128)}
+        return await _send(client, url, PATHS["chat"], json.dumps(body).encode(), "hostile")
+
+    results: list[tuple[int | str, bytes, float]] = list(
+        await asyncio.gather(*(named() for _ in range(sizes.names_each)))
+    )
+    start = time.perf_counter()
+    r = await client.get(url + "/metrics", headers=_headers("hostile"))
+    results.append((f"metrics {r.status_code}", b"", time.perf_counter() - start))
+    return results
+
+
 async def hostile(
-    kind: str, client: httpx.AsyncClient, url: str, victim: str, out: Outcome
+    kind: str,
+    client: httpx.AsyncClient,
+    url: str,
+    victim: str,
+    out: Outcome,
+    sizes: Sizes,
+    done: asyncio.Event,
 ) -> None:
-    """One hostile request (``flood``: one chain of continuations) of ``kind``."""
+    """One hostile request (``flood``: one chain of continuations; ``stalled``: four
+    streams; ``cardinality``: forty requests and a scrape) of ``kind``."""
     tag = MARK + kind
     chat = PATHS["chat"]
-    results: list[tuple[int, bytes, float]] = []
+    results: list[tuple[int | str, bytes, float]] = []
     try:
-        if kind == "redos":
+        if kind in SENT_ONCE:
+            path, data = request(kind, sizes)
+            results.append(await _send(client, url, path, data, "hostile"))
+        elif kind == "stalled":
+            held = [_stalled(url, tag, done) for _ in range(STALLED_EACH)]
+            results.extend((status, b"", took) for status, took in await asyncio.gather(*held))
+        elif kind == "cardinality":
+            results.extend(await _cardinality(client, url, tag, sizes))
+        elif kind == "redos":
             body = _chat(tag, [_tool("lookup", _string("q", "^(a+)+$"))])
             results.append(await _send(client, url, chat, json.dumps(body).encode(), "hostile"))
         elif kind == "hostname":
@@ -372,11 +425,11 @@ async def hostile(
             results.append(
                 await _send(client, url, PATHS["responses"], json.dumps(body).encode(), "hostile")
             )
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, OSError, asyncio.TimeoutError) as exc:
         out.statuses[type(exc).__name__] += 1
         return
-    for status, _, took in results:
-        out.statuses[str(status)] += 1
+    for answered, _, took in results:
+        out.statuses[str(answered)] += 1
         out.slowest = max(out.slowest, took)
 
 
@@ -389,25 +442,42 @@ class Honest:
 
 
 def _attackers(
-    conn: Connection, url: str, victim: str, per_kind: int, keys: dict[str, str]
+    conn: Connection,
+    url: str,
+    victim: str,
+    per_kind: int,
+    keys: dict[str, str],
+    kinds: tuple[str, ...],
+    sizes: Sizes,
 ) -> None:
     """The hostile requests, every kind at once, from a process of their own (with the keys
     the gateway was given: this process made its own at import); their outcomes go back
-    through ``conn``."""
+    through ``conn``, once told the honest streams are done (the stalled readers are held
+    until then)."""
     KEYS.update(keys)
 
     async def attack() -> dict[str, Outcome]:
         limits = httpx.Limits(max_connections=600)
         async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(300.0)) as client:
-            outcomes = {kind: Outcome() for kind in KINDS}
+            outcomes = {kind: Outcome() for kind in kinds}
+            for kind in kinds:  # the large bodies made before, not while, attacking
+                if kind in SENT_ONCE:
+                    request(kind, sizes)
             conn.send("ready")
             await asyncio.to_thread(conn.recv)  # go: sent with the mixed honest streams
+            done = asyncio.Event()
+
+            async def told() -> None:
+                await asyncio.to_thread(conn.recv)  # done: the mixed honest streams ended
+                done.set()
+
             await asyncio.gather(
+                told(),
                 *(
-                    hostile(kind, client, url, victim, outcomes[kind])
-                    for kind in KINDS
+                    hostile(kind, client, url, victim, outcomes[kind], sizes, done)
+                    for kind in kinds
                     for _ in range(per_kind)
-                )
+                ),
             )
             return outcomes
 
@@ -456,7 +526,7 @@ def _stats(values: list[float]) -> tuple[float, float, float]:
     return statistics.median(ordered), ordered[int(0.99 * (len(ordered) - 1))], ordered[-1]
 
 
-async def run_mode(url: str, n: int, per_kind: int) -> None:
+async def run_mode(url: str, n: int, per_kind: int, kinds: tuple[str, ...], sizes: Sizes) -> None:
     limits = httpx.Limits(max_connections=40, max_keepalive_connections=40)
     timeout = httpx.Timeout(300.0)
     clients = [httpx.AsyncClient(limits=limits, timeout=timeout) for _ in range(max(1, n // 20))]
@@ -469,12 +539,15 @@ async def run_mode(url: str, n: int, per_kind: int) -> None:
         # first, so that the honest connections are not left idle while it starts
         ctx = multiprocessing.get_context("spawn")
         ours, theirs = ctx.Pipe()
-        attackers = ctx.Process(target=_attackers, args=(theirs, url, victim, per_kind, dict(KEYS)))
+        attackers = ctx.Process(
+            target=_attackers, args=(theirs, url, victim, per_kind, dict(KEYS), kinds, sizes)
+        )
         attackers.start()
         await asyncio.to_thread(ours.recv)  # ready: its client made
         before = await honest(clients, url, n, 0)
         ours.send("go")
         mixed = await honest(clients, url, n, n)
+        ours.send("done")
         outcomes = await asyncio.to_thread(ours.recv)
         attackers.join()
         after = await honest(clients, url, n, 2 * n)
@@ -495,10 +568,13 @@ async def run_mode(url: str, n: int, per_kind: int) -> None:
         )
         for line in (got.lost + got.wrong)[:3]:
             print(f"      {line}")
+    ratio = _stats(mixed.latencies)[1] / base[1]
+    bound = "within" if ratio <= P99_BOUND else "PAST"
+    print(f"  honest p99 mixed {ratio:.2f}× before: {bound} the bound of {P99_BOUND}×")
     print(f"  hostile requests ({per_kind} of each kind, sent with the mixed streams)")
     for kind, out in outcomes.items():
         statuses = ", ".join(f"{s}×{c}" for s, c in sorted(out.statuses.items()))
-        print(f"    {kind:<10} {statuses:<34} slowest {out.slowest:6.2f} s")
+        print(f"    {kind:<12} {statuses:<34} slowest {out.slowest:6.2f} s")
 
 
 def main() -> int:
@@ -506,12 +582,26 @@ def main() -> int:
     parser.add_argument("--honest", type=int, default=1000)
     parser.add_argument("--hostile", type=int, default=50, help="requests of each hostile kind")
     parser.add_argument("--workers", default="1,2", help="the gateway's processes, one run each")
+    parser.add_argument(
+        "--kinds", default=",".join(KINDS), help=f"the hostile kinds sent (of {','.join(KINDS)})"
+    )
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="the sizes of the kinds of hostile_kinds.py, as a share of those found (1)",
+    )
     args = parser.parse_args()
-    with upstream() as up:
+    kinds = tuple(k for k in args.kinds.split(",") if k)
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown or not args.scale > 0:
+        parser.error(f"no such kind: {', '.join(unknown)}" if unknown else "--scale must be > 0")
+    sizes = Sizes(args.scale)
+    with upstream(sizes, kinds) as up:
         for workers in (int(w) for w in args.workers.split(",")):
             with tempfile.TemporaryDirectory() as home, gateway(up, workers, Path(home)) as url:
                 print(f"toolwire serve --workers {workers}")
-                asyncio.run(run_mode(url, args.honest, args.hostile))
+                asyncio.run(run_mode(url, args.honest, args.hostile, kinds, sizes))
     return 0
 
 
