@@ -125,9 +125,10 @@ def test_a_span_is_named_by_its_route_never_by_an_id(tmp_path: Path) -> None:
             assert httpx.get(gw.url + f"/v1/responses/{rid}/input_items").status_code == 200
             assert httpx.delete(gw.url + f"/v1/responses/{rid}").status_code == 200
             assert httpx.get(gw.url + f"/v1/responses/{rid}").status_code == 404
+            assert httpx.get(gw.url + "/v1/responses/v1").status_code == 404
             assert httpx.get(gw.url + f"/no/such/{rid}").status_code == 404
             deadline = time.monotonic() + 5
-            while len(exporter.get_finished_spans()) < 7 and time.monotonic() < deadline:
+            while len(exporter.get_finished_spans()) < 8 and time.monotonic() < deadline:
                 time.sleep(0.02)
     servers = [s for s in exporter.get_finished_spans() if s.name != "upstream"]
     assert [s.name for s in servers] == [
@@ -136,6 +137,7 @@ def test_a_span_is_named_by_its_route_never_by_an_id(tmp_path: Path) -> None:
         "GET /v1/responses/{rid}/input_items",
         "DELETE /v1/responses/{rid}",
         "GET /v1/responses/{rid}",
+        "GET /v1/responses/{rid}",  # an id that is also a segment of the path
         "GET",  # no route: the method alone, never the client's path
     ]
     for span in servers:

@@ -148,6 +148,9 @@ def route(scope: Scope) -> str:
     """The route a request matched, as its template (``/v1/responses/{rid}``): its path
     with each path parameter's value put back as the parameter's name; ``""`` when it
     matched none (a client's own path is no name of anything)."""
+    template = getattr(scope.get("route"), "path", None)  # Starlette's matched route
+    if isinstance(template, str):
+        return template
     if "endpoint" not in scope:
         return ""
     path = str(scope.get("path", ""))
