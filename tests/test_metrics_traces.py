@@ -79,6 +79,7 @@ def test_a_request_is_a_span_with_its_turn_and_a_child_for_the_upstream(
     assert dict(request.attributes) == {
         "http.request.method": "POST",
         "url.path": "/v1/chat/completions",
+        "http.route": "/v1/chat/completions",
         "http.response.status_code": 200,
         "toolwire.api": "chat",
         "toolwire.model": "gw",

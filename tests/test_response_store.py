@@ -31,7 +31,7 @@ from toolwire.store.responses import (
     StoreLimits,
     new_response_id,
 )
-from toolwire.store.responses_sqlite import SqliteResponseStore, chain_query
+from toolwire.store.responses_sqlite import SqliteResponseStore, chain_query, stored_size
 
 from .postgres_server import fresh_schema, server_url
 
@@ -342,10 +342,12 @@ def test_a_writer_killed_mid_write_leaves_every_response_whole(backend: Backend)
         assert backend.sql("PRAGMA integrity_check") == [("ok",)]
     # every row whole: its body is the JSON its size and count say; no more than one
     # written but not yet reported when the writer died
-    rows = backend.sql("SELECT id, body, size, count FROM responses")
-    for _rid, body, size, count in rows:
+    rows = backend.sql("SELECT id, owner, model, previous, body, size, count FROM responses")
+    for rid, owner, model, previous, body, size, count in rows:
         data = json.loads(body)
-        assert len(body.encode()) == size and len(data["messages"]) + len(data["pending"]) == count
+        row = StoredResponse(rid, owner, model, previous)
+        assert stored_size(row, body) == size
+        assert len(data["messages"]) + len(data["pending"]) == count
     assert len(reported) <= len(rows) <= len(reported) + 1
     # and the killed writer holds nothing: the owner writes again at once
     began = time.monotonic()

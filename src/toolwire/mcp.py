@@ -230,15 +230,15 @@ class McpServer:
             await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout)
             listed = await asyncio.wait_for(self._list(client), self.connect_timeout)
         except asyncio.TimeoutError:
-            await self._abandon()
+            await self._abandon(ready)
             raise McpConnectError(
                 f"MCP server {self.name} did not answer within {self.connect_timeout:g} s"
             ) from None
         except McpConnectError:
-            await self._abandon()
+            await self._abandon(ready)
             raise
         except Exception as exc:
-            await self._abandon()
+            await self._abandon(ready)
             raise McpConnectError(
                 f"MCP server {self.name} could not list its tools: {self._why(exc)}"
             ) from None
@@ -255,8 +255,10 @@ class McpServer:
                     ready.set_result(None)
                 await self._closing.wait()
         except asyncio.CancelledError:
-            if not ready.done():
-                ready.set_exception(McpConnectError(f"MCP server {self.name}: connect cancelled"))
+            # cancelled by connect itself (its timeout, its own cancellation): no one waits
+            # for ready now, and an exception left in it would be reported, at its garbage
+            # collection, as never retrieved
+            ready.cancel()
             raise
         except BaseException as exc:
             reason = self._why(exc)
@@ -425,12 +427,16 @@ class McpServer:
                 f"MCP server {self.name} stopped ({reason}); its tools are unavailable now"
             )
 
-    async def _abandon(self) -> None:
+    async def _abandon(self, ready: asyncio.Future[None] | None = None) -> None:
+        """Cancel the connection's task and wait for it a while; ``ready``, a connect's
+        future given up, has its outcome taken, so nothing is reported unretrieved."""
         owner, self._owner = self._owner, None
         if owner is not None and not owner.done():
             owner.cancel()
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(owner, CLOSE_TIMEOUT)
+        if ready is not None and ready.done() and not ready.cancelled():
+            ready.exception()
 
     async def close(self) -> None:
         """End the session (a stdio server is stopped); calls after it are unavailable."""

@@ -29,7 +29,7 @@ from collections.abc import (
 )
 from contextlib import aclosing
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import orjson
@@ -165,6 +165,16 @@ def new_client(
     timeouts = httpx.Timeout(timeout, connect=connect_timeout)
     # a jar as it is: httpx would copy one given as Cookies
     return _client(timeouts, MAX_CONNECTIONS, _NoCookies())
+
+
+def endpoint_url(base_url: str, path: str) -> str:
+    """``path`` after a base URL's own path, the base's query kept after it: an upstream
+    given as ``http://h/v1?api-version=1`` (Azure's way) is asked at
+    ``http://h/v1/chat/completions?api-version=1``."""
+    if "?" not in base_url and "#" not in base_url:
+        return base_url.rstrip("/") + "/" + path
+    parts = urlsplit(base_url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + path, fragment=""))
 
 
 def shown_url(url: str) -> str:
@@ -343,7 +353,7 @@ class HttpTransport(Transport):
         self.context_tokens = context_tokens or self.default_context_tokens
         self.words = words
         self.memory = memory if memory is not None else default_memory()
-        self._url = self.base_url.rstrip("/") + "/" + self.path
+        self._url = endpoint_url(self.base_url, self.path)
         self._client = client
         self._timeout = float(timeout if timeout is not None else self.default_timeout)
         self._connect_timeout = float(

@@ -37,6 +37,7 @@ import secrets
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from .. import events as ev
 from ..errors import BackendError, UsageError
@@ -128,7 +129,12 @@ class OpenAIBackend(HttpTransport):
 
     @staticmethod
     def normal_base(base_url: str) -> str:
-        return base_url if base_url.endswith("/") else base_url + "/"
+        """The base URL with its path ending in ``/`` (a query, when it has one, after it)."""
+        if "?" not in base_url and "#" not in base_url:
+            return base_url if base_url.endswith("/") else base_url + "/"
+        parts = urlsplit(base_url)
+        path = parts.path if parts.path.endswith("/") else parts.path + "/"
+        return urlunsplit(parts._replace(path=path, fragment=""))
 
     @classmethod
     def for_provider(

@@ -160,7 +160,7 @@ def served_models(args: argparse.Namespace) -> Models:
 def _cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from ..server.config import check_files, read_config
+    from ..server.config import check_environment, check_files, read_config
     from ..server.guard import uvicorn_settings
     from ..server.keys import Keys
     from ..server.logs import use_format
@@ -176,7 +176,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1, not {args.workers}")
     if args.config:  # a bad config, or a gguf that is not a model, is told here, not later
-        check_files(read_config(args.config))
+        entries = read_config(args.config)
+        check_files(entries)
+        check_environment(entries, os.environ)
     if args.workers > 1 and traces_wanted(args.traces, os.environ):
         tracer_from_environment()  # a missing extra or exporter is told here, not by a worker
     use_format(args.log_format)

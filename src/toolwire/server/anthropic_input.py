@@ -7,7 +7,8 @@ passed on in place, and :mod:`toolwire.pipeline.content` decides how a model who
 takes it only first is given it), content blocks ``text``, ``image`` (base64, url or file
 source), ``document`` (base64 PDF, plain text, content or url source), ``tool_use``,
 ``tool_result`` (a string or text, image and document blocks, ``is_error``) and
-``thinking``; ``tools`` with ``input_schema``; ``tool_choice``
+``thinking`` (a message's content never empty, as Anthropic's API has it: only the final
+assistant message, a prefill, may be); ``tools`` with ``input_schema``; ``tool_choice``
 ``auto``/``any``/``tool``/``none`` (``disable_parallel_tool_use``); ``max_tokens``,
 ``temperature``, ``thinking``, ``stream``, ``output_config.format`` (a structured output,
 ``json_schema``; ``output_config.effort`` is ignored).
@@ -306,6 +307,13 @@ def _messages(fields: _Fields, origins: Origins) -> list[dict[str, Any]]:
         if role == "system":  # where the client put it; the pipeline sees how it is given
             out.append({"role": "system", "content": _texts(content, f"{where}.content")})
             continue
+        last = i == len(fields.messages) - 1
+        if content in ("", []) and not (last and role == "assistant"):
+            raise RequestError(
+                f"'{where}.content' is empty: all messages must have non-empty content "
+                "except for the optional final assistant message",
+                f"{where}.content",
+            )
         if isinstance(content, str):
             out.append({"role": role, "content": content})
             continue

@@ -212,19 +212,25 @@ def create_app(
     upstream stream closed with it (under the guarded protocols: :mod:`.sending`).
 
     Every request is observed (:mod:`toolwire.server.observe`): counted in ``metrics``
-    (its own :class:`Metrics` unless one is given), served at ``/metrics`` behind the API
-    key when one is set, and traced by ``tracer`` (an OpenTelemetry tracer) when given.
+    (its own :class:`Metrics` unless one is given, each model by a configured name or as
+    ``other``), served at ``/metrics`` to an operator's key (``api_key``, or one marked
+    ``operator`` in ``keys``; anyone with no keys), and traced by ``tracer`` (an
+    OpenTelemetry tracer) when given.
     """
     models = backend if isinstance(backend, Models) else Models.single(backend, model_name)
     known = Keys.joined([keys or Keys(), Keys.single(api_key) if api_key is not None else Keys()])
 
+    observer = Observer(metrics if metrics is not None else Metrics(), tracer, models.names())
+
     def owner(request: HttpRequest) -> str | None:
-        """The name of the request's key ("" with no keys), None when it has none of them."""
-        return known.owner(
+        """The name of the request's key ("" with no keys), None when it has none of them;
+        the name goes in the request's log line."""
+        who = known.owner(
             request.headers.get("authorization", ""), request.headers.get("x-api-key", "")
         )
-
-    observer = Observer(metrics if metrics is not None else Metrics(), tracer)
+        if who:
+            observer.keyed(request.scope, who)
+        return who
 
     def authorised(request: HttpRequest) -> bool:
         return owner(request) is not None
@@ -265,7 +271,6 @@ def create_app(
             try:
                 data, budget = await body_of(request)
                 who = owner(request) or ""
-                observer.keyed(request.scope, who)
                 memory = ResponseMemory(store, who) if store is not None else None
                 call = await work.run(budget, lambda: api.parse(data, memory, budget))
                 engine, name = await models.backend(call.model), models.served_name(call.model)
@@ -314,8 +319,11 @@ def create_app(
         return JSONResponse({"object": "list", "data": data})
 
     async def scraped(request: HttpRequest) -> Response:
-        if not authorised(request):
+        who = owner(request)
+        if who is None:
             return error(401, "a valid API key is required", "authentication_error")
+        if not known.operator(who):
+            return error(403, "/metrics is read with an operator's key", "permission_error")
         return Response(observer.metrics.exposition(), media_type=CONTENT_TYPE)
 
     responses = Responses()

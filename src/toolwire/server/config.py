@@ -26,7 +26,10 @@ within memory, and an optional ``tool_format``, a family's name or ``none``, by 
     upstream_model = "qwen3:0.6b"
 
 Each entry becomes a :class:`~toolwire.backends.factory.BackendSpec`, as the flags of
-``serve``, ``chat`` and ``bench`` do, and is checked when the config is read.
+``serve``, ``chat`` and ``bench`` do, and is checked when the config is read; when the
+gateway starts, each ``gguf`` file is read as far as its header (:func:`check_files`) and
+each ``api_key_env`` variable must be set (:func:`check_environment`). An ``upstream`` URL
+with a query (Azure's ``?api-version=…``) keeps it after the path each request adds.
 
 :class:`Models` is what the gateway asks for a request's backend: by name from a config,
 or the one model the flags give (which then takes any name; an upstream without
@@ -55,7 +58,14 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover -- Python 3.10
     import tomli as tomllib  # type: ignore[import-not-found]
 
-__all__ = ["ModelEntry", "Models", "UnknownModel", "check_files", "read_config"]
+__all__ = [
+    "ModelEntry",
+    "Models",
+    "UnknownModel",
+    "check_environment",
+    "check_files",
+    "read_config",
+]
 
 #: The key that names each kind of entry, and the other keys that kind takes.
 _KINDS: dict[str, tuple[Kind, frozenset[str]]] = {
@@ -238,6 +248,19 @@ def _string_end(text: str, i: int) -> int:
             return j
         j += 1
     return n
+
+
+def check_environment(entries: list[ModelEntry], environ: Mapping[str, str]) -> None:
+    """Each ``api_key_env`` entry's variable, set (and not empty) in ``environ``: a gateway
+    that would send its upstream no key is a :class:`UsageError` naming the entry and the
+    variable when it starts, not a 401 from the upstream on each client's request."""
+    for i, entry in enumerate(entries):
+        variable = entry.spec.api_key_env if entry.spec is not None else None
+        if variable and not environ.get(variable):
+            raise UsageError(
+                f"models[{i}] ({entry.name}).api_key_env: the variable {variable} is not set "
+                "(or empty) in the gateway's environment; set it to the upstream's key"
+            )
 
 
 def check_files(entries: list[ModelEntry]) -> None:

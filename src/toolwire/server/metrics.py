@@ -14,7 +14,11 @@ process's, whichever worker answers the scrape. The values then live in that dir
 not in one registry: one :class:`Metrics` per process.
 
 A model's name is a label, and clients choose names (an upstream passed every client's
-model): past :data:`MODEL_LABELS` names, the rest are counted as ``other``.
+model): so a label is only ever a name the gateway was configured with (its ``--config``
+entries, or the one model its flags serve); any other name is counted as ``other``
+(:attr:`Turn.label`, set by :mod:`.observe`). Every other label is the gateway's own word
+(an API, a status, a notice's code, a failure's kind): nothing a client sends becomes a
+series, in one process's registry or in the files of ``--workers``.
 """
 
 from __future__ import annotations
@@ -31,14 +35,14 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client import multiprocess as shared
 from prometheus_client.exposition import generate_latest
 
-__all__ = ["CONTENT_TYPE", "MODEL_LABELS", "MULTIPROC_DIR", "Metrics", "Turn", "shared_values"]
+__all__ = ["CONTENT_TYPE", "MULTIPROC_DIR", "OTHER", "Metrics", "Turn", "shared_values"]
 
 #: The variable that puts prometheus_client in multiprocess mode, naming its directory.
 MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
 #: The content type of the text exposition format.
 CONTENT_TYPE = CONTENT_TYPE_LATEST
-#: Model names kept as labels; the names after them are counted as ``other``.
-MODEL_LABELS = 64
+#: The label of a model the gateway was not configured with by name.
+OTHER = "other"
 #: Latency buckets, in seconds: a plain answer takes milliseconds, a long one minutes.
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
@@ -53,7 +57,10 @@ class Turn:
     method: str
     path: str
     api: str
+    #: The model's name as served (a client's own, for an upstream passed every name).
     model: str = ""
+    #: The model's metric label: a configured name, or ``other`` (``""`` before a model).
+    label: str = ""
     status: int = 0
     seconds: float = 0.0
     notices: Tally[str] = field(default_factory=Tally)
@@ -80,13 +87,11 @@ class Metrics:
     """The gateway's instruments, in a registry of their own (see the module's docstring
     for several processes)."""
 
-    def __init__(self, *, models: int = MODEL_LABELS) -> None:
+    def __init__(self) -> None:
         self._multiprocess = bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
         # in multiprocess mode the values go to files; a registry is made for each scrape
         own = None if self._multiprocess else CollectorRegistry(auto_describe=True)
         self.registry = own
-        self._models: set[str] = set()
-        self._most = models
         self.requests = Counter(
             "toolwire_requests",
             "Requests answered, by client API, model and HTTP status",
@@ -132,18 +137,9 @@ class Metrics:
             registry=own,
         )
 
-    def model_label(self, name: str) -> str:
-        """``name`` as a label: one of the first :data:`MODEL_LABELS` names, else ``other``."""
-        if name in self._models:
-            return name
-        if len(self._models) < self._most:
-            self._models.add(name)
-            return name
-        return "other"
-
     def record(self, turn: Turn) -> None:
-        """Count one request, once its response has ended."""
-        model = self.model_label(turn.model)
+        """Count one request, once its response has ended, under its model's label."""
+        model = turn.label
         self.requests.labels(turn.api, model, str(turn.status)).inc()
         self.latency.labels(turn.api, model).observe(turn.seconds)
         if turn.prompt_tokens:

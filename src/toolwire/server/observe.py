@@ -7,12 +7,14 @@
 response as it starts, and records it once the response's last byte is sent (a stream is
 timed to its end). :meth:`Observer.turn` wraps the events of a turn, as the handler reads
 them: the model served, each notice, call and token, and the kind of an upstream failure.
+A model's metric label is its name only when the gateway was configured with that name
+(``other`` else: a client's names never become series).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
 from starlette.middleware import Middleware
@@ -20,7 +22,7 @@ from starlette.middleware import Middleware
 from ..errors import BackendError
 from ..events import CallEnd, Done, Event, Notice
 from .logs import log_cut, log_request
-from .metrics import Metrics, Turn
+from .metrics import OTHER, Metrics, Turn
 from .tracing import Tracing
 
 __all__ = ["Observed", "Observer"]
@@ -47,11 +49,13 @@ _SPAN = "toolwire.span"
 
 
 class Observer:
-    """The metrics, and the trace when ``tracer`` is given, of every request."""
+    """The metrics, and the trace when ``tracer`` is given, of every request; ``models``
+    are the names the gateway was configured with, the only model labels."""
 
-    def __init__(self, metrics: Metrics, tracer: Any = None) -> None:
+    def __init__(self, metrics: Metrics, tracer: Any = None, models: Iterable[str] = ()) -> None:
         self.metrics = metrics
         self._tracing = Tracing(tracer) if tracer is not None else None
+        self._models = frozenset(models)
 
     def middleware(self) -> Middleware:
         """The ASGI middleware of the app, observing each HTTP request."""
@@ -80,7 +84,7 @@ class Observer:
             self.metrics.record(turn)
             log_request(turn)
             if span is not None and self._tracing is not None:
-                self._tracing.end(span, turn)
+                self._tracing.end(span, turn, route(scope))
 
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -122,6 +126,7 @@ class Observer:
         if turn is None:  # the app is served without the middleware
             return events
         turn.model = model
+        turn.label = model if model in self._models else OTHER
         parent = state.get(_SPAN)
         return self._counted(turn, events, parent)
 
@@ -147,6 +152,23 @@ class Observer:
             await events.aclose()
             if span is not None and tracing is not None:
                 tracing.end_upstream(span, turn)
+
+
+def route(scope: Scope) -> str:
+    """The route a request matched, as its template (``/v1/responses/{rid}``): its path
+    with each path parameter's value put back as the parameter's name; ``""`` when it
+    matched none (a client's own path is no name of anything)."""
+    template = getattr(scope.get("route"), "path", None)  # Starlette's matched route
+    if isinstance(template, str):
+        return template
+    if "endpoint" not in scope:
+        return ""
+    path = str(scope.get("path", ""))
+    params = scope.get("path_params") or {}
+    segments = path.split("/")
+    for name, value in params.items():
+        segments = [f"{{{name}}}" if s == str(value) else s for s in segments]
+    return "/".join(segments)
 
 
 def _count(value: object) -> int:

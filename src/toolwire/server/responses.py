@@ -131,6 +131,13 @@ async def _kept(
     return []
 
 
+def _stored(body: dict[str, Any], call: ResponsesCall, unkept: list[Told]) -> dict[str, Any]:
+    """The reply's ``store`` as it came out: false when the response was to be stored but
+    was not (a quota, a store that failed: its notice, ``unkept``, says why)."""
+    body["store"] = call.memory is not None and not unkept
+    return body
+
+
 async def respond(events: AsyncIterable[Event], call: ResponsesCall, model: str) -> dict[str, Any]:
     """The whole reply, not streamed."""
     done = await whole(events)
@@ -141,8 +148,13 @@ async def respond(events: AsyncIterable[Event], call: ResponsesCall, model: str)
         output.append(message_item(_id("msg"), done.text))
     output += [call_item(c, call.tools.get(c.name)) for c in done.calls]
     rid = new_response_id()
-    notices = call.notices + done.notices + await _kept(call, rid, model, output)
-    return _finished(_response(rid, model, call, "in_progress", output), done.finish, notices)
+    unkept = await _kept(call, rid, model, output)
+    body = _finished(
+        _response(rid, model, call, "in_progress", output),
+        done.finish,
+        [*call.notices, *done.notices, *unkept],
+    )
+    return _stored(body, call, unkept)
 
 
 class _Events:
@@ -343,12 +355,13 @@ async def respond_stream(
         if error is None:
             raise
         body = {**_response(rid, model, call, "failed", output), "error": error}
-        yield event("response.failed", response=body)
+        yield event("response.failed", response={**body, "store": False})  # never kept
         return
     for line in close():
         yield line
-    notices += await _kept(call, rid, model, output)
-    final = _finished(_response(rid, model, call, "in_progress", output), finish, notices)
+    unkept = await _kept(call, rid, model, output)
+    final = _finished(_response(rid, model, call, "in_progress", output), finish, notices + unkept)
+    final = _stored(final, call, unkept)
     kind = "response.incomplete" if final["status"] == "incomplete" else "response.completed"
     yield event(kind, response=final)
 

@@ -1,6 +1,8 @@
 """OpenTelemetry traces of the gateway, an optional extra: ``pip install 'toolwire[otel]'``.
 
-A span per request (``POST /v1/chat/completions``…) with the API, the model, the status,
+A span per request, named by its method and the route it matched (``POST
+/v1/chat/completions``, ``GET /v1/responses/{rid}``: a fixed template, never an id; the
+method alone for a path no route has), with the path itself, the API, the model, the status,
 the calls and the notices of its turn as attributes, and a child span, ``upstream``, for
 the exchange with the model behind (from the turn's start to its last event). The
 exporter is the one the standard ``OTEL_*`` environment variables name
@@ -27,6 +29,8 @@ from .metrics import Turn
 __all__ = ["Tracing", "tracer_from_environment", "traces_wanted"]
 
 _INSTALL = "traces need the otel extra: pip install 'toolwire[otel]'"
+#: The longest a client's text (a path, a model's name) is in an attribute.
+_LONGEST = 200
 
 
 class Tracing:
@@ -40,11 +44,12 @@ class Tracing:
 
     def request(self, turn: Turn) -> Any:
         """The span of one request, started now (not made current: the turn's events are
-        read in other tasks, so its child is given it explicitly)."""
+        read in other tasks, so its child is given it explicitly), named by its method until
+        its route is known (:meth:`end`)."""
         return self._tracer.start_span(
-            f"{turn.method} {turn.path}",
+            turn.method,
             kind=self._trace.SpanKind.SERVER,
-            attributes={"http.request.method": turn.method, "url.path": turn.path},
+            attributes={"http.request.method": turn.method, "url.path": turn.path[:_LONGEST]},
         )
 
     def upstream(self, parent: Any, model: str) -> Any:
@@ -53,7 +58,7 @@ class Tracing:
             "upstream",
             context=self._trace.set_span_in_context(parent),
             kind=self._trace.SpanKind.CLIENT,
-            attributes={"toolwire.model": model},
+            attributes={"toolwire.model": model[:_LONGEST]},
         )
 
     def end_upstream(self, span: Any, turn: Turn) -> None:
@@ -62,12 +67,16 @@ class Tracing:
             span.set_status(self._trace.StatusCode.ERROR, turn.upstream_error)
         span.end()
 
-    def end(self, span: Any, turn: Turn) -> None:
-        """The request's attributes, once its response has ended; then the span ends."""
+    def end(self, span: Any, turn: Turn, route: str = "") -> None:
+        """The request's attributes, once its response has ended, and its name by its
+        ``route`` (a template, :func:`~toolwire.server.observe.route`); then the span ends."""
+        if route:
+            span.update_name(f"{turn.method} {route}")
+            span.set_attribute("http.route", route)
         span.set_attribute("http.response.status_code", turn.status)
         span.set_attribute("toolwire.api", turn.api)
         if turn.model:
-            span.set_attribute("toolwire.model", turn.model)
+            span.set_attribute("toolwire.model", turn.model[:_LONGEST])
         span.set_attribute("toolwire.calls", turn.calls)
         if turn.calls:
             span.set_attribute("toolwire.calls.way", turn.way)

@@ -12,7 +12,10 @@ What is kept is bounded by :class:`StoreLimits`: each response lives ``ttl`` sec
 its last continuation; a continuation's whole history has at most ``history_bytes`` and
 ``history_messages`` (past them: :class:`HistoryTooLong`); each owner keeps at most
 ``key_bytes`` and ``key_responses`` (past them: :class:`QuotaExceeded`), checked in the same
-transaction as the write, so concurrent writers cannot pass the quota together.
+transaction as the write, so concurrent writers cannot pass the quota together. The bytes
+counted are every byte a response is stored with (its model's name and ids too, which a
+client chooses as much as its messages), and each owner's totals are kept as they change,
+so a write reads them, never counts the owner's responses.
 
 This module is the contract; :mod:`toolwire.store.responses_sqlite` (a file of its own
 beside the CLI's conversations) keeps it, and :mod:`toolwire.store.responses_pg`, for
@@ -58,7 +61,7 @@ class StoreLimits:
     history_bytes: int = 8 * 1024 * 1024
     #: Messages of a continuation's whole history.
     history_messages: int = 10_000
-    #: Bytes all of one owner's live responses take.
+    #: Bytes all of one owner's live responses take (every byte of each, as ``size`` says).
     key_bytes: int = 256 * 1024 * 1024
     #: How many live responses one owner has.
     key_responses: int = 100_000
@@ -87,7 +90,8 @@ class StoredResponse:
     #: Unix seconds, set by the store when it keeps the response.
     created: float = 0.0
     expires: float = 0.0
-    #: Bytes of its stored JSON, set by the store.
+    #: Bytes its row holds — its JSON, its ids, its model's name, its numbers — set by the
+    #: store: what its owner's quota counts.
     size: int = 0
 
 

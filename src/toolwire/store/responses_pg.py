@@ -9,7 +9,9 @@ the SQLite store keeps it, with the same recursive walk of a chain (:func:`chain
 - a put is one transaction that first takes an advisory lock on its owner, so the quota
   check and the write of one owner are serialised across every gateway: N concurrent puts
   cannot pass a quota together; a gateway killed mid-write leaves its transaction rolled
-  back by the server, its lock released;
+  back by the server, its lock released; the quota is read from the owner's running totals
+  (``response_owners``, kept by a trigger in the transaction of every write), never counted
+  over its rows;
 - every method blocks (the gateway calls it off the event loop) and borrows a connection
   from a bounded pool opened in the process that first uses it (``serve --workers N``
   forks before that), with a connect timeout and a statement timeout;
@@ -33,7 +35,18 @@ from typing import Any
 
 from ..errors import StoreError, UsageError
 from .responses import HistoryTooLong, StoredResponse, StoreLimits, StoreUsage
-from .responses_sqlite import body_of, chain_query, check_chain, quota_error, response_of
+from .responses_sqlite import (
+    COUNT_OWNERS,
+    TOTALS_TABLE,
+    USAGE_QUERY,
+    body_of,
+    chain_query,
+    check_chain,
+    quota_error,
+    response_of,
+    size_sql,
+    stored_size,
+)
 
 try:
     import psycopg
@@ -43,7 +56,9 @@ except ImportError:  # pragma: no cover - the extra is not installed
 
 __all__ = ["PostgresResponseStore", "available"]
 
-_VERSION = 1
+#: Version 2: each response's size counts every byte of its row, and each owner's totals
+#: are kept in ``response_owners`` (by a trigger: an older gateway still writing keeps them).
+_VERSION = 2
 #: The first key of the advisory locks this store takes (the second: what is locked), so
 #: they do not meet another application's locks on the same database.
 _LOCKS = 0x7457  # "tW"
@@ -66,6 +81,30 @@ _SCHEMA = (
     )""",
     "CREATE INDEX IF NOT EXISTS responses_owner ON responses (owner, expires)",
     "CREATE INDEX IF NOT EXISTS responses_expires ON responses (expires)",
+    TOTALS_TABLE,
+)
+#: Each owner's totals follow its rows in the transaction that writes them, whichever
+#: statement adds, removes or moves a row; the function sees the tables of the schema it
+#: was made in, whatever the search path of the statement that fires it.
+_TRIGGERS = (
+    """CREATE OR REPLACE FUNCTION toolwire_response_totals() RETURNS trigger
+    LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    BEGIN
+        IF TG_OP IN ('DELETE', 'UPDATE') THEN
+            UPDATE response_owners SET responses = responses - 1, bytes = bytes - OLD.size
+            WHERE owner = OLD.owner;
+        END IF;
+        IF TG_OP IN ('INSERT', 'UPDATE') THEN
+            INSERT INTO response_owners AS o (owner, responses, bytes)
+            VALUES (NEW.owner, 1, NEW.size)
+            ON CONFLICT (owner) DO UPDATE SET responses = o.responses + 1,
+                bytes = o.bytes + EXCLUDED.bytes;
+        END IF;
+        RETURN NULL;
+    END $$""",
+    "DROP TRIGGER IF EXISTS responses_totals ON responses",
+    """CREATE TRIGGER responses_totals AFTER INSERT OR DELETE OR UPDATE OF owner, size
+    ON responses FOR EACH ROW EXECUTE FUNCTION toolwire_response_totals()""",
 )
 _COLUMNS = "id, owner, model, previous, body, created, expires, size"
 
@@ -198,9 +237,15 @@ class PostgresResponseStore:
                     f"toolwire (this one knows {_VERSION})",
                     kind="newer",
                 )
-            if row is None:
+            if row is None or row[0] < 2:  # every row's size counted whole, then the totals
+                conn.execute("UPDATE responses SET size = " + size_sql("octet_length({})"))
+                conn.execute("DELETE FROM response_owners")
+                conn.execute(COUNT_OWNERS)
+                for statement in _TRIGGERS:
+                    conn.execute(statement)
                 conn.execute(
-                    "INSERT INTO toolwire_store (name, version) VALUES ('responses', %s)",
+                    "INSERT INTO toolwire_store (name, version) VALUES ('responses', %s) "
+                    "ON CONFLICT (name) DO UPDATE SET version = EXCLUDED.version",
                     (_VERSION,),
                 )
 
@@ -214,7 +259,7 @@ class PostgresResponseStore:
 
     def put(self, response: StoredResponse) -> StoredResponse:
         body, count = body_of(response)
-        size = len(body.encode())
+        size = stored_size(response, body)
         now = self.clock()
         kept = StoredResponse(
             id=response.id,
@@ -234,10 +279,8 @@ class PostgresResponseStore:
                 "DELETE FROM responses WHERE owner = %s AND expires <= %s", (kept.owner, now)
             )
             row = conn.execute(
-                "SELECT count(*), coalesce(sum(size), 0) FROM responses WHERE owner = %s",
-                (kept.owner,),
-            ).fetchone()
-            assert row is not None
+                "SELECT responses, bytes FROM response_owners WHERE owner = %s", (kept.owner,)
+            ).fetchone() or (0, 0)
             refused = quota_error(self.limits, int(row[0]), int(row[1]), size)
             if refused is not None:
                 raise refused
@@ -300,9 +343,7 @@ class PostgresResponseStore:
     def usage(self, owner: str) -> StoreUsage:
         with self._db() as conn:
             row = conn.execute(
-                "SELECT count(*), coalesce(sum(size), 0) FROM responses "
-                "WHERE owner = %s AND expires > %s",
-                (owner, self.clock()),
+                USAGE_QUERY.format(p="%s"), (owner, owner, owner, self.clock())
             ).fetchone()
         assert row is not None
         return StoreUsage(int(row[0]), int(row[1]))

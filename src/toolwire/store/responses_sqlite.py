@@ -5,7 +5,8 @@ the CLI's conversations: a client of the gateway can reach nothing a ``toolwire 
 kept. Each operation opens its own connection (the gateway calls it from worker threads, and
 several gateway processes may share the file); each write is one ``BEGIN IMMEDIATE``
 transaction, so a process killed mid-write leaves the file as it was before the write, and
-two writers of one owner take turns (the quota is checked inside the write). Errors never
+two writers of one owner take turns (the quota is checked inside the write, from the owner's
+running totals, ``response_owners``, which triggers keep in step with its rows). Errors never
 name the file: they may reach a log that clients' operators share, and the path is the
 host's.
 """
@@ -29,9 +30,19 @@ from .responses import (
     StoreUsage,
 )
 
-__all__ = ["SqliteResponseStore", "chain_query"]
+__all__ = ["SqliteResponseStore", "chain_query", "stored_size"]
 
-_VERSION = 1
+#: Each owner's live responses and their bytes, as a running total: a write reads one row
+#: here, never a scan of the owner's responses (which would hold the store's one write lock
+#: as long as the owner's volume takes to count).
+TOTALS_TABLE = """CREATE TABLE IF NOT EXISTS response_owners (
+        owner TEXT PRIMARY KEY,
+        responses BIGINT NOT NULL,
+        bytes BIGINT NOT NULL
+    )"""
+#: Version 2: each response's size counts every byte of its row (its model's name, its ids,
+#: not only its JSON), and each owner's totals are kept in ``response_owners``.
+_VERSION = 2
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS responses (
         id TEXT PRIMARY KEY,
@@ -46,8 +57,64 @@ _SCHEMA = (
     )""",
     "CREATE INDEX IF NOT EXISTS responses_owner ON responses (owner, expires)",
     "CREATE INDEX IF NOT EXISTS responses_expires ON responses (expires)",
+    TOTALS_TABLE,
+)
+#: Each owner's totals follow its rows in the transaction that writes them, whichever
+#: statement adds, removes or moves a row (a put, a delete, expiry, an operator's own SQL).
+_TRIGGERS = (
+    """CREATE TRIGGER IF NOT EXISTS responses_added AFTER INSERT ON responses BEGIN
+        INSERT INTO response_owners (owner, responses, bytes) VALUES (NEW.owner, 1, NEW.size)
+        ON CONFLICT (owner) DO UPDATE SET responses = responses + 1,
+            bytes = bytes + excluded.bytes;
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS responses_removed AFTER DELETE ON responses BEGIN
+        UPDATE response_owners SET responses = responses - 1, bytes = bytes - OLD.size
+        WHERE owner = OLD.owner;
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS responses_moved AFTER UPDATE OF owner, size ON responses
+    BEGIN
+        UPDATE response_owners SET responses = responses - 1, bytes = bytes - OLD.size
+        WHERE owner = OLD.owner;
+        INSERT INTO response_owners (owner, responses, bytes) VALUES (NEW.owner, 1, NEW.size)
+        ON CONFLICT (owner) DO UPDATE SET responses = responses + 1,
+            bytes = bytes + excluded.bytes;
+    END""",
 )
 _MAGIC = b"SQLite format 3\x00"
+
+
+#: The bytes of a row besides its text: its count, size, created and expires (8 each).
+ROW_NUMBERS = 32
+
+
+def stored_size(response: StoredResponse, body: str) -> int:
+    """Every byte a response's row holds: its JSON ``body``, its id, owner, model and the id
+    it continued (UTF-8), and its numbers: what its owner's quota counts."""
+    texts = (body, response.id, response.owner, response.model, response.previous or "")
+    return sum(len(text.encode()) for text in texts) + ROW_NUMBERS
+
+
+def size_sql(length: str) -> str:
+    """:func:`stored_size` in SQL, ``length`` the database's byte length of a text ``{}``
+    (to count the rows of an older store once, when it is migrated)."""
+    columns = ("body", "id", "owner", "model")
+    summed = " + ".join(length.format(c) for c in columns)
+    return f"{summed} + coalesce({length.format('previous')}, 0) + {ROW_NUMBERS}"
+
+
+#: Fill ``response_owners`` from the rows (once, when an older store is migrated).
+COUNT_OWNERS = (
+    "INSERT INTO response_owners (owner, responses, bytes) "
+    "SELECT owner, count(*), sum(size) FROM responses GROUP BY owner"
+)
+#: An owner's live totals: the running totals less its rows expired but not yet deleted
+#: (read by the index on (owner, expires), the expired rows only). Parameters: owner three
+#: times, now.
+USAGE_QUERY = """SELECT
+        coalesce((SELECT responses FROM response_owners WHERE owner = {p}), 0) - count(*),
+        coalesce((SELECT bytes FROM response_owners WHERE owner = {p}), 0)
+            - coalesce(sum(size), 0)
+    FROM responses WHERE owner = {p} AND expires <= {p}"""
 
 
 def chain_query(param: str) -> str:
@@ -207,6 +274,12 @@ class SqliteResponseStore:
                 )
             for statement in _SCHEMA:
                 db.execute(statement)
+            if version < 2:  # every row's size counted whole, then the totals, once
+                db.execute("UPDATE responses SET size = " + size_sql("length(CAST({} AS BLOB))"))
+                db.execute("DELETE FROM response_owners")
+                db.execute(COUNT_OWNERS)
+            for statement in _TRIGGERS:
+                db.execute(statement)
             db.execute(f"PRAGMA user_version = {_VERSION:d}")
         except BaseException:
             db.execute("ROLLBACK")
@@ -243,7 +316,7 @@ class SqliteResponseStore:
 
     def put(self, response: StoredResponse) -> StoredResponse:
         body, count = body_of(response)
-        size = len(body.encode())
+        size = stored_size(response, body)
         now = self.clock()
         kept = StoredResponse(
             id=response.id,
@@ -261,9 +334,9 @@ class SqliteResponseStore:
             try:
                 db.execute("DELETE FROM responses WHERE expires <= ?", (now,))
                 responses, used = db.execute(
-                    "SELECT count(*), coalesce(sum(size), 0) FROM responses WHERE owner = ?",
+                    "SELECT responses, bytes FROM response_owners WHERE owner = ?",
                     (response.owner,),
-                ).fetchone()
+                ).fetchone() or (0, 0)
                 refused = quota_error(self.limits, responses, used, size)
                 if refused is not None:
                     raise refused
@@ -335,9 +408,7 @@ class SqliteResponseStore:
     def usage(self, owner: str) -> StoreUsage:
         with self._db() as db:
             responses, used = db.execute(
-                "SELECT count(*), coalesce(sum(size), 0) FROM responses "
-                "WHERE owner = ? AND expires > ?",
-                (owner, self.clock()),
+                USAGE_QUERY.format(p="?"), (owner, owner, owner, self.clock())
             ).fetchone()
         return StoreUsage(responses, used)
 
