@@ -36,6 +36,8 @@ of one request is never charged by another's check, even in another thread.
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 
@@ -47,10 +49,12 @@ __all__ = [
     "CEILING_STEPS",
     "FLOOR_STEPS",
     "INLINE_STEPS",
+    "TURN_STEPS",
     "WorkBudget",
     "WorkExceeded",
     "charge",
     "charging",
+    "paid",
 ]
 
 #: The budget of the smallest request (steps): what any request may ask for.
@@ -66,6 +70,9 @@ CEILING_STEPS = 500_000
 #: A budget with no more than this left is spent on the event loop (steps): tens of
 #: milliseconds at most.
 INLINE_STEPS = 2_500
+#: Steps a worker thread spends before it gives the event loop its turn (about a
+#: millisecond: see :class:`WorkBudget`).
+TURN_STEPS = 100
 
 
 class WorkExceeded(LimitError):
@@ -83,13 +90,21 @@ class WorkExceeded(LimitError):
 
 class WorkBudget:
     """The steps one request may still spend (see the module's doc). Not shared: each
-    request has its own, so what one client asks never spends another's."""
+    request has its own, so what one client asks never spends another's.
 
-    __slots__ = ("limit", "spent")
+    Work spent in a thread other than the one that made the budget (the event loop's)
+    gives up the interpreter's lock every :data:`TURN_STEPS` steps: two threads busy with
+    Python code otherwise keep the lock between them for tens of milliseconds at a time,
+    and the event loop, which needs it for a moment at each wake, waits that long."""
+
+    __slots__ = ("_done", "_home", "_turn_at", "limit", "spent")
 
     def __init__(self, limit: int = CEILING_STEPS) -> None:
         self.limit = max(0, min(limit, CEILING_STEPS))
         self.spent = 0
+        self._done = 0  # every step counted, paid or not: when to give others their turn
+        self._home = threading.get_ident()
+        self._turn_at = TURN_STEPS
 
     @classmethod
     def for_size(cls, size: int) -> WorkBudget:
@@ -119,6 +134,23 @@ class WorkBudget:
         self.spent += steps
         if self.spent > self.limit:
             raise WorkExceeded(what, self.spent, self.limit)
+        self._done += steps
+        if self._done >= self._turn_at:
+            self._turn()
+
+    def paid(self, steps: int) -> None:
+        """Count ``steps`` of work the request's size has paid for already (reading its
+        tools one by one, shaping them for the engine): never refused, but in a worker
+        thread it gives others their turn like any other work."""
+        self.spent = min(self.spent + steps, self.limit)
+        self._done += steps
+        if self._done >= self._turn_at:
+            self._turn()
+
+    def _turn(self) -> None:
+        self._turn_at = self._done + TURN_STEPS
+        if threading.get_ident() != self._home:
+            time.sleep(0)  # gives up the interpreter's lock: the event loop takes its turn
 
 
 _ACTIVE: ContextVar[WorkBudget | None] = ContextVar("toolwire_work_budget", default=None)
@@ -136,6 +168,13 @@ def charging(budget: WorkBudget | None) -> Iterator[None]:
         yield
     finally:
         _ACTIVE.reset(token)
+
+
+def paid(steps: int) -> None:
+    """:meth:`WorkBudget.paid` on the budget :func:`charging` made active (none: nothing)."""
+    budget = _ACTIVE.get()
+    if budget is not None:
+        budget.paid(steps)
 
 
 def charge(steps: int, what: str) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 
 from jsonschema.protocols import Validator
 
+from ..budget import WorkExceeded, charge
 from ..errors import ArgumentsError
 from .patterns import has_unchecked, matching_pattern
 from .read import MAX_ARGUMENT_DEPTH, read_json
@@ -115,6 +116,8 @@ def _valid(value: Any, schema: Any, ctx: _Ctx) -> bool:
         return bool(hit[0])
     try:
         ok = bool(ctx.validator.evolve(schema=schema).is_valid(value))
+    except WorkExceeded:
+        raise  # the request's budget is spent: no branch is tried further
     except Exception:  # a branch jsonschema cannot use here: no guidance from it
         ok = False
     ctx.memo[key] = (ok, value, schema)  # keep both alive: their ids stay theirs
@@ -151,6 +154,7 @@ def _norm(value: Any, schema: Any, ctx: _Ctx, path: str, depth: int, *, drop: bo
 
 def _norm_once(value: Any, schema: Any, ctx: _Ctx, path: str, depth: int, drop: bool) -> Any:
     ctx.work += 1
+    charge(1, "typing arguments by a schema")
     schema = resolve(schema, ctx.root)
     if not isinstance(schema, Mapping) or depth > MAX_ARGUMENT_DEPTH or ctx.work > _WORK_BUDGET:
         return value

@@ -273,6 +273,7 @@ def declared(
     Returns the properties (name → first schema found), the pattern properties, and
     whether the object is open (takes fields it does not name).
     """
+    charge(1, "finding the fields a schema takes")
     schema = resolve(schema, root)
     props: dict[str, Any] = {}
     patterns: dict[str, Any] = {}

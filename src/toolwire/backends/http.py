@@ -34,6 +34,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import orjson
 
+from ..budget import paid
 from ..errors import BackendError, UsageError
 from ..events import Event
 from ..pipeline import ModelMemory, Plan, Prepared, Request, Transport, default_memory
@@ -295,19 +296,15 @@ def encode_json(value: Any) -> bytes:
 
 
 def wire_tools(tools: Sequence[Mapping[str, Any]], dialect: str) -> list[dict[str, Any]]:
-    """Tools in OpenAI's wire shape (which Ollama shares), each schema in ``dialect``."""
-    return [
-        {
-            **t,
-            "function": {
-                **t["function"],
-                "parameters": to_dialect(
-                    t["function"].get("parameters") or {"type": "object"}, dialect
-                ),
-            },
-        }
-        for t in normalize_tools(tools)
-    ]
+    """Tools in OpenAI's wire shape (which Ollama shares), each schema in ``dialect``
+    (each one's work counted, so that shaping many in a worker thread gives the event loop
+    its turn: :func:`toolwire.budget.paid`)."""
+    out: list[dict[str, Any]] = []
+    for t in normalize_tools(tools):
+        paid(1)  # a dialect's copy of each schema: see normalize_tools
+        schema = t["function"].get("parameters") or {"type": "object"}
+        out.append({**t, "function": {**t["function"], "parameters": to_dialect(schema, dialect)}})
+    return out
 
 
 class HttpTransport(Transport):

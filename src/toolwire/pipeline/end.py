@@ -246,7 +246,8 @@ class End:
             self._writers[index] = ArgumentWriter(schema, strict=self._strict)
         elif isinstance(event, ev.CallArgsDelta):
             writer = self._writers.get(index)
-            piece = writer.feed(event.text) if writer is not None else ""
+            with charging(self._budget):  # a piece's typing is charged like the call's
+                piece = writer.feed(event.text) if writer is not None else ""
             return [ev.CallArgsDelta(number, piece)] if piece else []
         typing: list[Event] = []
         if isinstance(event, ev.CallEnd) and event.arguments is None:

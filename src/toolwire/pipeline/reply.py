@@ -47,9 +47,11 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import replace
-from typing import TYPE_CHECKING, cast
+from functools import partial
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from .. import events as ev
+from ..budget import WorkBudget, charging
 from ..errors import BackendError
 from ..events import Event
 from ..formats.base import ReplyStream
@@ -73,8 +75,13 @@ from .structured import OutputCheck, call_or_output, output_constraint
 if TYPE_CHECKING:
     from .transport import Transport
 
+T = TypeVar("T")
+
 #: Events a reply passes on before it gives the event loop a turn (see :func:`reply`).
 _EVENTS_PER_TURN = 64
+#: Steps of the work budget a reply spends on the event loop before it gives it a turn: a
+#: reply of many calls, each checked on the loop, would otherwise add their checks up.
+_STEPS_PER_TURN = 500
 
 __all__ = ["decide", "in_words", "plan_turn", "planned", "read", "reply"]
 
@@ -304,27 +311,47 @@ def _split(pieces: list[tuple[bool, str]]) -> list[Event]:
     ]
 
 
+async def apart(budget: WorkBudget, work: Callable[[], T]) -> T:
+    """``work()`` in a worker thread, charging ``budget`` (and so giving the event loop its
+    turn now and then: see :class:`~toolwire.budget.WorkBudget`), while the loop serves
+    others."""
+
+    def charged() -> T:
+        with charging(budget):
+            return work()
+
+    return await asyncio.to_thread(charged)
+
+
 async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event, None]:
     """One turn through ``transport``: decided, sent, read, and healed when refused."""
     end = End(request)
     # an engine with its own API is another server's; a template's engine is our own
     check = OutputCheck(request, upstream=transport.native_tools)
     since_turn = 0
+    budget = request.budget
+    spent_at_turn = budget.spent
     async with aclosing(_attempts(transport, request)) as events:
         async for event in events:
             # a check that may be slow is made in a worker thread: the loop serves others
-            pushed = end.push
-            outs = await asyncio.to_thread(pushed, event) if end.offloaded(event) else pushed(event)
+            if end.offloaded(event):
+                outs = await apart(budget, partial(end.push, event))
+            else:
+                outs = end.push(event)
             for out in outs:
-                at_end = check.push
-                ends = await asyncio.to_thread(at_end, out) if check.offloaded(out) else at_end(out)
+                if check.offloaded(out):
+                    ends = await apart(budget, partial(check.push, out))
+                else:
+                    ends = check.push(out)
                 for checked in ends:
                     yield checked
             # a reply already in hand (10,000 calls in one read) yields no turn of its own:
             # every other client waits unless the loop gets one now and then
+            # and so does work done here, call after call, each too small for a thread
             since_turn += 1
-            if since_turn >= _EVENTS_PER_TURN:
+            if since_turn >= _EVENTS_PER_TURN or budget.spent - spent_at_turn > _STEPS_PER_TURN:
                 since_turn = 0
+                spent_at_turn = budget.spent
                 await asyncio.sleep(0)
 
 
@@ -335,7 +362,14 @@ async def _attempts(transport: Transport, request: Request) -> AsyncGenerator[Ev
     healed: set[str] = set()
     own = Lesson()  # what refusals of this request taught it alone
     while True:
-        plan, sent, notices = plan_turn(transport, request, text_only="media" in healed, healed=own)
+        text_only = "media" in healed
+        if request.budget.inline:
+            plan, sent, notices = plan_turn(transport, request, text_only=text_only, healed=own)
+        else:  # a large request's tools and messages are shaped off the event loop
+            plan, sent, notices = await apart(
+                request.budget,
+                partial(plan_turn, transport, request, text_only=text_only, healed=own),
+            )
         if not healed:  # after healing, its own notice has said why
             for notice in notices:
                 yield notice
@@ -344,7 +378,10 @@ async def _attempts(transport: Transport, request: Request) -> AsyncGenerator[Ev
             for notice in notices:
                 if notice.code == "content-not-seen":
                     yield notice
-        prepared = transport.prepare(sent, plan)
+        if request.budget.inline:
+            prepared = transport.prepare(sent, plan)
+        else:
+            prepared = await apart(request.budget, partial(transport.prepare, sent, plan))
         heard = _Heard(transport.send(prepared))
         repeats: Repeats | None = None
         if request.tools and not request.strict:

@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..budget import paid
 from .core import Told
 from .fields import check
 from .refusal import RequestError
@@ -293,10 +294,12 @@ def offered(given: list[Any] | None, searched: list[tuple[str, Any]] | None = No
     taken = _Names()
     members: list[tuple[str, str | None, _Function | _Custom | _Search]] = []
     for where, tool in given_:
+        paid(1)  # a worker thread reading many tools gives the event loop its turn
         kind = tool.get("type") if isinstance(tool, dict) else None
         if kind == "namespace":
             space = check(_Namespace, tool, where)
             for j, inner in enumerate(space.tools):
+                paid(1)
                 at = f"{where}.tools[{j}]"
                 if not isinstance(inner, dict):
                     raise RequestError(f"'{at}' must be a tool object", at)

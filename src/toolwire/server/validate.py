@@ -30,7 +30,7 @@ from typing import Any, Union
 from pydantic import ValidationError
 
 from ..arguments.schema import validator_for
-from ..budget import WorkBudget, WorkExceeded
+from ..budget import WorkBudget, WorkExceeded, paid
 from ..errors import ArgumentsError
 from ..pipeline import Request
 from .chat_request import MAX_DEPTH, MESSAGES, TAG, ChatCompletionsRequest
@@ -472,6 +472,7 @@ def check_turn(
 def _check_tools(tools: Sequence[Declared]) -> None:
     seen: set[Hashable] = set()
     for tool in tools:
+        paid(1)  # a worker thread reading many tools gives the event loop its turn
         if tool.key in seen:
             raise RequestError(
                 f"{tool.name_at} {_shown(tool.key)} names a tool given before it: each "

@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
+from toolwire.budget import paid
 from toolwire.errors import UsageError
 from toolwire.messages import ToolCall
 
@@ -249,6 +250,7 @@ def normalize_tools(tools: Sequence[Mapping[str, Any]] | None) -> list[dict[str,
     """
     normalized: list[dict[str, Any]] = []
     for index, tool in enumerate(tools or ()):
+        paid(1)  # many tools shaped in a worker thread: the event loop gets its turn
         if not isinstance(tool, Mapping):
             raise UsageError(f"tool {index} is a {type(tool).__name__}, not a mapping")
         kind = tool.get("type", "function")
