@@ -18,8 +18,8 @@ model and how its reply becomes calls.
 3. **Heal**: a refusal over tools, before the model said a word, is healed once, for this
    request — a refused schema keyword sends the tools again in the strict dialect; "takes no
    tools" gives them in words. Whether the transport's :class:`ModelMemory` keeps it as a
-   lesson for later requests is decided in :mod:`toolwire.pipeline.lessons` (only from the
-   provider's error code, or a probe of the gateway's own). An engine that
+   lesson for later requests is decided in :mod:`toolwire.pipeline.lessons` (only from a
+   probe of the gateway's own: a provider's error code describes the request). An engine that
    refuses the request's images or files is asked again with placeholders for them (for this
    request: the next may go to a model that takes them).
 4. **Constrain** (an engine that can, unless ``strict`` or ``constrained=False``): a call
