@@ -276,7 +276,11 @@ async def read(
         guard = DriftGuard(tools, release_on_start=plan.mode == "native", answered=answered)
     number = _Renumber()
     # a turn that offered no tools declared none (tool_choice none keeps them in the request)
-    declared = Declared(None if plan.mode == "plain" else request.index, strict=request.strict)
+    declared = Declared(
+        None if plan.mode == "plain" else request.index,
+        strict=request.strict,
+        unreadable=plan.mode == "words",  # the one reader that names a call it cannot read
+    )
     async for event in raw:
         if isinstance(event, ev.Done):
             out = number(parser.finish(), "text") if parser is not None else []
