@@ -5,7 +5,10 @@ as providers' error messages do, and one that refuses with a machine code.
 message quotes that description (and no code); any other request gets a short streamed
 answer. ``Coded``: a tool schema with ``anyOf`` is refused as OpenAI refuses it
 (``invalid_function_parameters``); ``NoTools``: every request with tools is refused in
-words, as Ollama refuses a model without tools. Each keeps every body it was sent.
+words, as Ollama refuses a model without tools. ``ItemsRequired`` and ``NoRequiredChoice``
+refuse an honest client's own request with OpenAI's codes, though the model takes tools and
+the keywords: an array without ``items`` (``invalid_function_parameters``), a
+``tool_choice`` of ``required`` (``unsupported_value``). Each keeps every body it was sent.
 """
 
 from __future__ import annotations
@@ -106,6 +109,52 @@ class NoTools(Upstream):
                 "error": f"registry.ollama.ai/library/{body['model']} does not support tools"
             }
         return None
+
+
+class ItemsRequired(Upstream):
+    """Refuses a tool schema with an array that has no ``items``, as OpenAI does: the
+    client's schema is at fault, and the model takes every keyword."""
+
+    def refuse(self, body: dict[str, Any]) -> tuple[int, Any] | None:
+        for i, tool in enumerate(body.get("tools") or []):
+            if _itemless(tool["function"].get("parameters", {})):
+                error = {
+                    "message": f"Invalid schema for function '{tool['function']['name']}': "
+                    "array schema missing items.",
+                    "type": "invalid_request_error",
+                    "param": f"tools[{i}].function.parameters",
+                    "code": "invalid_function_parameters",
+                }
+                return 400, {"error": error}
+        return None
+
+
+class NoRequiredChoice(Upstream):
+    """Refuses ``tool_choice: "required"`` with OpenAI's ``unsupported_value``; any other
+    request with tools is taken."""
+
+    def refuse(self, body: dict[str, Any]) -> tuple[int, Any] | None:
+        if body.get("tools") and body.get("tool_choice") == "required":
+            error = {
+                "message": "Unsupported value: 'tool_choice' does not support 'required' "
+                "with this model.",
+                "type": "invalid_request_error",
+                "param": "tool_choice",
+                "code": "unsupported_value",
+            }
+            return 400, {"error": error}
+        return None
+
+
+def _itemless(schema: Any) -> bool:
+    """Is there an array without ``items`` anywhere in ``schema``?"""
+    if isinstance(schema, dict):
+        if schema.get("type") == "array" and "items" not in schema:
+            return True
+        return any(_itemless(v) for v in schema.values())
+    if isinstance(schema, list):
+        return any(_itemless(v) for v in schema)
+    return False
 
 
 def _names(body: dict[str, Any]) -> list[str]:

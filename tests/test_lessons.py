@@ -1,6 +1,7 @@
 """Lessons a client cannot teach: a refusal read from a provider's free text heals the
 request that met it and nothing else; a lesson for the model comes only from a machine
-error code or a probe of the gateway's own, carries its source and end, and keeps them in
+probe of the gateway's own (never from a machine error code, which describes the request),
+carries its source and end, and keeps them in
 the store. Over real HTTP, against upstreams in tests/lessons_upstream.py."""
 
 from __future__ import annotations
@@ -117,28 +118,31 @@ def test_a_refusal_quoting_the_clients_tool_heals_that_request_and_teaches_nothi
     assert last["tools"][0]["function"]["parameters"] == WEATHER["function"]["parameters"]
 
 
-def test_a_refusal_with_a_machine_code_teaches_the_model_without_a_probe() -> None:
+def test_a_machine_code_teaches_the_model_only_through_the_probe() -> None:
+    """A code describes the request: the lesson comes from the probe refused alike."""
     upstream = Coded()
     clock = Clock()
-    memory = ModelMemory(clock=clock, ttl=600)
+    memory = ModelMemory(clock=clock, ttl=600, probe_every=60)
     with ServedApp(upstream.app) as served:
         backend = OpenAIBackend("m", base_url=served.url + "/v1", memory=memory)
         first = _run(backend, [WEATHER])
-        assert "error code invalid_function_parameters" in _notices(first)["healed-schema"]
+        told = _notices(first)["healed-schema"]
+        assert "learned from a probe the gateway sent" in told and "error code" not in told
+        (probe,) = upstream.probes  # the gateway's own keyword tool, refused alike
+        assert "anyOf" in json.dumps(probe["tools"]) and "weather" not in json.dumps(probe)
         lesson = memory.recall(backend.endpoint, "m")
-        assert (lesson.dialect, lesson.source, lesson.until) == ("strict", "code", clock.now + 600)
+        assert (lesson.dialect, lesson.source, lesson.until) == ("strict", "probe", clock.now + 600)
         second = _run(backend, [WEATHER])
         told = _notices(second)["schema-dialect"]
-        assert "learned from the provider's error code invalid_function_parameters" in told
-        assert "until" in told
+        assert "learned from a probe the gateway sent" in told and "until" in told
         assert "anyOf" not in json.dumps(upstream.bodies[-1]["tools"])
-        assert not upstream.probes
+        assert len(upstream.probes) == 1
         # the lesson ends: the next request is sent as the client wrote it again
         clock.now += 601
         assert memory.recall(backend.endpoint, "m").dialect is None
         third = _run(backend, [WEATHER])
     assert "schema-dialect" not in _notices(third) and "healed-schema" in _notices(third)
-    assert "anyOf" in json.dumps(upstream.bodies[-2]["tools"])  # as sent, then healed
+    assert "anyOf" in json.dumps(upstream.clients[-2]["tools"])  # as sent, then healed
 
 
 def test_a_probe_refused_the_same_way_teaches_the_model_and_the_notice_names_it() -> None:
@@ -218,17 +222,11 @@ def test_a_persisted_lesson_keeps_its_source_and_end_across_a_reopen(tmp_path: P
     path = tmp_path / "toolwire.db"
     clock = Clock()
     memory = ModelMemory(store=ConversationStore(path), clock=clock, ttl=100)
-    memory.learn("e", "m", dialect="strict", source="code", code="invalid_function_parameters")
     memory.learn("e", "n", words=True, source="probe")
     memory.learn("e", "g", words=True)
     later = ModelMemory(store=ConversationStore(path), clock=clock)
-    coded = later.recall("e", "m")
-    assert (coded.source, coded.code, coded.until) == (
-        "code",
-        "invalid_function_parameters",
-        clock.now + 100,
-    )
-    assert later.recall("e", "n").source == "probe"
+    probed = later.recall("e", "n")
+    assert (probed.source, probed.until) == ("probe", clock.now + 100)
     assert later.recall("e", "g").until is None
     clock.now += 101  # the learned ones have ended: not loaded at all
     ended = ModelMemory(store=ConversationStore(path), clock=clock)
@@ -272,3 +270,23 @@ def test_a_memory_file_keeps_sources_and_one_without_is_given(tmp_path: Path) ->
     assert old.recall("e", "m").source == "given" and old.recall("e", "m").until is None
     with pytest.raises(UsageError):
         ModelMemory.from_json([{"endpoint": "e", "model": "m", "source": "rumour"}])
+
+
+def test_a_lesson_an_older_version_learned_from_an_error_code_is_not_loaded() -> None:
+    """A code answered a client's request: what it taught is not trusted, nor taught now."""
+    old = ModelMemory.from_json(
+        [
+            {
+                "endpoint": "e",
+                "model": "m",
+                "dialect": "strict",
+                "source": "code",
+                "until": 4e9,
+                "code": "invalid_function_parameters",
+            },
+            {"endpoint": "e", "model": "n", "words": True, "source": "probe", "until": 4e9},
+        ]
+    )
+    assert old.recall("e", "m").dialect is None and old.recall("e", "n").words
+    with pytest.raises(UsageError):
+        old.learn("e", "m", dialect="strict", source="code")

@@ -136,18 +136,21 @@ def test_the_reader_types_nothing_and_the_pipeline_names_what_it_changes() -> No
 
 
 def test_an_unreadable_block_is_answered_with_how_to_call() -> None:
+    """Tools in words: a block the reader cannot read is its own unreadable call, whose
+    result tells the model how to call (an engine's own call so named is another matter:
+    an undeclared tool, tests/test_internal_tool_name.py)."""
     with FakeOpenAIServer() as server:
         from toolwire.backends import OpenAIBackend
-        from toolwire.testing import text_deltas, tool_call_deltas
+        from toolwire.testing import text_deltas
 
-        server.add_stream(tool_call_deltas([("c1", UNREADABLE, "{}")]), finish_reason="tool_calls")
+        server.add_stream(text_deltas("<tool_call>\n{not a call at all\n</tool_call>"))
         server.add_stream(text_deltas("ok"))
         conv = Conversation()
         conv.add_user("hi")
-        events = list(
-            run_loop_sync(OpenAIBackend("m", base_url=server.base_url), conv, demo_toolbox())
-        )
+        backend = OpenAIBackend("m", base_url=server.base_url, words=True)
+        events = list(run_loop_sync(backend, conv, demo_toolbox()))
     (result,) = [e for e in events if isinstance(e, ToolResult)]
+    assert result.name == UNREADABLE
     assert result.content == HOW_TO_CALL and result.status == "invalid"
 
 

@@ -256,9 +256,13 @@ async def post_stream(
             ) from None
         reply = Reply(response, deadline, timeout)
         if not 200 <= response.status_code < 300:
-            text, _ = await reply.text(MAX_ERROR_BYTES)
+            if reply.encoding is not None:  # not decoded, so not read: its status stands
+                text, said = "", f"(a body in {reply.encoding}, not asked for, not read)"
+            else:
+                text, _ = await reply.text(MAX_ERROR_BYTES)
+                said = error_message(text)
             raise BackendError(
-                f"{where} answered {response.status_code}: {error_message(text)}",
+                f"{where} answered {response.status_code}: {said}",
                 status=response.status_code,
                 body=text,
                 kind="refused",

@@ -4,7 +4,10 @@ JSON lines, or one document sent whole).
 
 Nothing is held past its bound: a line may not grow past :data:`MAX_LINE_BYTES` nor the
 reply past :data:`MAX_STREAM_BYTES`, an error body is read to :data:`MAX_ERROR_BYTES` at
-most, and every chunk is awaited only until the request's deadline. What cannot be read is
+most, and every chunk is awaited only until the request's deadline. The bytes counted are
+the bytes that came: a body is never decoded. toolwire asks for ``identity``, and a reply in
+any other ``Content-Encoding`` (a gzip bomb of a few kilobytes decodes to gigabytes, in one
+piece) is refused unread, naming the encoding (:attr:`Reply.encoding`). What cannot be read is
 a :class:`~toolwire.errors.BackendError` of kind ``unreadable`` (or ``timeout``, or
 ``refused`` for an error the provider sends mid-stream). The exchange itself is in
 :mod:`toolwire.backends.http`.
@@ -34,6 +37,7 @@ __all__ = [
     "Reply",
     "before",
     "decode_json",
+    "encoding_of",
     "error_message",
 ]
 
@@ -62,6 +66,18 @@ def error_message(text: str) -> str:
     return text[:500]
 
 
+def encoding_of(response: httpx.Response) -> str | None:
+    """The ``Content-Encoding`` ``response`` came in, when it is not ``identity`` (the only
+    one toolwire asks for), in printable words; else None."""
+    value = response.headers.get("content-encoding", "")
+    codings = [c.strip().lower() for c in value.split(",")]
+    foreign = [c for c in codings if c and c != "identity"]
+    if not foreign:
+        return None
+    shown = ", ".join(foreign)
+    return "".join(c if c.isprintable() else "?" for c in shown[:60])
+
+
 T = TypeVar("T")
 
 if sys.version_info >= (3, 11):
@@ -87,6 +103,9 @@ class Reply:
 
     ``whole`` is true when the upstream answered with one JSON document
     (``application/json``) where a stream was asked for: it is then read whole, bounded.
+    ``encoding``: the ``Content-Encoding`` it came in though ``identity`` was asked for
+    (see :func:`encoding_of`), whose body is refused unread; so the bytes read are the bytes
+    that came (httpx's identity decoder): nothing decodes a body.
     """
 
     def __init__(self, response: httpx.Response, deadline: float, timeout: float) -> None:
@@ -95,11 +114,18 @@ class Reply:
         self.timeout = timeout
         kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
         self.whole = kind == "application/json"
+        self.encoding = encoding_of(response)
 
     async def chunks(self, limit: int = MAX_STREAM_BYTES) -> AsyncGenerator[bytes, None]:
         """The body's bytes as they come; a :class:`BackendError` past ``limit`` bytes or
-        past the deadline."""
-        parts = self.response.aiter_bytes()
+        past the deadline, or at once for a body in an encoding not asked for."""
+        if self.encoding is not None:
+            raise BackendError(
+                f"the reply came in an encoding not asked for ({self.encoding}); toolwire asks "
+                "for identity and decodes none",
+                kind="unreadable",
+            )
+        parts = self.response.aiter_bytes()  # identity: httpx's decoder passes them as came
         size = 0
         try:
             while True:

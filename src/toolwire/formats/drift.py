@@ -18,6 +18,12 @@ Shapes recovered, the whole reply being:
                     in a fence: the shape some templates' own instructions show (Qwen2.5-Coder
                     1.5B's writes ``{{"name": …}}``), so the model was taught it by its prompt
 
+A call's JSON is read as every family reads a call's JSON (:func:`~toolwire.formats.jsoncall.
+read_call_json`, the one decision): a raw line break, carriage return or tab inside its
+strings (a model writing code into an argument) is read as its escape and named in a
+``recovered-raw-controls`` notice, in whichever of these shapes it is written (strict turns
+drift recovery off, and the tolerance with it).
+
 When the engine cut the reply at its token limit, the complete calls before the cut are
 recovered and the unfinished one after them is dropped (the notice names the shape
 ``json-lines-cut``).
@@ -48,7 +54,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import events as ev
 from ..arguments.read import ReadError, read_json
@@ -56,9 +62,10 @@ from ..events import Event
 from ..messages import ToolCall
 from .base import IdMaker, ToolIndex, random_call_id
 from .callshape import CallShape
+from .jsoncall import raw_controls_message, read_call_json
 from .trailing import TrailingBlock, fit_calls
 
-__all__ = ["DriftGuard", "ToollessWatch", "recover_calls", "written_calls"]
+__all__ = ["DriftGuard", "Recovery", "ToollessWatch", "recover", "recover_calls", "written_calls"]
 
 _FENCE = re.compile(r"\A```(?:json|JSON)?[ \t]*\n(?P<body>.*?)\n?```\s*\Z", re.S)
 _TAG = re.compile(r"\A<tool_call>\s*(?P<body>.*?)\s*(?:</tool_call>)?\s*\Z", re.S)
@@ -70,6 +77,22 @@ _SHAPE = CallShape(("arguments", "parameters"), constants={"type": "function"}, 
 _ANY_NAME = CallShape(("arguments", "parameters"), constants={"type": "function"})
 
 
+class Recovery(NamedTuple):
+    """The calls a whole reply drifted into (``(name, arguments, text)`` each), its shape,
+    and whether its JSON strings held raw line breaks or tabs (``recovered-raw-controls``)."""
+
+    calls: list[tuple[str, dict[str, Any], str]]
+    shape: str
+    raw_controls: bool = False
+
+    def notices(self) -> list[Event]:
+        """The tolerances met besides the shape: the raw controls, named."""
+        if not self.raw_controls:
+            return []
+        names = ", ".join(dict.fromkeys(name[:100] for name, _, _ in self.calls))[:300]
+        return [ev.Notice("recovered-raw-controls", raw_controls_message(names))]
+
+
 def recover_calls(
     text: str,
     tools: Sequence[Mapping[str, Any]] | None,
@@ -78,7 +101,8 @@ def recover_calls(
     cut: bool = False,
     repeats: bool = False,
 ) -> tuple[list[tuple[str, dict[str, Any], str]], str] | None:
-    """The calls a whole reply drifted into: ``([(name, arguments, text)], shape)`` or None.
+    """The calls a whole reply drifted into: ``([(name, arguments, text)], shape)`` or None
+    (:func:`recover`, without saying whether raw controls were read).
 
     ``arguments`` is the JSON object as the model wrote it (untyped), ``text`` its JSON.
 
@@ -89,6 +113,20 @@ def recover_calls(
     written again (for the reply pipeline's repeat check, which names it); else it is
     read once.
     """
+    found = recover(text, tools, lenient=lenient, cut=cut, repeats=repeats)
+    return None if found is None else (found.calls, found.shape)
+
+
+def recover(
+    text: str,
+    tools: Sequence[Mapping[str, Any]] | None,
+    *,
+    lenient: bool = False,
+    cut: bool = False,
+    repeats: bool = False,
+) -> Recovery | None:
+    """The calls a whole reply drifted into, as :func:`recover_calls` reads them, with the
+    tolerances met on the way (:class:`Recovery`)."""
     index = ToolIndex.of(tools)
     if not index.known:
         return None
@@ -105,7 +143,7 @@ def written_calls(text: str, *, cut: bool = False) -> tuple[list[str], str] | No
     recovery reads a model's own tools; bounded and linear like it.
     """
     found = _recover(text, ToolIndex(()), _ANY_NAME, lenient=False, cut=cut, repeats=False)
-    return None if found is None else ([name for name, _, _ in found[0]], found[1])
+    return None if found is None else ([name for name, _, _ in found.calls], found.shape)
 
 
 def _recover(
@@ -116,7 +154,7 @@ def _recover(
     lenient: bool,
     cut: bool,
     repeats: bool,
-) -> tuple[list[tuple[str, dict[str, Any], str]], str] | None:
+) -> Recovery | None:
     if len(text) > _MAX_CHARS:
         return None
     body = text.strip()
@@ -133,11 +171,11 @@ def _recover(
     if body.startswith("{{") and body.endswith("}}"):
         inner = _calls_in(body[1:-1], index, lenient=lenient, cut=cut, repeats=repeats, call=call)
         if inner is not None:
-            return inner[0], "doubled-braces"
+            return inner._replace(shape="doubled-braces")
     found = _calls_in(body, index, lenient=lenient, cut=cut, repeats=repeats, call=call)
     if found is None:
         return None
-    return found[0], shape if found[1] == "json" else found[1]
+    return found if found.shape != "json" else found._replace(shape=shape)
 
 
 def _calls_in(
@@ -148,19 +186,19 @@ def _calls_in(
     cut: bool,
     repeats: bool = False,
     call: CallShape = _SHAPE,
-) -> tuple[list[tuple[str, dict[str, Any], str]], str] | None:
+) -> Recovery | None:
     """The calls ``body`` holds (a call, a list, or JSON lines) and ``json`` or the lines'
     shape; None unless every value is a call to a declared tool."""
     shape = "json"
     # several calls one after another first: the lenient reader would keep only the first
     lines = _json_values(body, cut=cut)
     if lines is not None:
-        value, shape = lines
+        value, shape, raw_controls = lines
     else:
-        try:
-            value = read_json(body, strict=not lenient).value
-        except ReadError:
+        read = _read(body, lenient=lenient)
+        if read is None:
             return None
+        value, raw_controls = read
     items = value if isinstance(value, list) else [value]
     calls: list[tuple[str, dict[str, Any], str]] = []
     seen: set[tuple[str, str]] = set()
@@ -174,39 +212,75 @@ def _calls_in(
             continue  # the same call again
         seen.add((name, raw))
         calls.append((name, args, raw))
-    return (calls, shape) if calls else None
+    return Recovery(calls, shape, raw_controls) if calls else None
+
+
+def _read(body: str, *, lenient: bool) -> tuple[Any, bool] | None:
+    """``body``'s one JSON value, and whether raw controls in its strings were read: strict
+    JSON, or a call's JSON as every reader of calls takes it (:func:`read_call_json`), or
+    with ``lenient`` almost-JSON; None when it is none of these."""
+    try:
+        return read_json(body, strict=True).value, False
+    except ReadError:
+        pass
+    try:
+        value, raw = read_call_json(body)
+    except (ValueError, RecursionError):
+        pass
+    else:
+        if raw:  # the strict read refused it for its raw controls alone
+            return value, True
+    if not lenient:
+        return None
+    try:
+        result = read_json(body)
+    except ReadError:
+        return None
+    return result.value, "control-characters" in result.repairs
 
 
 #: At most this many calls are read from one reply written as JSON lines.
 _MAX_LINES = 64
 
 
-def _json_values(body: str, *, cut: bool = False) -> tuple[list[Any], str] | None:
-    """Several JSON objects one after another, apart only by white space; else None.
+def _json_values(body: str, *, cut: bool = False) -> tuple[list[Any], str, bool] | None:
+    """Several JSON objects one after another, apart only by white space; else None. With
+    them, whether raw controls in their strings were read (as :func:`_read` reads one).
 
-    Each value is found once, then read by the strict reader, and the first that fails ends
+    Each value is found once, then read as a single call is, and the first that fails ends
     the search, so the work is linear in the text. With ``cut``, an unfinished object after
     complete ones ends the reply (the engine stopped it there).
     """
-    decoder = json.JSONDecoder()
+    decoder = _FINDER
     values: list[Any] = []
+    raw_controls = False
     at = 0
     while at < len(body):
         if len(values) == _MAX_LINES or body[at] != "{":
             return None
+        read = None
         try:
             _, end = decoder.raw_decode(body, at)
-            # each value as strictly as a single call: no NaN, within the reader's limits
-            value = read_json(body[at:end], strict=True).value
-        except (ValueError, RecursionError, ReadError):
+            # each value as a single call is read: no NaN, within the reader's limits
+            read = _read(body[at:end], lenient=False)
+        except (ValueError, RecursionError):
+            pass
+        if read is None:
             if cut and values and _unfinished(body[at:]):
-                return values, "json-lines-cut"
+                return values, "json-lines-cut", raw_controls
             return None
+        value, raw = read
+        raw_controls = raw_controls or raw
         at = end
         values.append(value)
         while at < len(body) and body[at] in " \t\r\n":
             at += 1
-    return (values, "json-lines") if len(values) > 1 else None
+    return (values, "json-lines", raw_controls) if len(values) > 1 else None
+
+
+#: Finds where each of several JSON values ends, raw controls in strings and all (each value
+#: is then read as a call is: :func:`_read`).
+_FINDER = json.JSONDecoder(strict=False)
 
 
 def _unfinished(tail: str) -> bool:
@@ -299,10 +373,10 @@ class DriftGuard:
         if trail is None:
             return []
         text, block = trail.end()
-        found = recover_calls(block, self._tools) if block else None
+        found = recover(block, self._tools) if block else None
         calls = [ToolCall("", name, args, raw) for name, args, raw in (found or ([], ""))[0]]
         events: list[Event] = [ev.TextDelta(text)] if text else []
-        if not fit_calls(calls, ToolIndex.of(self._tools)):
+        if found is None or not fit_calls(calls, ToolIndex.of(self._tools)):
             return events + ([ev.TextDelta(block)] if block else [])
         names = ", ".join(dict.fromkeys(call.name[:100] for call in calls))[:300]
         events.append(
@@ -311,6 +385,7 @@ class DriftGuard:
                 f"read the call to {names} the reply ends with, after its prose",
             )
         )
+        events += found.notices()
         for call in calls:
             index = self._next
             self._next += 1
@@ -385,14 +460,14 @@ class DriftGuard:
         found = (
             None
             if self._saw_call
-            else recover_calls("".join(self._texts), self._tools, cut=cut, repeats=True)
+            else recover("".join(self._texts), self._tools, cut=cut, repeats=True)
         )
         if found is None:
             opening = None if self._saw_call else _opening_call("".join(self._texts), self._tools)
             if opening is not None and self._answered and self._answered(opening[0], opening[2]):
                 # the call just answered, written again and run on (often with its result
                 # echoed after it): a repeat, whatever follows; the repeat check takes it
-                found = [opening], "opening-call"
+                found = Recovery([opening], "opening-call")
             elif opening is not None:  # raw call markup is never shown silently
                 held.append(
                     ev.Notice(
@@ -404,7 +479,7 @@ class DriftGuard:
                 return held
             else:
                 return held
-        calls, shape = found
+        calls, shape, _ = found
         # what the family made of the drifted text (text, or a call it started and gave up)
         # gives way to the calls recovered from it
         dropped = (ev.TextDelta, ev.CallStart, ev.CallArgsDelta, ev.CallAbort)
@@ -421,6 +496,7 @@ class DriftGuard:
             else f"a call the model wrote as {shape}"
         )
         events.append(ev.Notice(ev.recovered(shape), f"read {why}"))
+        events += found.notices()
         opened, self._opened = self._opened, None
         if opened is not None and calls[0][0] == opened[2]:
             # the call streamed as it came is the one recovered: it ends here

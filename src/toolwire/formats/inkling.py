@@ -36,10 +36,10 @@ from typing import Any
 
 from ..events import ReasoningDelta
 from ..messages import ToolCall
-from .base import Family, ReplyStream, loads_json
+from .base import Family, ReplyStream
 from .callshape import CallShape
 from .grammar import CallForm, JsonCall, lit
-from .jsoncall import raw_controls_notice
+from .jsoncall import raw_controls_notice, read_call_json
 from .scan import Markers
 
 __all__ = ["Inkling"]
@@ -48,7 +48,6 @@ MESSAGE_MODEL = "<|message_model|>"
 TEXT = "<|content_text|>"
 THINKING = "<|content_thinking|>"
 INVOKE_JSON = "<|content_invoke_tool_json|>"
-_RAW_CONTROLS = re.compile(r"[\n\r\t]")
 INVOKE_TEXT = "<|content_invoke_tool_text|>"
 TOOL_ERROR = "<|content_tool_error|>"
 END_MESSAGE = "<|end_message|>"
@@ -217,17 +216,10 @@ class InklingStream(ReplyStream):
 
     def _call_in(self, body: str) -> tuple[str, dict[str, Any]] | str:
         """``(name, arguments)`` of the call in a block's body, or why it is none."""
-        raw = False
-        try:
-            obj = loads_json(body.strip())
+        try:  # raw line breaks or tabs in its strings: read as their escapes, and said
+            obj, raw = read_call_json(body.strip(), strict=self.strict)
         except (ValueError, RecursionError) as exc:
-            if self.strict or not _RAW_CONTROLS.search(body):
-                return f"not valid JSON ({exc})"
-            try:  # raw line breaks or tabs in its strings: read as their escapes, and said
-                obj = loads_json(body.strip(), raw_controls=True)
-            except (ValueError, RecursionError):
-                return f"not valid JSON ({exc})"
-            raw = True
+            return f"not valid JSON ({exc})"
         found = self._shape_of(obj)
         if raw and not isinstance(found, str):
             raw_controls_notice(self, found[0])

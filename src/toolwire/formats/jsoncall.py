@@ -19,12 +19,16 @@ Two things a shape may add:
 Unless strict, a raw line break or tab inside one of the object's strings (a model writing
 code into an argument) is read as its escape (:mod:`toolwire.formats.jsonscan`), so the
 argument text streamed is JSON already; the reader that ends the call names the repair with
-:func:`raw_controls_notice` (``recovered-raw-controls``), once the call is read whole.
+:func:`raw_controls_notice` (``recovered-raw-controls``), once the call is read whole. A
+reader that reads a call's object whole (drift recovery, a family's block) reads it with
+:func:`read_call_json`, the same tolerance decided once, and names it in the same words
+(:func:`raw_controls_message`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ..messages import ToolCall
@@ -32,16 +36,37 @@ from .base import ReplyStream, loads_json
 from .callshape import CallShape
 from .jsonscan import ObjectScanner
 
-__all__ = ["JsonCall", "raw_controls_notice"]
+__all__ = ["JsonCall", "raw_controls_message", "raw_controls_notice", "read_call_json"]
+
+#: The raw control characters a call's JSON strings may hold, unless strict.
+_RAW_CONTROLS = re.compile(r"[\n\r\t]")
+
+
+def read_call_json(text: str, *, strict: bool = False) -> tuple[Any, bool]:
+    """A call's JSON, read whole as every reader of calls reads it: strict JSON, and unless
+    ``strict`` a raw line break, carriage return or tab inside its strings read as its escape
+    (``recovered-raw-controls``; any other control character is still refused). The value,
+    and whether the raw controls were read. ``ValueError`` (or ``RecursionError``) for text
+    that is not JSON so."""
+    try:
+        return loads_json(text), False
+    except (ValueError, RecursionError):
+        if strict or not _RAW_CONTROLS.search(text):
+            raise
+    return loads_json(text, raw_controls=True), True
+
+
+def raw_controls_message(name: str) -> str:
+    """The words of the ``recovered-raw-controls`` notice for the call(s) to ``name``."""
+    return (
+        f"the call to {name} wrote raw line breaks or tabs inside its JSON strings; "
+        "they were read as their escapes"
+    )
 
 
 def raw_controls_notice(stream: ReplyStream, name: str) -> None:
     """Name the repair of a call whose JSON strings held raw line breaks or tabs."""
-    stream._notice(
-        "recovered-raw-controls",
-        f"the call to {name} wrote raw line breaks or tabs inside its JSON strings; "
-        "they were read as their escapes",
-    )
+    stream._notice("recovered-raw-controls", raw_controls_message(name))
 
 
 class _Scanner(ObjectScanner):

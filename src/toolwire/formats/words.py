@@ -36,7 +36,8 @@ from ..events import recovered
 from ..messages import ToolCall
 from .base import Family, ReplyStream
 from .callshape import CallShape
-from .drift import recover_calls
+from .drift import recover
+from .jsoncall import raw_controls_notice, read_call_json
 from .qwen_xml import QwenXml
 from .scan import Markers
 from .trailing import TrailingBlock, end_trailing
@@ -77,12 +78,23 @@ _QWEN_XML = QwenXml()
 _UNDECIDED, _HOLDING, _PASSING = range(3)
 
 
-def _almost_json(text: str, *, strict: bool = False) -> tuple[Any, tuple[str, ...]]:
-    """The value of almost-JSON text and the repairs it took; None when it cannot be read."""
+def _almost_json(text: str, *, strict: bool = False) -> tuple[Any, tuple[str, ...], bool]:
+    """The value of almost-JSON text, the repairs it took, and whether raw line breaks or
+    tabs in its strings were read (a call's JSON as every reader of calls reads it:
+    :func:`~toolwire.formats.jsoncall.read_call_json`); None when it cannot be read."""
+    if not strict:
+        try:
+            value, raw = read_call_json(text)
+        except (ValueError, RecursionError):
+            pass
+        else:
+            if raw:
+                return value, (), True
     try:
-        return read_json(text, strict=strict)
+        value, repairs = read_json(text, strict=strict)
     except ReadError:
-        return None, ()
+        return None, (), False
+    return value, repairs, False
 
 
 def _loose_keys(obj: Any) -> bool:
@@ -207,11 +219,13 @@ class WordsStream(ReplyStream):
     def _json_call(self, text: str, shape: CallShape) -> ToolCall | None:
         if self.strict:
             shape = _ASKED
-        obj, repairs = _almost_json(text.strip(), strict=self.strict)
+        obj, repairs, raw = _almost_json(text.strip(), strict=self.strict)
         found = shape.read(obj, self.tools)
         if isinstance(found, str):
             return None
         name, args = found
+        if raw:
+            raw_controls_notice(self, name)
         if repairs:
             self._notice(
                 "recovered-repairs",
@@ -247,9 +261,11 @@ class WordsStream(ReplyStream):
             return None
         rest = rest.strip()
         if rest.startswith("{"):
-            args, repairs = _almost_json(rest)
+            args, repairs, raw = _almost_json(rest)
             if not isinstance(args, dict):
                 return None
+            if raw:
+                raw_controls_notice(self, name)
             if repairs:
                 self._notice(
                     "recovered-repairs",
@@ -280,12 +296,14 @@ class WordsStream(ReplyStream):
             whole = "".join(self._start_text)
             found = None
             if not self._found and not self.strict:
-                found = recover_calls(whole, self.tools_given, lenient=True)
+                found = recover(whole, self.tools_given, lenient=True)
             if found is not None:
                 self._start, self._start_text = _PASSING, []
-                shape = found[1]
+                shape = found.shape
                 self._notice(recovered(shape), f"read a call the model wrote as {shape}")
-                for name, arguments, text in found[0]:
+                for notice in found.notices():
+                    self._out.append(notice)
+                for name, arguments, text in found.calls:
                     self._emit(ToolCall("", name, arguments, text), whole)
                 return
             self._stop_holding()

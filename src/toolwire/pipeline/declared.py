@@ -11,8 +11,11 @@ are numbered as passed at the pipeline's end (:mod:`toolwire.pipeline.end`), so 
 sees no gap.
 
 The reader for tools in words names a call it could not read
-:data:`~toolwire.formats.words.UNREADABLE`: that one passes (its result teaches the model how
-to call). A call that is aborted (:class:`~toolwire.events.CallAbort`, its text following as text)
+:data:`~toolwire.formats.words.UNREADABLE`: on a turn read by that reader (``words``), that
+one passes (its result teaches the model how to call). On any other turn no reader of ours
+makes such a call, so one named so is the model's own (or the upstream's), and a call to a
+tool the client never declared like any other: held back, or with ``strict`` an error. A
+call that is aborted (:class:`~toolwire.events.CallAbort`, its text following as text)
 was never a call, and is not named.
 """
 
@@ -29,22 +32,23 @@ from ..formats.words import UNREADABLE
 __all__ = ["Declared"]
 
 
-def _names(tools: ToolIndex | None) -> frozenset[str]:
-    """The declared names, and the reader's own name for a call it could not read (whose
-    result tells the model how to call), when there are tools."""
+def _names(tools: ToolIndex | None, unreadable: bool) -> frozenset[str]:
+    """The declared names, and, when the reader for words reads the turn (``unreadable``),
+    its own name for a call it could not read (whose result tells the model how to call)."""
     if tools is None or not len(tools):
         return frozenset()
-    return frozenset((UNREADABLE, *tools.names))
+    return frozenset((UNREADABLE, *tools.names)) if unreadable else frozenset(tools.names)
 
 
 _CALLS = (ev.CallStart, ev.CallArgsDelta, ev.CallAbort, ev.CallEnd)
 
 
 class Declared:
-    """Passes the events of a reply, leaving out calls to tools not in ``tools``."""
+    """Passes the events of a reply, leaving out calls to tools not in ``tools``;
+    ``unreadable``: the turn is read by the reader for words, whose unreadable calls pass."""
 
-    def __init__(self, tools: ToolIndex | None, *, strict: bool) -> None:
-        self._names = _names(tools)
+    def __init__(self, tools: ToolIndex | None, *, strict: bool, unreadable: bool = False) -> None:
+        self._names = _names(tools, unreadable)
         self._strict = strict
         self._held: set[int] = set()  # calls started under an undeclared name
         self._passed: set[int] = set()  # calls started under a declared name

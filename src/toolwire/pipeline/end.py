@@ -242,7 +242,7 @@ class End:
         number = self._number[index]
         if isinstance(event, ev.CallStart):
             name = event.name
-            schema = None if name == UNREADABLE else self._index.schema(name)
+            schema = self._index.schema(name)  # None for the words reader's unreadable call
             self._writers[index] = ArgumentWriter(schema, strict=self._strict)
         elif isinstance(event, ev.CallArgsDelta):
             writer = self._writers.get(index)
@@ -252,7 +252,7 @@ class End:
         typing: list[Event] = []
         if isinstance(event, ev.CallEnd) and event.arguments is None:
             name = event.call.name
-            schema = None if name == UNREADABLE else self._index.schema(name)
+            schema = self._index.schema(name)  # None for the words reader's unreadable call
             event, notices = prepare_call(event, schema, strict=self._strict, budget=self._budget)
             typing = list(notices)
         writer = self._writers.pop(index, None) if not isinstance(event, ev.CallStart) else None

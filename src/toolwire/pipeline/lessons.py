@@ -1,18 +1,20 @@
 """Lessons a client cannot teach: whether a refusal over tools is kept for the model.
 
 A refusal that heals a request (:mod:`toolwire.pipeline.reply`) says something of that
-request; whether it says something of the model too is decided here, once. A refusal
-decided from the provider's status and error code (``sure``: see
-:mod:`toolwire.schemas.refusals`) is a lesson at once (source ``code``). One read from the
-provider's words alone may be the client's own words quoted back (a tool described as
-"does not support tools"), so the gateway asks the model itself: a probe, a minimal
-request of its own — a fixed toolwire tool (:data:`PROBE_TOOL`; for a refused schema, one
-whose schema uses the keywords the strict dialect leaves out), a fixed message, one token
-at most, nothing of any client's. Refused the same way, the lesson stands (source
-``probe``); accepted, nothing is learned (the client's request was the cause). At most one
-probe of a model is in flight at a time, and none sooner than the memory's
-``probe_every`` after the last (:class:`~toolwire.pipeline.memory.ProbeGate`); a refusal
-met meanwhile heals its own request only.
+request; whether it says something of the model too is decided here, once. Nothing a
+client sends teaches: a provider's words may be the client's own words quoted back (a tool
+described as "does not support tools"), and even its machine error code (``sure``: see
+:mod:`toolwire.schemas.refusals`) describes the *request*, not the model — an honest
+client's array without ``items`` is OpenAI's ``invalid_function_parameters``, a
+``tool_choice`` the model does not take its ``unsupported_value``. The code may heal that
+request; to learn, the gateway asks the model itself: a probe, a minimal request of its own
+— a fixed toolwire tool (:data:`PROBE_TOOL`; for a refused schema, one whose schema uses the
+keywords the strict dialect leaves out), a fixed message, one token at most, nothing of any
+client's. Refused the same way, the lesson stands (source ``probe``); accepted, nothing is
+learned (the client's request was the cause). At most one probe of a model is in flight at a
+time, and none sooner than the memory's ``probe_every`` after the last
+(:class:`~toolwire.pipeline.memory.ProbeGate`); a refusal met meanwhile heals its own
+request only.
 
 The transport sends the probe as it sends any turn (:meth:`Transport.prepare`,
 :meth:`Transport.send`); what its answer means is decided here.
@@ -111,13 +113,12 @@ async def probe(transport: Transport, kind: str, dialect: str) -> bool | None:
 
 async def settle(transport: Transport, refusal: Refusal, dialect: str) -> str:
     """Whether ``refusal`` teaches the model a lesson (learning it when it does), and words
-    for the healing notice that say which. ``dialect``: the one the refused request was in."""
+    for the healing notice that say which. ``dialect``: the one the refused request was in.
+    Only the probe teaches, whether the refusal came with a machine code or in words: the
+    code was the provider's answer to the client's request (see the module)."""
     memory = transport.memory
     key = (transport.endpoint, transport.model)
     what: dict[str, Any] = {"dialect": "strict"} if refusal.kind == "schema" else {"words": True}
-    if refusal.sure:
-        lesson = memory.learn(*key, **what, source="code", code=refusal.code)
-        return f"later requests too: {lesson.origin()}"
     if not memory.probes.take(key):
         return "for this request only (the model was probed lately, or is being probed)"
     try:

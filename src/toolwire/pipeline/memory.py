@@ -2,11 +2,10 @@
 
 A provider that refuses a tool schema keyword, or says a model takes no tools, may teach a
 lesson worth keeping: the next request goes in the strict dialect, or with the tools in
-words, before the model says a word. But a provider's words can quote the client's own
-request, so a lesson is learned only from what a client cannot write: the provider's
-status and error code (source ``code``, see :mod:`toolwire.schemas.refusals`), or a probe
-the gateway sends itself, refused the same way (source ``probe``, see
-:mod:`toolwire.pipeline.lessons`). A lesson set by the operator or by code calling
+words, before the model says a word. But a refusal answers the client's request — its
+words can quote it, and even a provider's error code describes it, not the model — so a
+lesson is learned only from a probe the gateway sends itself, refused the same way (source
+``probe``, see :mod:`toolwire.pipeline.lessons`). A lesson set by the operator or by code calling
 :meth:`ModelMemory.learn` is ``given``. Every lesson carries its source and when it ends
 (``until``, seconds since the epoch): a learned one lasts :attr:`ModelMemory.ttl` (an hour
 by default), a given one as long as it is given (``ttl`` None: for good). :meth:`recall`
@@ -19,7 +18,8 @@ apart; the memory holds a bounded number of models (the least recently used is f
 first); it can be reset, and saved to and loaded from JSON. Given a ``store`` (a
 :class:`LessonStore`, such as :class:`toolwire.store.ConversationStore`), it starts with
 the lessons kept there and keeps each new one there as it is learned, so the next process
-starts knowing them (an expired one is not loaded).
+starts knowing them (an expired one is not loaded, nor one an older version learned from a
+provider's error code, source ``code``: a client's request could teach those).
 
 The memory also keeps who is probing which model (:class:`ProbeGate`): at most one probe in
 flight per (endpoint, model), and none sooner than ``probe_every`` seconds after the last.
@@ -46,8 +46,10 @@ __all__ = ["Lesson", "LessonStore", "ModelMemory", "ProbeGate", "default_memory"
 
 #: The dialects a lesson may name (see :mod:`toolwire.schemas`).
 _DIALECTS = ("strict", "permissive", "gemini", "anthropic")
-#: Where a lesson came from: a provider's error code, a probe the gateway sent, or given.
-SOURCES = ("code", "probe", "given")
+#: Where a lesson came from: a probe the gateway sent, or given.
+SOURCES = ("probe", "given")
+#: The source of lessons an older version learned from a provider's error code: not loaded.
+_UNTRUSTED = "code"
 #: How long a learned lesson lasts, in seconds, by default.
 DEFAULT_TTL = 3600.0
 #: The shortest time between two probes of one model, in seconds, by default.
@@ -62,21 +64,15 @@ class Lesson:
     dialect: str | None = None
     #: It takes no tools: they go in words.
     words: bool = False
-    #: ``code``, ``probe`` or ``given`` (None for the empty lesson).
+    #: ``probe`` or ``given`` (None for the empty lesson).
     source: str | None = None
     #: When it ends (seconds since the epoch), or None for a lesson that does not.
     until: float | None = None
-    #: The provider's error code it was learned from (source ``code``).
-    code: str | None = None
 
     def origin(self) -> str:
         """Where the lesson came from and until when, in words (for a notice)."""
-        if self.source == "code":
-            where = f"learned from the provider's error code {self.code or 'it sent'}"
-        elif self.source == "probe":
-            where = "learned from a probe the gateway sent"
-        else:
-            where = "given"
+        probed = self.source == "probe"
+        where = "learned from a probe the gateway sent" if probed else "given"
         if self.until is None:
             return where
         when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.until))
@@ -180,12 +176,11 @@ class ModelMemory:
         dialect: str | None = None,
         words: bool | None = None,
         source: str = "given",
-        code: str | None = None,
         ttl: float | None = None,
         until: float | None = None,
     ) -> Lesson:
         """Add to what this model taught; returns the whole lesson now held. ``source``:
-        ``code`` or ``probe`` (learned: it lasts ``ttl`` seconds, by default the memory's
+        ``probe`` (learned: it lasts ``ttl`` seconds, by default the memory's
         :attr:`ttl`) or ``given`` (for good, unless a ``ttl`` is given); ``until``: its end
         as a time, instead of a ``ttl``."""
         if dialect is not None and dialect not in _DIALECTS:
@@ -205,7 +200,6 @@ class ModelMemory:
                 words=words if words is not None else old.words,
                 source=source,
                 until=until,
-                code=code,
             )
             self._lessons[(endpoint, model)] = new
             while len(self._lessons) > self.max_models:
@@ -260,7 +254,7 @@ class ModelMemory:
                 and isinstance(entry.get("model"), str)
                 and (entry.get("dialect") is None or entry.get("dialect") in _DIALECTS)
                 and isinstance(entry.get("words", False), bool)
-                and entry.get("source", "given") in SOURCES
+                and entry.get("source", "given") in (*SOURCES, _UNTRUSTED)
                 and (
                     until is None
                     or (isinstance(until, (int, float)) and not isinstance(until, bool))
@@ -271,13 +265,14 @@ class ModelMemory:
                 raise UsageError(f"model memory entry {i} is not a lesson")
             if until is not None and until <= self.clock():
                 continue
+            if entry.get("source") == _UNTRUSTED:
+                continue  # learned from a code a client's request could draw: not trusted
             self.learn(
                 entry["endpoint"],
                 entry["model"],
                 dialect=entry.get("dialect"),
                 words=entry.get("words", False),
                 source=entry.get("source", "given"),
-                code=entry.get("code"),
                 until=float(until) if until is not None else None,
             )
 
@@ -302,7 +297,7 @@ def _entry(endpoint: str, model: str, lesson: Lesson) -> dict[str, Any]:
         "words": lesson.words,
         "source": lesson.source or "given",
         "until": lesson.until,
-        "code": lesson.code,
+        "code": None,  # the store's column, of the lessons older versions learned from codes
     }
 
 

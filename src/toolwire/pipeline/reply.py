@@ -18,8 +18,8 @@ model and how its reply becomes calls.
 3. **Heal**: a refusal over tools, before the model said a word, is healed once, for this
    request — a refused schema keyword sends the tools again in the strict dialect; "takes no
    tools" gives them in words. Whether the transport's :class:`ModelMemory` keeps it as a
-   lesson for later requests is decided in :mod:`toolwire.pipeline.lessons` (only from the
-   provider's error code, or a probe of the gateway's own). An engine that
+   lesson for later requests is decided in :mod:`toolwire.pipeline.lessons` (only from a
+   probe of the gateway's own: a provider's error code describes the request). An engine that
    refuses the request's images or files is asked again with placeholders for them (for this
    request: the next may go to a model that takes them).
 4. **Constrain** (an engine that can, unless ``strict`` or ``constrained=False``): a call
@@ -283,7 +283,11 @@ async def read(
         guard = DriftGuard(tools, release_on_start=plan.mode == "native", answered=answered)
     number = _Renumber()
     # a turn that offered no tools declared none (tool_choice none keeps them in the request)
-    declared = Declared(None if plan.mode == "plain" else request.index, strict=request.strict)
+    declared = Declared(
+        None if plan.mode == "plain" else request.index,
+        strict=request.strict,
+        unreadable=plan.mode == "words",  # the one reader that names a call it cannot read
+    )
     async for event in raw:
         if isinstance(event, ev.Done):
             out = number(parser.finish(), "text") if parser is not None else []

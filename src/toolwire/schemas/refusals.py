@@ -8,9 +8,11 @@ not about tools (None). An unknown model counts as able until it says otherwise.
 A refusal is read into a :class:`Refusal` (its kind, and whether it is ``sure``). Free text
 is never sure: providers fill their error messages with the client's own input (a tool's
 description, a schema quoted back), so a client can make any message say "does not support
-tools". Such a refusal heals the request that met it and nothing else. A refusal is sure
-only when decided from fields a provider sets itself and a request cannot fill: the HTTP
-status together with a machine code in the JSON error body. The codes read (kept small):
+tools". A refusal is sure only when decided from fields a provider sets itself and a
+request cannot fill: the HTTP status together with a machine code in the JSON error body.
+Sure or not, a refusal heals the request that met it and nothing else: even a code
+describes that request, not the model (a lesson waits for a probe,
+:mod:`toolwire.pipeline.lessons`). The codes read (kept small):
 
 ``400 {"error": {"code": "invalid_function_parameters", ...}}``
     OpenAI (and the servers that copy its errors: Azure OpenAI, LiteLLM) refusing a tool's
@@ -25,7 +27,7 @@ status together with a machine code in the JSON error body. The codes read (kept
 Ollama (``{"error": "... does not support tools"}``), OpenRouter (``{"error": {"code":
 404, "message": "No endpoints found that support tool use"}}``), vLLM (``{"code": 400,
 "message": ...}``) and Groq give only a status and text for these: their refusals are
-never sure, and a lesson from them waits for a probe (:mod:`toolwire.pipeline.lessons`).
+never sure.
 """
 
 from __future__ import annotations
