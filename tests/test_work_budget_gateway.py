@@ -258,7 +258,8 @@ def test_tools_past_the_budget_are_a_400_naming_what_was_too_costly(gateway: Gat
     reply = gateway.post("/v1/chat/completions", body)
     assert reply.status_code == 400
     error = reply.json()["error"]
-    assert "compiling a pattern" in error["message"] and error["param"].startswith("tools[")
+    assert "past this request's budget" in error["message"]
+    assert error["param"].startswith("tools[") and error["param"] in error["message"]
 
 
 # -- requests sized near every limit, drawn at random
