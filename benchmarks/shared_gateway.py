@@ -337,9 +337,11 @@ async def _cardinality(
         body = {**_chat(tag, [], stream=False), "model": "m-" + secrets.token_hex(128)}
         return await _send(client, url, PATHS["chat"], json.dumps(body).encode(), "hostile")
 
-    results: list[tuple[int | str, bytes, float]] = list(
-        await asyncio.gather(*(named() for _ in range(sizes.names_each)))
-    )
+    # one after another: each hostile request's names are its own, and fifty such requests
+    # at once are as many streams as the other kinds send (a gather of them all queued
+    # thousands in httpx's pool, whose scan of every connection for every queued request
+    # then kept this process busy for minutes before the gateway saw them)
+    results: list[tuple[int | str, bytes, float]] = [await named() for _ in range(sizes.names_each)]
     start = time.perf_counter()
     r = await client.get(url + "/metrics", headers=_headers("hostile"))
     results.append((f"metrics {r.status_code}", b"", time.perf_counter() - start))
@@ -457,8 +459,16 @@ def _attackers(
     KEYS.update(keys)
 
     async def attack() -> dict[str, Outcome]:
-        limits = httpx.Limits(max_connections=600)
-        async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(300.0)) as client:
+        # a client (a pool) for each kind: one pool for all, with thousands of requests
+        # queued, spends its time scanning its connections, not sending
+        limits = httpx.Limits(max_connections=per_kind + 8)
+        async with contextlib.AsyncExitStack() as stack:
+            clients = {
+                kind: await stack.enter_async_context(
+                    httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(300.0))
+                )
+                for kind in kinds
+            }
             outcomes = {kind: Outcome() for kind in kinds}
             for kind in kinds:  # the large bodies made before, not while, attacking
                 if kind in SENT_ONCE:
@@ -474,7 +484,7 @@ def _attackers(
             await asyncio.gather(
                 told(),
                 *(
-                    hostile(kind, client, url, victim, outcomes[kind], sizes, done)
+                    hostile(kind, clients[kind], url, victim, outcomes[kind], sizes, done)
                     for kind in kinds
                     for _ in range(per_kind)
                 ),

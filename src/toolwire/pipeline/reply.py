@@ -44,6 +44,7 @@ same calls through every one of them.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import replace
@@ -316,15 +317,16 @@ def _split(pieces: list[tuple[bool, str]]) -> list[Event]:
 
 
 async def apart(budget: WorkBudget, work: Callable[[], T]) -> T:
-    """``work()`` in a worker thread, charging ``budget`` (and so giving the event loop its
-    turn now and then: see :class:`~toolwire.budget.WorkBudget`), while the loop serves
-    others."""
+    """``work()`` in a worker thread of the budget's pool, charging ``budget`` (and so giving
+    the event loop its turn now and then: see :class:`~toolwire.budget.WorkBudget`), while
+    the loop serves others."""
 
     def charged() -> T:
         with charging(budget):
             return work()
 
-    return await asyncio.to_thread(charged)
+    context = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(budget.pool, context.run, charged)
 
 
 async def reply(transport: Transport, request: Request) -> AsyncGenerator[Event, None]:

@@ -29,10 +29,10 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any, TypeVar
 
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response
@@ -86,10 +86,12 @@ FIRST_EVENT_WAIT = 1.0
 #: Bodies larger than this are decoded in a worker thread, so the event loop (``/health``,
 #: other streams) is not held while a large request is read.
 _THREAD_FROM = 64 * 1024
-#: Worker threads that read requests whose work budget is too large for the event loop (see
-#: :mod:`toolwire.budget`): a bounded pool, so such requests wait their turn rather than
-#: take every core from the others.
-WORKERS = 2
+#: Worker threads that do the work of requests whose work budget is too large for the event
+#: loop (see :mod:`toolwire.budget`): reading their bodies and tools, checking their calls.
+#: One: such requests wait their turn rather than take the interpreter's lock from the event
+#: loop (every busy thread is one more the loop shares it with; with two, honest streams'
+#: p99 doubled beside fifty costly requests of each kind).
+WORKERS = 1
 
 
 class Work:
@@ -101,10 +103,19 @@ class Work:
         self._workers = workers
         self._pool: ThreadPoolExecutor | None = None
 
-    def _executor(self) -> ThreadPoolExecutor:
+    @property
+    def pool(self) -> ThreadPoolExecutor:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="toolwire-work")
         return self._pool
+
+    def budget(self, size: int) -> WorkBudget:
+        """The work budget of a request of ``size`` bytes, spent in this pool."""
+        return WorkBudget.for_size(size, self.pool)
+
+    async def apart(self, work: Callable[[], T]) -> T:
+        """``work()`` in this pool."""
+        return await asyncio.get_running_loop().run_in_executor(self.pool, work)
 
     async def run(self, budget: WorkBudget, work: Callable[[], Awaitable[T]]) -> T:
         """``work()`` charged to ``budget``: awaited here when the budget is small enough
@@ -118,7 +129,7 @@ class Work:
             with charging(budget):
                 return asyncio.run(_awaited(work))
 
-        return await asyncio.get_running_loop().run_in_executor(self._executor(), apart)
+        return await asyncio.get_running_loop().run_in_executor(self.pool, apart)
 
 
 async def _awaited(work: Callable[[], Awaitable[T]]) -> T:
@@ -251,10 +262,10 @@ def create_app(
             ) from None
         except ClientDisconnect:
             raise RequestError("the client went away before its body ended") from None
-        budget = WorkBudget.for_size(len(body))
+        budget = work.budget(len(body))
         # a large body is decoded off the event loop, so /health and other streams go on
         if len(body) >= _THREAD_FROM:
-            return await run_in_threadpool(_load, body), budget
+            return await work.apart(partial(_load, body)), budget
         return _load(body), budget
 
     def unknown(asked: str) -> RequestError:
@@ -357,7 +368,7 @@ def create_app(
             if budget.inline:
                 tokens = count_tokens(engine, call.request)
             else:  # a prompt rendered from a large request: off the event loop
-                tokens = await run_in_threadpool(count_tokens, engine, call.request)
+                tokens = await work.apart(partial(count_tokens, engine, call.request))
         except RequestError as exc:
             return messages.refusal(exc)
         except WorkExceeded as exc:
