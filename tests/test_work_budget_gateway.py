@@ -326,7 +326,7 @@ def _drawn(kind: str, size: float) -> tuple[str, dict[str, Any], list[Any]]:
     )
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(kind=_KINDS, size=st.floats(min_value=0.5, max_value=1.0))
 def test_no_request_near_a_limit_holds_the_event_loop(
     gateway: Gateway, kind: str, size: float

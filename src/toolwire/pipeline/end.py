@@ -246,8 +246,12 @@ class End:
             self._writers[index] = ArgumentWriter(schema, strict=self._strict)
         elif isinstance(event, ev.CallArgsDelta):
             writer = self._writers.get(index)
-            with charging(self._budget):  # a piece's typing is charged like the call's
+            # a piece is typed on the event loop: within a slice no larger than the loop
+            # may spend (past it, the piece waits for the call's end), counted in the budget
+            piece_budget = WorkBudget(min(INLINE_STEPS, self._budget.left))
+            with charging(piece_budget):
                 piece = writer.feed(event.text) if writer is not None else ""
+            self._budget.paid(piece_budget.spent)
             return [ev.CallArgsDelta(number, piece)] if piece else []
         typing: list[Event] = []
         if isinstance(event, ev.CallEnd) and event.arguments is None:
