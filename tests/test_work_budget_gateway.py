@@ -52,11 +52,8 @@ def gateway() -> Iterator[Gateway]:
         process = subprocess.Popen(
             [
                 sys.executable,
-                *(
-                    ["/tmp/lagdbg.py"]
-                    if "LAGDBG" in __import__("os").environ
-                    else ["-m", "tests.loop_lag"]
-                ),
+                "-m",
+                "tests.loop_lag",
                 upstream.base_url,
             ],
             stdin=subprocess.PIPE,

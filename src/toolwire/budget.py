@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Executor
 from contextvars import ContextVar, Token
 
@@ -101,23 +102,33 @@ class WorkBudget:
     Python code otherwise keep the lock between them for tens of milliseconds at a time,
     and the event loop, which needs it for a moment at each wake, waits that long."""
 
-    __slots__ = ("_done", "_home", "_turn_at", "limit", "pool", "spent")
+    __slots__ = ("_done", "_home", "_pace", "_turn_at", "limit", "pool", "spent")
 
-    def __init__(self, limit: int = CEILING_STEPS, pool: Executor | None = None) -> None:
+    def __init__(
+        self,
+        limit: int = CEILING_STEPS,
+        pool: Executor | None = None,
+        pace: Callable[[], None] | None = None,
+    ) -> None:
         self.limit = max(0, min(limit, CEILING_STEPS))
         self.spent = 0
         #: Where the request's work is done off the event loop: the gateway's own bounded
         #: pool, so that no number of costly requests takes more than its threads (None:
         #: the event loop's default executor).
         self.pool = pool
+        #: What a worker thread does at its turn (the pool's own pacing: it may wait longer
+        #: while the event loop is busy); None: sleep :data:`YIELD_SECONDS`.
+        self._pace = pace
         self._done = 0  # every step counted, paid or not: when to give others their turn
         self._home = threading.get_ident()
         self._turn_at = TURN_STEPS
 
     @classmethod
-    def for_size(cls, size: int, pool: Executor | None = None) -> WorkBudget:
+    def for_size(
+        cls, size: int, pool: Executor | None = None, pace: Callable[[], None] | None = None
+    ) -> WorkBudget:
         """The budget of a request of ``size`` bytes: the floor, and its body's share."""
-        return cls(FLOOR_STEPS + max(0, size) // BYTES_PER_STEP, pool)
+        return cls(FLOOR_STEPS + max(0, size) // BYTES_PER_STEP, pool, pace)
 
     def grant(self, text: str) -> None:
         """Add the share of a call whose arguments are ``text`` (up to the ceiling)."""
@@ -158,7 +169,10 @@ class WorkBudget:
     def _turn(self) -> None:
         self._turn_at = self._done + TURN_STEPS
         if threading.get_ident() != self._home:
-            time.sleep(YIELD_SECONDS)  # gives up the interpreter's lock: the loop takes its turn
+            if self._pace is not None:
+                self._pace()
+            else:  # gives up the interpreter's lock: the loop takes its turn
+                time.sleep(YIELD_SECONDS)
 
 
 _ACTIVE: ContextVar[WorkBudget | None] = ContextVar("toolwire_work_budget", default=None)

@@ -27,8 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any, TypeVar
 
@@ -38,7 +37,7 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..budget import WorkBudget, WorkExceeded, charging
+from ..budget import WorkBudget, WorkExceeded
 from ..errors import BackendError, ToolwireError, UsageError
 from ..pipeline import Backend
 from ..store.responses import ResponseStore
@@ -55,14 +54,13 @@ from .remember import ResponseMemory, not_found
 from .responses import Responses, deleted, listed_items, retrieved
 from .sending import SEND_TIMEOUT, ClosingStream, SendDeadline
 from .validate import RequestError, decode_body
+from .work import Busy, Work
 
 __all__ = [
     "BODY_TIMEOUT",
     "FIRST_EVENT_WAIT",
     "KEEPALIVE_EVERY",
     "MAX_BODY_BYTES",
-    "WORKERS",
-    "Work",
     "create_app",
 ]
 
@@ -86,54 +84,20 @@ FIRST_EVENT_WAIT = 1.0
 #: Bodies larger than this are decoded in a worker thread, so the event loop (``/health``,
 #: other streams) is not held while a large request is read.
 _THREAD_FROM = 64 * 1024
-#: Worker threads that do the work of requests whose work budget is too large for the event
-#: loop (see :mod:`toolwire.budget`): reading their bodies and tools, checking their calls.
-#: One: such requests wait their turn rather than take the interpreter's lock from the event
-#: loop (every busy thread is one more the loop shares it with; with two, honest streams'
-#: p99 doubled beside fifty costly requests of each kind).
-WORKERS = 1
 
 
-class Work:
-    """Where a request's work is done: on the event loop when its budget is small enough,
-    else in the gateway's own bounded pool of worker threads (made when first needed).
-    One per app: no gateway's requests wait on another's."""
-
-    def __init__(self, workers: int = WORKERS) -> None:
-        self._workers = workers
-        self._pool: ThreadPoolExecutor | None = None
-
-    @property
-    def pool(self) -> ThreadPoolExecutor:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="toolwire-work")
-        return self._pool
-
-    def budget(self, size: int) -> WorkBudget:
-        """The work budget of a request of ``size`` bytes, spent in this pool."""
-        return WorkBudget.for_size(size, self.pool)
-
-    async def apart(self, work: Callable[[], T]) -> T:
-        """``work()`` in this pool."""
-        return await asyncio.get_running_loop().run_in_executor(self.pool, work)
-
-    async def run(self, budget: WorkBudget, work: Callable[[], Awaitable[T]]) -> T:
-        """``work()`` charged to ``budget``: awaited here when the budget is small enough
-        for the event loop, else run to its end on an event loop of its own in a worker
-        thread (it may await the store; it holds no object of this loop)."""
-        if budget.inline:
-            with charging(budget):
-                return await work()
-
-        def apart() -> T:
-            with charging(budget):
-                return asyncio.run(_awaited(work))
-
-        return await asyncio.get_running_loop().run_in_executor(self.pool, apart)
+def _lane(request: HttpRequest, who: str | None) -> str:
+    """Whose lane a request's costly work waits in: its key's, or on a gateway without
+    keys, its client address's (see :mod:`toolwire.server.work`)."""
+    if who:
+        return f"key:{who}"
+    client = request.client
+    return f"address:{client.host if client is not None else ''}"
 
 
-async def _awaited(work: Callable[[], Awaitable[T]]) -> T:
-    return await work()
+def _busy(exc: Busy) -> Failure:
+    kind = "rate_limit_error" if exc.status == 429 else "server_error"
+    return Failure(exc.status, kind, str(exc), {"Retry-After": str(exc.retry_after)})
 
 
 def _load(body: bytes) -> dict[str, Any]:
@@ -252,7 +216,8 @@ def create_app(
         """The request's body, decoded: within ``max_body_bytes`` and ``body_timeout`` (the
         rest of a body not read cannot be skipped: the connection is closed after); and the
         work budget its size gives it."""
-        if not authorised(request):
+        who = owner(request)
+        if who is None:
             raise RequestError("a valid API key is required", status=401)
         try:
             body = await asyncio.wait_for(_read_body(request, max_body_bytes), body_timeout)
@@ -262,10 +227,11 @@ def create_app(
             ) from None
         except ClientDisconnect:
             raise RequestError("the client went away before its body ended") from None
-        budget = work.budget(len(body))
+        budget = work.budget(len(body), _lane(request, who))
+        work.admit(budget)
         # a large body is decoded off the event loop, so /health and other streams go on
         if len(body) >= _THREAD_FROM:
-            return await work.apart(partial(_load, body)), budget
+            return await work.apart(budget, partial(_load, body)), budget
         return _load(body), budget
 
     def unknown(asked: str) -> RequestError:
@@ -289,6 +255,8 @@ def create_app(
                 return api.refusal(exc)
             except WorkExceeded as exc:
                 return api.refusal(RequestError(str(exc)))
+            except Busy as exc:
+                return api.failed(_busy(exc))
             except UnknownModel as exc:
                 return api.refusal(unknown(str(exc)))
             except BackendError as exc:  # a local model that could not be loaded
@@ -368,11 +336,13 @@ def create_app(
             if budget.inline:
                 tokens = count_tokens(engine, call.request)
             else:  # a prompt rendered from a large request: off the event loop
-                tokens = await work.apart(partial(count_tokens, engine, call.request))
+                tokens = await work.apart(budget, partial(count_tokens, engine, call.request))
         except RequestError as exc:
             return messages.refusal(exc)
         except WorkExceeded as exc:
             return messages.refusal(RequestError(str(exc)))
+        except Busy as exc:
+            return messages.failed(_busy(exc))
         except UnknownModel as exc:
             return messages.refusal(unknown(str(exc)))
         except UsageError as exc:
