@@ -50,6 +50,7 @@ from .failures import Failure, failure
 from .keys import Keys
 from .metrics import CONTENT_TYPE, Metrics
 from .observe import Observer
+from .priority import Priority
 from .remember import ResponseMemory, not_found
 from .responses import Responses, deleted, listed_items, retrieved
 from .sending import SEND_TIMEOUT, ClosingStream, SendDeadline
@@ -352,7 +353,11 @@ def create_app(
         return JSONResponse({"input_tokens": tokens})
 
     return Starlette(
-        middleware=[observer.middleware(), SendDeadline.middleware(send_timeout, observer.cut)],
+        middleware=[
+            Priority().middleware(),
+            observer.middleware(),
+            SendDeadline.middleware(send_timeout, observer.cut),
+        ],
         routes=[
             Route("/health", health, methods=["GET"]),
             Route("/metrics", scraped, methods=["GET"]),

@@ -22,6 +22,7 @@ from starlette.middleware import Middleware
 from starlette.responses import StreamingResponse
 
 from .deadlines import SEND_DEADLINE, SEND_TIMEOUT
+from .priority import metered
 
 __all__ = ["SEND_TIMEOUT", "ClosingStream", "SendDeadline"]
 
@@ -57,6 +58,10 @@ class SendDeadline:
 class ClosingStream(StreamingResponse):
     """A streamed reply whose stream is closed when the response ends: sent whole, or cut
     (its client gone, or cut by the send deadline while a write waited)."""
+
+    async def stream_response(self, send: Any) -> None:
+        # sent in a task of its own: its steps are timed against the request's meter too
+        await metered(super().stream_response(send))
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         try:
