@@ -6,11 +6,13 @@ reading its upstream's stream, shaping and sending its events) are timed as they
 (:class:`Meter`, one per request, found by its tasks through a context variable). A
 request's first :data:`CHEAP_SECONDS` of loop time are served like any other's; past them
 (a reply of ten thousand calls, a body of megabytes read piece by piece, a stream of
-megabytes) the request is costly, and every step it takes adds to a debt shared by all
-costly requests (:class:`Priority`, one per app): nine times the step's own time, so that
-costly requests together hold the loop a tenth of the time at most while others need it.
-A costly request's next step waits while the debt stands; a wait in which the loop was
-mostly idle forgives the debt, so alone on the loop a costly request runs at full speed.
+megabytes) the request is costly. While cheap requests need the loop (every few
+milliseconds the loop thread's CPU clock tells how much of the time costly requests left
+them the cheap ones used), every step a costly request takes adds to a debt shared by all
+costly requests (:class:`Priority`, one per app): nine times the step's own time, and a
+costly request's next step waits while the debt stands, so that costly requests together
+hold the loop a tenth of the time. When cheap requests leave the loop idle, the debt is
+forgiven and costly requests run at full speed.
 Cheap requests (every honest request seen: a few milliseconds each) never wait.
 
 The steps are timed by wrapping the awaitable that runs the request (the app's middleware)
@@ -40,36 +42,51 @@ CHEAP_SECONDS = 0.02
 SHARE = 0.1
 #: The longest one wait lasts (seconds); then the debt is looked at again.
 SLICE = 0.005
-#: A wait in which the loop used less than this share of its time finds the loop idle.
-IDLE = 0.5
+#: How often (seconds) the loop's thread clock is read to tell whether cheap requests need it.
+WINDOW = 0.005
+#: The loop is busy when cheap requests used more than this share of the time costly ones
+#: left them.
+BUSY = 0.5
 
 
 class Priority:
-    """The debt costly requests owe the event loop (one per app; see the module's doc)."""
+    """The debt costly requests owe the event loop (one per app; see the module's doc).
+    Used on the loop's thread only: it reads that thread's CPU clock."""
 
-    __slots__ = ("_factor", "cheap", "until")
+    __slots__ = ("_costly", "_cpu", "_factor", "_wall", "busy", "cheap", "until")
 
     def __init__(self, cheap: float = CHEAP_SECONDS, share: float = SHARE) -> None:
         self.cheap = cheap
         self._factor = (1 - share) / share
         #: Until when (``perf_counter``) costly requests wait.
         self.until = 0.0
+        #: Whether cheap requests used the loop in the last look (else no one waits).
+        self.busy = False
+        self._wall, self._cpu, self._costly = time.perf_counter(), time.thread_time(), 0.0
 
     def owe(self, used: float) -> None:
         """A costly request's step took ``used`` seconds of the loop."""
-        now = time.perf_counter()
-        self.until = max(self.until, now) + used * self._factor
+        self._costly += used
+        if self.busy:
+            self.until = max(self.until, time.perf_counter()) + used * self._factor
 
     def wait(self) -> float:
         """How long a costly request's next step waits (seconds, 0: none)."""
-        left = self.until - time.perf_counter()
-        return min(left, SLICE) if left > 0 else 0.0
+        now = time.perf_counter()
+        if now - self._wall >= WINDOW:
+            self._look(now)
+        left = self.until - now
+        return min(left, SLICE) if self.busy and left > 0 else 0.0
 
-    def rested(self, wall: float, loop_cpu: float) -> None:
-        """A wait of ``wall`` seconds ended, in which the loop ran ``loop_cpu``: if it was
-        mostly idle, nothing else needs it and the debt is forgiven."""
-        if loop_cpu < IDLE * wall:
+    def _look(self, now: float) -> None:
+        """Whether, of the loop's time costly requests did not take since the last look,
+        the cheap ones used more than :data:`BUSY`; if not, the debt is forgiven."""
+        cpu = time.thread_time()
+        cheap = (cpu - self._cpu) - self._costly
+        self.busy = cheap > BUSY * max(0.0, (now - self._wall) - self._costly)
+        if not self.busy:
             self.until = 0.0
+        self._wall, self._cpu, self._costly = now, cpu, 0.0
 
     def middleware(self) -> Middleware:
         return Middleware(_Prioritised, priority=self)
@@ -108,7 +125,7 @@ class _Metered:
         self._inner: Generator[Any, Any, Any] = work.__await__()
         self._meter = meter
         self._held: Any = None
-        self._paused: tuple[float, float] | None = None
+        self._paused = False
 
     def __await__(self) -> Generator[Any, Any, Any]:
         return self
@@ -122,16 +139,13 @@ class _Metered:
     def send(self, value: Any) -> Any:
         meter = self._meter
         priority = meter.priority
-        if self._paused is not None:  # back from a wait: was the loop idle meanwhile?
-            wall, cpu = self._paused
-            self._paused = None
-            priority.rested(time.perf_counter() - wall, time.thread_time() - cpu)
+        if self._paused:  # back from a wait: the step goes now
+            self._paused = False
             value, self._held = self._held, None
         elif meter.used > priority.cheap:
             pause = priority.wait()
             if pause > 0:
-                self._held = value
-                self._paused = (time.perf_counter(), time.thread_time())
+                self._held, self._paused = value, True
                 return _sleep(pause)
         meter.active = True
         start = time.perf_counter()
@@ -141,7 +155,7 @@ class _Metered:
             self._spent(time.perf_counter() - start)
 
     def throw(self, *exc: Any) -> Any:
-        self._paused, self._held = None, None  # cancelled while waiting: on to the work
+        self._paused, self._held = False, None  # cancelled while waiting: on to the work
         self._meter.active = True
         start = time.perf_counter()
         try:
