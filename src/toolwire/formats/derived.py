@@ -204,6 +204,8 @@ class _DerivedBody(TextBody):
         assert isinstance(stream, DerivedStream)
         self.shape = shape = stream.shape
         self.todo: list[str] = list(shape.opening[1:])
+        #: The word a call's payload comes after (named when no payload follows it).
+        self.opened_by = shape.opening[-1]
         self.then = _CALL
         self.state = _LITS
         followers = (shape.name_end, shape.key_open, shape.post, shape.next_call, shape.trail)
@@ -306,11 +308,17 @@ class _DerivedBody(TextBody):
             return i + 1, True
         kind = self.shape.kind
         if kind == "json":
+            if s[i] != "{":
+                after = self.opened_by.replace(NUMBER, "0")
+                return self.fail(i, f"no JSON object after {after}"), False
             shape = CallShape(
                 name_key=self.shape.name_key,
                 args_keys=(self.shape.args_key,),
                 constants=dict(self.shape.constants),
                 strings=frozenset(self.shape.strings),
+                # a behaviour of every JSON syntax, learned or declared: arguments encoded
+                # twice are read (a named repair; strict refuses it)
+                args_in_string=True,
             )
             self.json_call = JsonCall(self.stream, shape)
             self.state = _JSON
@@ -395,6 +403,8 @@ class _DerivedBody(TextBody):
             if status == OPEN:
                 return i, False
             if status == DONE:
+                if then == _CALL:
+                    self.opened_by = words[-1]
                 self.words(words[1:], then)
                 return j, self.status == OPEN
         if shape.trail:

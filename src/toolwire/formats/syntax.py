@@ -1,0 +1,158 @@
+"""A family as one syntax value: everything else about it is derived, never listed.
+
+A :class:`Syntax` says how a family writes its calls — the framing (what opens the calls,
+ends each, separates two and closes the block), how a name and its arguments are written
+(:class:`~toolwire.formats.derived.DerivedShape`'s payloads: a JSON object, a name then a
+JSON object, a name then tagged arguments), the call ids its templates expect, its
+reasoning tags and its end-of-turn tokens. One engine derives from it:
+
+- the streaming reader (the derived shape's, :class:`~toolwire.formats.derived.DerivedStream`:
+  linear, chunking-invariant, bounded, a call that does not parse stays text with a notice);
+- the constraint grammar (:attr:`DerivedShape.grammar`);
+- the writer (:meth:`Syntax.write`: a call in the family's own syntax, for sample replies
+  and for the calls written back into a prompt);
+- the markers, triggers and kept tokens (the opening's first word; every framing word that
+  looks like a special token).
+
+A learned template and a declared family are the same thing: learning (:mod:`.learn`)
+produces the shape; a declaration gives it a name, a label naming its models, its tags and
+tokens. Families are moved here one at a time (:data:`DECLARED`): each runs beside its
+hand-written reader over every corpus (``tests/test_declared.py``) and replaces it only when
+the two agree event for event, notices included.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from ..templates.shaping import CallIds
+from .base import Family
+from .derived import NUMBER, DerivedShape, DerivedStream
+from .reasoning import ReasoningTags
+
+__all__ = ["Syntax", "special_words"]
+
+#: A word that reads as a special token: ``<|…|>``, ``<｜…｜>``, ``[…]`` in capitals, or a
+#: closing tag ``</…>`` (models are trained to write these as one token each).
+_SPECIAL = re.compile(r"<\|[^<>]*\|>|<｜[^<>]*｜>|\[[A-Z_]+\]|</?[A-Za-z_][\w:-]*>")
+
+
+def special_words(words: tuple[str, ...]) -> tuple[str, ...]:
+    """The special tokens among ``words``, each once, in order."""
+    found: list[str] = []
+    for word in words:
+        found.extend(m.group(0) for m in _SPECIAL.finditer(word))
+    return tuple(dict.fromkeys(found))
+
+
+@dataclass(frozen=True)
+class Syntax:
+    """One family, declared (see the module's doc)."""
+
+    name: str
+    #: What the family is, its models in closing parentheses (``toolwire families``).
+    label: str
+    shape: DerivedShape
+    reasoning: ReasoningTags = field(default_factory=ReasoningTags)
+    end_tokens: tuple[str, ...] = ()
+    call_ids: CallIds = "keep"
+
+    @cached_property
+    def markers(self) -> tuple[str, ...]:
+        """What a reply is scanned for: the opening's first word."""
+        return (self.shape.marker,)
+
+    @cached_property
+    def kept_tokens(self) -> tuple[str, ...]:
+        """The special tokens a call is written with beyond its marker: the framing's and the
+        payload's words that read as special tokens (the engine must keep them in the text
+        it generates, or the calls cannot be read)."""
+        s = self.shape
+        words = (*s.opening, *s.post, *s.next_call, *s.trail, *s.name_end)
+        words += (*s.key_open, *s.key_mid, *s.value_end)
+        return tuple(w for w in special_words(words) if w not in self.markers)
+
+    def write(self, name: str, arguments: Mapping[str, Any], index: int = 0) -> str:
+        """One call in this syntax, as a model trained on it writes it (the framing's words
+        one a line, where the reader takes any white space)."""
+        s = self.shape
+        if s.kind == "json":
+            obj: dict[str, Any] = {s.name_key: name, s.args_key: dict(arguments)}
+            obj.update(dict(s.constants))
+            obj.update({key: f"call_{index}" for key in s.strings})
+            payload = json.dumps(obj, ensure_ascii=False)
+        elif s.kind == "name-json":
+            payload = name + _joined(s.name_end) + json.dumps(dict(arguments), ensure_ascii=False)
+        else:
+            parts = [name + _joined(s.name_end)]
+            for key, value in arguments.items():
+                text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+                parts.append(
+                    _joined(s.key_open)
+                    + key
+                    + _joined(s.key_mid)
+                    + s.value_lead
+                    + text
+                    + s.value_tail
+                    + _joined(s.value_end)
+                )
+            payload = "".join(parts)
+        opening = _joined(s.opening)
+        return (opening + "\n" + payload + "\n" + _joined(s.post)).replace(NUMBER, str(index))
+
+    def reply(self, calls: list[tuple[str, Mapping[str, Any]]]) -> str:
+        """A whole reply of these calls: the first opened by the opening, the others by the
+        words between two calls, the block closed by its trail."""
+        s = self.shape
+        out = ""
+        for index, (name, arguments) in enumerate(calls):
+            one = self.write(name, arguments, index)
+            if index:
+                head = _joined(s.opening).replace(NUMBER, str(index))
+                one = _joined(s.next_call).replace(NUMBER, str(index)) + one[len(head) :]
+            out += one
+        return out + _joined(s.trail)
+
+    @cached_property
+    def family(self) -> Family:
+        """The family this syntax derives: reader, grammar, writer, markers and tokens."""
+        stream = type(
+            f"{_title(self.name)}Stream",
+            (DerivedStream,),
+            {"marker": self.shape.marker, "shape": self.shape},
+        )
+        syntax = self
+
+        def sample(name: str, args: Mapping[str, Any], index: int) -> str:
+            return syntax.write(name, args, index)
+
+        made: type[Family] = type(
+            _title(self.name),
+            (Family,),
+            {
+                "name": self.name,
+                "label": self.label,
+                "markers": self.markers,
+                "stream_class": stream,
+                "grammar": self.shape.grammar,
+                "call_ids": self.call_ids,
+                "reasoning": self.reasoning,
+                "end_tokens": self.end_tokens,
+                "kept_tokens": self.kept_tokens,
+                "samples": (sample,),
+            },
+        )
+        return made()
+
+
+def _joined(words: tuple[str, ...]) -> str:
+    return "".join(words)
+
+
+def _title(name: str) -> str:
+    return "".join(part.title() for part in re.split(r"[^A-Za-z0-9]+", name) if part)
