@@ -100,7 +100,6 @@ NEAR_MISSES: dict[str, list[str]] = {
     "nemotron-v2": [
         '<TOOLCALL>[{"name": "get_weather", "arguments": {}}]',
         '<TOOLCALL>[{"name": "get_weather", "arguments": {}}] x</TOOLCALL>',
-        '<TOOLCALL>[{"name": "get_weather", "arguments": "{}"}]</TOOLCALL>',
         '<TOOLCALL>{"name": "get_weather", "arguments": {}}</TOOLCALL>',
         "<TOOLCALL>[]</TOOLCALL>",
     ],
@@ -192,6 +191,24 @@ def test_near_misses_are_text_with_a_notice(family: str, reply: str) -> None:
     assert result.calls == []
     assert result.content == reply
     assert any("is not a call" in n for n in result.notices)
+
+
+@pytest.mark.parametrize(
+    ("family", "reply"),
+    [
+        ("nemotron-v2", '<TOOLCALL>[{"name": "get_weather", "arguments": "{}"}]</TOOLCALL>'),
+        ("granite", '<|tool_call|>[{"name": "get_weather", "arguments": "{\\"a\\": 1}"}]'),
+    ],
+)
+def test_arguments_encoded_twice_are_a_named_repair(family: str, reply: str) -> None:
+    """The families declared as syntax read a string holding the arguments' JSON object, as
+    every JSON syntax does (named; strict refuses it)."""
+    result = parse(family, reply)
+    assert [c.name for c in result.calls] == ["get_weather"]
+    assert isinstance(result.calls[0].arguments, dict)
+    assert any("string" in n for n in result.notices), result.notices
+    strict = get_family(family).parse(reply, strict=True)
+    assert strict.calls == [] and strict.content == reply
 
 
 @pytest.mark.parametrize(("family", "reply"), sorted(PLAIN.items()))

@@ -3,8 +3,8 @@
 Each declaration runs beside its family's hand-written reader over every corpus
 (``tests/test_declared.py``: the peers' parser cases, the family's own sample calls, every
 split point of a streamed reply) until the two agree event for event, notices included; then
-it replaces the hand-written module in the registry. Until then the registry keeps the
-hand-written reader and this module is read by the tests and ``benchmarks/declared.py`` only.
+it replaces the hand-written family in the registry (Hermes has). Until then the registry
+keeps the hand-written reader, and the declaration is read by the tests only.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from .derived import DerivedShape
 from .reasoning import THINK
 from .syntax import Syntax
 
-__all__ = ["DECLARED", "HERMES"]
+__all__ = ["DECLARED", "GRANITE", "HERMES", "NEMOTRON_V2"]
 
 #: Hermes: ``<tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>``, each call in
 #: its own tags (Qwen2.5, Qwen3, Hermes 2/3, Granite 4 and many fine-tunes of them).
@@ -30,5 +30,25 @@ HERMES = Syntax(
     end_tokens=("<|im_end|>", "<|endoftext|>"),
 )
 
+#: Granite 3.x: ``<|tool_call|>[{"name": NAME, "arguments": {...}}, ...]``.
+GRANITE = Syntax(
+    name="granite",
+    label="Granite <|tool_call|>[...] (Granite 3.x)",
+    shape=DerivedShape(kind="json", opening=("<|tool_call|>", "["), next_call=(",",), trail=("]",)),
+    end_tokens=("<|end_of_text|>",),
+    # its template writes no call, but states the format in the prompt with the marker
+    prompt_markers=("<|tool_call|>",),
+)
+
+#: Nemotron Nano v2: ``<TOOLCALL>[{"name": NAME, "arguments": {...}}, ...]</TOOLCALL>``.
+NEMOTRON_V2 = Syntax(
+    name="nemotron-v2",
+    label="Nemotron <TOOLCALL>[...]</TOOLCALL> (Nemotron Nano v2)",
+    shape=DerivedShape(
+        kind="json", opening=("<TOOLCALL>", "["), next_call=(",",), trail=("]", "</TOOLCALL>")
+    ),
+    end_tokens=("<SPECIAL_12>",),
+)
+
 #: Every declared family, by name.
-DECLARED: dict[str, Syntax] = {s.name: s for s in (HERMES,)}
+DECLARED: dict[str, Syntax] = {s.name: s for s in (HERMES, GRANITE, NEMOTRON_V2)}

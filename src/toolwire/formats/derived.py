@@ -47,6 +47,11 @@ MAX_WORD = MAX_HELD - 16
 #: The word standing for a number that counts the calls (Kimi's ``functions.NAME:0``).
 NUMBER = "\x00#"
 
+#: The object that opens a call whose opening words were left out, right after a closed call.
+_UNOPENED = "{"
+#: How much white space after a closed call is looked through for such a call.
+_MAX_GAP = 32
+
 _LITS, _CALL, _JSON, _NAME, _ARGS, _BETWEEN, _KEY, _VALUE_WS, _VALUE, _NEXT, _END = range(11)
 
 
@@ -206,6 +211,11 @@ class _DerivedBody(TextBody):
         self.todo: list[str] = list(shape.opening[1:])
         #: The word a call's payload comes after (named when no payload follows it).
         self.opened_by = shape.opening[-1]
+        #: The call opened at its object: its opening words were left out (see _after).
+        self.unopened = False
+        #: The call is read and a call without its opening words may follow it.
+        self.then_unopened = False
+        self.told_unopened = False
         self.then = _CALL
         self.state = _LITS
         followers = (shape.name_end, shape.key_open, shape.post, shape.next_call, shape.trail)
@@ -236,6 +246,18 @@ class _DerivedBody(TextBody):
 
     def step(self, s: str, i: int) -> tuple[int, bool]:
         state = self.state
+        if (
+            state == _LITS
+            and not self.unopened
+            and self.stream._raw[:1] == [_UNOPENED]
+            and self.shape.marker != _UNOPENED
+        ):
+            # opened at the object itself, right after a closed call (see _after)
+            self.unopened = True
+            self._call(_UNOPENED, 0)
+            assert self.json_call is not None
+            self.feed_json_call(self.json_call, _UNOPENED, 0, "the call is not a JSON object")
+            return i, True
         if state == _LITS:
             if not self.todo:
                 return self._then(i)
@@ -243,7 +265,11 @@ class _DerivedBody(TextBody):
                 return self._number(s, i)
             if s[i] in WS:
                 return i + 1, True
-            j = self.expect(s, i, self.todo[0], f"expected {self.todo[0]}")
+            word = self.todo[0]
+            problem = (
+                f"text after the call before {word}" if self.then == _NEXT else f"expected {word}"
+            )
+            j = self.expect(s, i, word, problem)
             if j < 0:
                 return i, False
             self.todo.pop(0)
@@ -297,6 +323,12 @@ class _DerivedBody(TextBody):
 
     def _then(self, i: int) -> tuple[int, bool]:
         """The words are matched: go on to the next state (the block may be over)."""
+        if self.then == _NEXT and self.unopened and not self.told_unopened:
+            self.told_unopened = True  # its closing words came: the unopened call is one
+            self.stream._notice(
+                "recovered-unopened-call",
+                f"read a call written after a closed call without its opening {self.shape.marker}",
+            )
         self.state = self.then
         if self.then == _END:
             self.status = DONE
@@ -384,6 +416,8 @@ class _DerivedBody(TextBody):
         """After a call: the next call, the block's closing words, or (with none) the end."""
         shape = self.shape
         if not shape.trail and shape.next_call == shape.opening:
+            if shape.kind == "json" and not self.stream.strict:
+                return self._after(s, i), False
             self.status = DONE  # every call is its own block: the marker finds the next
             return i, False
         if shape.trail and s[i] in WS:  # the block must close: whitespace is part of it
@@ -412,6 +446,22 @@ class _DerivedBody(TextBody):
         self.status = DONE
         return i, False
 
+    def _after(self, s: str, i: int) -> int:
+        """After a closed call that is a block of its own: look (without taking it) at
+        what follows. The body ends here; when a JSON object comes next, the stream may
+        read it as a call whose opening words were left out (templates that open the calls
+        once a turn and close each one, as vLLM's ``hermes_2_pro`` does, teach a model to
+        write its later calls so). It is a call only if it is one and its own closing
+        words follow it; else it stays text, with no notice: it never became a call."""
+        k = i
+        while k < len(s) and s[k] in WS and k - i <= _MAX_GAP:
+            k += 1
+        if k == len(s) and k - i <= _MAX_GAP:
+            return i  # only whitespace so far: wait for what comes after it
+        self.then_unopened = k < len(s) and s[k] == _UNOPENED
+        self.status = DONE
+        return i
+
     def end_of_reply(self) -> None:
         if self.state == _NEXT and not self.shape.trail and self.calls:
             self.status = DONE
@@ -424,3 +474,29 @@ class DerivedStream(MarkerStream):
 
     shape: ClassVar[DerivedShape]
     body_class = _DerivedBody
+    #: What is scanned for right after a closed call: the marker, or an unopened call.
+    _after_call: ClassVar[Markers]
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "marker" in cls.__dict__:
+            cls._after_call = Markers((cls.marker, _UNOPENED))
+
+    def new_body(self) -> Body:
+        self._opening = type(self)._opening  # type: ignore[misc]  # per reader: after a call or not
+        return super().new_body()
+
+    def _close(self, body: Body) -> None:
+        super()._close(body)
+        if isinstance(body, _DerivedBody) and body.status == DONE and body.then_unopened:
+            self._opening = self._after_call  # type: ignore[misc]
+
+    def _give_back(self, body: Body) -> None:
+        if isinstance(body, _DerivedBody) and body.unopened:
+            for index, cid in body.started:
+                self._abort(index, cid, body.reason)
+            self._text("".join(self._raw))  # an object that never became a call: text
+            self._body = None
+            self._raw = []
+            return
+        super()._give_back(body)

@@ -1,9 +1,9 @@
 """The families that write a marker, then a JSON list of call objects, then maybe an end marker.
 
+(Granite 3.3 and Nemotron Nano v2 are declared as syntax values now: :mod:`.declared`.)
+
 One grammar, each family's differences as data (:class:`ListGrammar`):
 
-- Granite 3.3: ``<|tool_call|>[{"name": NAME, "arguments": {...}}, ...]``
-- Nemotron Nano v2: ``<TOOLCALL>[{"name": NAME, "arguments": {...}}, ...]</TOOLCALL>``
 - Apriel 1.5/1.6: ``<tool_calls>[{"name": NAME, "arguments": {...}}, ...]</tool_calls>``
 - Apertus: ``<|tools_prefix|>[{NAME: {...}}, ...]<|tools_suffix|>``
 - Firefunction v2: ``functools[{"name": NAME, "arguments": {...}}, ...]``
@@ -30,13 +30,11 @@ from .listcalls import JsonListStream, ListGrammar
 from .reasoning import ReasoningTags
 from .samples import Sample
 
-__all__ = ["Apertus", "Apriel", "CommandR7B", "Firefunction", "Granite", "NemotronV2"]
+__all__ = ["Apertus", "Apriel", "CommandR7B", "Firefunction"]
 
 #: ``{"name": NAME, "arguments": {...}}``, nothing else.
 _NAME_ARGS = CallShape()
 
-GRANITE = ListGrammar("<|tool_call|>", _NAME_ARGS)
-NEMOTRON_V2 = ListGrammar("<TOOLCALL>", _NAME_ARGS, "</TOOLCALL>")
 #: Apriel's templates add the call's ``id`` to each item, after the arguments. A call is
 #: announced at its name (its arguments stream), so the model's id is kept only when it comes
 #: before the name; one written after it does not change the id announced.
@@ -50,14 +48,6 @@ COMMAND_R7B = ListGrammar(
     CallShape(name_key="tool_name", args_keys=("parameters",), id_key="tool_call_id"),
     "<|END_ACTION|>",
 )
-
-
-class GraniteStream(JsonListStream):
-    grammar = GRANITE
-
-
-class NemotronV2Stream(JsonListStream):
-    grammar = NEMOTRON_V2
 
 
 class AprielStream(JsonListStream):
@@ -93,10 +83,6 @@ def _list_sample(
     return sample
 
 
-_GRANITE_FORM = json_list("<|tool_call|>")
-
-_NEMOTRON_V2_FORM = json_list("<TOOLCALL>", end="</TOOLCALL>")
-
 _APRIEL_FORM = json_list("<tool_calls>", JsonCall(id_key="id"), "</tool_calls>")
 
 _APERTUS_FORM = json_list("<|tools_prefix|>", JsonCall(name_is_key=True), "<|tools_suffix|>")
@@ -108,28 +94,6 @@ _FIREFUNCTION_FORM = CallForm(
 _COHERE = JsonCall("tool_name", "parameters", id_key="tool_call_id", id_first=True)
 
 _COMMAND_R7B_FORM = json_list("<|START_ACTION|>", _COHERE, "<|END_ACTION|>")
-
-
-class Granite(Family):
-    name = "granite"
-    label = "Granite <|tool_call|>[...] (Granite 3.x)"
-    end_tokens = ("<|end_of_text|>",)
-    samples = (_list_sample("<|tool_call|>"),)
-    markers = (GRANITE.marker,)
-    prompt_markers = (GRANITE.marker,)
-    stream_class = GraniteStream
-    grammar = _GRANITE_FORM
-
-
-class NemotronV2(Family):
-    name = "nemotron-v2"
-    label = "Nemotron <TOOLCALL>[...]</TOOLCALL> (Nemotron Nano v2)"
-    end_tokens = ("<SPECIAL_12>",)
-    kept_tokens = ("</TOOLCALL>",)
-    samples = (_list_sample("<TOOLCALL>", "</TOOLCALL>"),)
-    markers = (NEMOTRON_V2.marker,)
-    stream_class = NemotronV2Stream
-    grammar = _NEMOTRON_V2_FORM
 
 
 class Apriel(Family):

@@ -15,6 +15,7 @@ from ..errors import FormatError
 from . import reasoning
 from .base import Family
 from .command_r import CommandRPlus
+from .declared import GRANITE, HERMES, NEMOTRON_V2
 from .deepseek import DeepSeekR1, DeepSeekV31
 from .deepseek_dsml import DeepSeekDsml, GigaChatGcml
 from .functionary import FunctionaryV31, FunctionaryV32
@@ -23,10 +24,9 @@ from .gigachat import GigaChat
 from .glimmer import Glimmer
 from .glm import Glm
 from .harmony import GptOss
-from .hermes import Hermes
 from .hunyuan import Hunyuan
 from .inkling import Inkling
-from .jsonlist import Apertus, Apriel, CommandR7B, Firefunction, Granite, NemotronV2
+from .jsonlist import Apertus, Apriel, CommandR7B, Firefunction
 from .kimi import KimiK2
 from .kimi_k3 import KimiK3
 from .lfm2 import Lfm2
@@ -57,7 +57,7 @@ _FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
         QwenXml(),
-        Hermes(),
+        HERMES.family,
         Llama3(),
         Mistral(),
         DeepSeekR1(),
@@ -67,8 +67,8 @@ _FAMILIES: dict[str, Family] = {
         Glm(),
         KimiK2(),
         MiniMax(),
-        Granite(),
-        NemotronV2(),
+        GRANITE.family,
+        NEMOTRON_V2.family,
         Apriel(),
         Apertus(),
         Firefunction(),

@@ -61,6 +61,8 @@ class Syntax:
     reasoning: ReasoningTags = field(default_factory=ReasoningTags)
     end_tokens: tuple[str, ...] = ()
     call_ids: CallIds = "keep"
+    #: Texts that mark a prompt stating this format in words (see ``Family.prompt_markers``).
+    prompt_markers: tuple[str, ...] = ()
 
     @cached_property
     def markers(self) -> tuple[str, ...]:
@@ -78,45 +80,44 @@ class Syntax:
         return tuple(w for w in special_words(words) if w not in self.markers)
 
     def write(self, name: str, arguments: Mapping[str, Any], index: int = 0) -> str:
-        """One call in this syntax, as a model trained on it writes it (the framing's words
-        one a line, where the reader takes any white space)."""
+        """One call in this syntax, a block of its own, as a model trained on it writes it
+        (the framing's words one a line, where the reader takes any white space)."""
+        return self.reply([(name, arguments)], index)
+
+    def reply(self, calls: list[tuple[str, Mapping[str, Any]]], first: int = 0) -> str:
+        """A whole reply of these calls (numbered from ``first``): the first opened by the
+        opening, the others by the words between two calls, the block closed by its trail."""
+        s = self.shape
+        out = ""
+        for index, (name, arguments) in enumerate(calls, first):
+            lead = s.opening if index == first else s.next_call
+            out += _joined(lead) + "\n" + self._payload(name, arguments, index)
+            out += ("\n" + _joined(s.post)) if s.post else ""
+        return (out + ("\n" + _joined(s.trail) if s.trail else "")).replace(NUMBER, str(first))
+
+    def _payload(self, name: str, arguments: Mapping[str, Any], index: int) -> str:
+        """A call's name and arguments, as the shape writes them."""
         s = self.shape
         if s.kind == "json":
             obj: dict[str, Any] = {s.name_key: name, s.args_key: dict(arguments)}
             obj.update(dict(s.constants))
             obj.update({key: f"call_{index}" for key in s.strings})
-            payload = json.dumps(obj, ensure_ascii=False)
-        elif s.kind == "name-json":
-            payload = name + _joined(s.name_end) + json.dumps(dict(arguments), ensure_ascii=False)
-        else:
-            parts = [name + _joined(s.name_end)]
-            for key, value in arguments.items():
-                text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-                parts.append(
-                    _joined(s.key_open)
-                    + key
-                    + _joined(s.key_mid)
-                    + s.value_lead
-                    + text
-                    + s.value_tail
-                    + _joined(s.value_end)
-                )
-            payload = "".join(parts)
-        opening = _joined(s.opening)
-        return (opening + "\n" + payload + "\n" + _joined(s.post)).replace(NUMBER, str(index))
-
-    def reply(self, calls: list[tuple[str, Mapping[str, Any]]]) -> str:
-        """A whole reply of these calls: the first opened by the opening, the others by the
-        words between two calls, the block closed by its trail."""
-        s = self.shape
-        out = ""
-        for index, (name, arguments) in enumerate(calls):
-            one = self.write(name, arguments, index)
-            if index:
-                head = _joined(s.opening).replace(NUMBER, str(index))
-                one = _joined(s.next_call).replace(NUMBER, str(index)) + one[len(head) :]
-            out += one
-        return out + _joined(s.trail)
+            return json.dumps(obj, ensure_ascii=False)
+        if s.kind == "name-json":
+            return name + _joined(s.name_end) + json.dumps(dict(arguments), ensure_ascii=False)
+        parts = [name + _joined(s.name_end)]
+        for key, value in arguments.items():
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            parts.append(
+                _joined(s.key_open)
+                + key
+                + _joined(s.key_mid)
+                + s.value_lead
+                + text
+                + s.value_tail
+                + _joined(s.value_end)
+            )
+        return "".join(parts)
 
     @cached_property
     def family(self) -> Family:
@@ -144,6 +145,7 @@ class Syntax:
                 "reasoning": self.reasoning,
                 "end_tokens": self.end_tokens,
                 "kept_tokens": self.kept_tokens,
+                "prompt_markers": self.prompt_markers,
                 "samples": (sample,),
             },
         )
