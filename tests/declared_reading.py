@@ -107,6 +107,19 @@ NEAR["granite"] = [
     '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Par',
     "<|tool_call|>",
 ]
+NEAR["firefunction"] = [
+    'functools[{"name": "get_weather", "arguments": {"city": "Paris"}}]',
+    'Sure. functools[{"name": "get_weather", "arguments": {}}, {"name": "get_time", '
+    '"arguments": {}}]',
+    'functools[{"name": "get_weather"}]',
+    "functools[]",
+    'functools["get_weather"]',
+    'functools[{"name": "get_weather", "arguments": {}} trailing',
+    'functools[{"name": "get_weather", "arguments": {"city": "Par',
+    'functools[{"name": "get_weather", "arguments": {}}, 15:30]',
+    "the functools module and [lists]",
+    'functools[\n  {"name": "get_time", "arguments": {}}\n]\n',
+]
 NEAR["nemotron-v2"] = [
     *_list_near("<TOOLCALL>", "</TOOLCALL>"),
     '<TOOLCALL>[{"name": "get_weather", "arguments": {}}] x</TOOLCALL>',

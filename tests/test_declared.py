@@ -27,6 +27,7 @@ from toolwire.formats.gbnf import constraint_for
 from toolwire.formats.syntax import Syntax, special_words
 
 from . import declared_reading as reading
+from .replies import TOOLS, WEATHER
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,6 +77,7 @@ LISTED = {
     "hermes": (("<tool_call>",), ("</tool_call>",)),
     "granite": (("<|tool_call|>",), ()),
     "nemotron-v2": (("<TOOLCALL>",), ("</TOOLCALL>",)),
+    "firefunction": (("functools[",), ()),
 }
 
 
@@ -86,36 +88,8 @@ def test_the_tokens_are_computed_as_the_hand_written_family_listed_them(name: st
 
 
 CALLS: list[tuple[str, Mapping[str, Any]]] = [
-    ("get_weather", {"city": "Paris", "days": 3}),
-    ("get_time", {"zone": "Europe/Paris", "precise": True, "tags": ["a", "b"]}),
-]
-WEATHER_TIME = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
-                "required": ["city", "days"],
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "get_time",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "zone": {"type": "string"},
-                    "precise": {"type": "boolean"},
-                    "tags": {"type": "array", "items": {"type": "string"}},
-                },
-                "required": ["zone", "precise", "tags"],
-            },
-        },
-    },
+    WEATHER,
+    ("write_file", {"path": "a.py", "content": "x = {\"a\": 1}\n"}),
 ]
 
 
@@ -124,15 +98,15 @@ def test_the_writer_writes_what_the_grammar_takes_and_the_reader_reads_back(name
     syntax: Syntax = DECLARED[name]
     reply = syntax.reply(CALLS)
     family = syntax.family
-    got = family.parse(reply, WEATHER_TIME)
+    got = family.parse(reply, TOOLS)
     assert [(c.name, c.arguments) for c in got.calls] == [(n, dict(a)) for n, a in CALLS]
     assert got.content == "" and not got.notices
     for size in (1, 5):  # streamed, at any chunking, the same
-        events = reading._events(family, reply, WEATHER_TIME, False, size)
-        assert events == reading._events(family, reply, WEATHER_TIME, False, len(reply))
+        events = reading._events(family, reply, TOOLS, False, size)
+        assert events == reading._events(family, reply, TOOLS, False, len(reply))
     llguidance = pytest.importorskip("llguidance")
     tokenizer = llguidance.LLTokenizer("byte")
-    constraint = constraint_for(family, WEATHER_TIME)
+    constraint = constraint_for(family, TOOLS)
     assert constraint is not None
 
     def takes(text: str) -> bool:
@@ -144,7 +118,7 @@ def test_the_writer_writes_what_the_grammar_takes_and_the_reader_reads_back(name
 
     assert takes(reply)
     assert takes(syntax.write(*CALLS[0]))
-    assert not takes(reply.replace("get_time", "get_tme"))  # no such tool
+    assert not takes(reply.replace("write_file", "write_fil"))  # no such tool
     assert not takes(syntax.write("get_weather", {"city": "Paris", "days": "3"}))  # a string
 
 

@@ -3,7 +3,7 @@
 Each declaration runs beside its family's hand-written reader over every corpus
 (``tests/test_declared.py``: the peers' parser cases, the family's own sample calls, every
 split point of a streamed reply) until the two agree event for event, notices included; then
-it replaces the hand-written family in the registry (Hermes has). Until then the registry
+it replaces the hand-written family in the registry (all four here have). Until then the registry
 keeps the hand-written reader, and the declaration is read by the tests only.
 """
 
@@ -13,7 +13,7 @@ from .derived import DerivedShape
 from .reasoning import THINK
 from .syntax import Syntax
 
-__all__ = ["DECLARED", "GRANITE", "HERMES", "NEMOTRON_V2"]
+__all__ = ["DECLARED", "FIREFUNCTION", "GRANITE", "HERMES", "NEMOTRON_V2"]
 
 #: Hermes: ``<tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>``, each call in
 #: its own tags (Qwen2.5, Qwen3, Hermes 2/3, Granite 4 and many fine-tunes of them).
@@ -50,5 +50,13 @@ NEMOTRON_V2 = Syntax(
     end_tokens=("<SPECIAL_12>",),
 )
 
+#: Firefunction v2: ``functools[{"name": NAME, "arguments": {...}}, ...]`` (the marker holds
+#: the ``[``: the word "functools" alone in a reply is no call's start).
+FIREFUNCTION = Syntax(
+    name="firefunction",
+    label="Firefunction functools[...] (Firefunction v2)",
+    shape=DerivedShape(kind="json", opening=("functools[",), next_call=(",",), trail=("]",)),
+)
+
 #: Every declared family, by name.
-DECLARED: dict[str, Syntax] = {s.name: s for s in (HERMES, GRANITE, NEMOTRON_V2)}
+DECLARED: dict[str, Syntax] = {s.name: s for s in (HERMES, GRANITE, NEMOTRON_V2, FIREFUNCTION)}

@@ -1,12 +1,12 @@
 """The families that write a marker, then a JSON list of call objects, then maybe an end marker.
 
-(Granite 3.3 and Nemotron Nano v2 are declared as syntax values now: :mod:`.declared`.)
+(Granite 3.3, Nemotron Nano v2 and Firefunction v2 are declared as syntax values now:
+:mod:`.declared`.)
 
 One grammar, each family's differences as data (:class:`ListGrammar`):
 
 - Apriel 1.5/1.6: ``<tool_calls>[{"name": NAME, "arguments": {...}}, ...]</tool_calls>``
 - Apertus: ``<|tools_prefix|>[{NAME: {...}}, ...]<|tools_suffix|>``
-- Firefunction v2: ``functools[{"name": NAME, "arguments": {...}}, ...]``
 - Command R7B / Cohere2: ``<|START_ACTION|>[{"tool_call_id": "0", "tool_name": NAME,
   "parameters": {...}}, ...]<|END_ACTION|>``
 
@@ -24,13 +24,13 @@ from typing import Any
 
 from .base import Family
 from .callshape import CallShape
-from .grammar import CallForm, JsonCall
-from .grammar_forms import NAME_ARGS, json_list
+from .grammar import JsonCall
+from .grammar_forms import json_list
 from .listcalls import JsonListStream, ListGrammar
 from .reasoning import ReasoningTags
 from .samples import Sample
 
-__all__ = ["Apertus", "Apriel", "CommandR7B", "Firefunction"]
+__all__ = ["Apertus", "Apriel", "CommandR7B"]
 
 #: ``{"name": NAME, "arguments": {...}}``, nothing else.
 _NAME_ARGS = CallShape()
@@ -40,8 +40,6 @@ _NAME_ARGS = CallShape()
 #: before the name; one written after it does not change the id announced.
 APRIEL = ListGrammar("<tool_calls>", CallShape(id_key="id"), "</tool_calls>")
 APERTUS = ListGrammar("<|tools_prefix|>", CallShape(name_is_key=True), "<|tools_suffix|>")
-#: The marker holds the ``[``: the word "functools" alone in a reply is no call's start.
-FIREFUNCTION = ListGrammar("functools[", _NAME_ARGS)
 #: ``tool_call_id`` is written first, so the call is announced with the model's id.
 COMMAND_R7B = ListGrammar(
     "<|START_ACTION|>",
@@ -56,10 +54,6 @@ class AprielStream(JsonListStream):
 
 class ApertusStream(JsonListStream):
     grammar = APERTUS
-
-
-class FirefunctionStream(JsonListStream):
-    grammar = FIREFUNCTION
 
 
 class CommandR7BStream(JsonListStream):
@@ -86,10 +80,6 @@ def _list_sample(
 _APRIEL_FORM = json_list("<tool_calls>", JsonCall(id_key="id"), "</tool_calls>")
 
 _APERTUS_FORM = json_list("<|tools_prefix|>", JsonCall(name_is_key=True), "<|tools_suffix|>")
-
-_FIREFUNCTION_FORM = CallForm(
-    NAME_ARGS, open='"functools["', close='"]"', sep='","', triggers=("functools[",)
-)
 
 _COHERE = JsonCall("tool_name", "parameters", id_key="tool_call_id", id_first=True)
 
@@ -122,15 +112,6 @@ class Apertus(Family):
     markers = (APERTUS.marker,)
     stream_class = ApertusStream
     grammar = _APERTUS_FORM
-
-
-class Firefunction(Family):
-    name = "firefunction"
-    label = "Firefunction functools[...] (Firefunction v2)"
-    samples = (_list_sample(" functools"),)
-    markers = (FIREFUNCTION.marker,)
-    stream_class = FirefunctionStream
-    grammar = _FIREFUNCTION_FORM
 
 
 class CommandR7B(Family):

@@ -15,7 +15,7 @@ from ..errors import FormatError
 from . import reasoning
 from .base import Family
 from .command_r import CommandRPlus
-from .declared import GRANITE, HERMES, NEMOTRON_V2
+from .declared import FIREFUNCTION, GRANITE, HERMES, NEMOTRON_V2
 from .deepseek import DeepSeekR1, DeepSeekV31
 from .deepseek_dsml import DeepSeekDsml, GigaChatGcml
 from .functionary import FunctionaryV31, FunctionaryV32
@@ -26,7 +26,7 @@ from .glm import Glm
 from .harmony import GptOss
 from .hunyuan import Hunyuan
 from .inkling import Inkling
-from .jsonlist import Apertus, Apriel, CommandR7B, Firefunction
+from .jsonlist import Apertus, Apriel, CommandR7B
 from .kimi import KimiK2
 from .kimi_k3 import KimiK3
 from .lfm2 import Lfm2
@@ -71,7 +71,7 @@ _FAMILIES: dict[str, Family] = {
         NEMOTRON_V2.family,
         Apriel(),
         Apertus(),
-        Firefunction(),
+        FIREFUNCTION.family,
         CommandR7B(),
         SeedOss(),
         MiniCpm5(),
