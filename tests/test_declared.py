@@ -89,7 +89,7 @@ def test_the_tokens_are_computed_as_the_hand_written_family_listed_them(name: st
 
 CALLS: list[tuple[str, Mapping[str, Any]]] = [
     WEATHER,
-    ("write_file", {"path": "a.py", "content": "x = {\"a\": 1}\n"}),
+    ("write_file", {"path": "a.py", "content": 'x = {"a": 1}\n'}),
 ]
 
 
