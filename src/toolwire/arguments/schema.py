@@ -62,10 +62,12 @@ def _meta() -> Validator:
     return meta
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=256)
 def _validator(dumped: str | bytes) -> Validator:
     """A schema checked and its validator made: run once per schema (cached), so its
-    work is charged to the request that first declares it, and only then."""
+    work is charged to the request that first declares it, and only then. The cache keeps
+    256: enough for many clients' tools; each entry holds its schema and validator (about
+    150 objects), which every full collection of the process scans."""
     charge(1 + len(dumped) // 256, "reading a tool's schema")
     schema = json.loads(dumped)
     problem = ref_problem(schema) or _loop(schema)
