@@ -32,8 +32,6 @@ from .samples import Sample
 
 __all__ = ["Apertus", "Apriel", "CommandR7B"]
 
-#: ``{"name": NAME, "arguments": {...}}``, nothing else.
-_NAME_ARGS = CallShape()
 
 #: Apriel's templates add the call's ``id`` to each item, after the arguments. A call is
 #: announced at its name (its arguments stream), so the model's id is kept only when it comes
