@@ -99,9 +99,9 @@ KEYS = {
 
 
 @contextlib.contextmanager
-def gateway(up: str, workers: int, home: Path) -> Iterator[str]:
+def gateway(up: str, workers: int, home: Path) -> Iterator[tuple[str, int]]:
     """``toolwire serve`` as an operator runs it for others: named keys from a file, the
-    store in its own home."""
+    store in its own home. Its URL and its process group (its workers')."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -137,7 +137,7 @@ def gateway(up: str, workers: int, home: Path) -> Iterator[str]:
             if time.monotonic() > deadline:
                 raise RuntimeError("toolwire serve did not start within 120 s")
             time.sleep(0.2)
-        yield url
+        yield url, proc.pid
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
@@ -416,6 +416,54 @@ async def victim_response(client: httpx.AsyncClient, url: str) -> str:
     return str(r.json()["id"])
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu(pids: set[int], group: int) -> float:
+    """The CPU seconds (user and system) the processes ``pids`` and those of process group
+    ``group`` used so far, from ``/proc``."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(entry.name) in pids or int(fields[2]) == group:
+                total += int(fields[11]) + int(fields[12])
+    return total / _TICK
+
+
+@dataclass
+class Where:
+    """Where the CPU of one phase went: the gateway's processes, the upstream's, this one's
+    (the honest clients) and the attackers'."""
+
+    gateway: int
+    upstream: int
+    attackers: int = 0
+    marks: list[tuple[float, ...]] = field(default_factory=list)
+
+    def mark(self) -> None:
+        me = os.getpid()
+        self.marks.append(
+            (
+                time.perf_counter(),
+                _cpu(set(), self.gateway),
+                _cpu({self.upstream}, -1),
+                _cpu({me}, -1),
+                _cpu({self.attackers}, -1) if self.attackers else 0.0,
+            )
+        )
+
+    def spent(self, phase: int) -> str:
+        a, b = self.marks[phase], self.marks[phase + 1]
+        wall, gw, up, me, them = (y - x for x, y in zip(a, b, strict=True))
+        return (
+            f"wall {wall:5.1f} s, CPU s: gateway {gw:5.1f}, upstream {up:5.1f}, "
+            f"honest clients {me:5.1f}, attackers {them:5.1f}"
+        )
+
+
 def _stats(values: list[float]) -> tuple[float, float, float]:
     if not values:
         return (float("nan"),) * 3
@@ -423,7 +471,9 @@ def _stats(values: list[float]) -> tuple[float, float, float]:
     return statistics.median(ordered), ordered[int(0.99 * (len(ordered) - 1))], ordered[-1]
 
 
-async def run_mode(url: str, n: int, per_kind: int, kinds: tuple[str, ...], sizes: Sizes) -> None:
+async def run_mode(
+    url: str, n: int, per_kind: int, kinds: tuple[str, ...], sizes: Sizes, where: Where
+) -> None:
     limits = httpx.Limits(max_connections=40, max_keepalive_connections=40)
     timeout = httpx.Timeout(300.0)
     clients = [httpx.AsyncClient(limits=limits, timeout=timeout) for _ in range(max(1, n // 20))]
@@ -441,13 +491,21 @@ async def run_mode(url: str, n: int, per_kind: int, kinds: tuple[str, ...], size
         )
         attackers.start()
         await asyncio.to_thread(ours.recv)  # ready: its client made
+        assert attackers.pid is not None
+        where.attackers = attackers.pid
+        where.mark()
         before = await honest(clients, url, n, 0)
+        where.mark()
         ours.send("go")
         mixed = await honest(clients, url, n, n)
+        where.mark()
         ours.send("done")
         outcomes = await asyncio.to_thread(ours.recv)
         attackers.join()
+        where.attackers = 0
+        where.mark()  # the attackers' own CPU is theirs (not counted after they exit)
         after = await honest(clients, url, n, 2 * n)
+        where.mark()
     finally:
         for c in [*clients, hostile_client]:
             await c.aclose()
@@ -465,6 +523,8 @@ async def run_mode(url: str, n: int, per_kind: int, kinds: tuple[str, ...], size
         )
         for line in (got.lost + got.wrong)[:3]:
             print(f"      {line}")
+    for name, phase in (("before", 0), ("mixed", 1), ("after", 3)):
+        print(f"  {name:<7} {where.spent(phase)}")
     ratio = _stats(mixed.latencies)[1] / base[1]
     bound = "within" if ratio <= P99_BOUND else "PAST"
     print(f"  honest p99 mixed {ratio:.2f}× before: {bound} the bound of {P99_BOUND}×")
@@ -494,11 +554,15 @@ def main() -> int:
     if unknown or not args.scale > 0:
         parser.error(f"no such kind: {', '.join(unknown)}" if unknown else "--scale must be > 0")
     sizes = Sizes(args.scale)
-    with upstream(sizes, kinds) as up:
+    with upstream(sizes, kinds) as (up, up_pid):
         for workers in (int(w) for w in args.workers.split(",")):
-            with tempfile.TemporaryDirectory() as home, gateway(up, workers, Path(home)) as url:
+            with (
+                tempfile.TemporaryDirectory() as home,
+                gateway(up, workers, Path(home)) as (url, group),
+            ):
                 print(f"toolwire serve --workers {workers}")
-                asyncio.run(run_mode(url, args.honest, args.hostile, kinds, sizes))
+                where = Where(group, up_pid)
+                asyncio.run(run_mode(url, args.honest, args.hostile, kinds, sizes, where))
     return 0
 
 

@@ -112,7 +112,8 @@ def _upstream_process(conn: Connection, sizes: Sizes, kinds: tuple[str, ...]) ->
 
 
 @contextlib.contextmanager
-def upstream(sizes: Sizes, kinds: tuple[str, ...]) -> Iterator[str]:
+def upstream(sizes: Sizes, kinds: tuple[str, ...]) -> Iterator[tuple[str, int]]:
+    """The upstream's URL and its process id."""
     ctx = multiprocessing.get_context("spawn")
     ours, theirs = ctx.Pipe()
     proc = ctx.Process(target=_upstream_process, args=(theirs, sizes, kinds), daemon=True)
@@ -120,7 +121,8 @@ def upstream(sizes: Sizes, kinds: tuple[str, ...]) -> Iterator[str]:
     try:
         if not ours.poll(120):  # the gzip bomb takes some seconds to make
             raise RuntimeError("the upstream did not start")
-        yield str(ours.recv())
+        assert proc.pid is not None
+        yield str(ours.recv()), proc.pid
     finally:
         with contextlib.suppress(OSError):
             ours.send("stop")

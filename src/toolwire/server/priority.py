@@ -31,6 +31,8 @@ from typing import Any, TypeVar
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .pressure import Pressure
+
 __all__ = ["CHEAP_SECONDS", "SHARE", "Meter", "Priority", "metered"]
 
 T = TypeVar("T")
@@ -53,10 +55,14 @@ class Priority:
     """The debt costly requests owe the event loop (one per app; see the module's doc).
     Used on the loop's thread only: it reads that thread's CPU clock."""
 
-    __slots__ = ("_costly", "_cpu", "_factor", "_wall", "busy", "cheap", "until")
+    __slots__ = ("_costly", "_cpu", "_factor", "_machine", "_wall", "busy", "cheap", "until")
 
-    def __init__(self, cheap: float = CHEAP_SECONDS, share: float = SHARE) -> None:
+    def __init__(
+        self, cheap: float = CHEAP_SECONDS, share: float = SHARE, machine: Pressure | None = None
+    ) -> None:
         self.cheap = cheap
+        #: The machine's CPU contention (:mod:`.pressure`): costly requests yield to it too.
+        self._machine = machine if machine is not None else Pressure()
         self._factor = (1 - share) / share
         #: Until when (``perf_counter``) costly requests wait.
         self.until = 0.0
@@ -80,10 +86,12 @@ class Priority:
 
     def _look(self, now: float) -> None:
         """Whether, of the loop's time costly requests did not take since the last look,
-        the cheap ones used more than :data:`BUSY`; if not, the debt is forgiven."""
+        the cheap ones used more than :data:`BUSY`, or other work on the machine waits for
+        a CPU (:class:`~.pressure.Pressure`); if neither, the debt is forgiven."""
         cpu = time.thread_time()
         cheap = (cpu - self._cpu) - self._costly
         self.busy = cheap > BUSY * max(0.0, (now - self._wall) - self._costly)
+        self.busy = self._machine.look(time.monotonic()) or self.busy
         if not self.busy:
             self.until = 0.0
         self._wall, self._cpu, self._costly = now, cpu, 0.0

@@ -88,6 +88,11 @@ def _lone_surrogate(text: str) -> bool:
     return not text.isascii() and _SURROGATE.search(text) is not None
 
 
+#: A step (:mod:`toolwire.budget`) is paid for every 16 objects a body's reading makes or
+#: walks (a mask: ``count & _OBJECTS_A_STEP`` is 0 every 16th).
+_OBJECTS_A_STEP = 15
+
+
 def _decode(body: bytes) -> Any:
     """The body as JSON, refusing what strict JSON readers refuse (see the module's doc).
 
@@ -112,7 +117,14 @@ def _decode(body: bytes) -> Any:
         marked.append(True)
         return _Refused(f"the number {digits[:40]} is too large")
 
+    read = [0]
+
     def mapping(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        # a step for every few objects read: in the worker, a large body's reading gives the
+        # event loop its turns (the body's size has paid for it)
+        read[0] += 1
+        if not read[0] & _OBJECTS_A_STEP:
+            paid(1)
         made = dict(pairs)
         if len(made) == len(pairs):
             return made
@@ -291,8 +303,12 @@ def _check_depth(data: Any, limit: int = MAX_BODY_DEPTH) -> None:
     (values are copied recursively later). One pass, iterative; a path is built only for
     the value at fault."""
     stack: list[tuple[Any, Link, int]] = [(data, None, 0)]
+    walked = 0
     while stack:
         item, link, depth = stack.pop()
+        walked += 1
+        if not walked & _OBJECTS_A_STEP:
+            paid(1)  # as reading the body (see _decode)
         if isinstance(item, dict):
             children: Any = item.items()
         elif isinstance(item, list):

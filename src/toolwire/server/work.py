@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -36,11 +37,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..budget import YIELD_SECONDS, WorkBudget, charging
+from .pressure import Pressure
 
 __all__ = [
     "BUSY_SHARE",
     "LANE_WAITING",
     "QUEUE_WAITING",
+    "WORKER_NICE",
     "Busy",
     "Lane",
     "Work",
@@ -53,6 +56,9 @@ T = TypeVar("T")
 #: The share of the interpreter the worker thread takes, at most, while the event loop is
 #: busy (the rest of the time it sleeps): a tenth.
 BUSY_SHARE = 0.1
+#: How much nicer the worker thread is than the process (its CPU priority below the event
+#: loop's and other programs', on Linux, where a thread has its own).
+WORKER_NICE = 10
 #: The event loop counts as busy when it used more than this share of one core since the
 #: worker's last turn.
 BUSY_LOOP = 0.02
@@ -88,8 +94,10 @@ class WorkPool:
     """One worker thread taking pieces of work from its lanes in turn (see the module's
     doc). Made by :class:`Work`; its thread starts with the first piece."""
 
-    def __init__(self, share: float = BUSY_SHARE) -> None:
+    def __init__(self, share: float = BUSY_SHARE, machine: Pressure | None = None) -> None:
         self._share = share
+        #: The machine's CPU contention, read by the worker thread (see :meth:`turn`).
+        self._machine = machine if machine is not None else Pressure()
         self._lanes: collections.OrderedDict[str, collections.deque[_Piece]] = (
             collections.OrderedDict()
         )
@@ -169,6 +177,13 @@ class WorkPool:
             return piece
 
     def _serve(self) -> None:
+        # the worker's CPU comes after every other thread's on the machine (the event loop's
+        # and other processes'): nice, where the OS lets a thread have its own
+        with contextlib.suppress(AttributeError, OSError):
+            me = threading.get_native_id()
+            os.setpriority(
+                os.PRIO_PROCESS, me, min(19, os.getpriority(os.PRIO_PROCESS, me) + WORKER_NICE)
+            )
         self._resumed = time.monotonic()
         while (piece := self._next()) is not None:
             if not piece.future.set_running_or_notify_cancel():
@@ -192,7 +207,10 @@ class WorkPool:
         if self._loop_clock is not None:
             loop_cpu = time.clock_gettime(self._loop_clock)
             wall, cpu = self._mark
-            pause = pause_for(now - self._resumed, loop_cpu - cpu, now - wall, self._share)
+            ran = loop_cpu - cpu
+            if self._machine.look(now):  # other work waits for a CPU: as if the loop ran
+                ran = max(ran, now - wall)
+            pause = pause_for(now - self._resumed, ran, now - wall, self._share)
             self._mark = (now, loop_cpu)
         time.sleep(pause)
         self._resumed = time.monotonic()
@@ -246,8 +264,13 @@ class Work:
             self.pool.admit(budget.pool.name)
 
     async def apart(self, budget: WorkBudget, work: Callable[[], T]) -> T:
-        """``work()`` in the budget's lane."""
-        return await asyncio.get_running_loop().run_in_executor(budget.pool, work)
+        """``work()`` in the budget's lane, charged to ``budget``."""
+
+        def apart() -> T:
+            with charging(budget):
+                return work()
+
+        return await asyncio.get_running_loop().run_in_executor(budget.pool, apart)
 
     async def run(self, budget: WorkBudget, work: Callable[[], Awaitable[T]]) -> T:
         """``work()`` charged to ``budget``: awaited here when the budget is small enough
