@@ -127,6 +127,37 @@ NEAR["nemotron-v2"] = [
     '<TOOLCALL>[{"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}]</TOOLCALL>',
 ]
 
+NEAR["glm"] = [
+    "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>",
+    "Sure.<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>"
+    "<tool_call>get_time<arg_key>zone</arg_key><arg_value>UTC</arg_value></tool_call> done",
+    "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>",  # unclosed
+    "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Par",  # cut in a value
+    "<tool_call>get_weather<arg_key>a</arg_key><arg_key>b</arg_key><arg_value>1</arg_value>"
+    "</tool_call>",  # a key with no value
+    "<tool_call>get_weather<arg_key>a</arg_key>\n</tool_call>",
+    '<tool_call>get_weather<arg_key>city</arg_key><arg_value>"Paris"</arg_value></tool_call>',
+    '<tool_call>get_weather<arg_key>o</arg_key><arg_value>{\\"a\\": 1}</arg_value></tool_call>',
+    '<tool_call>get_weather<arg_key>o</arg_key><arg_value>{"a": [1, 2]}</arg_value></tool_call>',
+    '<tool_call>get_weather<arg_key>o</arg_key><arg_value>"unclosed</arg_value></tool_call>',
+    '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>',
+    "<tool_call><function=get_weather><parameter=city>Paris</parameter></function></tool_call>",
+    "<tool_call>get_weather<arg_key>a</arg_key><arg_value>1</arg_value><arg_key>a</arg_key>"
+    "<arg_value>2</arg_value></tool_call>",  # a key given twice
+    "<tool_call>get_weather\\n<arg_key>a</arg_key>\\n<arg_value>x\\ny</arg_value>\\n"
+    "</tool_call>",  # escaped newlines between the tags; one in a value is its text
+    "<tool_call>get_weather\\t<arg_key>a</arg_key><arg_value>1</arg_value></tool_call>",
+    "<tool_call>get_weather<arg_key>a</arg_key><arg_value></arg_value></tool_call>",
+    "<tool_call>nope<arg_key>a</arg_key><arg_value>1</arg_value></tool_call>",
+    "<think>plan</think><tool_call>get_time</tool_call>",
+    "<tool_call>get_time</tool_call> and then prose <tool_call>",
+    "Write <tool_call> in prose.",
+    "<tool_call>get weather<arg_key>a</arg_key><arg_value>1</arg_value></tool_call>",
+    "<tool_call>get_weather<arg_key>a b</arg_key><arg_value>1</arg_value></tool_call>",
+    "<tool_call>get_weather<arg_key>a</arg_key>junk<arg_value>1</arg_value></tool_call>",
+    "<tool_call>get_weather<arg_key>a</arg_key><arg_value>1</arg_value>junk</tool_call>",
+]
+
 NEAR["hermes"].append(
     '<tool_call>\n{"name": "get_weather", "arguments": {"a": 1}}\n</tool_call>\n'
     '{"name": "get_time", "arguments": {}}\n</tool_call>'

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from toolwire import get_family
+from toolwire.arguments.pipeline import prepare_arguments
 from toolwire.formats.declared import DECLARED
 from toolwire.formats.gbnf import constraint_for
 from toolwire.formats.syntax import Syntax, special_words
@@ -42,7 +43,17 @@ _TWICE = (
 #: Differences from the record still left, by family: case id, why. A listed difference
 #: that is gone fails the run: take it off the list. Those here are meant: what the engine
 #: does once for every family, where a hand-written reader did not.
-KNOWN: dict[str, dict[str, str]] = {"nemotron-v2": {"near:13": _TWICE, "near:14": _TWICE}}
+_SPACE_BEFORE_NAME = (
+    "white space between the opening and a name: the engine takes it for every syntax (a"
+    " template may write it, and the words are matched with any white space between); so a"
+    " call named 'in' starts while streamed and is withdrawn as the hand-written reader never"
+    " started it — read whole, the two agree"
+)
+
+KNOWN: dict[str, dict[str, str]] = {
+    "nemotron-v2": {"near:13": _TWICE, "near:14": _TWICE},
+    "glm": {"near:19": _SPACE_BEFORE_NAME},
+}
 
 PAIRS = [(name, case) for name in sorted(DECLARED) for case in reading.cases(name)]
 
@@ -78,6 +89,10 @@ LISTED = {
     "granite": (("<|tool_call|>",), ()),
     "nemotron-v2": (("<TOOLCALL>",), ("</TOOLCALL>",)),
     "firefunction": (("functools[",), ()),
+    "glm": (
+        ("<tool_call>",),
+        ("</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"),
+    ),
 }
 
 
@@ -99,7 +114,15 @@ def test_the_writer_writes_what_the_grammar_takes_and_the_reader_reads_back(name
     reply = syntax.reply(CALLS)
     family = syntax.family
     got = family.parse(reply, TOOLS)
-    assert [(c.name, c.arguments) for c in got.calls] == [(n, dict(a)) for n, a in CALLS]
+    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS if "function" in t}
+    typed = [  # a tagged syntax writes every value as text: the argument pipeline types it
+        (
+            c.name,
+            prepare_arguments(c.arguments, schemas[c.name], text_values=c.text_values).arguments,
+        )
+        for c in got.calls
+    ]
+    assert typed == [(n, dict(a)) for n, a in CALLS]
     assert got.content == "" and not got.notices
     for size in (1, 5):  # streamed, at any chunking, the same
         events = reading._events(family, reply, TOOLS, False, size)
@@ -119,7 +142,10 @@ def test_the_writer_writes_what_the_grammar_takes_and_the_reader_reads_back(name
     assert takes(reply)
     assert takes(syntax.write(*CALLS[0]))
     assert not takes(reply.replace("write_file", "write_fil"))  # no such tool
-    assert not takes(syntax.write("get_weather", {"city": "Paris", "days": "3"}))  # a string
+    # a value the schema refuses: a string for an integer (a tagged syntax writes "3" as 3,
+    # so there: a word)
+    wrong = "x" if syntax.shape.kind == "tags" else "3"
+    assert not takes(syntax.write("get_weather", {"city": "Paris", "days": wrong}))
 
 
 def test_special_words_are_found_in_the_framing() -> None:

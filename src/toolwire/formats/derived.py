@@ -28,15 +28,26 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar
 
+from ..events import NoticeCode
 from ..messages import ToolCall
 from . import grammar as g
 from .base import Family
 from .callshape import CallShape
 from .jsoncall import JsonCall
 from .jsonscan import ObjectScanner
-from .markerstream import DONE, MAX_HELD, OPEN, WS, Body, MarkerStream, expect_literal
+from .markerstream import (
+    DONE,
+    FAILED,
+    MAX_HELD,
+    OPEN,
+    WS,
+    Body,
+    MarkerStream,
+    expect_any,
+    expect_literal,
+)
 from .scan import Markers
-from .textargs import NameReader, TextArgs, TextBody
+from .textargs import HELD, NameReader, TextArgs, TextBody, read_held
 
 __all__ = ["NUMBER", "DerivedShape", "DerivedStream"]
 
@@ -52,7 +63,8 @@ _UNOPENED = "{"
 #: How much white space after a closed call is looked through for such a call.
 _MAX_GAP = 32
 
-_LITS, _CALL, _JSON, _NAME, _ARGS, _BETWEEN, _KEY, _VALUE_WS, _VALUE, _NEXT, _END = range(11)
+_LITS, _CALL, _JSON, _NAME, _ARGS, _BETWEEN, _KEY = range(7)
+_VALUE_WS, _VALUE_FIRST, _VALUE, _HELD, _NEXT, _END = range(7, 13)
 
 
 @dataclass(frozen=True)
@@ -218,8 +230,16 @@ class _DerivedBody(TextBody):
         self.told_unopened = False
         self.then = _CALL
         self.state = _LITS
+        #: ``tags``: the key read, its value not yet opened; the key whose value is held.
+        self.key = ""
+        self.value_key = ""
+        self.held: list[str] = []
+        #: The repairs used, told once the block is read (a block given back tells none).
+        self.told: list[tuple[NoticeCode, str]] = []
+        self.escaped_newline = False  # told once a call
         followers = (shape.name_end, shape.key_open, shape.post, shape.next_call, shape.trail)
-        stops = WS + "".join(w[0][0] for w in followers if w)
+        # a backslash ends a name (no tool name holds one): \\n may follow it (see _escaped)
+        stops = WS + "\\" + "".join(w[0][0] for w in followers if w)
         if shape.kind == "name-json" and not shape.name_end:
             stops += "{"
         self.name_stops = stops
@@ -265,7 +285,14 @@ class _DerivedBody(TextBody):
                 return self._number(s, i)
             if s[i] in WS:
                 return i + 1, True
+            j = self._escaped(s, i)
+            if j != i:
+                return max(j, i), j > i
             word = self.todo[0]
+            if self.then == _VALUE_WS and len(self.todo) < len(self.shape.key_mid):
+                j = self._left_out(s, i, word)
+                if j != i:
+                    return max(j, i), j > i
             problem = (
                 f"text after the call before {word}" if self.then == _NEXT else f"expected {word}"
             )
@@ -291,11 +318,20 @@ class _DerivedBody(TextBody):
         if state == _KEY:
             return self._key(s, i)
         if state == _VALUE_WS:
+            if self.key:  # the key's value opens: the key is given
+                if not self.named(self.key, False, i):
+                    return i, False
+                self.value_key, self.key = self.key, ""
             status, j = expect_literal(s, i, self.shape.value_lead)
             if status == OPEN:
                 return i, False
-            self.state = _VALUE
+            self.state = _VALUE_FIRST
             return (j if status == DONE else i), True
+        if state == _VALUE_FIRST:
+            self.state = _HELD if s[i] in HELD and not self.stream.strict else _VALUE
+            return i, True
+        if state == _HELD:
+            return self._held(s, i)
         if state == _VALUE:
             assert self.value_ends is not None
             i, complete = self.read_value(s, i, self.value_ends, _BETWEEN)
@@ -364,6 +400,7 @@ class _DerivedBody(TextBody):
         name, i = self.names.read(self, s, i)
         if name is None:
             return i, False
+        self.escaped_newline = False
         if self.shape.kind == "tags":
             self.call = TextArgs.start(self, name)
             self.words(self.shape.name_end, _BETWEEN)
@@ -393,24 +430,98 @@ class _DerivedBody(TextBody):
         """After the name or a value: the next key, or the end of the call."""
         if s[i] in WS:
             return i + 1, True
-        opener = self.shape.key_open[0]
-        status, j = expect_literal(s, i, opener)
+        j = self._escaped(s, i)
+        if j != i:
+            return max(j, i), j > i
+        shape = self.shape
+        opener = shape.key_open[0]
+        status, j, word = expect_any(s, i, (opener, *shape.post[:1]))
         if status == OPEN:
             return i, False
-        if status == DONE:
+        if status == DONE and word == opener:
             self.keys = _Name(self.key_stops, "argument name")
-            self.words(self.shape.key_open[1:], _KEY)
+            self.words(shape.key_open[1:], _KEY)
             return j, True
-        self.end_call()
-        self.words(self.shape.post, _NEXT)
+        if status == FAILED and shape.post:
+            return self.fail(i, f"expected {opener} or {shape.post[0]}"), False
+        self.end_call()  # the call's own closing words came (or it has none)
+        if status == DONE:
+            self.words(shape.post[1:], _NEXT)
+            return j, True
+        self.words(shape.post, _NEXT)
         return i, True
 
     def _key(self, s: str, i: int) -> tuple[int, bool]:
         key, i = self.keys.read(self, s, i)
-        if key is None or not self.named(key, False, i):
+        if key is None:
             return i, False
+        assert self.call is not None
+        if key in self.call.args:
+            return self.fail(i, f"the argument {key!r} is given twice"), False
+        self.key = key
         self.words(self.shape.key_mid, _VALUE_WS)
         return i, True
+
+    def _held(self, s: str, i: int) -> tuple[int, bool]:
+        """A value that may be JSON to read (:func:`~.textargs.read_held`): kept until its
+        end, then passed on as read."""
+        assert self.value_ends is not None and self.call is not None
+        j, end = self.value_ends.scan(s, i)
+        self.held.append(s[i:j])
+        if not end:
+            return j, False
+        value, repair = read_held("".join(self.held))
+        self.held = []
+        if repair:
+            what = f"the argument {self.value_key!r} of {self.call.name}: {repair}"
+            self.told.append(("arguments-repaired", what))
+        self.call.value(value)
+        self.call.close()
+        self.words(self.shape.value_end[1:], _BETWEEN)
+        return j + len(end), True
+
+    def _left_out(self, s: str, i: int, word: str) -> int:
+        """Unless strict, a key whose value never opened (the next key, or the call's end,
+        where the rest of the words before a value were due) is left out, so that a required
+        argument is reported missing, not filled with nothing. Where the body goes on; ``i``
+        when this is not that; -1 to wait."""
+        shape = self.shape
+        if self.stream.strict or expect_literal(s, i, word)[0] != FAILED:
+            return i
+        ends = tuple(w[0] for w in (shape.key_open, shape.post) if w)
+        status, j, literal = expect_any(s, i, ends)
+        if status == OPEN:
+            return -1
+        if status == FAILED:
+            return i
+        assert self.call is not None
+        what = f"the argument {self.key!r} of {self.call.name} has no {word}: left out"
+        self.told.append(("arguments-repaired", what))
+        self.key = ""
+        if shape.key_open and literal == shape.key_open[0]:
+            self.keys = _Name(self.key_stops, "argument name")
+            self.words(shape.key_open[1:], _KEY)
+        else:
+            self.end_call()
+            self.words(shape.post[1:], _NEXT)
+        return j
+
+    def _escaped(self, s: str, i: int) -> int:
+        """Unless strict, ``\\n`` written as two characters between the words (what a model
+        copies from a template shown as JSON) is the newline it stands for, named once a
+        call (``recovered-escaped-newline``). Where the body goes on; ``i`` when this is not
+        that; -1 to wait. Never inside a value or a name."""
+        if s[i] != "\\" or self.stream.strict:
+            return i
+        if i + 1 == len(s):
+            return -1  # wait: is it \\n?
+        if s[i + 1] != "n":
+            return i
+        if not self.escaped_newline:
+            self.escaped_newline = True
+            what = "read a call whose words were parted by \\n written as two characters"
+            self.told.append(("recovered-escaped-newline", what))
+        return i + 2
 
     def _next(self, s: str, i: int) -> tuple[int, bool]:
         """After a call: the next call, the block's closing words, or (with none) the end."""
@@ -487,6 +598,9 @@ class DerivedStream(MarkerStream):
         return super().new_body()
 
     def _close(self, body: Body) -> None:
+        if isinstance(body, _DerivedBody) and body.status == DONE:
+            for code, message in body.told:
+                self._notice(code, message)
         super()._close(body)
         if isinstance(body, _DerivedBody) and body.status == DONE and body.then_unopened:
             self._opening = self._after_call  # type: ignore[misc]

@@ -15,14 +15,13 @@ from ..errors import FormatError
 from . import reasoning
 from .base import Family
 from .command_r import CommandRPlus
-from .declared import FIREFUNCTION, GRANITE, HERMES, NEMOTRON_V2
+from .declared import FIREFUNCTION, GLM, GRANITE, HERMES, NEMOTRON_V2
 from .deepseek import DeepSeekR1, DeepSeekV31
 from .deepseek_dsml import DeepSeekDsml, GigaChatGcml
 from .functionary import FunctionaryV31, FunctionaryV32
 from .gemma4 import Gemma4
 from .gigachat import GigaChat
 from .glimmer import Glimmer
-from .glm import Glm
 from .harmony import GptOss
 from .hunyuan import Hunyuan
 from .inkling import Inkling
@@ -64,7 +63,7 @@ _FAMILIES: dict[str, Family] = {
         DeepSeekV31(),
         DeepSeekDsml(),
         GigaChatGcml(),
-        Glm(),
+        GLM.family,
         KimiK2(),
         MiniMax(),
         GRANITE.family,

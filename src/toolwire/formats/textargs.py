@@ -14,11 +14,19 @@ import json
 import re
 
 from ..messages import ToolCall
-from .base import ReplyStream
+from .base import ReplyStream, loads_json
 from .markerstream import Body, MarkerStream
 from .scan import Markers
 
-__all__ = ["LOOSE_NAME_BREAKS", "MAX_NAME", "NameReader", "TextArgs", "TextBody"]
+__all__ = [
+    "HELD",
+    "LOOSE_NAME_BREAKS",
+    "MAX_NAME",
+    "NameReader",
+    "TextArgs",
+    "TextBody",
+    "read_held",
+]
 
 #: The longest tool or parameter name read.
 MAX_NAME = 256
@@ -35,6 +43,38 @@ LOOSE_NAME_BREAKS = re.compile(r"[\s<>\"'`{}]")
 def _stop_or_bad(stops: str, bad: str) -> re.Pattern[str]:
     """The first character that ends a name (one of ``stops``) or that no name holds."""
     return re.compile("[" + re.escape(stops) + "]|" + bad)
+
+
+#: A text value opening with one of these is held until whole: it may be JSON to read.
+HELD = '"{['
+
+
+def read_held(text: str) -> tuple[str, str]:
+    """``(value, repair)``: a held text value as read, and the repair that took ("" for none).
+
+    Templates write a string value as it is and any other value as its JSON. What models
+    write besides, read as SGLang's GLM detector reads it: a value written as a JSON string
+    (``"Paris"``) is that string, as a JSON value would be for any other type (a value meant
+    to be quoted text is rare; a template never quotes a string); a JSON object or list
+    written with its quotes escaped (``{\\"a\\": 1}``, what a model copies from JSON it
+    saw) is that JSON. Anything else is the text as written.
+    """
+    try:
+        value = loads_json(text)
+    except (ValueError, RecursionError):
+        value = None
+    if isinstance(value, str) and text.startswith('"'):
+        return value, "a JSON string read as its text"
+    if value is not None or text.startswith('"') or '\\"' not in text:
+        return text, ""  # JSON as the grammar writes it, or text
+    try:
+        unescaped = loads_json('"' + text + '"')
+        inner = loads_json(unescaped)
+    except (ValueError, RecursionError):
+        return text, ""
+    if isinstance(inner, (dict, list)):
+        return unescaped, "JSON written with its quotes escaped read as that JSON"
+    return text, ""
 
 
 class NameReader:
