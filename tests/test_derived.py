@@ -316,7 +316,6 @@ NEAR_MISSES = {
         "@@" + "n" * 257 + "\n@@/",  # a name one character too long
     ],
     "semi-list": [
-        'CALLS>> [{"tool": "f", "parameters": {}}',  # no closing
         "CALLS>> []  <<CALLS",  # empty
         'CALLS>> [{"tool": "f", "parameters": {}}] <<DONE',  # the wrong closer
         'CALLS>> [{"name": "f", "parameters": {}}] <<CALLS',  # another shape's key

@@ -105,7 +105,6 @@ MY_ONE_CALL: dict[str, list[str]] = {
 
 MY_NEAR_MISSES: dict[str, list[str]] = {
     "glm": [
-        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n",
         "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Par",
         "<tool_call>get_weather\n<arg_key>city</arg_key>\nParis\n</tool_call>",
         "<tool_call>get_weather\n<arg_value>Paris</arg_value>\n</tool_call>",

@@ -89,7 +89,6 @@ NEAR_MISSES: dict[str, list[str]] = {
     "granite": [
         '<|tool_call|>{"name": "get_weather", "arguments": {}}',
         "<|tool_call|>[]",
-        '<|tool_call|>[{"name": "get_weather", "arguments": {}}',
         '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Par',
         '<|tool_call|>[{"name": "get_weather", "parameters": {}}]',
         '<|tool_call|>[{"name": "get_weather", "arguments": {}}, "x"]',
@@ -98,7 +97,6 @@ NEAR_MISSES: dict[str, list[str]] = {
         "<|tool_call|>",
     ],
     "nemotron-v2": [
-        '<TOOLCALL>[{"name": "get_weather", "arguments": {}}]',
         '<TOOLCALL>[{"name": "get_weather", "arguments": {}}] x</TOOLCALL>',
         '<TOOLCALL>{"name": "get_weather", "arguments": {}}</TOOLCALL>',
         "<TOOLCALL>[]</TOOLCALL>",

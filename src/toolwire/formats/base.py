@@ -246,6 +246,8 @@ class ReplyStream:
             opened=reasoning_open and self.splitter_opens, call_markers=ends
         )
         self._told_call_ended = False
+        #: Text outside calls is thinking (a call read in a thinking block never closed).
+        self._as_reasoning = False
         self._ids: set[str] = set()
         self._size = 0
         self._max_chars = max_chars
@@ -277,7 +279,18 @@ class ReplyStream:
             return []
         self._finished = True
         self._split(self._reasoning.finish())
+        unclosed = self._reasoning.unclosed_call
+        if unclosed:
+            # a call written in a thinking block that never closed: read from its marker;
+            # the text around its calls is the thinking it was written in
+            self._notice(
+                "recovered-call-ended-thinking",
+                f"{self.marker} inside a thinking block that never closed: read as a call",
+            )
+            self._as_reasoning = True
+            self._content(unclosed)
         self._content_end()
+        self._as_reasoning = False
         return self._take()
 
     def _split(self, pieces: list[tuple[bool, str]]) -> None:
@@ -314,7 +327,7 @@ class ReplyStream:
 
     def _text(self, text: str) -> None:
         if text:
-            self._out.append(TextDelta(text))
+            self._out.append(ReasoningDelta(text) if self._as_reasoning else TextDelta(text))
 
     def _new_call(self, name: str, call_id: str | None = None) -> tuple[int, str]:
         """Announce a call; the model's own ``call_id`` is kept unless an earlier call of this

@@ -82,6 +82,4 @@ GLM = Syntax(
 )
 
 #: Every declared family, by name.
-DECLARED: dict[str, Syntax] = {
-    s.name: s for s in (HERMES, GRANITE, NEMOTRON_V2, FIREFUNCTION, GLM)
-}
+DECLARED: dict[str, Syntax] = {s.name: s for s in (HERMES, GRANITE, NEMOTRON_V2, FIREFUNCTION, GLM)}

@@ -577,7 +577,30 @@ class _DerivedBody(TextBody):
         if self.state == _NEXT and not self.shape.trail and self.calls:
             self.status = DONE
             return
+        if not self.stream.strict and not self.unopened and self._whole():
+            # the reply ended (a length limit, an engine that strips the end token) where
+            # only closing words were due: every call is whole, as vLLM and SGLang read it
+            self.told.append(
+                (
+                    "recovered-block-unclosed",
+                    "read the calls of a block the reply ended before its closing words",
+                )
+            )
+            self.status = DONE
+            return
         super().end_of_reply()
+
+    def _whole(self) -> bool:
+        """Whether the reply may end here with every call read: after a call's payload (or a
+        tagged call's last value), only its or the block's closing words due. A tagged call
+        then ends here."""
+        state = self.state
+        if state == _BETWEEN and self.call is not None and not self.key:
+            self.end_call()
+            return True
+        if state == _LITS and self.then in (_NEXT, _END) and self.calls:
+            return True
+        return state == _NEXT and bool(self.calls)
 
 
 class DerivedStream(MarkerStream):

@@ -162,7 +162,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_START, _REASONING, _AFTER, _CONTENT, _ANSWER = range(5)
+_START, _REASONING, _AFTER, _CONTENT, _ANSWER, _PENDING = range(6)
 
 
 class ReasoningSplitter:
@@ -187,6 +187,12 @@ class ReasoningSplitter:
         self._answer_end: Markers | None = None
         #: True once a call marker at a line's start ended the thinking block.
         self.ended_by_call = False
+        #: A call marker inside a line of thinking, and what followed it: thinking if the
+        #: block closes after it, else (the reply ended in the block) a call (see finish).
+        self._pending: list[str] = []
+        self._block_closers = self._closers
+        #: What :meth:`finish` found of a call written in a block that never closed.
+        self.unclosed_call = ""
         if opened:
             self._enter(self._t.any_closer, self._calls)
 
@@ -200,13 +206,18 @@ class ReasoningSplitter:
         """True while the reply is inside a thinking block."""
         return self._state == _REASONING
 
-    def _enter(self, closers: tuple[str, ...], calls: tuple[str, ...] = ()) -> None:
-        """The reply is now inside a thinking block that ``closers`` end, or a line that
-        starts with one of ``calls``."""
+    def _enter(
+        self, closers: tuple[str, ...], calls: tuple[str, ...] = (), lines: bool = True
+    ) -> None:
+        """The reply is now inside a thinking block that ``closers`` end, or (with
+        ``lines``: a block the prompt opened) a line that starts with one of ``calls``; one
+        of ``calls`` inside it is held (see :meth:`_pending_call`)."""
         self._state = _REASONING
-        self._line_start = bool(calls)
+        self._line_start = lines and bool(calls)
         self._line_calls = calls
-        self._closers = markers(closers + tuple("\n" + m for m in calls))
+        self._block_closers = markers(closers)
+        starts = tuple("\n" + m for m in calls) if lines else ()
+        self._closers = markers(closers + starts + calls)
 
     def _content_start(self, body: str, lead: str, out: list[tuple[bool, str]]) -> str:
         """The answer starts at ``body`` (not empty, no leading whitespace): the text left to
@@ -239,7 +250,7 @@ class ReasoningSplitter:
                 self._lead.append(buf[: len(buf) - len(body)])
                 opener = next((o for o in self._t.openers if body.startswith(o)), None)
                 if opener is not None:
-                    self._enter(self._t.closer[opener])
+                    self._enter(self._t.closer[opener], self._calls, lines=False)
                     self._lead.clear()
                     buf = body[len(opener) :]
                     continue
@@ -250,6 +261,9 @@ class ReasoningSplitter:
                 continue
             if self._state == _REASONING:
                 buf = self._reasoning(buf, out)
+                continue
+            if self._state == _PENDING:
+                buf = self._pending_call(buf, out)
                 continue
             if self._state == _AFTER:
                 body = buf.lstrip()
@@ -291,10 +305,31 @@ class ReasoningSplitter:
             return ""
         if closer.startswith("\n"):  # a call marker at a line's start
             return self._call_ends(buf, found + 1, out)
+        if closer in self._line_calls:  # a call marker inside a line: wait and see
+            self._state = _PENDING
+            self._pending = [closer]
+            return buf[found + len(closer) :]
+        return self._closed(buf, found, closer)
+
+    def _closed(self, buf: str, found: int, closer: str) -> str:
+        """The block ends with ``closer`` at ``buf[found]``: what follows it."""
         if closer in self._t.answer_after:
             self._answer_end = self._t.answer_closer[closer]
         self._state = _AFTER
         return buf[found + len(closer) :]
+
+    def _pending_call(self, buf: str, out: list[tuple[bool, str]]) -> str:
+        """After a call marker inside a line of thinking: held until the block closes (all
+        of it was thinking: a model may think about the calls it will make) or the reply
+        ends inside the block (:meth:`finish`: it was a call)."""
+        found, closer = self._block_closers.scan(buf)
+        self._pending.append(buf[:found])
+        if not closer:
+            self._held = buf[found:]
+            return ""
+        out.append((True, "".join(self._pending)))
+        self._pending = []
+        return self._closed(buf, found, closer)
 
     def _call_ends(self, buf: str, at: int, out: list[tuple[bool, str]]) -> str:
         """A call at ``buf[at]`` ends the thinking: the rest is the answer, call first."""
@@ -311,6 +346,13 @@ class ReasoningSplitter:
                 out.append((False, text))
         elif self._state == _REASONING and self._held:
             out.append((True, self._held))
+        elif self._state == _PENDING:
+            # the reply ended in the thinking block, a call marker in it: a model that
+            # calls a tool before it closes its thinking (the prompt opened it, or the
+            # model never closed it). From the marker on, the family reads it: its calls
+            # are calls, the rest thinking (see ReplyStream.finish)
+            self.unclosed_call = "".join(self._pending) + self._held
+            self._pending = []
         elif self._state in (_AFTER, _ANSWER) and self._held:
             out.append((False, self._held))
         self._lead.clear()

@@ -1,0 +1,141 @@
+"""What the one engine reads for every declared or learned syntax, where the hand-written
+readers each did it or did not: a block the reply ended before its closing words, and calls
+written in a thinking block that never closed.
+
+Each case is read whole and streamed at every split point (the two must agree), and strict
+reading refuses each repair.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolwire import get_family
+from toolwire.events import CallStart, Notice, ReasoningDelta, TextDelta
+from toolwire.formats.base import Family, assemble
+
+from .replies import TOOLS
+from .test_derived import PLAIN_TOOLS, unseen
+
+_W = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+_T = '{"name": "get_weather", "arguments": {"city": "Rome"}}'
+_GLM = "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>{}</arg_value>\n"
+
+
+def _family(name: str) -> tuple[Family, Any]:
+    if name.startswith("learned:"):
+        return unseen(name.split(":", 1)[1]), PLAIN_TOOLS
+    return get_family(name), TOOLS
+
+
+def _events(family: Family, tools: Any, chunks: list[str], opened: bool) -> list[Any]:
+    stream = family.stream(tools, reasoning_open=opened, make_id=lambda i: f"id{i}")
+    events: list[Any] = []
+    for chunk in chunks:
+        events += stream.feed(chunk)
+    return events + stream.finish()
+
+
+def _every_split(family: Family, tools: Any, reply: str, opened: bool) -> list[Any]:
+    """The events of ``reply`` read whole, checked equal (assembled) at every split."""
+    whole = _events(family, tools, [reply], opened)
+    for k in range(len(reply) + 1):
+        split = _events(family, tools, [reply[:k], reply[k:]], opened)
+        assert assemble(split) == assemble(whole), k
+    return whole
+
+
+#: Replies that end where only closing words were due: (family, reply, the calls' cities).
+UNCLOSED = [
+    ("hermes", f"<tool_call>\n{_W}", ["Paris"]),
+    # a second call unterminated: two calls, not one
+    ("hermes", f"<tool_call>\n{_W}\n</tool_call>\n<tool_call>\n{_T}\n", ["Paris", "Rome"]),
+    ("glm", _GLM.format("Paris"), ["Paris"]),
+    ("glm", _GLM.format("Paris") + "</tool_call>" + _GLM.format("Rome"), ["Paris", "Rome"]),
+    ("granite", f"<|tool_call|>[{_W}, {_T}", ["Paris", "Rome"]),
+    ("nemotron-v2", f"<TOOLCALL>[{_W}]", ["Paris"]),
+    ("nemotron-v2", f"<TOOLCALL>[{_W}]</TOOL", ["Paris"]),  # the closing word cut short
+    ("learned:semi-list", 'CALLS>> [{"tool": "get_weather", "parameters": {"city": "Paris"}}', []),
+]
+
+
+@pytest.mark.parametrize(("name", "reply", "cities"), UNCLOSED)
+def test_a_block_the_reply_ended_before_its_closing_words_is_read(
+    name: str, reply: str, cities: list[str]
+) -> None:
+    family, tools = _family(name)
+    events = _every_split(family, tools, reply, False)
+    result = assemble(events)
+    assert [c.name for c in result.calls] == ["get_weather"] * max(1, len(cities))
+    if cities:
+        assert [c.arguments["city"] for c in result.calls] == cities
+    assert result.content.strip() == ""
+    assert "recovered-block-unclosed" in [e.code for e in events if isinstance(e, Notice)]
+    strict = family.parse(reply, tools, strict=True)
+    closed = len(cities) - 1 if name in ("hermes", "glm") else 0  # blocks of one call each
+    assert len(strict.calls) == closed  # strict: the closed calls only, no repair
+    assert strict.content.strip() and reply.endswith(strict.content)
+
+
+#: Replies cut where a call may not be whole: they stay text (a value may be cut short).
+CUT = [
+    ("glm", "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Par"),
+    ("glm", "<tool_call>get_weather\n<arg_key>city</arg_key>\n"),  # a key, no value yet
+    ("hermes", '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Pa'),
+    ("granite", '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Pa'),
+    ("learned:tildes", "@@get_weather\n~city~ Paris"),
+]
+
+
+@pytest.mark.parametrize(("name", "reply"), CUT)
+def test_a_reply_cut_inside_a_call_is_no_call(name: str, reply: str) -> None:
+    family, tools = _family(name)
+    result = assemble(_every_split(family, tools, reply, False))
+    assert result.calls == [] and result.content == reply
+
+
+#: Calls written inside a thinking block that never closed: (family, reply, opened by the
+#: prompt, the thinking read, the calls' cities).
+IN_THINKING = [
+    ("hermes", f"Let me think<tool_call>{_W}</tool_call>", True, "Let me think", ["Paris"]),
+    ("hermes", f"<think>first<tool_call>{_W}</tool_call>", False, "first", ["Paris"]),
+    (
+        "hermes",
+        f"plan<tool_call>{_W}</tool_call> then <tool_call>{_T}</tool_call> more",
+        True,
+        "plan then  more",
+        ["Paris", "Rome"],
+    ),
+    # both repairs at once: in unclosed thinking, and the call's own closing tag left out
+    ("glm", "<think>first" + _GLM.format("Paris"), False, "first", ["Paris"]),
+]
+
+
+@pytest.mark.parametrize(("name", "reply", "opened", "thinking", "cities"), IN_THINKING)
+def test_a_call_in_a_thinking_block_that_never_closed_is_read(
+    name: str, reply: str, opened: bool, thinking: str, cities: list[str]
+) -> None:
+    family, tools = _family(name)
+    events = _every_split(family, tools, reply, opened)
+    result = assemble(events)
+    assert [c.arguments["city"] for c in result.calls] == cities
+    assert result.reasoning == thinking
+    assert result.content == ""
+    assert "recovered-call-ended-thinking" in [e.code for e in events if isinstance(e, Notice)]
+    strict = family.parse(reply, tools, reasoning_open=opened, strict=True)
+    assert strict.calls == []  # strict: thinking is thinking
+
+
+def test_a_marker_in_a_thinking_block_that_closes_is_thinking() -> None:
+    family = get_family("hermes")
+    reply = f"<think>I could write <tool_call>{_W}</tool_call> here</think>Done."
+    events = _every_split(family, TOOLS, reply, False)
+    result = assemble(events)
+    assert result.calls == [] and result.content == "Done."
+    assert result.reasoning == f"I could write <tool_call>{_W}</tool_call> here"
+    assert not any(isinstance(e, CallStart) for e in events)
+    # the thinking after a marker is held, not lost, until the block's end says what it is
+    assert "".join(e.text for e in events if isinstance(e, ReasoningDelta)) == result.reasoning
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Done."
