@@ -57,14 +57,33 @@ _UNCLOSED = (
     " as text"
 )
 
+_ITEM = (
+    "an item of a list of calls that is not a call: the engine leaves it out (its text stays"
+    " text, named call-not-read) and reads the list's other calls, for every list syntax, as"
+    " peers do; strict refuses; the hand-written list reader gave the whole list back as text"
+)
+_SEPARATOR = (
+    "two items of a list of calls with the comma between them left out: the engine reads both"
+    " for every list syntax (recovered-list-separator); strict refuses; the hand-written list"
+    " reader gave the whole list back as text"
+)
+
 KNOWN: dict[str, dict[str, str]] = {
-    "nemotron-v2": {"near:13": _TWICE, "near:14": _TWICE, "near:3": _UNCLOSED, "near:9": _UNCLOSED},
+    "nemotron-v2": {
+        "near:13": _TWICE,
+        "near:14": _TWICE,
+        "near:3": _UNCLOSED,
+        "near:9": _UNCLOSED,
+        "near:5": _ITEM,
+        "near:6": _SEPARATOR,
+    },
     "glm": {
         "near:19": _SPACE_BEFORE_NAME,
         "near:2": _UNCLOSED,
         "vllm:glm4_moe:incomplete_tool_call": _UNCLOSED,
     },
-    "granite": {"near:3": _UNCLOSED},
+    "granite": {"near:3": _UNCLOSED, "near:5": _ITEM, "near:6": _SEPARATOR, "near:13": _ITEM},
+    "firefunction": {"near:7": _ITEM},
     "hermes": {"near:2": _UNCLOSED, "vllm:hermes:non_streaming_tool_call_until_eos": _UNCLOSED},
 }
 

@@ -1,6 +1,7 @@
 """What the one engine reads for every declared or learned syntax, where the hand-written
-readers each did it or did not: a block the reply ended before its closing words, and calls
-written in a thinking block that never closed.
+readers each did it or did not: a block the reply ended before its closing words, calls
+written in a thinking block that never closed, and a list of calls with one bad item or a
+separator left out.
 
 Each case is read whole and streamed at every split point (the two must agree), and strict
 reading refuses each repair.
@@ -139,3 +140,71 @@ def test_a_marker_in_a_thinking_block_that_closes_is_thinking() -> None:
     # the thinking after a marker is held, not lost, until the block's end says what it is
     assert "".join(e.text for e in events if isinstance(e, ReasoningDelta)) == result.reasoning
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Done."
+
+
+_DEEP = '{"name": "get_weather", "arguments": {"a": ' + "[" * 300 + "]" * 300 + "}}"
+_LEARNED_LIST = 'CALLS>> [{"tool": "get_weather", "parameters": {"city": "Paris"}}'
+
+#: Lists of calls with one item that is not a call: (family, reply, the calls' cities, the
+#: text left: the item that is not a call).
+BAD_ITEM = [
+    ("granite", f"<|tool_call|>[{_W}, 15:30]", ["Paris"], "15:30"),
+    ("granite", f'<|tool_call|>[{_W}, "x", {_T}]', ["Paris", "Rome"], '"x"'),
+    (
+        "nemotron-v2",
+        f'<TOOLCALL>[{_W}, {{"name": "get_weather", "arguments": {{"at": 15:30}}}}, {_T}]'
+        "</TOOLCALL>",
+        ["Paris", "Rome"],
+        '{"name": "get_weather", "arguments": {"at": 15:30}}',
+    ),
+    # broken inside a string and a nested list: the item still ends at its own comma
+    (
+        "firefunction",
+        f'functools[{{"name": "get_weather", "arguments": {{"a": [1, "x]",]}}}}, {_T}]',
+        ["Rome"],
+        '{"name": "get_weather", "arguments": {"a": [1, "x]",]}}',
+    ),
+    ("learned:semi-list", _LEARNED_LIST + "; 15:30]\n<<CALLS", [], "15:30"),
+    # nested past the reader's depth: the object breaks mid-way, read on to its end
+    ("granite", f"<|tool_call|>[{_DEEP}, {_T}]", ["Rome"], _DEEP),
+]
+
+
+@pytest.mark.parametrize(("name", "reply", "cities", "left"), BAD_ITEM)
+def test_a_list_item_that_is_no_call_is_left_out_and_the_others_are_read(
+    name: str, reply: str, cities: list[str], left: str
+) -> None:
+    family, tools = _family(name)
+    events = _every_split(family, tools, reply, False)
+    result = assemble(events)
+    assert [c.name for c in result.calls] == ["get_weather"] * max(1, len(cities))
+    if cities:
+        assert [c.arguments["city"] for c in result.calls] == cities
+    assert result.content.strip() == left  # the item given back, nothing lost
+    assert "call-not-read" in [e.code for e in events if isinstance(e, Notice)]
+    strict = family.parse(reply, tools, strict=True)
+    assert strict.calls == [] and strict.content == reply
+
+
+def test_a_list_with_no_call_in_it_is_text() -> None:
+    family = get_family("nemotron-v2")
+    for reply in ("<TOOLCALL>[15:30]</TOOLCALL>", '<TOOLCALL>[15:30, "x"]</TOOLCALL>'):
+        result = assemble(_every_split(family, TOOLS, reply, False))
+        assert result.calls == [] and result.content == reply
+
+
+@pytest.mark.parametrize(
+    ("name", "reply"),
+    [
+        ("granite", f"<|tool_call|>[{_W} {_T}]"),
+        ("nemotron-v2", f"<TOOLCALL>[{_W}\n{_T}]</TOOLCALL>"),
+    ],
+)
+def test_a_separator_left_out_between_two_calls_is_read(name: str, reply: str) -> None:
+    family, tools = _family(name)
+    events = _every_split(family, tools, reply, False)
+    result = assemble(events)
+    assert [c.arguments["city"] for c in result.calls] == ["Paris", "Rome"]
+    assert result.content == ""
+    assert "recovered-list-separator" in [e.code for e in events if isinstance(e, Notice)]
+    assert family.parse(reply, tools, strict=True).calls == []

@@ -91,8 +91,6 @@ NEAR_MISSES: dict[str, list[str]] = {
         "<|tool_call|>[]",
         '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Par',
         '<|tool_call|>[{"name": "get_weather", "parameters": {}}]',
-        '<|tool_call|>[{"name": "get_weather", "arguments": {}}, "x"]',
-        '<|tool_call|>[{"name": "get_weather", "arguments": {}} {"name": "x", "arguments": {}}]',
         '<|tool_call|>[{"name": "get_weather", "arguments": {"a": NaN}}]',
         "<|tool_call|>",
     ],

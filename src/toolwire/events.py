@@ -77,6 +77,7 @@ NoticeCode = Literal[
     "recovered-bare-id",
     "recovered-misspelt-tag",
     "recovered-separator-missing",
+    "recovered-list-separator",
     "recovered-text-after-call",
     "recovered-args-marker-missing",
     "recovered-python-values",
@@ -155,6 +156,7 @@ NOTICES: dict[NoticeCode, str] = {
     "cut short) was read",
     "recovered-separator-missing": "a call whose name was not followed by its separator tag "
     "was read",
+    "recovered-list-separator": "calls listed with the separator left out between two were read",
     "recovered-text-after-call": "a call its grammar's marker opened was read although text "
     "followed it, where the grammar ends the reply; the text stays content",
     "recovered-args-marker-missing": "a call whose arguments followed its name without the "

@@ -97,6 +97,17 @@ class ObjectScanner:
     def failed(self) -> bool:
         return self._state == _FAILED
 
+    @property
+    def depth(self) -> int:
+        """How many objects and lists are open where the scan stopped (the object's own
+        included): where a reader that skips a broken object goes on from."""
+        return self._depth
+
+    @property
+    def in_string(self) -> bool:
+        """Whether the scan stopped inside a string."""
+        return self._in_string
+
     def text(self) -> str:
         """The object's text as written (complete once ``done``)."""
         return "".join(self.parts)
@@ -184,9 +195,9 @@ class ObjectScanner:
                 if c == '"':
                     self._in_string = True
                 elif c in "{[":
+                    if self._depth == self._max_depth:
+                        return self._fail(j)  # at the bracket too many: ``depth`` before it
                     self._depth += 1
-                    if self._depth > self._max_depth:
-                        return self._fail(j)
                 else:
                     self._depth -= 1
                     if self._depth == 1:

@@ -1,0 +1,78 @@
+"""The rest of a list item that is not a call, found so that the list's other calls are read.
+
+A list of calls (``[{…}, {…}]`` after a marker: Granite, Nemotron, Firefunction, and the lists
+learned from templates) may hold one item a model got wrong: a bare value (``15:30``), an
+object that is not valid JSON (``{"time": 15:30}``), an object that is no call. Peers read
+the other calls; so does the engine, unless strict: the item is left out, its text given
+back as text with a ``call-not-read`` notice. To go on, the reader must find where the item
+ends: at the first ``,`` or the list's closing word at the item's own level, outside strings.
+:class:`ItemEnd` finds it, fed the text as it streams, each character looked at once.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["ItemEnd"]
+
+_IN_STRING = re.compile(r'["\\]')
+
+
+class ItemEnd:
+    """Finds the end of a list item from where its reading broke: ``depth`` objects and
+    lists were open there (the item's own included), inside a string or not."""
+
+    __slots__ = ("_depth", "_end", "_escape", "_in_string", "_special", "parts")
+
+    def __init__(self, closer: str, depth: int = 0, in_string: bool = False) -> None:
+        self._depth = depth
+        self._in_string = in_string
+        self._escape = False
+        #: The first character of the list's closing word: it ends the item at its level.
+        self._end = closer[:1] or "]"
+        self._special = re.compile("[" + re.escape('"{}[],' + self._end) + "]")
+        #: The item's text read so far.
+        self.parts: list[str] = []
+
+    def feed(self, s: str, i: int) -> int:
+        """Read from ``s[i]``: the index of the ``,`` or closing word that ends the item (not
+        consumed), or ``len(s)`` when more is needed."""
+        n = len(s)
+        start = i
+        while i < n:
+            if self._in_string:
+                if self._escape:
+                    self._escape = False
+                    i += 1
+                    continue
+                m = _IN_STRING.search(s, i)
+                if m is None:
+                    i = n
+                    break
+                i = m.end()
+                if m.group() == "\\":
+                    self._escape = True
+                else:
+                    self._in_string = False
+                continue
+            m = self._special.search(s, i)
+            if m is None:
+                i = n
+                break
+            c = m.group()
+            j = m.start()
+            if c == '"':
+                self._in_string = True
+            elif c in "{[":
+                self._depth += 1
+            elif self._depth == 0 and c in "," + self._end:
+                self.parts.append(s[start:j])
+                return j
+            elif c in "}]":
+                self._depth = max(0, self._depth - 1)
+            i = j + 1
+        self.parts.append(s[start:i])
+        return n
+
+    def text(self) -> str:
+        return "".join(self.parts)

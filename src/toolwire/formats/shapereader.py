@@ -1,0 +1,566 @@
+"""The reader of a :class:`~toolwire.formats.derived.DerivedShape`: one block of calls read
+one step at a time, for every shape a template teaches or a family declares.
+
+Linear and streaming (each character looked at once, however the reply is cut), bounded (a
+body waits for one word at most), and a call that does not parse stays text with a notice.
+What the engine reads for every shape besides the shape's own words, each named in a notice
+and refused by strict reading: a call whose opening words were left out after a closed one,
+arguments encoded twice, a text value written as JSON, a key with no value, newlines between
+the words written as ``\\n``, a block the reply ended before its closing words, an item of a
+list that is not a call, a separator left out between two items.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from ..events import NoticeCode
+from ..messages import ToolCall
+from .callshape import CallShape
+from .jsoncall import JsonCall
+from .jsonscan import ObjectScanner
+from .listitems import ItemEnd
+from .markerstream import (
+    DONE,
+    FAILED,
+    MAX_HELD,
+    OPEN,
+    WS,
+    Body,
+    MarkerStream,
+    expect_any,
+    expect_literal,
+)
+from .scan import Markers
+from .textargs import HELD, NameReader, TextArgs, TextBody, read_held
+
+if TYPE_CHECKING:
+    from .derived import DerivedShape
+
+__all__ = ["MAX_WORD", "NUMBER", "DerivedStream", "Words"]
+
+Words = tuple[str, ...]
+
+#: The longest learned word: a body may wait for a whole word, and must not hold much.
+MAX_WORD = MAX_HELD - 16
+#: The word standing for a number that counts the calls (Kimi's ``functions.NAME:0``).
+NUMBER = "\x00#"
+
+#: The object that opens a call whose opening words were left out, right after a closed call.
+_UNOPENED = "{"
+#: How much white space after a closed call is looked through for such a call.
+_MAX_GAP = 32
+
+_LITS, _CALL, _JSON, _NAME, _ARGS, _BETWEEN, _KEY = range(7)
+_VALUE_WS, _VALUE_FIRST, _VALUE, _HELD, _NEXT, _END, _SKIP = range(7, 14)
+
+
+_MAX_DIGITS = 32
+
+
+class _Name(NameReader):
+    """A name that fails at the very character that breaks it, however the text is cut.
+
+    A learned marker may be made of characters a name can hold (``@@``), so where a broken
+    name gives its text back decides whether a marker inside it is seen again: that place
+    must not depend on where a chunk began.
+    """
+
+    def read(self, body: Body, s: str, i: int) -> tuple[str | None, int]:
+        _stop, bad = self._look(s, i)
+        if bad >= 0:
+            body.fail(bad, f"a malformed {self._what}")
+            return None, bad
+        return super().read(body, s, i)
+
+
+class _DerivedBody(TextBody):
+    """One block of calls in a :class:`DerivedShape`, read one step at a time."""
+
+    stream: DerivedStream
+
+    def __init__(self, stream: MarkerStream) -> None:
+        super().__init__(stream)
+        assert isinstance(stream, DerivedStream)
+        self.shape = shape = stream.shape
+        self.todo: list[str] = list(shape.opening[1:])
+        #: The word a call's payload comes after (named when no payload follows it).
+        self.opened_by = shape.opening[-1]
+        #: The call opened at its object: its opening words were left out (see _after).
+        self.unopened = False
+        #: The call is read and a call without its opening words may follow it.
+        self.then_unopened = False
+        self.told_unopened = False
+        self.then = _CALL
+        self.state = _LITS
+        #: ``tags``: the key read, its value not yet opened; the key whose value is held.
+        self.key = ""
+        self.value_key = ""
+        self.held: list[str] = []
+        #: The repairs used, told once the block is read (a block given back tells none).
+        self.told: list[tuple[NoticeCode, str]] = []
+        self.escaped_newline = False  # told once a call
+        #: A list of calls (``[…, …]``): an item that is not a call is left out (see _left).
+        self.listed = shape.kind == "json" and bool(shape.trail) and bool(shape.next_call)
+        self.item_end: ItemEnd | None = None
+        self.item_problem = ""
+        #: The items left out, and why: given back as text once the block is read.
+        self.left: list[tuple[str, str]] = []
+        followers = (shape.name_end, shape.key_open, shape.post, shape.next_call, shape.trail)
+        # a backslash ends a name (no tool name holds one): \\n may follow it (see _escaped)
+        stops = WS + "\\" + "".join(w[0][0] for w in followers if w)
+        if shape.kind == "name-json" and not shape.name_end:
+            stops += "{"
+        self.name_stops = stops
+        self.key_stops = WS + (shape.key_mid[0][0] if shape.key_mid else "")
+        ends = shape.value_end[0] if shape.value_end else ""
+        lead = shape.value_tail
+        self.value_ends = Markers((lead + ends, ends)) if ends else None
+        self.digits = 0
+        self.json_call: JsonCall | None = None
+        self.names: NameReader | None = None
+        self.keys = _Name(self.key_stops, "argument name")
+        self.scanner: ObjectScanner | None = None
+        self.index = -1
+        self.id = ""
+        self.call_name = ""
+
+    def words(self, words: Words, then: int) -> None:
+        """Match ``words`` next, then go on in state ``then``."""
+        self.todo = list(words)
+        self.then = then
+        self.state = _LITS
+        if not words:
+            self._then(0)
+
+    def step(self, s: str, i: int) -> tuple[int, bool]:
+        state = self.state
+        if (
+            state == _LITS
+            and not self.unopened
+            and self.stream._raw[:1] == [_UNOPENED]
+            and self.shape.marker != _UNOPENED
+        ):
+            # opened at the object itself, right after a closed call (see _after)
+            self.unopened = True
+            self._call(_UNOPENED, 0)
+            assert self.json_call is not None
+            self.feed_json_call(self.json_call, _UNOPENED, 0, "the call is not a JSON object")
+            return i, True
+        if state == _LITS:
+            if not self.todo:
+                return self._then(i)
+            if self.todo[0] == NUMBER:
+                return self._number(s, i)
+            if s[i] in WS:
+                return i + 1, True
+            j = self._escaped(s, i)
+            if j != i:
+                return max(j, i), j > i
+            word = self.todo[0]
+            if self.then == _VALUE_WS and len(self.todo) < len(self.shape.key_mid):
+                j = self._left_out(s, i, word)
+                if j != i:
+                    return max(j, i), j > i
+            problem = (
+                f"text after the call before {word}" if self.then == _NEXT else f"expected {word}"
+            )
+            j = self.expect(s, i, word, problem)
+            if j < 0:
+                return i, False
+            self.todo.pop(0)
+            return self._then(j) if not self.todo else (j, True)
+        if state == _CALL:
+            return self._call(s, i)
+        if state == _JSON:
+            assert self.json_call is not None
+            start = i
+            i, ended = self.feed_json_call(self.json_call, s, i, "the call is not a JSON object")
+            if ended:
+                self.words(self.shape.post, _NEXT)
+            elif self.status == FAILED and self.listed and not self.stream.strict:
+                scanner = self.json_call.scanner
+                broke = scanner.failed  # inside the object: go on from where it broke
+                item = ItemEnd(
+                    self.shape.trail[0],
+                    scanner.depth if broke else 0,
+                    scanner.in_string if broke else False,
+                )
+                item.parts.append(scanner.text() + (s[start:i] if broke else ""))
+                return self._left_item(item, i)
+            return i, ended
+        if state == _SKIP:
+            assert self.item_end is not None
+            j = self.item_end.feed(s, i)
+            if j == len(s):
+                return j, False
+            self.left.append((self.item_end.text(), self.item_problem))
+            self.item_end = None
+            self.state = _NEXT
+            return j, True
+        if state == _NAME:
+            return self._name(s, i)
+        if state == _ARGS:
+            return self._args(s, i)
+        if state == _BETWEEN:
+            return self._between(s, i)
+        if state == _KEY:
+            return self._key(s, i)
+        if state == _VALUE_WS:
+            if self.key:  # the key's value opens: the key is given
+                if not self.named(self.key, False, i):
+                    return i, False
+                self.value_key, self.key = self.key, ""
+            status, j = expect_literal(s, i, self.shape.value_lead)
+            if status == OPEN:
+                return i, False
+            self.state = _VALUE_FIRST
+            return (j if status == DONE else i), True
+        if state == _VALUE_FIRST:
+            self.state = _HELD if s[i] in HELD and not self.stream.strict else _VALUE
+            return i, True
+        if state == _HELD:
+            return self._held(s, i)
+        if state == _VALUE:
+            assert self.value_ends is not None
+            i, complete = self.read_value(s, i, self.value_ends, _BETWEEN)
+            if complete:
+                self.words(self.shape.value_end[1:], _BETWEEN)
+            return i, complete
+        return self._next(s, i)
+
+    def _number(self, s: str, i: int) -> tuple[int, bool]:
+        """Digits, at least one, as many as come (bounded like a name)."""
+        j = i
+        room = _MAX_DIGITS + 1 - self.digits
+        while j < len(s) and j - i < room and s[j].isdigit():
+            j += 1
+        self.digits += j - i
+        if self.digits > _MAX_DIGITS:  # fail where the limit is passed, however cut
+            return self.fail(j - 1, "a number too long"), False
+        if j == len(s):
+            return j, False
+        if not self.digits:
+            return self.fail(j, "expected a number"), False
+        self.digits = 0
+        self.todo.pop(0)
+        return self._then(j) if not self.todo else (j, True)
+
+    def _left_item(self, item: ItemEnd, i: int) -> tuple[int, bool]:
+        """Unless strict, an item of a list that is not a call (the body failed on it) is
+        left out: its call, if announced, withdrawn; the rest of it read up to the next
+        item (:class:`~.listitems.ItemEnd`); its text given back once the block is read.
+        A list none of whose items is a call is no list of calls (see _then)."""
+        self.item_problem = self.reason
+        self.status, self.reason = OPEN, ""
+        read = {index for index, _ in self.calls}
+        for index, cid in self.started:
+            if index not in read:
+                self.stream._abort(index, cid, self.item_problem)
+        self.started = [(index, cid) for index, cid in self.started if index in read]
+        self.item_end = item
+        self.state = _SKIP
+        return i, True
+
+    def _then(self, i: int) -> tuple[int, bool]:
+        """The words are matched: go on to the next state (the block may be over)."""
+        if self.then == _NEXT and self.unopened and not self.told_unopened:
+            self.told_unopened = True  # its closing words came: the unopened call is one
+            self.stream._notice(
+                "recovered-unopened-call",
+                f"read a call written after a closed call without its opening {self.shape.marker}",
+            )
+        self.state = self.then
+        if self.then == _END:
+            if self.left and not self.calls:  # no item was a call: no list of calls
+                return self.fail(i, self.left[0][1]), False
+            self.status = DONE
+            return i, False
+        return i, True
+
+    def _call(self, s: str, i: int) -> tuple[int, bool]:
+        if s[i] in WS:
+            return i + 1, True
+        kind = self.shape.kind
+        if kind == "json":
+            if s[i] != "{":
+                after = self.opened_by.replace(NUMBER, "0")
+                self.fail(i, f"no JSON object after {after}")
+                if self.listed and not self.stream.strict:
+                    return self._left_item(ItemEnd(self.shape.trail[0]), i)
+                return i, False
+            shape = CallShape(
+                name_key=self.shape.name_key,
+                args_keys=(self.shape.args_key,),
+                constants=dict(self.shape.constants),
+                strings=frozenset(self.shape.strings),
+                # a behaviour of every JSON syntax, learned or declared: arguments encoded
+                # twice are read (a named repair; strict refuses it)
+                args_in_string=True,
+            )
+            self.json_call = JsonCall(self.stream, shape)
+            self.state = _JSON
+        else:
+            self.names = _Name(self.name_stops, "tool name")
+            self.state = _NAME
+        return i, True
+
+    def _name(self, s: str, i: int) -> tuple[int, bool]:
+        assert self.names is not None
+        name, i = self.names.read(self, s, i)
+        if name is None:
+            return i, False
+        self.escaped_newline = False
+        if self.shape.kind == "tags":
+            self.call = TextArgs.start(self, name)
+            self.words(self.shape.name_end, _BETWEEN)
+        else:
+            self.call_name = name
+            self.index, self.id = self.announce(name)
+            self.scanner = ObjectScanner()
+            self.words(self.shape.name_end, _ARGS)
+        return i, True
+
+    def _args(self, s: str, i: int) -> tuple[int, bool]:
+        assert self.scanner is not None
+        if not self.scanner.text() and s[i] in WS:
+            return i + 1, True
+        i = self.feed_args(self.scanner, self.index, s, i)
+        if self.status != OPEN or not self.scanner.done:
+            return i, False
+        text = self.scanner.text().strip()
+        args = self.json_args(text, i)
+        if args is None:
+            return i, False
+        self.calls.append((self.index, ToolCall(self.id, self.call_name, args, text)))
+        self.words(self.shape.post, _NEXT)
+        return i, True
+
+    def _between(self, s: str, i: int) -> tuple[int, bool]:
+        """After the name or a value: the next key, or the end of the call."""
+        if s[i] in WS:
+            return i + 1, True
+        j = self._escaped(s, i)
+        if j != i:
+            return max(j, i), j > i
+        shape = self.shape
+        opener = shape.key_open[0]
+        status, j, word = expect_any(s, i, (opener, *shape.post[:1]))
+        if status == OPEN:
+            return i, False
+        if status == DONE and word == opener:
+            self.keys = _Name(self.key_stops, "argument name")
+            self.words(shape.key_open[1:], _KEY)
+            return j, True
+        if status == FAILED and shape.post:
+            return self.fail(i, f"expected {opener} or {shape.post[0]}"), False
+        self.end_call()  # the call's own closing words came (or it has none)
+        if status == DONE:
+            self.words(shape.post[1:], _NEXT)
+            return j, True
+        self.words(shape.post, _NEXT)
+        return i, True
+
+    def _key(self, s: str, i: int) -> tuple[int, bool]:
+        key, i = self.keys.read(self, s, i)
+        if key is None:
+            return i, False
+        assert self.call is not None
+        if key in self.call.args:
+            return self.fail(i, f"the argument {key!r} is given twice"), False
+        self.key = key
+        self.words(self.shape.key_mid, _VALUE_WS)
+        return i, True
+
+    def _held(self, s: str, i: int) -> tuple[int, bool]:
+        """A value that may be JSON to read (:func:`~.textargs.read_held`): kept until its
+        end, then passed on as read."""
+        assert self.value_ends is not None and self.call is not None
+        j, end = self.value_ends.scan(s, i)
+        self.held.append(s[i:j])
+        if not end:
+            return j, False
+        value, repair = read_held("".join(self.held))
+        self.held = []
+        if repair:
+            what = f"the argument {self.value_key!r} of {self.call.name}: {repair}"
+            self.told.append(("arguments-repaired", what))
+        self.call.value(value)
+        self.call.close()
+        self.words(self.shape.value_end[1:], _BETWEEN)
+        return j + len(end), True
+
+    def _left_out(self, s: str, i: int, word: str) -> int:
+        """Unless strict, a key whose value never opened (the next key, or the call's end,
+        where the rest of the words before a value were due) is left out, so that a required
+        argument is reported missing, not filled with nothing. Where the body goes on; ``i``
+        when this is not that; -1 to wait."""
+        shape = self.shape
+        if self.stream.strict or expect_literal(s, i, word)[0] != FAILED:
+            return i
+        ends = tuple(w[0] for w in (shape.key_open, shape.post) if w)
+        status, j, literal = expect_any(s, i, ends)
+        if status == OPEN:
+            return -1
+        if status == FAILED:
+            return i
+        assert self.call is not None
+        what = f"the argument {self.key!r} of {self.call.name} has no {word}: left out"
+        self.told.append(("arguments-repaired", what))
+        self.key = ""
+        if shape.key_open and literal == shape.key_open[0]:
+            self.keys = _Name(self.key_stops, "argument name")
+            self.words(shape.key_open[1:], _KEY)
+        else:
+            self.end_call()
+            self.words(shape.post[1:], _NEXT)
+        return j
+
+    def _escaped(self, s: str, i: int) -> int:
+        """Unless strict, ``\\n`` written as two characters between the words (what a model
+        copies from a template shown as JSON) is the newline it stands for, named once a
+        call (``recovered-escaped-newline``). Where the body goes on; ``i`` when this is not
+        that; -1 to wait. Never inside a value or a name."""
+        if s[i] != "\\" or self.stream.strict:
+            return i
+        if i + 1 == len(s):
+            return -1  # wait: is it \\n?
+        if s[i + 1] != "n":
+            return i
+        if not self.escaped_newline:
+            self.escaped_newline = True
+            what = "read a call whose words were parted by \\n written as two characters"
+            self.told.append(("recovered-escaped-newline", what))
+        return i + 2
+
+    def _next(self, s: str, i: int) -> tuple[int, bool]:
+        """After a call: the next call, the block's closing words, or (with none) the end."""
+        shape = self.shape
+        if not shape.trail and shape.next_call == shape.opening:
+            if shape.kind == "json" and not self.stream.strict:
+                return self._after(s, i), False
+            self.status = DONE  # every call is its own block: the marker finds the next
+            return i, False
+        if shape.trail and s[i] in WS:  # the block must close: whitespace is part of it
+            return i + 1, True
+        k = i
+        while k < len(s) and s[k] in WS and k - i <= 8:
+            k += 1
+        if k - i > 8:  # a paragraph break: the block is over
+            self.status = DONE
+            return i, False
+        if k == len(s):
+            return i, False  # wait: what follows the whitespace decides
+        if self.listed and s[k] == "{" and not self.stream.strict:
+            # the separator left out between two items: the next call is here
+            self.told.append(
+                ("recovered-list-separator", f"read calls listed without {shape.next_call[0]}")
+            )
+            self.opened_by = shape.next_call[-1]
+            self.state = _CALL
+            return k, True
+        for then, words in ((_CALL, shape.next_call), (_END, shape.trail)):
+            if not words:
+                continue
+            status, j = expect_literal(s, k, words[0])
+            if status == OPEN:
+                return i, False
+            if status == DONE:
+                if then == _CALL:
+                    self.opened_by = words[-1]
+                self.words(words[1:], then)
+                return j, self.status == OPEN
+        if shape.trail:
+            return self.fail(k, f"expected {shape.trail[0]} after the call"), False
+        self.status = DONE
+        return i, False
+
+    def _after(self, s: str, i: int) -> int:
+        """After a closed call that is a block of its own: look (without taking it) at
+        what follows. The body ends here; when a JSON object comes next, the stream may
+        read it as a call whose opening words were left out (templates that open the calls
+        once a turn and close each one, as vLLM's ``hermes_2_pro`` does, teach a model to
+        write its later calls so). It is a call only if it is one and its own closing
+        words follow it; else it stays text, with no notice: it never became a call."""
+        k = i
+        while k < len(s) and s[k] in WS and k - i <= _MAX_GAP:
+            k += 1
+        if k == len(s) and k - i <= _MAX_GAP:
+            return i  # only whitespace so far: wait for what comes after it
+        self.then_unopened = k < len(s) and s[k] == _UNOPENED
+        self.status = DONE
+        return i
+
+    def end_of_reply(self) -> None:
+        if self.state == _NEXT and not self.shape.trail and self.calls:
+            self.status = DONE
+            return
+        if not self.stream.strict and not self.unopened and self._whole():
+            # the reply ended (a length limit, an engine that strips the end token) where
+            # only closing words were due: every call is whole, as vLLM and SGLang read it
+            self.told.append(
+                (
+                    "recovered-block-unclosed",
+                    "read the calls of a block the reply ended before its closing words",
+                )
+            )
+            self.status = DONE
+            return
+        super().end_of_reply()
+
+    def _whole(self) -> bool:
+        """Whether the reply may end here with every call read: after a call's payload (or a
+        tagged call's last value), only its or the block's closing words due. A tagged call
+        then ends here."""
+        state = self.state
+        if state == _BETWEEN and self.call is not None and not self.key:
+            self.end_call()
+            return True
+        if state == _LITS and self.then in (_NEXT, _END) and self.calls:
+            return True
+        return state == _NEXT and bool(self.calls)
+
+
+class DerivedStream(MarkerStream):
+    """The reply stream of one :class:`DerivedShape` (a subclass per shape sets both)."""
+
+    shape: ClassVar[DerivedShape]
+    body_class = _DerivedBody
+    #: What is scanned for right after a closed call: the marker, or an unopened call.
+    _after_call: ClassVar[Markers]
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "marker" in cls.__dict__:
+            cls._after_call = Markers((cls.marker, _UNOPENED))
+
+    def new_body(self) -> Body:
+        self._opening = type(self)._opening  # type: ignore[misc]  # per reader: after a call or not
+        return super().new_body()
+
+    def _close(self, body: Body) -> None:
+        if not isinstance(body, _DerivedBody) or body.status != DONE:
+            super()._close(body)
+            return
+        for code, message in body.told:
+            self._notice(code, message)
+        super()._close(body)
+        for text, problem in body.left:
+            self._notice(
+                "call-not-read",
+                f"an item of the list of calls is not a call ({problem}); it stays text, the "
+                "list's other calls are read",
+            )
+            self._text(text)
+        if isinstance(body, _DerivedBody) and body.status == DONE and body.then_unopened:
+            self._opening = self._after_call  # type: ignore[misc]
+
+    def _give_back(self, body: Body) -> None:
+        if isinstance(body, _DerivedBody) and body.unopened:
+            for index, cid in body.started:
+                self._abort(index, cid, body.reason)
+            self._text("".join(self._raw))  # an object that never became a call: text
+            self._body = None
+            self._raw = []
+            return
+        super()._give_back(body)
