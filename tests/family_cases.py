@@ -15,7 +15,10 @@ import re
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["modules_listing"]
+from toolwire import get_family
+from toolwire.formats.reasoning import known_tags
+
+__all__ = ["modules_listing", "text_kept"]
 
 _HERE = Path(__file__).parent
 
@@ -28,3 +31,19 @@ def modules_listing(name: str) -> list[ModuleType]:
         for path in sorted(_HERE.glob("test_families_*.py"))
         if defines.search(path.read_text(encoding="utf-8"))
     ]
+
+
+def text_kept(family: str, reply: str) -> str:
+    """The content a reply with no call reads to: all of it, but the markup every family's
+    reader drops (a thinking block's closer the reply opens with; the family's end-of-turn
+    token at its very end, where an engine left it)."""
+    body = reply.lstrip()
+    closer = next((c for c in known_tags().closers if body.startswith(c)), None)
+    if closer is not None:
+        reply = body[len(closer) :].lstrip()
+    stream_class = get_family(family).stream_class
+    stripped = reply.rstrip(" \t\r\n")
+    for end in getattr(stream_class, "turn_ends", ()):
+        if stripped.endswith(end):
+            return stripped[: -len(end)]
+    return reply

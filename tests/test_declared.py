@@ -52,7 +52,7 @@ _SPACE_BEFORE_NAME = (
 
 _UNCLOSED = (
     "the reply ends where only closing words were due (every call whole): the engine reads"
-    " the calls for every syntax, a named repair (recovered-block-unclosed) that strict"
+    " the calls for every syntax, a named repair (recovered-unclosed-tag) that strict"
     " refuses, as SGLang reads GLM's and vLLM Hermes's; the hand-written reader gave it back"
     " as text"
 )

@@ -73,7 +73,7 @@ def test_a_block_the_reply_ended_before_its_closing_words_is_read(
     if cities:
         assert [c.arguments["city"] for c in result.calls] == cities
     assert result.content.strip() == ""
-    assert "recovered-block-unclosed" in [e.code for e in events if isinstance(e, Notice)]
+    assert "recovered-unclosed-tag" in [e.code for e in events if isinstance(e, Notice)]
     strict = family.parse(reply, tools, strict=True)
     closed = len(cities) - 1 if name in ("hermes", "glm") else 0  # blocks of one call each
     assert len(strict.calls) == closed  # strict: the closed calls only, no repair
@@ -208,3 +208,27 @@ def test_a_separator_left_out_between_two_calls_is_read(name: str, reply: str) -
     assert result.content == ""
     assert "recovered-list-separator" in [e.code for e in events if isinstance(e, Notice)]
     assert family.parse(reply, tools, strict=True).calls == []
+
+
+@pytest.mark.parametrize("name", ["hermes", "glm", "qwen-xml", "mistral", "learned:semi-list"])
+def test_a_reply_opening_with_a_thinking_closer_drops_it(name: str) -> None:
+    family, tools = _family(name)
+    for reply in ("</think>\n\nThe answer is 4.", "  </think>The answer is 4."):
+        result = assemble(_every_split(family, tools, reply, False))
+        assert result.content == "The answer is 4." and result.reasoning == ""
+    # anywhere else, or not quite the closer, it is the answer's text
+    for reply in ("The answer: </think> is a tag.", "</thinking about it"):
+        assert assemble(_every_split(family, tools, reply, False)).content == reply
+
+
+def test_a_declared_family_s_end_token_at_the_reply_s_end_is_no_text() -> None:
+    family = get_family("hermes")  # <|im_end|>, <|endoftext|>
+    for reply, content, calls in [
+        ("Hi<|im_end|>", "Hi", 0),
+        ("Hi<|endoftext|>\n", "Hi", 0),
+        (f"<tool_call>{_W}</tool_call><|im_end|>", "", 1),
+        ("Hi <|im_end|> there", "Hi <|im_end|> there", 0),  # not at the end: text
+        ("Hi<|im_", "Hi<|im_", 0),  # only its start: text
+    ]:
+        result = assemble(_every_split(family, TOOLS, reply, False))
+        assert (result.content, len(result.calls)) == (content, calls), reply

@@ -193,11 +193,15 @@ class MarkerStream(ReplyStream):
         super().__init_subclass__(**kwargs)
         if "marker" in cls.__dict__:
             cls._opening = Markers((cls.marker,))
+        if "turn_end" in cls.__dict__:
+            cls.turn_ends = (cls.turn_end,) if cls.turn_end else ()
 
-    #: The family's end-of-turn token, for an engine that leaves it in the reply (SGLang's
+    #: The family's end-of-turn tokens, for an engine that leaves one in the reply (SGLang's
     #: tests write GigaChat's ``</s>`` so). At the very end of the reply, after nothing but
-    #: whitespace, it is where the turn stopped, not text; anywhere else it stays text. It is
+    #: whitespace, one is where the turn stopped, not text; anywhere else it stays text. It is
     #: the template's own token, not a stray from the grammar, so it needs no notice.
+    turn_ends: ClassVar[tuple[str, ...]] = ()
+    #: One such token (a family with one sets this; ``turn_ends`` follows it).
     turn_end: ClassVar[str] = ""
 
     _body: Body | None = None
@@ -269,22 +273,23 @@ class MarkerStream(ReplyStream):
         else:
             self._text(self._take_held())
         tail, self._tail = self._tail, ""
-        if not (tail.startswith(self.turn_end) and not tail[len(self.turn_end) :].strip(WS)):
+        if not any(tail.startswith(e) and not tail[len(e) :].strip(WS) for e in self.turn_ends):
             super()._text(tail)  # not the turn's end token: it is text
 
     def _text(self, text: str) -> None:
-        end = self.turn_end
-        if not end:
+        ends = self.turn_ends
+        if not ends:
             super()._text(text)
             return
         s = self._tail + text
         stripped = s.rstrip(WS)
-        if stripped.endswith(end) and len(s) - len(stripped) <= MAX_HELD:
-            keep = len(stripped) - len(end)  # the token and the whitespace after it
-        else:  # a piece at the end that may still become the token
-            keep = len(s) - next(
-                (k for k in range(min(len(end) - 1, len(s)), 0, -1) if end.startswith(s[-k:])),
-                0,
+        whole = next((e for e in ends if stripped.endswith(e)), None)
+        if whole is not None and len(s) - len(stripped) <= MAX_HELD:
+            keep = len(stripped) - len(whole)  # the token and the whitespace after it
+        else:  # a piece at the end that may still become a token
+            keep = len(s) - max(
+                next((k for k in range(min(len(e) - 1, len(s)), 0, -1) if e.startswith(s[-k:])), 0)
+                for e in ends
             )
         self._tail = s[keep:]
         super()._text(s[:keep])

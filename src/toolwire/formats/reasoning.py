@@ -124,7 +124,7 @@ class _Tables:
             opener: Markers((closer,))
             for opener, closer in (*tags.answers.items(), *tags.answer_after.items())
         }
-        self.starts = (*tags.blocks, *tags.answers)
+        self.starts = (*tags.blocks, *tags.answers, *self.any_closer)
 
 
 #: The tags every splitter recognises unless given others: every registered family's, which
@@ -253,6 +253,15 @@ class ReasoningSplitter:
                     self._enter(self._t.closer[opener], self._calls, lines=False)
                     self._lead.clear()
                     buf = body[len(opener) :]
+                    continue
+                stray = next((c for c in self._t.any_closer if body.startswith(c)), None)
+                if stray is not None:
+                    # the reply opens by closing a thinking block: the prompt opened it and
+                    # the model thought nothing (or the caller did not say the prompt opens
+                    # one); the closer is the template's own token, not the answer's
+                    self._state = _AFTER
+                    self._lead.clear()
+                    buf = body[len(stray) :]
                     continue
                 lead = "".join(self._lead)
                 buf = self._content_start(body, lead, out)

@@ -500,8 +500,9 @@ class _DerivedBody(TextBody):
             # only closing words were due: every call is whole, as vLLM and SGLang read it
             self.told.append(
                 (
-                    "recovered-block-unclosed",
-                    "read the calls of a block the reply ended before its closing words",
+                    "recovered-unclosed-tag",
+                    "read a call whose closing words never came: the reply ended where only "
+                    "they were due",
                 )
             )
             self.status = DONE
