@@ -16,6 +16,7 @@ import pytest
 from toolwire import get_family
 from toolwire.events import CallStart, Notice, ReasoningDelta, TextDelta
 from toolwire.formats.base import Family, assemble
+from toolwire.formats.reasoning import PENDING_CHARS
 
 from .replies import TOOLS
 from .test_derived import PLAIN_TOOLS, unseen
@@ -232,3 +233,16 @@ def test_a_declared_family_s_end_token_at_the_reply_s_end_is_no_text() -> None:
     ]:
         result = assemble(_every_split(family, TOOLS, reply, False))
         assert (result.content, len(result.calls)) == (content, calls), reply
+
+
+def test_thinking_long_after_a_marker_streams_on_and_is_thinking() -> None:
+    family = get_family("hermes")
+    after = "x" * (PENDING_CHARS + 10)
+    reply = f"<think>I might write <tool_call> {after} and more"  # never closed
+    stream = family.stream(TOOLS)
+    first = stream.feed(reply[: len(reply) - 8])
+    # held no longer than the bound: what came after the marker streams before the end
+    assert sum(len(e.text) for e in first if isinstance(e, ReasoningDelta)) > PENDING_CHARS
+    result = assemble(first + stream.feed(reply[len(reply) - 8 :]) + stream.finish())
+    assert result.calls == [] and result.content == ""
+    assert result.reasoning == reply.removeprefix("<think>")

@@ -40,6 +40,7 @@ from typing import Any
 from .scan import Markers, markers
 
 __all__ = [
+    "PENDING_CHARS",
     "THINK",
     "ReasoningSplitter",
     "ReasoningTags",
@@ -164,6 +165,11 @@ def __getattr__(name: str) -> Any:
 
 _START, _REASONING, _AFTER, _CONTENT, _ANSWER, _PENDING = range(6)
 
+#: How much thinking after a call marker is held back, waiting to see whether the block
+#: closes (it was thinking) or the reply ends in it (a call): past this, it was thinking, and
+#: it streams on (a reply that thinks about the calls it will make is not held to its end).
+PENDING_CHARS = 16_384
+
 
 class ReasoningSplitter:
     """Splits a reply's chunks into ``(is_reasoning, text)`` pieces."""
@@ -190,6 +196,7 @@ class ReasoningSplitter:
         #: A call marker inside a line of thinking, and what followed it: thinking if the
         #: block closes after it, else (the reply ended in the block) a call (see finish).
         self._pending: list[str] = []
+        self._pending_size = 0
         self._block_closers = self._closers
         #: What :meth:`finish` found of a call written in a block that never closed.
         self.unclosed_call = ""
@@ -316,7 +323,7 @@ class ReasoningSplitter:
             return self._call_ends(buf, found + 1, out)
         if closer in self._line_calls:  # a call marker inside a line: wait and see
             self._state = _PENDING
-            self._pending = [closer]
+            self._pending, self._pending_size = [closer], len(closer)
             return buf[found + len(closer) :]
         return self._closed(buf, found, closer)
 
@@ -333,11 +340,17 @@ class ReasoningSplitter:
         ends inside the block (:meth:`finish`: it was a call)."""
         found, closer = self._block_closers.scan(buf)
         self._pending.append(buf[:found])
+        self._pending_size += found
         if not closer:
             self._held = buf[found:]
+            if self._pending_size > PENDING_CHARS:
+                # thinking went on long after the marker: it was thinking, streamed now
+                out.append((True, "".join(self._pending)))
+                self._pending, self._pending_size = [], 0
+                self._state = _REASONING
             return ""
         out.append((True, "".join(self._pending)))
-        self._pending = []
+        self._pending, self._pending_size = [], 0
         return self._closed(buf, found, closer)
 
     def _call_ends(self, buf: str, at: int, out: list[tuple[bool, str]]) -> str:

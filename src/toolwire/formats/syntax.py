@@ -125,7 +125,8 @@ class Syntax:
         stream = type(
             f"{_title(self.name)}Stream",
             (DerivedStream,),
-            {"marker": self.shape.marker, "shape": self.shape},
+            # the end tokens at the reply's very end: where the turn stopped, not text
+            {"marker": self.shape.marker, "shape": self.shape, "turn_ends": self.end_tokens},
         )
         syntax = self
 
