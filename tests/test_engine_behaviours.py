@@ -85,6 +85,7 @@ def test_a_block_the_reply_ended_before_its_closing_words_is_read(
 CUT = [
     ("glm", "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Par"),
     ("glm", "<tool_call>get_weather\n<arg_key>city</arg_key>\n"),  # a key, no value yet
+    ("glm", "<tool_call>get_weather\n"),  # a name: its arguments may have been to come
     ("hermes", '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Pa'),
     ("granite", '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Pa'),
     ("learned:tildes", "@@get_weather\n~city~ Paris"),

@@ -512,9 +512,12 @@ class _DerivedBody(TextBody):
     def _whole(self) -> bool:
         """Whether the reply may end here with every call read: after a call's payload (or a
         tagged call's last value), only its or the block's closing words due. A tagged call
-        then ends here."""
+        then ends here; one cut right after its name is not whole (its arguments may have
+        been to come, and a call must not run without them)."""
         state = self.state
         if state == _BETWEEN and self.call is not None and not self.key:
+            if not self.call.args:
+                return False
             self.end_call()
             return True
         if state == _LITS and self.then in (_NEXT, _END) and self.calls:
