@@ -178,7 +178,14 @@ class _DerivedBody(TextBody):
             i, ended = self.feed_json_call(self.json_call, s, i, "the call is not a JSON object")
             if ended:
                 self.words(self.shape.post, _NEXT)
-            elif self.status == FAILED and self.listed and not self.stream.strict:
+            elif (
+                self.status == FAILED
+                and self.listed
+                and not self.stream.strict
+                # broken inside a string: at the family's marker (a string cut short, the next
+                # call begun), which the stream must see again, not skip as the item's text
+                and not self.json_call.scanner.in_string
+            ):
                 scanner = self.json_call.scanner
                 broke = scanner.failed  # inside the object: go on from where it broke
                 item = ItemEnd(
