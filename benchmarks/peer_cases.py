@@ -2,11 +2,13 @@
 
 The cases are data (``tests/fixtures/peer/*.json``): llama.cpp's ``tests/test-chat.cpp``
 (extracted by ``scripts/peer_cases.py``), vLLM's tool-parser tests and SGLang's function-call
-parser tests (transcribed). Each names a template (llama.cpp) or a parser (vLLM, SGLang); the
-tables below say which toolwire family reads it. SGLang's cases are split by a fixed rule into
-development (``tests/fixtures/peer/sglang_cases.json``) and held out
-(``tests/fixtures/held_out/sglang_cases.json``, read here and by no test): the two are printed
-apart, so the held-out figure says how toolwire does on cases nobody fitted it to.
+parser tests (transcribed), and the peers' cases of grammars added later
+(``new_family_cases.json``: InternLM2, Olmo 3, FunctionGemma, xLAM, Step3, LongCat, ...). Each
+names a template (llama.cpp) or a parser (vLLM, SGLang); the tables below say which toolwire
+family reads it. The SGLang and the later cases are split by a fixed rule into development
+(``tests/fixtures/peer/``) and held out (``tests/fixtures/held_out/``, read here and by no
+test): the two are printed apart, so the held-out figure says how toolwire does on cases
+nobody fitted it to.
 
 A case passes when that family's one-shot parse gives the expected calls (name; arguments
 after typing by the tool's schema, only the keys named when the case marks them ``partial``;
@@ -110,6 +112,8 @@ NEW_GRAMMARS: dict[str, str] = {
     "invoke-xml": "<tool_calls><invoke name=...><parameter name=...> without a namespace",
     "tagged-harmony": "a harmony-style 'to=functions.NAME json' header inside <tool_call>",
     "tagged-pythonic": "one Python call inside <tool_call>...</tool_call>",
+    # vLLM's xLAMToolParser: a JSON list bare, fenced, after [TOOL_CALLS] or in <tool_call>
+    "xlam": "xLAM's JSON list of calls, bare or fenced",
 }
 
 
@@ -138,6 +142,14 @@ READ_AS: dict[str, str] = {
     # SGLang's MiniCPM4XmlFormatDetector: <function name="f"><param name="k">v</param></function>,
     # values as text or CDATA, typed by the schema: MiniCPM5's grammar
     "minicpm4-xml": "minicpm5",
+    # vLLM's ERNIE 4.5 parser: <tool_call>{"name", "arguments"}</tool_call>, Hermes's grammar
+    "ernie45": "hermes",
+    # vLLM's Jamba parser: <tool_calls>[{"name", "arguments"}, ...]</tool_calls>, Apriel's
+    "jamba": "apriel",
+    # vLLM's phi4_mini_json parser: functools[{...}, ...], Firefunction's
+    "phi4mini": "firefunction",
+    # Ling 3 (SGLang's Ling3Detector, a Glm4MoeDetector): GLM's tags
+    "ling": "glm",
 }
 
 
@@ -262,11 +274,12 @@ def main() -> None:
     for name in ("llama_cpp_cases.json", "vllm_cases.json"):
         if (FIXTURES / name).exists():
             _print(name, run_all(load(name)), args.failures)
-    for title, directory in (("development", FIXTURES), ("held out", HELD_OUT)):
-        if (directory / "sglang_cases.json").exists():
-            outcomes = run_all(load("sglang_cases.json", directory))
-            # a held-out failure is printed as a figure only, never listed
-            _print(f"sglang_cases.json, {title}", outcomes, args.failures and directory == FIXTURES)
+    for name in ("sglang_cases.json", "new_family_cases.json"):
+        for title, directory in (("development", FIXTURES), ("held out", HELD_OUT)):
+            if (directory / name).exists():
+                outcomes = run_all(load(name, directory))
+                # a held-out failure is printed as a figure only, never listed
+                _print(f"{name}, {title}", outcomes, args.failures and directory == FIXTURES)
 
 
 if __name__ == "__main__":

@@ -79,10 +79,13 @@ NEAR: dict[str, list[str]] = {
 }
 
 
-def _list_near(opening: str, closing: str) -> list[str]:
-    """Near misses of a syntax that writes ``opening[`` calls ``]closing``."""
-    a = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
-    b = '{"name": "get_time", "arguments": {}}'
+_A = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+_B = '{"name": "get_time", "arguments": {}}'
+
+
+def _list_near(opening: str, closing: str, a: str = _A, b: str = _B) -> list[str]:
+    """Near misses of a syntax that writes ``opening[`` calls ``]closing`` (``a`` and ``b``
+    two calls in its item shape)."""
     return [
         f"{opening}[{a}]{closing}",
         f"Sure. {opening}[{a}, {b}]{closing}",
@@ -156,6 +159,148 @@ NEAR["glm"] = [
     "<tool_call>get_weather<arg_key>a b</arg_key><arg_value>1</arg_value></tool_call>",
     "<tool_call>get_weather<arg_key>a</arg_key>junk<arg_value>1</arg_value></tool_call>",
     "<tool_call>get_weather<arg_key>a</arg_key><arg_value>1</arg_value>junk</tool_call>",
+]
+
+NEAR["apriel"] = [
+    *_list_near("<tool_calls>", "</tool_calls>"),
+    '<tool_calls>[{"name": "get_time", "arguments": {}, "id": "abc123"}]</tool_calls>',
+    '<tool_calls>[{"id": "abc123", "name": "get_time", "arguments": {}}]</tool_calls>',
+    '<think>plan</think><tool_calls>[{"name": "get_time", "arguments": {}}]</tool_calls>',
+    "Here are my reasoning steps:\nplan[BEGIN FINAL RESPONSE]<tool_calls>[]</tool_calls>",
+]
+_COHERE_A = '{"tool_call_id": "0", "tool_name": "get_weather", "parameters": {"city": "Paris"}}'
+_COHERE_B = '{"tool_call_id": "1", "tool_name": "get_time", "parameters": {}}'
+NEAR["command-r7b"] = [
+    *_list_near("<|START_ACTION|>", "<|END_ACTION|>", _COHERE_A, _COHERE_B),
+    '<|START_ACTION|>[{"tool_name": "get_time", "parameters": {}}]<|END_ACTION|>',
+    '<|START_ACTION|>[{"tool_name": "get_time", "parameters": {}, "tool_call_id": "7"}]'
+    "<|END_ACTION|>",
+    '<|START_ACTION|>[{"tool_call_id": 3, "tool_name": "get_time", "parameters": {}}]'
+    "<|END_ACTION|>",
+    "<|START_THINKING|>plan<|END_THINKING|><|START_RESPONSE|>Hi<|END_RESPONSE|>",
+    '<|START_ACTION|>[{"name": "get_time", "arguments": {}}]<|END_ACTION|>',
+]
+NEAR["apertus"] = [
+    *_list_near(
+        "<|tools_prefix|>",
+        "<|tools_suffix|>",
+        '{"get_weather": {"city": "Paris"}}',
+        '{"get_time": {}}',
+    ),
+    '<|tools_prefix|>[{"get_weather": {"city": "Paris"}, "get_time": {}}]<|tools_suffix|>',
+    '<|tools_prefix|>[{"get_weather": "Paris"}]<|tools_suffix|>',
+    '<|tools_prefix|>[{"name": "get_weather", "arguments": {}}]<|tools_suffix|>',
+]
+_SEED = "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n"
+NEAR["seed-oss"] = [
+    _SEED + "</function>\n</seed:tool_call>",
+    "Sure. " + _SEED + "</function>\n</seed:tool_call>\n<seed:tool_call>\n<function=get_time>\n"
+    "</function>\n</seed:tool_call> done",
+    _SEED + "</function>",  # unclosed
+    _SEED + "</function>\n</seed:tool_call><seed:eos>",
+    "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Par",  # cut in a value
+    "<seed:tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+    "</function>\n</seed:tool_call>",
+    "<seed:tool_call><function=get_weather><parameter=days>3</parameter><parameter=x>True"
+    "</parameter></function></seed:tool_call>",
+    "<seed:tool_call><function=nope></function></seed:tool_call>",
+    "<seed:think>plan<seed:cot_budget_reflect>ok</seed:cot_budget_reflect></seed:think>"
+    "<seed:tool_call><function=get_time></function></seed:tool_call>",
+    '<seed:tool_call>{"name": "get_time", "arguments": {}}</seed:tool_call>',
+    "Write <seed:tool_call> in prose.",
+    "<seed:tool_call><function=get_weather><parameter=a>1</parameter>junk</function>"
+    "</seed:tool_call>",
+    "<seed:tool_call><function=get_weather><parameter=a>1</parameter><parameter=a>2"
+    "</parameter></function></seed:tool_call>",
+    "<seed:tool_call><function=get weather></function></seed:tool_call>",
+]
+
+_MM = '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n'
+NEAR["minimax"] = [
+    _MM + "</invoke>\n</minimax:tool_call>",
+    "Sure. " + _MM + '</invoke>\n<invoke name="get_time">\n</invoke>\n</minimax:tool_call> done',
+    _MM + "</invoke>",  # unclosed
+    _MM + "</invoke>\n</minimax:tool_call>[e~[",
+    '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Par',
+    '<minimax:tool_call><invoke name="get_weather" description="x"><parameter name="city" '
+    'type="string">Paris</parameter></invoke></minimax:tool_call>',
+    '<minimax:tool_call><invoke name="get_weather" broken><parameter name="city">Paris'
+    "</parameter></invoke></minimax:tool_call>",
+    '<minimax:tool_call><invoke name="get_weather" d="' + "x" * 600 + '"></invoke>'
+    "</minimax:tool_call>",
+    "<minimax:tool_call></minimax:tool_call>",
+    '<minimax:tool_call><invoke name="nope"></invoke></minimax:tool_call>',
+    '<minimax:tool_call><invoke name="get_weather"><parameter name="a">1</parameter>'
+    '<parameter name="a">2</parameter></invoke></minimax:tool_call>',
+    '<minimax:tool_call><invoke name="get_weather"><parameter name="a">1</parameter>junk'
+    "</invoke></minimax:tool_call>",
+    '<think>plan</think><minimax:tool_call><invoke name="get_time"></invoke></minimax:tool_call>',
+    "Write <minimax:tool_call> in prose.",
+    '<minimax:tool_call><invoke name= "get_weather"></invoke></minimax:tool_call>',
+    '<minimax:tool_call>{"name": "get_time", "arguments": {}}</minimax:tool_call>',
+]
+
+_DS = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>"
+_DS_END = "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
+_R1 = _DS + 'function<｜tool▁sep｜>get_weather\n```json\n{"city": "Paris"}\n```'
+_R1_TIME = (
+    "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n{}\n```<｜tool▁call▁end｜>"
+)
+NEAR["deepseek-r1"] = [
+    _R1 + _DS_END,
+    "Sure. " + _R1 + "<｜tool▁call▁end｜>\n" + _R1_TIME + "<｜tool▁calls▁end｜> done",
+    _R1 + "<｜tool▁call▁end｜>",  # one call's block, as the templates write it
+    _R1 + "<｜tool▁call▁end｜> and prose",
+    _R1,  # cut before the call's end
+    _R1 + "<｜tool▁call▁end｜><｜end▁of▁sentence｜>",
+    _DS + 'function<｜tool▁sep｜>get_weather\n```json\n{"city": "Par',
+    _DS + 'get_weather<｜tool▁sep｜>{"city": "Paris"}' + _DS_END,  # V3.1's shape
+    _DS + 'function<｜tool▁sep｜>get_weather\n{"city": "Paris"}\n' + _DS_END,  # no fence
+    _DS + "function<｜tool▁sep｜>get weather\n```json\n{}\n```" + _DS_END,
+    _DS + "function<｜tool▁sep｜>get_weather\n```json\n[1]\n```" + _DS_END,
+    "<think>plan</think>" + _R1 + _DS_END,
+    "Write <｜tool▁calls▁begin｜> in prose.",
+    _DS + "function<｜tool▁sep｜>get_weather\n```json\n{}\n```junk" + _DS_END,
+]
+_V31 = _DS + 'get_weather<｜tool▁sep｜>{"city": "Paris"}'
+NEAR["deepseek-v3.1"] = [
+    _V31 + _DS_END,
+    "Sure. "
+    + _V31
+    + "<｜tool▁call▁end｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{}"
+    + _DS_END
+    + " done",
+    _V31 + "<｜tool▁call▁end｜>",  # unclosed
+    _V31,
+    _V31 + _DS_END + "<｜end▁of▁sentence｜>",
+    _DS + 'get_weather<｜tool▁sep｜>{"city": "Par',
+    _R1 + _DS_END,  # R1's shape
+    _DS + "get weather<｜tool▁sep｜>{}" + _DS_END,
+    _DS + "get_weather<｜tool▁sep｜>[1]" + _DS_END,
+    _DS + "get_weather <｜tool▁sep｜> {}" + _DS_END,
+    _DS + "get_weather<｜tool▁sep｜>{}junk" + _DS_END,
+    "<think>plan</think>" + _V31 + _DS_END,
+]
+
+_CPM = '<function name="get_weather"><param name="city">Paris</param>'
+NEAR["minicpm5"] = [
+    _CPM + "</function>",
+    "Sure.\n" + _CPM + '</function>\n<function name="get_time"></function>\ndone',
+    _CPM,  # unclosed
+    '<function name="get_weather"><param name="city">Par',
+    '<function name="get_weather"><param name="city"><![CDATA[a</param>b]]></param></function>',
+    '<function name="get_weather"><param name="city"><![CDATA[Paris]]>x</param></function>',
+    '<function name="get_weather"><param name="city"><![CDATA[Par',
+    '<function name="get_weather"><param name="city"> <![CDATA[Paris]]></param></function>',
+    '<function name="get weather"></function>',
+    '<function name=""></function>',
+    '<function name="get_weather"><param name="a">1</param><param name="a">2</param></function>',
+    '<function name="get_weather" type="x"><param name="city" t="s">Paris</param></function>',
+    '<function name="nope"></function>',
+    "<think>plan</think>" + _CPM + "</function>",
+    "Write <function name= in prose.",
+    '<function name="get_weather">junk</function>',
+    '<function name="get_weather"><param name="city">Paris</param></function><|im_end|>',
 ]
 
 NEAR["hermes"].append(

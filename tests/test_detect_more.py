@@ -83,8 +83,6 @@ def test_r1_reads_one_call_whose_block_ends_with_the_turn() -> None:
 @pytest.mark.parametrize(
     "reply",
     [
-        CALLS_BEGIN + WEATHER[:-3],  # stops inside the call's closer
-        CALLS_BEGIN + WEATHER.replace("```" + CALL_END, ""),  # no closing fence
         CALLS_BEGIN + WEATHER + "and then some text",  # text where the next call or end goes
         CALLS_BEGIN + WEATHER + "\n" + CALL_BEGIN,  # a second call begun, never finished
     ],
@@ -94,10 +92,30 @@ def test_r1_unclosed_block_that_is_no_call_stays_text(reply: str) -> None:
     assert result.calls == [] and result.content == reply and result.notices
 
 
-def test_v31_still_needs_its_closer() -> None:
+@pytest.mark.parametrize(
+    "reply",
+    [
+        CALLS_BEGIN + WEATHER[:-3],  # stops inside the call's closer
+        CALLS_BEGIN + WEATHER.replace("```" + CALL_END, ""),  # no closing fence
+    ],
+)
+def test_r1_a_whole_call_the_reply_ended_in_is_a_named_repair(reply: str) -> None:
+    """The JSON object closed: only closing words were due (the engine's reading for every
+    syntax, tests/test_engine_behaviours.py); strict refuses it."""
+    r1 = get_family("deepseek-r1")
+    result = r1.parse(reply, PLAIN_TOOLS, make_id=_ids)
+    assert [c.name for c in result.calls] == ["get_weather"] and result.content == ""
+    assert any("closing words never came" in n for n in result.notices)
+    assert r1.parse(reply, PLAIN_TOOLS, strict=True).calls == []
+
+
+def test_v31_needs_its_closer_when_strict() -> None:
     v31 = f'{CALLS_BEGIN}{CALL_BEGIN}get_weather{SEP}{{"city": "Paris"}}{CALL_END}'
-    result = get_family("deepseek-v3.1").parse(v31, PLAIN_TOOLS)
-    assert result.calls == [] and result.content == v31
+    family = get_family("deepseek-v3.1")
+    strict = family.parse(v31, PLAIN_TOOLS, strict=True)
+    assert strict.calls == [] and strict.content == v31
+    lenient = family.parse(v31, PLAIN_TOOLS)
+    assert [c.name for c in lenient.calls] == ["get_weather"] and lenient.notices
 
 
 def test_r1_distill_round_trip_of_one_call() -> None:

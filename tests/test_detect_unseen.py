@@ -85,10 +85,10 @@ EXPECTED = {
     "vllm-tool_chat_template_llama3.2_pythonic.jinja": ("pythonic", "probe"),  # unquoted
     "sglang-tool_chat_template_llama4_pythonic.jinja": ("pythonic", "probe"),  # no brackets
     "vllm-tool_chat_template_llama4_pythonic.jinja": ("pythonic", "probe"),  # quotes unescaped
+    "vllm-tool_chat_template_internlm2_tool.jinja": ("internlm2", "probe"),
     # grammars no family reads, learned and proved on the template's own renderings
     "vllm-tool_chat_template_granite_20b_fc.jinja": ("derived", "derived"),
     "vllm-tool_chat_template_hyperclovax_seed_think_14b.jinja": ("derived", "derived"),
-    "vllm-tool_chat_template_internlm2_tool.jinja": ("derived", "derived"),
     "vllm-tool_chat_template_phi4_mini.jinja": ("derived", "derived"),  # bare JSON list
     "vllm-tool_chat_template_xlam_llama.jinja": ("derived", "derived"),
     "vllm-tool_chat_template_qwen2_5_coder.jinja": ("derived", "derived"),  # <tools>…</tools>

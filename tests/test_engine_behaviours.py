@@ -54,12 +54,41 @@ UNCLOSED = [
     ("hermes", f"<tool_call>\n{_W}", ["Paris"]),
     # a second call unterminated: two calls, not one
     ("hermes", f"<tool_call>\n{_W}\n</tool_call>\n<tool_call>\n{_T}\n", ["Paris", "Rome"]),
-    ("glm", _GLM.format("Paris"), ["Paris"]),
-    ("glm", _GLM.format("Paris") + "</tool_call>" + _GLM.format("Rome"), ["Paris", "Rome"]),
     ("granite", f"<|tool_call|>[{_W}, {_T}", ["Paris", "Rome"]),
     ("nemotron-v2", f"<TOOLCALL>[{_W}]", ["Paris"]),
     ("nemotron-v2", f"<TOOLCALL>[{_W}]</TOOL", ["Paris"]),  # the closing word cut short
     ("learned:semi-list", 'CALLS>> [{"tool": "get_weather", "parameters": {"city": "Paris"}}', []),
+    ("apertus", '<|tools_prefix|>[{"get_weather": {"city": "Paris"}}]', ["Paris"]),
+    (
+        "command-r7b",
+        '<|START_ACTION|>[{"tool_name": "get_weather", "parameters": {"city": "Paris"}}]',
+        ["Paris"],
+    ),
+    ("apriel", f"<tool_calls>[{_W}, {_T}]\n</tool_", ["Paris", "Rome"]),
+    (  # the call closed by its own </function>: only the block's closer was due
+        "seed-oss",
+        "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n"
+        "</function>\n",
+        ["Paris"],
+    ),
+    (
+        "minimax",
+        '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris'
+        "</parameter>\n</invoke>\n",
+        ["Paris"],
+    ),
+    (  # the call's closing word cut short
+        "deepseek-r1",
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
+        '{"city": "Paris"}\n```<｜tool▁call▁end',
+        ["Paris"],
+    ),
+    (
+        "deepseek-v3.1",
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>"
+        '{"city": "Paris"}<｜tool▁call▁end｜>',
+        ["Paris"],
+    ),
 ]
 
 
@@ -82,7 +111,17 @@ def test_a_block_the_reply_ended_before_its_closing_words_is_read(
 
 
 #: Replies cut where a call may not be whole: they stay text (a value may be cut short).
+#: Replies cut inside a call: a tagged call cut after a whole value is one (more arguments
+#: may have been to come), as SGLang's MiniCPM and MiniMax and vLLM's GLM readers read it.
 CUT = [
+    ("glm", _GLM.format("Paris")),
+    ("seed-oss", "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n"),
+    ("minicpm5", '<function name="get_weather"><param name="city">Paris</param>'),
+    (
+        "minimax",
+        '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris'
+        "</parameter>",
+    ),
     ("glm", "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Par"),
     ("glm", "<tool_call>get_weather\n<arg_key>city</arg_key>\n"),  # a key, no value yet
     ("glm", "<tool_call>get_weather\n"),  # a name: its arguments may have been to come
@@ -99,6 +138,15 @@ def test_a_reply_cut_inside_a_call_is_no_call(name: str, reply: str) -> None:
     assert result.calls == [] and result.content == reply
 
 
+def test_a_whole_call_before_one_the_reply_cut_is_read() -> None:
+    family = get_family("glm")
+    cut = _GLM.format("Rome")
+    reply = _GLM.format("Paris") + "</tool_call>" + cut
+    result = assemble(_every_split(family, TOOLS, reply, False))
+    assert [c.arguments["city"] for c in result.calls] == ["Paris"]
+    assert result.content == cut
+
+
 #: Calls written inside a thinking block that never closed: (family, reply, opened by the
 #: prompt, the thinking read, the calls' cities).
 IN_THINKING = [
@@ -112,7 +160,7 @@ IN_THINKING = [
         ["Paris", "Rome"],
     ),
     # both repairs at once: in unclosed thinking, and the call's own closing tag left out
-    ("glm", "<think>first" + _GLM.format("Paris"), False, "first", ["Paris"]),
+    ("glm", "<think>first" + _GLM.format("Paris") + "</tool_call>", False, "first", ["Paris"]),
 ]
 
 
@@ -188,6 +236,39 @@ def test_a_list_item_that_is_no_call_is_left_out_and_the_others_are_read(
     assert strict.calls == [] and strict.content == reply
 
 
+@pytest.mark.parametrize(
+    ("name", "reply"),
+    [
+        (
+            "glm",
+            "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Rome</arg_value>"
+            "<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>",
+        ),
+        (
+            "seed-oss",
+            "<seed:tool_call><function=get_weather><parameter=city>Rome</parameter>"
+            "<parameter=days>3</parameter><parameter=city>Paris</parameter></function>"
+            "</seed:tool_call>",
+        ),
+        ("learned:tildes", "@@get_weather\n~city~ Rome ;;\n~city~ Paris ;;\n@@/"),
+        (
+            "minimax",
+            '<minimax:tool_call><invoke name="get_weather"><parameter name="city">Rome'
+            '</parameter><parameter name="city">Paris</parameter></invoke></minimax:tool_call>',
+        ),
+    ],
+)
+def test_an_argument_given_twice_is_no_call(name: str, reply: str) -> None:
+    """Which of the two values the model meant is not known: the call is not read (as
+    SGLang's MiniCPM tests assert), for every tagged syntax, strict or not."""
+    family, tools = _family(name)
+    for strict in (False, True):
+        result = family.parse(reply, tools, strict=strict)
+        assert result.calls == [] and result.content == reply
+        assert any("given twice" in n for n in result.notices)
+    assert assemble(_every_split(family, tools, reply, False)).calls == []
+
+
 def test_a_list_with_no_call_in_it_is_text() -> None:
     family = get_family("nemotron-v2")
     for reply in ("<TOOLCALL>[15:30]</TOOLCALL>", '<TOOLCALL>[15:30, "x"]</TOOLCALL>'):
@@ -234,6 +315,44 @@ def test_a_declared_family_s_end_token_at_the_reply_s_end_is_no_text() -> None:
     ]:
         result = assemble(_every_split(family, TOOLS, reply, False))
         assert (result.content, len(result.calls)) == (content, calls), reply
+
+
+@pytest.mark.parametrize(
+    ("name", "reply", "strict_reads"),
+    [
+        # R1's block may end with the turn: its end token there is its grammar
+        (
+            "deepseek-r1",
+            "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n"
+            '```json\n{"city": "Paris"}\n```<｜tool▁call▁end｜><｜end▁of▁sentence｜>\n',
+            True,
+        ),
+        # V3.1's must close: the end token says the turn ended where only that was due
+        (
+            "deepseek-v3.1",
+            "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>"
+            '{"city": "Paris"}<｜tool▁call▁end｜><｜end▁of▁sentence｜>',
+            False,
+        ),
+        (
+            "minimax",
+            '<minimax:tool_call><invoke name="get_weather"><parameter name="city">Paris'
+            "</parameter></invoke>[e~[",
+            False,
+        ),
+    ],
+)
+def test_an_end_token_where_a_block_s_next_words_were_due_ends_the_turn(
+    name: str, reply: str, strict_reads: bool
+) -> None:
+    family, tools = _family(name)
+    result = assemble(_every_split(family, tools, reply, False))
+    assert [c.arguments["city"] for c in result.calls] == ["Paris"]
+    assert result.content == ""
+    strict = family.parse(reply, tools, strict=True)
+    assert (len(strict.calls) == 1) is strict_reads
+    # anything after the token: the block is text
+    assert family.parse(reply + " more", tools).calls == []
 
 
 def test_thinking_long_after_a_marker_streams_on_and_is_thinking() -> None:

@@ -198,12 +198,12 @@ def test_no_family_module_imports_another_or_a_private_name() -> None:
 def test_the_check_sees_a_cross_import() -> None:
     modules = _family_modules()
     source = "from .qwen_xml import QwenXml\nfrom .reasoning import _START, THINK\n"
-    assert _cross_imports("toolwire.formats.seed_oss", source, modules) == [
-        "toolwire.formats.seed_oss imports toolwire.formats.qwen_xml",
-        "toolwire.formats.seed_oss imports _START from toolwire.formats.reasoning",
+    assert _cross_imports("toolwire.formats.hunyuan", source, modules) == [
+        "toolwire.formats.hunyuan imports toolwire.formats.qwen_xml",
+        "toolwire.formats.hunyuan imports _START from toolwire.formats.reasoning",
     ]
     own = "from .base import Family\nfrom .xmlparams import XmlBody\n"
-    assert _cross_imports("toolwire.formats.seed_oss", own, modules) == []
+    assert _cross_imports("toolwire.formats.hunyuan", own, modules) == []
 
 
 def test_the_family_test_modules_are_found_by_their_lists() -> None:

@@ -112,7 +112,6 @@ NEAR_MISSES: dict[str, list[str]] = {
         '<|tools_prefix|>[{"get_weather": {}, "write_file": {}}]<|tools_suffix|>',
         '<|tools_prefix|>[{"get_weather": {}, "get_weather": {}}]<|tools_suffix|>',
         '<|tools_prefix|>[{"": {}}]<|tools_suffix|>',
-        '<|tools_prefix|>[{"get_weather": {"city": "Paris"}}]',
         "<|tools_prefix|>[{}]<|tools_suffix|>",
     ],
     "firefunction": [
@@ -124,7 +123,6 @@ NEAR_MISSES: dict[str, list[str]] = {
     ],
     "command-r7b": [
         '<|START_ACTION|>[{"name": "get_weather", "arguments": {}}]<|END_ACTION|>',
-        '<|START_ACTION|>[{"tool_name": "get_weather", "parameters": {}}]',
         '<|START_ACTION|>[{"tool_call_id": 0, "tool_name": "get_weather", "parameters": {}}]'
         "<|END_ACTION|>",
         '<|START_ACTION|>[{"tool_name": "get_weather", "parameters": []}]<|END_ACTION|>',

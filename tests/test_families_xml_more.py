@@ -104,9 +104,10 @@ MY_ONE_CALL: dict[str, list[str]] = {
 }
 
 _M3_HEAD = f'{NS}<tool_call>\n{NS}<invoke name="get_weather">'
+#: (A block the reply ended in after a whole call is read by the engine for every declared
+#: syntax: tests/test_engine_behaviours.py.)
 MY_NEAR_MISSES: dict[str, list[str]] = {
     "seed-oss": [
-        "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n</function>\n",
         "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Par",
         "<seed:tool_call>\n<function=get_weather>\n</function>\n</tool_call>",
         "<seed:tool_call>\n<function=get weather>\n</function>\n</seed:tool_call>",
@@ -116,7 +117,6 @@ MY_NEAR_MISSES: dict[str, list[str]] = {
         "<seed:tool_",
     ],
     "minicpm5": [
-        '<function name="get_weather"><param name="city">Paris</param>',
         '<function name="get_weather"><param name="city">Par',
         '<function name="get_weather"><param name="city"><![CDATA[Paris</param></function>',
         '<function name="get_weather"><param name="city"><![CDATA[Paris]]>x</param></function>',

@@ -257,6 +257,41 @@ def _own() -> dict[str, str]:
         "gigachat": f"<|function_call|>{j[a.name]}<|function_call|>{j[b.name]}",
         "gpt-oss": "<|channel|>commentary to=functions.get_weather <|constrain|>json"
         f"<|message|>{_args(a)}",
+        # the families declared from the start, each as its peers' parser tests write it
+        "internlm2": kv(
+            "<|action_start|><|plugin|>\n"
+            + json.dumps({"name": c.name, "parameters": c.arguments})
+            + "<|action_end|>"
+            for c in DERIVE_CALLS
+        ),
+        "longcat": kv(f"<longcat_tool_call>{j[c.name]}</longcat_tool_call>" for c in DERIVE_CALLS),
+        "step3": "<｜tool_calls_begin｜>"
+        + kv(
+            f'<｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="{c.name}">'
+            + kv(
+                f'<steptml:parameter name="{k}">'
+                f"{v if isinstance(v, str) else json.dumps(v)}</steptml:parameter>"
+                for k, v in c.arguments.items()
+            )
+            + "</steptml:invoke><｜tool_call_end｜>"
+            for c in DERIVE_CALLS
+        )
+        + "<｜tool_calls_end｜>",
+        "functiongemma": kv(
+            f"<start_function_call>call:{c.name}{{"
+            + ",".join(
+                f"{k}:<escape>{v}<escape>" if isinstance(v, str) else f"{k}:{json.dumps(v)}"
+                for k, v in sorted(c.arguments.items())
+            )
+            + "}<end_function_call>"
+            for c in DERIVE_CALLS
+        ),
+        "olmo3": "<function_calls>\n"
+        + kv(
+            c.name + "(" + ", ".join(f"{k}={v!r}" for k, v in c.arguments.items()) + ")\n"
+            for c in DERIVE_CALLS
+        )
+        + "</function_calls>",
     }
 
 

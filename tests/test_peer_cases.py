@@ -53,10 +53,6 @@ BUILTIN_RECIPIENT = (
     "a message to a built-in tool (python) stays text with a notice; the peer drops it"
 )
 TEXT_AROUND_JSON = "text around a bare JSON call: toolwire reads a whole-reply call only"
-UNCLOSED = (
-    "the reply ends where only the call's closing tag was due: vLLM's GLM parser keeps it as"
-    " text; SGLang's reads it, and so does every syntax here (recovered-unclosed-tag)"
-)
 BROKEN_CALL = "a call with broken JSON stays text; the peer returns it as a call"
 GRANITE_STRING_PREFIX = "Granite 3.1's plain-text <tool_call> [...] prefix is not read"
 GIGACHAT_NO_TOKENS = (
@@ -80,7 +76,6 @@ KNOWN_FAILURES: dict[str, str] = {
 KNOWN_FAILURES_VLLM: dict[str, str] = {
     "llama3_json:simple": TEXT_AROUND_JSON,
     "llama3_json:multiple_json_surrounding_text": TEXT_AROUND_JSON,
-    "glm4_moe:incomplete_tool_call": UNCLOSED,
     "kimi_k2:invalid_json": BROKEN_CALL,
     "mistral:streaming_multiple_tools": BROKEN_CALL,
     "granite:various_data_types": GRANITE_STRING_PREFIX,

@@ -28,6 +28,10 @@ class CallShape:
 
     #: The keys that may hold the arguments, first found first; the arguments must be an object.
     args_keys: tuple[str, ...] = ("arguments",)
+    #: Every key of ``args_keys`` is the family's own (InternLM2's ``parameters`` and
+    #: ``arguments``): whichever the model writes streams. Else only the first streams, and
+    #: the others are a reader's tolerance.
+    args_alike: bool = False
     #: The key that holds the tool's name, a non-empty string.
     name_key: str = "name"
     #: Other keys allowed, each only with this value (``{"type": "function"}``).

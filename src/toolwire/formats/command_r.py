@@ -1,7 +1,7 @@
 """Command R+ (Cohere): ``Action:`` then a fenced JSON list of ``tool_name``/``parameters``.
 
 In full: ``Action:\\n```json\\n[{"tool_name": NAME, "parameters": {...}}, ...]\\n```````, the
-list grammar of :mod:`~toolwire.formats.jsonlist` (the items are Command R7B's, without the
+list grammar of :mod:`~toolwire.formats.listcalls` (the items are Command R7B's, without the
 call ids) behind a code fence. Text may come before it.
 
 ``directly-answer`` is the template's pseudo-tool for "no tool is needed, answer in text":

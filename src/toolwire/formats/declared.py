@@ -3,17 +3,37 @@
 Each declaration runs beside its family's hand-written reader over every corpus
 (``tests/test_declared.py``: the peers' parser cases, the family's own sample calls, every
 split point of a streamed reply) until the two agree event for event, notices included; then
-it replaces the hand-written family in the registry (all five here have). Until then the registry
+it replaces the hand-written family in the registry (every one here has). Until then the registry
 keeps the hand-written reader, and the declaration is read by the tests only.
 """
 
 from __future__ import annotations
 
 from .derived import DerivedShape
-from .reasoning import THINK
+from .reasoning import THINK, ReasoningTags
 from .syntax import Syntax
 
-__all__ = ["DECLARED", "FIREFUNCTION", "GLM", "GRANITE", "HERMES", "NEMOTRON_V2"]
+__all__ = [
+    "APERTUS",
+    "APRIEL",
+    "COMMAND_R7B",
+    "DECLARED",
+    "DEEPSEEK_R1",
+    "DEEPSEEK_V31",
+    "FIREFUNCTION",
+    "FUNCTION_GEMMA",
+    "GLM",
+    "GRANITE",
+    "HERMES",
+    "INTERNLM2",
+    "LONGCAT",
+    "MINICPM5",
+    "MINIMAX",
+    "NEMOTRON_V2",
+    "OLMO3",
+    "SEED_OSS",
+    "STEP3",
+]
 
 #: Hermes: ``<tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>``, each call in
 #: its own tags (Qwen2.5, Qwen3, Hermes 2/3, Granite 4 and many fine-tunes of them).
@@ -81,5 +101,280 @@ GLM = Syntax(
     end_tokens=("</assistant>",),  # poolside Laguna
 )
 
+#: Apriel 1.5/1.6: ``<tool_calls>[{"name": NAME, "arguments": {...}, "id": ID}, ...]</tool_calls>``.
+#: The templates write the id after the arguments; a call is announced at its name, so the
+#: model's id is kept only when it comes first.
+APRIEL = Syntax(
+    name="apriel",
+    label="Apriel <tool_calls>[...]</tool_calls> (Apriel 1.5, 1.6)",
+    shape=DerivedShape(
+        kind="json",
+        opening=("<tool_calls>", "["),
+        next_call=(",",),
+        trail=("]", "</tool_calls>"),
+        id_key="id",
+    ),
+    reasoning=ReasoningTags(
+        # Apriel 1.6's prompt ends with this line; its answer follows the closer
+        prompt_blocks={"Here are my reasoning steps:": "[BEGIN FINAL RESPONSE]"},
+        answer_after={"[BEGIN FINAL RESPONSE]": "[END FINAL RESPONSE]"},
+        # Hunyuan A13B (read as this family): <think>…</think> then <answer>…</answer>
+        blocks={"<think>": "</think>"},
+        answers={"<answer>": "</answer>"},
+    ),
+)
+
+#: Apertus: ``<|tools_prefix|>[{NAME: {...}}, ...]<|tools_suffix|>``, the name the one key.
+APERTUS = Syntax(
+    name="apertus",
+    label='Apertus <|tools_prefix|>[{"NAME": {...}}]<|tools_suffix|> (Apertus)',
+    shape=DerivedShape(
+        kind="json",
+        opening=("<|tools_prefix|>", "["),
+        next_call=(",",),
+        trail=("]", "<|tools_suffix|>"),
+        name_is_key=True,
+    ),
+)
+
+#: Command R7B / Cohere2: ``<|START_ACTION|>[{"tool_call_id": "0", "tool_name": NAME,
+#: "parameters": {...}}, ...]<|END_ACTION|>``; the id comes first, so the model's is kept.
+COMMAND_R7B = Syntax(
+    name="command-r7b",
+    label="Cohere <|START_ACTION|>[...]<|END_ACTION|> (Command R7B, Cohere2)",
+    shape=DerivedShape(
+        kind="json",
+        opening=("<|START_ACTION|>", "["),
+        next_call=(",",),
+        trail=("]", "<|END_ACTION|>"),
+        name_key="tool_name",
+        args_key="parameters",
+        id_key="tool_call_id",
+        id_first=True,
+    ),
+    reasoning=ReasoningTags(
+        blocks={"<|START_THINKING|>": "<|END_THINKING|>"},
+        answers={"<|START_RESPONSE|>": "<|END_RESPONSE|>", "<|START_TEXT|>": "<|END_TEXT|>"},
+    ),
+    end_tokens=("<|END_OF_TURN_TOKEN|>",),
+)
+
+#: Seed-OSS: ``<seed:tool_call>\n<function=NAME>\n<parameter=K>V</parameter>\n</function>``
+#: ``\n</seed:tool_call>``, one block a call. A value is every character between its tags,
+#: newlines included (the template writes it right against them): strings as they are,
+#: others through Jinja's ``string`` (``True``, Python's lists), typed by the tool's schema.
+#: Thinking is ``<seed:think>…</seed:think>``; with a thinking budget the model reflects on
+#: it inside the block (``<seed:cot_budget_reflect>…``), kept verbatim as reasoning.
+SEED_OSS = Syntax(
+    name="seed-oss",
+    label="Seed-OSS <seed:tool_call><function=…><parameter=…> (ByteDance Seed-OSS)",
+    shape=DerivedShape(
+        kind="tags",
+        opening=("<seed:tool_call>", "<function="),
+        name_end=(">",),
+        key_open=("<parameter=",),
+        key_mid=(">",),
+        value_end=("</parameter>",),
+        post=("</function>", "</seed:tool_call>"),
+        next_call=("<seed:tool_call>", "<function="),
+    ),
+    reasoning=ReasoningTags(blocks={"<seed:think>": "</seed:think>"}),
+    end_tokens=("<seed:eos>",),
+)
+
+#: MiniMax M2: ``<minimax:tool_call>\n<invoke name="NAME">\n<parameter name="K">V</parameter>``
+#: ``\n</invoke>\n</minimax:tool_call>``, one block holding every call of the turn. A value
+#: is the text between its tags: strings as they are, other values as their JSON. Attributes a
+#: model adds beside a name (``description="…"``, ``type="string"``) the engine reads past for
+#: every syntax that writes a name as an attribute, named.
+MINIMAX = Syntax(
+    name="minimax",
+    label="MiniMax <minimax:tool_call><invoke name=…><parameter name=…> (MiniMax M2)",
+    shape=DerivedShape(
+        kind="tags",
+        opening=("<minimax:tool_call>", "<invoke", 'name="'),
+        name_end=('">',),
+        key_open=("<parameter", 'name="'),
+        key_mid=('">',),
+        value_end=("</parameter>",),
+        post=("</invoke>",),
+        next_call=("<invoke", 'name="'),
+        trail=("</minimax:tool_call>",),
+    ),
+    reasoning=THINK,
+    end_tokens=("[e~[",),
+)
+
+_CALLS_BEGIN = "<｜tool▁calls▁begin｜>"
+_CALLS_END = "<｜tool▁calls▁end｜>"
+_CALL_BEGIN = "<｜tool▁call▁begin｜>"
+_CALL_END = "<｜tool▁call▁end｜>"
+_R1_TYPE = "function<｜tool▁sep｜>"
+
+#: DeepSeek R1 and its distills: ``<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>``
+#: ``function<｜tool▁sep｜>NAME\n```json\n{...}\n```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>``. The
+#: templates close the block only after a second call, so one call's turn ends right after
+#: its ``<｜tool▁call▁end｜>``: that is the family's grammar, not a repair.
+DEEPSEEK_R1 = Syntax(
+    name="deepseek-r1",
+    label="DeepSeek R1 function<｜tool▁sep｜>NAME + fenced JSON (DeepSeek R1 and its distills)",
+    shape=DerivedShape(
+        kind="name-json",
+        opening=(_CALLS_BEGIN, _CALL_BEGIN, _R1_TYPE),
+        name_end=("```json",),
+        post=("```", _CALL_END),
+        next_call=(_CALL_BEGIN, _R1_TYPE),
+        trail=(_CALLS_END,),
+        ends_with_turn=True,
+    ),
+    reasoning=THINK,
+    end_tokens=("<｜end▁of▁sentence｜>",),
+)
+
+#: DeepSeek V3.1: R1's block without the type and the fence,
+#: ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>``.
+DEEPSEEK_V31 = Syntax(
+    name="deepseek-v3.1",
+    label="DeepSeek V3.1 NAME<｜tool▁sep｜>JSON (DeepSeek V3.1)",
+    shape=DerivedShape(
+        kind="name-json",
+        opening=(_CALLS_BEGIN, _CALL_BEGIN),
+        name_end=("<｜tool▁sep｜>",),
+        post=(_CALL_END,),
+        next_call=(_CALL_BEGIN,),
+        trail=(_CALLS_END,),
+    ),
+    reasoning=THINK,
+    end_tokens=("<｜end▁of▁sentence｜>",),
+)
+
+#: MiniCPM5 (and MiniCPM4, in the same grammar): ``<function name="NAME"><param name="K">V``
+#: ``</param>…</function>``, no wrapping tag, each call written anywhere in the reply. A value is
+#: the text between its tags; a string holding ``<``, ``&`` or a line break is wrapped in
+#: ``<![CDATA[…]]>``, whose inside is the value (so it may hold ``</param>``). Other values are
+#: Jinja's rendering (``True``, Python's lists), typed by the tool's schema.
+MINICPM5 = Syntax(
+    name="minicpm5",
+    label="MiniCPM5 <function name=…><param name=…> (openbmb MiniCPM5)",
+    shape=DerivedShape(
+        kind="tags",
+        opening=('<function name="',),
+        name_end=('">',),
+        key_open=("<param", 'name="'),
+        key_mid=('">',),
+        value_end=("</param>",),
+        post=("</function>",),
+        next_call=('<function name="',),
+        cdata=True,
+    ),
+    reasoning=THINK,
+)
+
+#: InternLM2 and Intern-S1: ``<|action_start|><|plugin|>\n{"name": NAME, "parameters": {...}}``
+#: ``<|action_end|>``, a block a call. InternLM's own format names the arguments
+#: ``parameters``; vLLM's template writes ``arguments``: both are the family's.
+INTERNLM2 = Syntax(
+    name="internlm2",
+    label="InternLM <|action_start|><|plugin|> JSON <|action_end|> (InternLM2, Intern-S1)",
+    shape=DerivedShape(
+        kind="json",
+        opening=("<|action_start|>", "<|plugin|>"),
+        post=("<|action_end|>",),
+        next_call=("<|action_start|>", "<|plugin|>"),
+        args_key="parameters",
+        args_also=("arguments",),
+    ),
+    reasoning=THINK,
+    end_tokens=("<|im_end|>",),
+)
+
+#: LongCat Flash: Hermes's calls in its own tags, ``<longcat_tool_call>{"name": NAME,``
+#: ``"arguments": {...}}</longcat_tool_call>``.
+LONGCAT = Syntax(
+    name="longcat",
+    label="LongCat <longcat_tool_call> JSON (LongCat Flash)",
+    shape=DerivedShape(
+        kind="json",
+        opening=("<longcat_tool_call>",),
+        post=("</longcat_tool_call>",),
+        next_call=("<longcat_tool_call>",),
+    ),
+    reasoning=THINK,
+)
+
+_STEP_INVOKE = ("<｜tool_call_begin｜>", "function<｜tool_sep｜>", "<steptml:invoke", 'name="')
+
+#: Step3 (StepFun): ``<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜>``
+#: ``<steptml:invoke name="NAME"><steptml:parameter name="K">V</steptml:parameter>…``
+#: ``</steptml:invoke><｜tool_call_end｜>…<｜tool_calls_end｜>``; a value is the text between its
+#: tags, typed by the tool's schema.
+STEP3 = Syntax(
+    name="step3",
+    label="Step3 <｜tool_calls_begin｜> <steptml:invoke name=…> (Step3)",
+    shape=DerivedShape(
+        kind="tags",
+        opening=("<｜tool_calls_begin｜>", *_STEP_INVOKE),
+        name_end=('">',),
+        key_open=("<steptml:parameter", 'name="'),
+        key_mid=('">',),
+        value_end=("</steptml:parameter>",),
+        post=("</steptml:invoke>", "<｜tool_call_end｜>"),
+        next_call=_STEP_INVOKE,
+        trail=("<｜tool_calls_end｜>",),
+    ),
+    reasoning=THINK,
+)
+
+#: FunctionGemma: ``<start_function_call>call:NAME{key:<escape>text<escape>,n:3}``
+#: ``<end_function_call>``: Gemma's literal syntax (bare keys, numbers, ``true``, lists and
+#: mappings), strings between ``<escape>`` delimiters, verbatim.
+FUNCTION_GEMMA = Syntax(
+    name="functiongemma",
+    label="FunctionGemma <start_function_call>call:NAME{…} (FunctionGemma)",
+    shape=DerivedShape(
+        kind="name-literal",
+        opening=("<start_function_call>", "call:"),
+        post=("<end_function_call>",),
+        next_call=("<start_function_call>", "call:"),
+        literal="function-gemma",
+    ),
+    # a turn that calls tools stops where the results would follow
+    end_tokens=("<start_function_response>", "<end_of_turn>"),
+)
+
+#: Olmo 3: ``<function_calls>\nNAME(key=value, ...)\n…</function_calls>``, one Python call a
+#: line (keyword arguments, values Python literals, read by hand, never evaluated).
+OLMO3 = Syntax(
+    name="olmo3",
+    label="Olmo 3 <function_calls> Python calls, one a line (Olmo 3)",
+    shape=DerivedShape(
+        kind="name-python", opening=("<function_calls>",), trail=("</function_calls>",)
+    ),
+    reasoning=THINK,
+    end_tokens=("<|im_end|>", "<|endoftext|>"),
+)
+
 #: Every declared family, by name.
-DECLARED: dict[str, Syntax] = {s.name: s for s in (HERMES, GRANITE, NEMOTRON_V2, FIREFUNCTION, GLM)}
+DECLARED: dict[str, Syntax] = {
+    s.name: s
+    for s in (
+        HERMES,
+        GRANITE,
+        NEMOTRON_V2,
+        FIREFUNCTION,
+        GLM,
+        APRIEL,
+        APERTUS,
+        COMMAND_R7B,
+        SEED_OSS,
+        MINIMAX,
+        DEEPSEEK_R1,
+        DEEPSEEK_V31,
+        MINICPM5,
+        INTERNLM2,
+        LONGCAT,
+        STEP3,
+        FUNCTION_GEMMA,
+        OLMO3,
+    )
+}

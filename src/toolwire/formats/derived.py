@@ -31,6 +31,8 @@ from typing import Any
 
 from . import grammar as g
 from .base import Family
+from .grammar_literals import Gemma, Pythonic
+from .pyliteral import DIALECTS
 from .shapereader import MAX_WORD, NUMBER, DerivedStream, Words
 
 __all__ = ["MAX_WORD", "NUMBER", "DerivedShape", "DerivedStream"]
@@ -40,7 +42,8 @@ __all__ = ["MAX_WORD", "NUMBER", "DerivedShape", "DerivedStream"]
 class DerivedShape:
     """Where a template writes a call's name and arguments, and the texts around them."""
 
-    #: ``json``, ``name-json`` or ``tags`` (see the module docstring).
+    #: ``json``, ``name-json``, ``name-literal``, ``name-python`` or ``tags`` (see the module
+    #: docstring).
     kind: str
     #: The words that open the calls; the first is the marker the reply is scanned for.
     opening: Words
@@ -50,12 +53,23 @@ class DerivedShape:
     next_call: Words = ()
     #: The words that close the block of calls (none: the block ends after a call).
     trail: Words = ()
+    #: The turn's end closes the block too (a template that writes one call's block without
+    #: its trail, as DeepSeek R1's do): no repair, the family's own grammar.
+    ends_with_turn: bool = False
     #: ``json``: the keys of the name and the arguments, and keys with a fixed text.
     name_key: str = "name"
     args_key: str = "arguments"
+    #: ``json``: other keys the family writes the arguments under, as much its own.
+    args_also: tuple[str, ...] = ()
     constants: tuple[tuple[str, str], ...] = ()
     #: ``json``: keys holding a text that differs from call to call (an id).
     strings: tuple[str, ...] = ()
+    #: ``json``: the key of the model's own call id, kept when the model writes it before the
+    #: name (a call is announced at its name); ``id_first``: the family writes it first.
+    id_key: str = ""
+    id_first: bool = False
+    #: ``json``: the call is ``{NAME: {...}}``, the name the one key, holding the arguments.
+    name_is_key: bool = False
     #: ``name-json`` and ``tags``: the words after the name.
     name_end: Words = ()
     #: ``tags``: the words before a key, between key and value, and after a value, and the
@@ -65,6 +79,12 @@ class DerivedShape:
     value_end: Words = ()
     value_lead: str = ""
     value_tail: str = ""
+    #: ``name-literal``: the dialect of the literal mapping after the name
+    #: (:data:`~.pyliteral.DIALECTS`: ``gemma``'s ``{key:<|"|>text<|"|>,n:3}``, …).
+    literal: str = ""
+    #: ``tags``: the family wraps a string value in ``<![CDATA[…]]>`` (one holding ``<``, ``&``
+    #: or a line break): its inside is the value, whatever it holds.
+    cdata: bool = False
 
     @property
     def marker(self) -> str:
@@ -72,10 +92,14 @@ class DerivedShape:
 
     def describe(self) -> str:
         """The shape written out with placeholders, for labels and ``detect --json``."""
-        if self.kind == "json":
+        if self.kind == "json" and self.name_is_key:
+            payload = "{NAME: {...}}"
+        elif self.kind == "json":
             payload = f'{{"{self.name_key}": NAME, "{self.args_key}": {{...}}}}'
-        elif self.kind == "name-json":
+        elif self.kind in ("name-json", "name-literal"):
             payload = "NAME" + " ".join(self.name_end) + "{...}"
+        elif self.kind == "name-python":
+            payload = "NAME(key=value, ...)"
         else:
             arg = " ".join(self.key_open) + "KEY" + " ".join(self.key_mid) + "VALUE"
             payload = "NAME" + " ".join(self.name_end) + arg + " ".join(self.value_end) + "..."
@@ -91,10 +115,21 @@ class DerivedShape:
         extra = tuple((key, '"\\"" [^"\\\\]{0,64} "\\""') for key in self.strings)
         extra += tuple((key, g.lit(json.dumps(value))) for key, value in self.constants)
         if self.kind == "json":
-            body = g.JsonCall(self.name_key, self.args_key, extra=extra)
+            body = g.JsonCall(
+                self.name_key,
+                self.args_key,
+                name_is_key=self.name_is_key,
+                id_key=self.id_key or None,
+                id_first=self.id_first,
+                extra=extra,
+            )
         elif self.kind == "name-json":
             # the learned reader takes white space between any two words, the name's too
             body = g.NamedJson(before="space", between="space " + _words(self.name_end))
+        elif self.kind == "name-literal":
+            body = Gemma(prefix="", quote=DIALECTS[self.literal].string_delimiter)
+        elif self.kind == "name-python":
+            body = Pythonic()
         else:
             escaped = [
                 tuple(w.replace("{", "{{").replace("}", "}}") for w in words)
@@ -113,7 +148,7 @@ class DerivedShape:
             open=_words(self.opening),
             call_close=_words(self.post),
             sep=_words(self.next_call),
-            close=_words(self.trail),
+            close=f"({_words(self.trail)})?" if self.ends_with_turn else _words(self.trail),
             triggers=(self.marker,),
         )
 
@@ -142,13 +177,18 @@ class DerivedShape:
         out: dict[str, Any] = {"kind": self.kind, "describe": self.describe()}
         for key in ("opening", "post", "next_call", "trail", "name_end"):
             out[key] = list(getattr(self, key))
+        out["ends_with_turn"] = self.ends_with_turn
         if self.kind == "json":
             out.update(name_key=self.name_key, args_key=self.args_key)
+            out.update(id_key=self.id_key, id_first=self.id_first, name_is_key=self.name_is_key)
             out["constants"] = dict(self.constants)
             out["strings"] = list(self.strings)
+        if self.kind == "name-literal":
+            out["literal"] = self.literal
         if self.kind == "tags":
             for key in ("key_open", "key_mid", "value_end"):
                 out[key] = list(getattr(self, key))
+            out["cdata"] = self.cdata
         return out
 
 

@@ -96,51 +96,59 @@ GEMMA_QUOTE = '<|"|>'
 @dataclass(frozen=True)
 class Gemma(Body):
     """``call:N{k:V,…}``: keys bare and sorted, every value in Gemma's own literal syntax (a
-    string between ``<|"|>`` quotes, verbatim; lists and mappings nested the same way)."""
+    string between ``<|"|>`` quotes, verbatim; lists and mappings nested the same way).
+    ``prefix`` is what comes before the name; ``quote`` the string delimiter (FunctionGemma's
+    is ``<escape>``)."""
+
+    prefix: str = "call:"
+    quote: str = GEMMA_QUOTE
 
     @property
     def leading_space(self) -> bool:
         return False
 
     def call(self, rules: Rules, i: int, name: str, params: Mapping[str, Any]) -> str:
-        return f'"call:" {lit(name)} {_gemma_object(rules, params, f"tool{i}")}'
+        before = f"{lit(self.prefix)} " if self.prefix else ""
+        return f"{before}{lit(name)} {_gemma_object(rules, params, f'tool{i}', self.quote)}"
 
 
-def _gemma_object(rules: Rules, schema: Mapping[str, Any], name: str) -> str:
+def _gemma_object(rules: Rules, schema: Mapping[str, Any], name: str, quote: str) -> str:
     items: list[tuple[str, bool]] = []
     for key, sub, required in sorted(properties_of(schema)):
-        value = _gemma_value(rules, sub, f"{name}-{key}")
+        value = _gemma_value(rules, sub, f"{name}-{key}", quote)
         items.append((rules.add(f"{name}-kv-{key}", f'{lit(key)} ":" {value}'), required))
     if not items and schema.get("additionalProperties", False) is not False:
-        return _gemma_any(rules)
+        return _gemma_any(rules, quote)
     return f'"{{" {sequence_of(items, chr(34) + "," + chr(34))} "}}"'
 
 
-def _gemma_value(rules: Rules, schema: Mapping[str, Any], name: str) -> str:
-    quote = lit(GEMMA_QUOTE)
+def _gemma_value(rules: Rules, schema: Mapping[str, Any], name: str, quote: str) -> str:
+    q = lit(quote)
     kind = schema_type(schema)
     if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
-        return f"{quote} ({' | '.join(lit(v) for v in schema['enum'])}) {quote}"
+        return f"{q} ({' | '.join(lit(v) for v in schema['enum'])}) {q}"
     if kind == "string":
-        return f"{quote} {rules.through(GEMMA_QUOTE)}"
+        return f"{q} {rules.through(quote)}"
     if kind in ("integer", "number", "boolean", "null"):
         return rules.value(schema, name)
     if kind == "array" and isinstance(schema.get("items"), Mapping):
-        item = rules.add(f"{name}-item", _gemma_value(rules, schema["items"], f"{name}-item"))
+        item = rules.add(
+            f"{name}-item", _gemma_value(rules, schema["items"], f"{name}-item", quote)
+        )
         return f'"[" ({item} ("," {item})*)? "]"'
     if kind == "object" and isinstance(schema.get("properties"), Mapping):
-        return rules.add(name, _gemma_object(rules, schema, name))
-    return _gemma_any(rules)
+        return rules.add(name, _gemma_object(rules, schema, name, quote))
+    return _gemma_any(rules, quote)
 
 
-def _gemma_any(rules: Rules) -> str:
+def _gemma_any(rules: Rules, quote: str) -> str:
     """Any value in Gemma's syntax (a schema that says no more)."""
-    quote = lit(GEMMA_QUOTE)
+    q = lit(quote)
     number = '"-"? [0-9]+ ("." [0-9]+)? ([eE] [-+]? [0-9]+)?'
     key = "[A-Za-z_] [A-Za-z0-9_]*"
     return rules.add(
         "gemma-any",
-        f'{quote} {rules.through(GEMMA_QUOTE)} | {number} | "true" | "false" | "null" | '
+        f'{q} {rules.through(quote)} | {number} | "true" | "false" | "null" | '
         '"[" (gemma-any ("," gemma-any)*)? "]" | '
         f'"{{" ({key} ":" gemma-any ("," {key} ":" gemma-any)*)? "}}"',
     )

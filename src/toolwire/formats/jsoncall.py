@@ -110,7 +110,9 @@ class JsonCall:
         self.scanner = _Scanner(
             order,
             name_key=shape.name_key,
-            stream_key=None if shape.name_is_key else self.args_key,
+            stream_key=None
+            if shape.name_is_key
+            else (shape.args_keys if shape.args_alike else self.args_key),
             on_name=self._on_name,
             on_stream=self._on_args,
             key_is_name=shape.name_is_key,
@@ -202,7 +204,7 @@ class JsonCall:
             return None, "the call names two tools"
         text = "".join(self._args_text).strip()
         if self._args_string:
-            raw = obj.get(self.args_key)
+            raw = next((obj[k] for k in self.shape.args_keys if k in obj), None)
             text = raw.strip() if isinstance(raw, str) else json.dumps(args, ensure_ascii=False)
             self.stream._args(self.index, text)
             self.stream._notice(

@@ -52,7 +52,7 @@ class ObjectScanner:
         self,
         *,
         name_key: str = "name",
-        stream_key: str | None = None,
+        stream_key: str | tuple[str, ...] | None = None,
         on_name: Callable[[str], None] | None = None,
         on_stream: Callable[[str], None] | None = None,
         max_depth: int = MAX_JSON_DEPTH,
@@ -62,7 +62,8 @@ class ObjectScanner:
         self._name_key = name_key
         #: The object's first key is the name (``{"NAME": {...}}``): its value is streamed.
         self._key_is_name = key_is_name
-        self._stream_key = stream_key
+        #: The keys whose value streams (one, or a family's equal choices of arguments key).
+        self._stream_keys = (stream_key,) if isinstance(stream_key, str) else (stream_key or ())
         self._on_name = on_name
         self._on_stream = on_stream
         self._max_depth = max_depth
@@ -234,7 +235,7 @@ class ObjectScanner:
                 self._state = _VAL_WAIT
             elif state == _VAL_WAIT:
                 self._value_key = self._key
-                self._streaming = self._value_key == self._stream_key
+                self._streaming = self._value_key in self._stream_keys
                 if self._streaming:
                     self.stream_key_count += 1
                 cap_from = i
@@ -293,8 +294,8 @@ class ObjectScanner:
             self._key = value
             self._state = _COLON
             if self._key_is_name and isinstance(value, str):
-                if self._stream_key is None:
-                    self._stream_key = value
+                if not self._stream_keys:
+                    self._stream_keys = (value,)
                 if self._on_name is not None:
                     self._on_name(value)
         elif self._on_name is not None and isinstance(value, str):

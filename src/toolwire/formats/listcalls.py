@@ -1,5 +1,5 @@
-"""Calls as a JSON list after a marker: the machinery the list families (formats/jsonlist.py)
-and Command R+ share.
+"""Calls as a JSON list after a marker, read by Command R+ (the list families declared as
+syntax, :mod:`.declared`, are read by the engine).
 
 A :class:`ListGrammar` says what one family writes around its list and the shape of each
 item; :class:`ListBody` reads the list, item by item (its states public for a family that

@@ -53,7 +53,15 @@ from .base import MAX_JSON_DEPTH
 from .markerstream import DONE, FAILED, WS, Body, MarkerStream, expect_literal
 from .scan import Markers
 
-__all__ = ["GEMMA", "PYTHON", "Dialect", "LiteralBody", "LiteralReader"]
+__all__ = [
+    "DIALECTS",
+    "FUNCTION_GEMMA",
+    "GEMMA",
+    "PYTHON",
+    "Dialect",
+    "LiteralBody",
+    "LiteralReader",
+]
 
 #: The longest number or named constant read; longer is no literal (and never reaches int()).
 MAX_TOKEN = 64
@@ -84,6 +92,12 @@ PYTHON = Dialect(
     trailing_comma=True,
 )
 GEMMA = Dialect('<|"|>', {"true": True, "false": False, "null": None, "None": None}, bare_keys=True)
+#: FunctionGemma: Gemma's syntax, strings between ``<escape>`` delimiters.
+FUNCTION_GEMMA = Dialect(
+    "<escape>", {"true": True, "false": False, "null": None, "None": None}, bare_keys=True
+)
+#: The dialects by name, for a family declared as syntax (``DerivedShape.literal``).
+DIALECTS = {"python": PYTHON, "gemma": GEMMA, "function-gemma": FUNCTION_GEMMA}
 
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\Z")
 _NUMBER_CHARS = re.compile(r"[-+0-9.eE]*")

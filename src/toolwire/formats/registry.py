@@ -15,8 +15,26 @@ from ..errors import FormatError
 from . import reasoning
 from .base import Family
 from .command_r import CommandRPlus
-from .declared import FIREFUNCTION, GLM, GRANITE, HERMES, NEMOTRON_V2
-from .deepseek import DeepSeekR1, DeepSeekV31
+from .declared import (
+    APERTUS,
+    APRIEL,
+    COMMAND_R7B,
+    DEEPSEEK_R1,
+    DEEPSEEK_V31,
+    FIREFUNCTION,
+    FUNCTION_GEMMA,
+    GLM,
+    GRANITE,
+    HERMES,
+    INTERNLM2,
+    LONGCAT,
+    MINICPM5,
+    MINIMAX,
+    NEMOTRON_V2,
+    OLMO3,
+    SEED_OSS,
+    STEP3,
+)
 from .deepseek_dsml import DeepSeekDsml, GigaChatGcml
 from .functionary import FunctionaryV31, FunctionaryV32
 from .gemma4 import Gemma4
@@ -25,20 +43,16 @@ from .glimmer import Glimmer
 from .harmony import GptOss
 from .hunyuan import Hunyuan
 from .inkling import Inkling
-from .jsonlist import Apertus, Apriel, CommandR7B
 from .kimi import KimiK2
 from .kimi_k3 import KimiK3
 from .lfm2 import Lfm2
 from .llama3 import Llama3
-from .minicpm import MiniCpm5
 from .minicpm3 import MiniCpm3
-from .minimax import MiniMax
 from .minimax_m1 import MiniMaxM1
 from .minimax_m3 import MiniMaxM3
 from .mistral import Mistral
 from .pythonic import Pythonic
 from .qwen_xml import QwenXml
-from .seed_oss import SeedOss
 from .solar import SolarOpen
 
 __all__ = [
@@ -59,21 +73,21 @@ _FAMILIES: dict[str, Family] = {
         HERMES.family,
         Llama3(),
         Mistral(),
-        DeepSeekR1(),
-        DeepSeekV31(),
+        DEEPSEEK_R1.family,
+        DEEPSEEK_V31.family,
         DeepSeekDsml(),
         GigaChatGcml(),
         GLM.family,
         KimiK2(),
-        MiniMax(),
+        MINIMAX.family,
         GRANITE.family,
         NEMOTRON_V2.family,
-        Apriel(),
-        Apertus(),
+        APRIEL.family,
+        APERTUS.family,
         FIREFUNCTION.family,
-        CommandR7B(),
-        SeedOss(),
-        MiniCpm5(),
+        COMMAND_R7B.family,
+        SEED_OSS.family,
+        MINICPM5.family,
         MiniMaxM3(),
         Lfm2(),
         MiniCpm3(),
@@ -90,6 +104,11 @@ _FAMILIES: dict[str, Family] = {
         KimiK3(),
         Inkling(),
         Hunyuan(),
+        INTERNLM2.family,
+        LONGCAT.family,
+        STEP3.family,
+        FUNCTION_GEMMA.family,
+        OLMO3.family,
     )
 }
 

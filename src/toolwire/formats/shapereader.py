@@ -12,10 +12,12 @@ list that is not a call, a separator left out between two items.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, ClassVar
 
 from ..events import NoticeCode
 from ..messages import ToolCall
+from .attributes import Attributes, closes_attribute
 from .callshape import CallShape
 from .jsoncall import JsonCall
 from .jsonscan import ObjectScanner
@@ -31,8 +33,29 @@ from .markerstream import (
     expect_any,
     expect_literal,
 )
+from .pyliteral import DIALECTS, LiteralReader
+from .pysteps import PySteps
 from .scan import Markers
-from .textargs import HELD, NameReader, TextArgs, TextBody, read_held
+from .tagsteps import (
+    _ARGS,
+    _BETWEEN,
+    _CALL,
+    _CDATA,
+    _END,
+    _HELD,
+    _JSON,
+    _KEY,
+    _LITS,
+    _NAME,
+    _NEXT,
+    _SKIP,
+    _VALUE,
+    _VALUE_FIRST,
+    _VALUE_WS,
+    Name,
+    TagSteps,
+)
+from .textargs import HELD, NameReader, TextArgs, TextBody
 
 if TYPE_CHECKING:
     from .derived import DerivedShape
@@ -51,30 +74,13 @@ _UNOPENED = "{"
 #: How much white space after a closed call is looked through for such a call.
 _MAX_GAP = 32
 
-_LITS, _CALL, _JSON, _NAME, _ARGS, _BETWEEN, _KEY = range(7)
-_VALUE_WS, _VALUE_FIRST, _VALUE, _HELD, _NEXT, _END, _SKIP = range(7, 14)
-
 
 _MAX_DIGITS = 32
+#: The first character of a name written bare (a call of a name kind starts with one).
+_NAMED = re.compile(r"[A-Za-z_]")
 
 
-class _Name(NameReader):
-    """A name that fails at the very character that breaks it, however the text is cut.
-
-    A learned marker may be made of characters a name can hold (``@@``), so where a broken
-    name gives its text back decides whether a marker inside it is seen again: that place
-    must not depend on where a chunk began.
-    """
-
-    def read(self, body: Body, s: str, i: int) -> tuple[str | None, int]:
-        _stop, bad = self._look(s, i)
-        if bad >= 0:
-            body.fail(bad, f"a malformed {self._what}")
-            return None, bad
-        return super().read(body, s, i)
-
-
-class _DerivedBody(TextBody):
+class _DerivedBody(TagSteps, PySteps, TextBody):
     """One block of calls in a :class:`DerivedShape`, read one step at a time."""
 
     stream: DerivedStream
@@ -100,6 +106,8 @@ class _DerivedBody(TextBody):
         #: The repairs used, told once the block is read (a block given back tells none).
         self.told: list[tuple[NoticeCode, str]] = []
         self.escaped_newline = False  # told once a call
+        #: The family's end-of-turn token came where the next call or the block's end was due.
+        self.turn_ended = False
         #: A list of calls (``[…, …]``): an item that is not a call is left out (see _left).
         self.listed = shape.kind == "json" and bool(shape.trail) and bool(shape.next_call)
         self.item_end: ItemEnd | None = None
@@ -109,7 +117,9 @@ class _DerivedBody(TextBody):
         followers = (shape.name_end, shape.key_open, shape.post, shape.next_call, shape.trail)
         # a backslash ends a name (no tool name holds one): \\n may follow it (see _escaped)
         stops = WS + "\\" + "".join(w[0][0] for w in followers if w)
-        if shape.kind == "name-json" and not shape.name_end:
+        if shape.kind == "name-python":
+            stops += "("
+        if shape.kind in ("name-json", "name-literal") and not shape.name_end:
             stops += "{"
         self.name_stops = stops
         self.key_stops = WS + (shape.key_mid[0][0] if shape.key_mid else "")
@@ -118,9 +128,13 @@ class _DerivedBody(TextBody):
         self.value_ends = Markers((lead + ends, ends)) if ends else None
         self.digits = 0
         self.json_call: JsonCall | None = None
+        self.attributes: Attributes | None = None
         self.names: NameReader | None = None
-        self.keys = _Name(self.key_stops, "argument name")
+        self.keys = Name(self.key_stops, "argument name")
         self.scanner: ObjectScanner | None = None
+        #: ``name-literal``: the arguments' reader, and their JSON text so far.
+        self.literal: LiteralReader | None = None
+        self.arg_text: list[str] = []
         self.index = -1
         self.id = ""
         self.call_name = ""
@@ -152,12 +166,16 @@ class _DerivedBody(TextBody):
                 return self._then(i)
             if self.todo[0] == NUMBER:
                 return self._number(s, i)
+            word = self.todo[0]
+            if self.attributes is not None or (s[i] == '"' and closes_attribute(word)):
+                step = self._attributes(s, i)
+                if step is not None:
+                    return step
             if s[i] in WS:
                 return i + 1, True
             j = self._escaped(s, i)
             if j != i:
                 return max(j, i), j > i
-            word = self.todo[0]
             if self.then == _VALUE_WS and len(self.todo) < len(self.shape.key_mid):
                 j = self._left_out(s, i, word)
                 if j != i:
@@ -224,8 +242,16 @@ class _DerivedBody(TextBody):
             self.state = _VALUE_FIRST
             return (j if status == DONE else i), True
         if state == _VALUE_FIRST:
+            j = self._cdata_start(s, i) if self.shape.cdata else i
+            if j < 0:
+                return i, False  # wait: is it the CDATA opener?
+            if j > i:
+                self.state = _CDATA
+                return j, True
             self.state = _HELD if s[i] in HELD and not self.stream.strict else _VALUE
             return i, True
+        if state == _CDATA:
+            return self._cdata(s, i)
         if state == _HELD:
             return self._held(s, i)
         if state == _VALUE:
@@ -298,9 +324,12 @@ class _DerivedBody(TextBody):
                 return i, False
             shape = CallShape(
                 name_key=self.shape.name_key,
-                args_keys=(self.shape.args_key,),
+                args_keys=(self.shape.args_key, *self.shape.args_also),
+                args_alike=True,
                 constants=dict(self.shape.constants),
                 strings=frozenset(self.shape.strings),
+                id_key=self.shape.id_key,
+                name_is_key=self.shape.name_is_key,
                 # a behaviour of every JSON syntax, learned or declared: arguments encoded
                 # twice are read (a named repair; strict refuses it)
                 args_in_string=True,
@@ -308,7 +337,7 @@ class _DerivedBody(TextBody):
             self.json_call = JsonCall(self.stream, shape)
             self.state = _JSON
         else:
-            self.names = _Name(self.name_stops, "tool name")
+            self.names = Name(self.name_stops, "tool name")
             self.state = _NAME
         return i, True
 
@@ -324,11 +353,44 @@ class _DerivedBody(TextBody):
         else:
             self.call_name = name
             self.index, self.id = self.announce(name)
-            self.scanner = ObjectScanner()
+            if self.shape.kind == "name-python":
+                self.py_start()
+            elif self.shape.kind == "name-literal":
+                self.literal = LiteralReader(DIALECTS[self.shape.literal], self._literal_text)
+                self.arg_text = []
+            else:
+                self.scanner = ObjectScanner()
             self.words(self.shape.name_end, _ARGS)
         return i, True
 
+    def _literal_text(self, text: str) -> None:
+        self.arg_text.append(text)
+        self.stream._args(self.index, text)
+
+    def _literal_args(self, s: str, i: int) -> tuple[int, bool]:
+        """The arguments as a literal mapping in the shape's dialect (:mod:`.pyliteral`)."""
+        reader = self.literal
+        assert reader is not None
+        if not self.arg_text and s[i] in WS:
+            return i + 1, True
+        j = reader.feed(s, i)
+        if reader.problem:
+            return self.fail(j, f"the arguments: {reader.problem}"), False
+        if not reader.done:
+            return j, False
+        if not isinstance(reader.value, dict):
+            return self.fail(i, "the arguments are not a mapping"), False
+        text = "".join(self.arg_text)
+        self.calls.append((self.index, ToolCall(self.id, self.call_name, reader.value, text)))
+        self.literal = None
+        self.words(self.shape.post, _NEXT)
+        return j, True
+
     def _args(self, s: str, i: int) -> tuple[int, bool]:
+        if self.shape.kind == "name-python":
+            return self.python_args(s, i, _NEXT)
+        if self.literal is not None:
+            return self._literal_args(s, i)
         assert self.scanner is not None
         if not self.scanner.text() and s[i] in WS:
             return i + 1, True
@@ -356,7 +418,7 @@ class _DerivedBody(TextBody):
         if status == OPEN:
             return i, False
         if status == DONE and word == opener:
-            self.keys = _Name(self.key_stops, "argument name")
+            self.keys = Name(self.key_stops, "argument name")
             self.words(shape.key_open[1:], _KEY)
             return j, True
         if status == FAILED and shape.post:
@@ -367,78 +429,6 @@ class _DerivedBody(TextBody):
             return j, True
         self.words(shape.post, _NEXT)
         return i, True
-
-    def _key(self, s: str, i: int) -> tuple[int, bool]:
-        key, i = self.keys.read(self, s, i)
-        if key is None:
-            return i, False
-        assert self.call is not None
-        if key in self.call.args:
-            return self.fail(i, f"the argument {key!r} is given twice"), False
-        self.key = key
-        self.words(self.shape.key_mid, _VALUE_WS)
-        return i, True
-
-    def _held(self, s: str, i: int) -> tuple[int, bool]:
-        """A value that may be JSON to read (:func:`~.textargs.read_held`): kept until its
-        end, then passed on as read."""
-        assert self.value_ends is not None and self.call is not None
-        j, end = self.value_ends.scan(s, i)
-        self.held.append(s[i:j])
-        if not end:
-            return j, False
-        value, repair = read_held("".join(self.held))
-        self.held = []
-        if repair:
-            what = f"the argument {self.value_key!r} of {self.call.name}: {repair}"
-            self.told.append(("arguments-repaired", what))
-        self.call.value(value)
-        self.call.close()
-        self.words(self.shape.value_end[1:], _BETWEEN)
-        return j + len(end), True
-
-    def _left_out(self, s: str, i: int, word: str) -> int:
-        """Unless strict, a key whose value never opened (the next key, or the call's end,
-        where the rest of the words before a value were due) is left out, so that a required
-        argument is reported missing, not filled with nothing. Where the body goes on; ``i``
-        when this is not that; -1 to wait."""
-        shape = self.shape
-        if self.stream.strict or expect_literal(s, i, word)[0] != FAILED:
-            return i
-        ends = tuple(w[0] for w in (shape.key_open, shape.post) if w)
-        status, j, literal = expect_any(s, i, ends)
-        if status == OPEN:
-            return -1
-        if status == FAILED:
-            return i
-        assert self.call is not None
-        what = f"the argument {self.key!r} of {self.call.name} has no {word}: left out"
-        self.told.append(("arguments-repaired", what))
-        self.key = ""
-        if shape.key_open and literal == shape.key_open[0]:
-            self.keys = _Name(self.key_stops, "argument name")
-            self.words(shape.key_open[1:], _KEY)
-        else:
-            self.end_call()
-            self.words(shape.post[1:], _NEXT)
-        return j
-
-    def _escaped(self, s: str, i: int) -> int:
-        """Unless strict, ``\\n`` written as two characters between the words (what a model
-        copies from a template shown as JSON) is the newline it stands for, named once a
-        call (``recovered-escaped-newline``). Where the body goes on; ``i`` when this is not
-        that; -1 to wait. Never inside a value or a name."""
-        if s[i] != "\\" or self.stream.strict:
-            return i
-        if i + 1 == len(s):
-            return -1  # wait: is it \\n?
-        if s[i + 1] != "n":
-            return i
-        if not self.escaped_newline:
-            self.escaped_newline = True
-            what = "read a call whose words were parted by \\n written as two characters"
-            self.told.append(("recovered-escaped-newline", what))
-        return i + 2
 
     def _next(self, s: str, i: int) -> tuple[int, bool]:
         """After a call: the next call, the block's closing words, or (with none) the end."""
@@ -458,6 +448,18 @@ class _DerivedBody(TextBody):
             return i, False
         if k == len(s):
             return i, False  # wait: what follows the whitespace decides
+        if self.turn_ended:
+            return self.fail(k, "text after the turn's end token"), False
+        status, j, _ = expect_any(s, k, self.stream.turn_ends)
+        if status == OPEN:
+            return i, False
+        if status == DONE:  # the turn ended here, if nothing follows: the reply's end decides
+            self.turn_ended = True
+            return j, True
+        if not shape.next_call and shape.trail and _NAMED.match(s[k]) and s[k] != shape.trail[0][0]:
+            # nothing between two calls (one a line, Olmo 3's): a name starts the next
+            self.state = _CALL
+            return k, True
         if self.listed and s[k] == "{" and not self.stream.strict:
             # the separator left out between two items: the next call is here
             self.told.append(
@@ -499,7 +501,8 @@ class _DerivedBody(TextBody):
         return i
 
     def end_of_reply(self) -> None:
-        if self.state == _NEXT and not self.shape.trail and self.calls:
+        ends = self.shape.ends_with_turn or not self.shape.trail
+        if self.state == _NEXT and ends and self.calls:
             self.status = DONE
             return
         if not self.stream.strict and not self.unopened and self._whole():
@@ -517,13 +520,15 @@ class _DerivedBody(TextBody):
         super().end_of_reply()
 
     def _whole(self) -> bool:
-        """Whether the reply may end here with every call read: after a call's payload (or a
-        tagged call's last value), only its or the block's closing words due. A tagged call
-        then ends here; one cut right after its name is not whole (its arguments may have
-        been to come, and a call must not run without them)."""
+        """Whether the reply may end here with every call read: each call whole, only the
+        block's closing words due. A JSON payload is whole once its braces close; a tagged
+        call only once its own closing words came (cut after a value, more arguments may
+        have been to come, and a call must not run without them: SGLang's MiniCPM and
+        MiniMax readers and vLLM's GLM reader leave it text) — or, where the syntax writes
+        no closing words for a call, after its last value."""
         state = self.state
         if state == _BETWEEN and self.call is not None and not self.key:
-            if not self.call.args:
+            if self.shape.post or not self.call.args:
                 return False
             self.end_call()
             return True

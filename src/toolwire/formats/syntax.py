@@ -33,6 +33,7 @@ from typing import Any
 from ..templates.shaping import CallIds
 from .base import Family
 from .derived import NUMBER, DerivedShape, DerivedStream
+from .pyliteral import DIALECTS
 from .reasoning import ReasoningTags
 
 __all__ = ["Syntax", "special_words"]
@@ -91,23 +92,39 @@ class Syntax:
         out = ""
         for index, (name, arguments) in enumerate(calls, first):
             lead = s.opening if index == first else s.next_call
-            out += _joined(lead) + "\n" + self._payload(name, arguments, index)
-            out += ("\n" + _joined(s.post)) if s.post else ""
+            # a JSON object on a line of its own; a name right after the words before it
+            line = "\n" if s.kind == "json" or not (s.next_call or s.post) else ""
+            out += _joined(lead) + line + self._payload(name, arguments, index)
+            out += (line + _joined(s.post)) if s.post else ""
         return (out + ("\n" + _joined(s.trail) if s.trail else "")).replace(NUMBER, str(first))
 
     def _payload(self, name: str, arguments: Mapping[str, Any], index: int) -> str:
         """A call's name and arguments, as the shape writes them."""
         s = self.shape
+        if s.kind == "json" and s.name_is_key:
+            return json.dumps({name: dict(arguments)}, ensure_ascii=False)
         if s.kind == "json":
-            obj: dict[str, Any] = {s.name_key: name, s.args_key: dict(arguments)}
+            obj: dict[str, Any] = {s.id_key: str(index)} if s.id_key and s.id_first else {}
+            obj.update({s.name_key: name, s.args_key: dict(arguments)})
             obj.update(dict(s.constants))
             obj.update({key: f"call_{index}" for key in s.strings})
+            if s.id_key and not s.id_first:
+                obj[s.id_key] = f"call_{index}"
             return json.dumps(obj, ensure_ascii=False)
         if s.kind == "name-json":
             return name + _joined(s.name_end) + json.dumps(dict(arguments), ensure_ascii=False)
+        if s.kind == "name-python":
+            args = ", ".join(f"{k}={_python(v)}" for k, v in arguments.items())
+            return f"{name}{_joined(s.name_end)}({args})"
+        if s.kind == "name-literal":
+            quote = DIALECTS[s.literal].string_delimiter
+            # keys sorted, as Gemma's templates write them (``dictsort``) and its grammar takes
+            return name + _joined(s.name_end) + _literal(dict(sorted(arguments.items())), quote)
         parts = [name + _joined(s.name_end)]
         for key, value in arguments.items():
             text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            if s.cdata and isinstance(value, str) and any(c in value for c in "<&\n"):
+                text = f"<![CDATA[{value}]]>"
             parts.append(
                 _joined(s.key_open)
                 + key
@@ -154,7 +171,37 @@ class Syntax:
 
 
 def _joined(words: tuple[str, ...]) -> str:
-    return "".join(words)
+    """Words as a model writes them: a space where two would otherwise run into one
+    (``<invoke`` ``name="``), nothing between a tag and what follows it."""
+    out = ""
+    for word in words:
+        if out and _WORDY.match(out[-1]) and word and _WORDY.match(word[0]):
+            out += " "
+        out += word
+    return out
+
+
+_WORDY = re.compile(r"\w")
+
+
+def _python(value: Any) -> str:
+    """``value`` as a Python literal (``True``, ``None``, quoted strings, nested)."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_python(k)}: {_python(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_python(v) for v in value) + "]"
+    return repr(value)
+
+
+def _literal(value: Any, quote: str) -> str:
+    """``value`` in Gemma's literal syntax, strings between ``quote``: keys bare, nested."""
+    if isinstance(value, str):
+        return quote + value + quote
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{_literal(v, quote)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_literal(v, quote) for v in value) + "]"
+    return json.dumps(value)
 
 
 def _title(name: str) -> str:

@@ -102,6 +102,11 @@ class NameReader:
         #: What broke the name :meth:`feed` read ("" while nothing did).
         self.problem = ""
 
+    @property
+    def pending(self) -> bool:
+        """Part of a name was read, its stop not yet."""
+        return bool(self._parts)
+
     def _look(self, s: str, i: int) -> tuple[int, int]:
         """``(stop, bad)``: where the name's stop is in ``s[i:]`` and where the name breaks
         (a character no name holds, or the one past its length limit); -1 for neither."""

@@ -1,0 +1,191 @@
+"""The steps of a tagged call's arguments (``tags`` shapes, :mod:`.derived`), for the engine's
+reader (:mod:`.shapereader`): a key, its value, and what the engine reads there for every
+tagged syntax besides the shape's own words, each named and refused by strict reading — a
+value written as JSON (held to its end and read, :func:`~.textargs.read_held`), a key with no
+value (left out), ``\\n`` written as two characters between the words, other attributes in a
+tag that holds a name (:mod:`.attributes`) — and a value wrapped in ``<![CDATA[…]]>`` where
+the family writes values so (its inside is the value, whatever it holds).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..events import NoticeCode
+from .attributes import Attributes
+from .markerstream import FAILED, OPEN, WS, Body, MarkerStream, expect_any, expect_literal
+from .scan import Markers
+from .textargs import NameReader, TextArgs, read_held
+
+if TYPE_CHECKING:
+    from .derived import DerivedShape
+
+__all__ = ["Name", "TagSteps"]
+
+_LITS, _CALL, _JSON, _NAME, _ARGS, _BETWEEN, _KEY = range(7)
+_VALUE_WS, _VALUE_FIRST, _VALUE, _HELD, _NEXT, _END, _SKIP, _CDATA = range(7, 15)
+
+CDATA_OPEN = "<![CDATA["
+_CDATA_END = Markers(("]]>",))
+
+
+class Name(NameReader):
+    """A name that fails at the very character that breaks it, however the text is cut.
+
+    A learned marker may be made of characters a name can hold (``@@``), so where a broken
+    name gives its text back decides whether a marker inside it is seen again: that place
+    must not depend on where a chunk began.
+    """
+
+    def read(self, body: Body, s: str, i: int) -> tuple[str | None, int]:
+        _stop, bad = self._look(s, i)
+        if bad >= 0:
+            body.fail(bad, f"a malformed {self._what}")
+            return None, bad
+        return super().read(body, s, i)
+
+
+class TagSteps(Body):
+    """The tagged-argument steps of the engine's body (a mixin of its reader's body)."""
+
+    shape: DerivedShape
+    stream: MarkerStream
+    call: TextArgs | None
+    told: list[tuple[NoticeCode, str]]
+    todo: list[str]
+    key: str
+    keys: Name
+    key_stops: str
+    value_key: str
+    held: list[str]
+    value_ends: Markers | None
+    attributes: Attributes | None
+    escaped_newline: bool
+
+    if TYPE_CHECKING:  # the body's own, which this mixin's steps call
+
+        def words(self, words: tuple[str, ...], then: int) -> None: ...
+
+        def _then(self, i: int) -> tuple[int, bool]: ...
+
+        def end_call(self) -> None: ...
+
+        def fail(self, i: int, problem: str) -> int: ...
+
+        def named(self, name: str, is_tool: bool, i: int) -> bool: ...
+
+    def _key(self, s: str, i: int) -> tuple[int, bool]:
+        key, i = self.keys.read(self, s, i)
+        if key is None:
+            return i, False
+        assert self.call is not None
+        if key in self.call.args:
+            # which of the two values the model meant is not known: no call (as SGLang's
+            # MiniCPM tests assert), never a value chosen in silence
+            return self.fail(i, f"the argument {key!r} is given twice"), False
+        self.key = key
+        self.words(self.shape.key_mid, _VALUE_WS)
+        return i, True
+
+    def _held(self, s: str, i: int) -> tuple[int, bool]:
+        """A value that may be JSON to read (:func:`~.textargs.read_held`): kept until its
+        end, then passed on as read."""
+        assert self.value_ends is not None and self.call is not None
+        j, end = self.value_ends.scan(s, i)
+        self.held.append(s[i:j])
+        if not end:
+            return j, False
+        value, repair = read_held("".join(self.held))
+        self.held = []
+        if repair:
+            what = f"the argument {self.value_key!r} of {self.call.name}: {repair}"
+            self.told.append(("arguments-repaired", what))
+        self.call.value(value)
+        self.call.close()
+        self.words(self.shape.value_end[1:], _BETWEEN)
+        return j + len(end), True
+
+    def _attributes(self, s: str, i: int) -> tuple[int, bool] | None:
+        """Other attributes after a name written as an attribute (:mod:`.attributes`): read
+        past up to the tag's end, unless strict, and named. None when none follow."""
+        if self.attributes is None:
+            if i + 1 == len(s):
+                return i, False  # wait: the tag's end, or another attribute?
+            if s[i + 1] not in WS:
+                return None
+            if self.stream.strict:
+                return self.fail(i, "attributes in a tag besides its name"), False
+            self.attributes = Attributes()
+            i += 1
+        j, problem = self.attributes.feed(s, i)
+        if problem is None:
+            return j, False
+        if problem:
+            return self.fail(j, problem), False
+        self.told.append(("recovered-attributes-ignored", f"read past {self.attributes.text()}"))
+        self.attributes = None
+        self.todo.pop(0)
+        return self._then(j) if not self.todo else (j, True)
+
+    def _left_out(self, s: str, i: int, word: str) -> int:
+        """Unless strict, a key whose value never opened (the next key, or the call's end,
+        where the rest of the words before a value were due) is left out, so that a required
+        argument is reported missing, not filled with nothing. Where the body goes on; ``i``
+        when this is not that; -1 to wait."""
+        shape = self.shape
+        if self.stream.strict or expect_literal(s, i, word)[0] != FAILED:
+            return i
+        ends = tuple(w[0] for w in (shape.key_open, shape.post) if w)
+        status, j, literal = expect_any(s, i, ends)
+        if status == OPEN:
+            return -1
+        if status == FAILED:
+            return i
+        assert self.call is not None
+        what = f"the argument {self.key!r} of {self.call.name} has no {word}: left out"
+        self.told.append(("arguments-repaired", what))
+        self.key = ""
+        if shape.key_open and literal == shape.key_open[0]:
+            self.keys = Name(self.key_stops, "argument name")
+            self.words(shape.key_open[1:], _KEY)
+        else:
+            self.end_call()
+            self.words(shape.post[1:], _NEXT)
+        return j
+
+    def _escaped(self, s: str, i: int) -> int:
+        """Unless strict, ``\\n`` written as two characters between the words (what a model
+        copies from a template shown as JSON) is the newline it stands for, named once a
+        call (``recovered-escaped-newline``). Where the body goes on; ``i`` when this is not
+        that; -1 to wait. Never inside a value or a name."""
+        if s[i] != "\\" or self.stream.strict:
+            return i
+        if i + 1 == len(s):
+            return -1  # wait: is it \\n?
+        if s[i + 1] != "n":
+            return i
+        if not self.escaped_newline:
+            self.escaped_newline = True
+            what = "read a call whose words were parted by \\n written as two characters"
+            self.told.append(("recovered-escaped-newline", what))
+        return i + 2
+
+    def _cdata_start(self, s: str, i: int) -> int:
+        """Where the family wraps values in ``<![CDATA[…]]>``: past the opener when the value
+        starts with it (then state ``_CDATA``); ``i`` when it does not; -1 to wait."""
+        status, j = expect_literal(s, i, CDATA_OPEN)
+        if status == OPEN:
+            return -1
+        return j if status != FAILED else i
+
+    def _cdata(self, s: str, i: int) -> tuple[int, bool]:
+        """The inside of a CDATA section, up to its ``]]>``: the value, whatever it holds;
+        then the value's closing words."""
+        assert self.call is not None
+        j, end = _CDATA_END.scan(s, i)
+        self.call.value(s[i:j])
+        if not end:
+            return j, False
+        self.call.close()
+        self.words(self.shape.value_end, _BETWEEN)
+        return j + len(end), True
