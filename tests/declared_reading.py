@@ -303,6 +303,27 @@ NEAR["minicpm5"] = [
     '<function name="get_weather"><param name="city">Paris</param></function><|im_end|>',
 ]
 
+_M1 = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+_M1B = '{"name": "get_time", "arguments": {}}'
+NEAR["minimax-m1"] = [
+    f"<tool_calls>\n{_M1}\n</tool_calls>",
+    f"Sure. <tool_calls>\n{_M1}\n{_M1B}\n</tool_calls> done",
+    f"<tool_calls>\n{_M1}\n{_M1B}",  # unclosed
+    f"<tool_calls>\n{_M1}\n15:30\n{_M1B}\n</tool_calls>",
+    f"<tool_calls>\n{_M1}\n"
+    '{"name": "get_time", "arguments": {"at": 15:30}}'
+    f"\n{_M1B}\n</tool_calls>",
+    '<tool_calls>\n{"name": "get_weather", "arguments": {"city": "Par',
+    "<tool_calls>\n</tool_calls>",
+    f"<tool_calls>[{_M1}]</tool_calls>",  # Apriel's list
+    f"<tool_calls>\n{_M1} {_M1B}\n</tool_calls>",  # two on one line
+    f"<tool_calls>\n{_M1}\n</tool_calls><end_of_sentence>",
+    '<tool_calls>\n{"name": "get_weather", "arguments": "{\\"city\\": \\"P\\"}"}\n</tool_calls>',
+    f"<think>plan</think><tool_calls>\n{_M1}\n</tool_calls>",
+    "Write <tool_calls> in prose.",
+    '<tool_calls>\n{"name": "nope", "arguments": {}}\n</tool_calls>',
+]
+
 NEAR["hermes"].append(
     '<tool_call>\n{"name": "get_weather", "arguments": {"a": 1}}\n</tool_call>\n'
     '{"name": "get_time", "arguments": {}}\n</tool_call>'

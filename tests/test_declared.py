@@ -130,7 +130,25 @@ _ATTRIBUTES = (
     " refusing; the hand-written reader gave the call back as text"
 )
 
+_UNCLOSED_CODE = (
+    "the same calls read, the repair named as the engine names it for every syntax"
+    " (recovered-unclosed-tag), where the hand-written reader had a code of its own"
+    " (recovered-block-unclosed)"
+)
+_ITEM_STRICT = (
+    "strict reading: the engine refuses to leave a bad item out of a block (a tolerance, for"
+    " every list); the hand-written reader read on past it strict or not"
+)
+
 KNOWN: dict[str, dict[str, str]] = {
+    "minimax-m1": {
+        "vllm:minimax_m1:tool_call_incomplete_tag": _UNCLOSED_CODE,
+        "vllm:minimax_m1:invalid_json": _ITEM_STRICT,
+        "vllm:minimax_m1:missing_name_or_arguments": _ITEM_STRICT,
+        "near:2": _UNCLOSED_CODE,
+        "near:4": _ITEM_STRICT,
+        "near:10": _TWICE,
+    },
     "minicpm5": {"near:8": _NAME_AT_SPACE, "near:11": _ATTRIBUTES},
     "deepseek-r1": {
         **dict.fromkeys(_R1_FENCED, _ARGS_LEAD),
@@ -236,6 +254,7 @@ LISTED = {
     # the hand-written family listed none: its tags are no special tokens in MiniCPM5's
     # vocabulary, and keeping a text that is no token changes nothing
     "minicpm5": (('<function name="',), ("</function>", "</param>")),
+    "minimax-m1": (("<tool_calls>",), ("</tool_calls>",)),
     "deepseek-r1": (
         ("<｜tool▁calls▁begin｜>",),
         ("<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>"),

@@ -215,6 +215,14 @@ BAD_ITEM = [
         '{"name": "get_weather", "arguments": {"a": [1, "x]",]}}',
     ),
     ("learned:semi-list", _LEARNED_LIST + "; 15:30]\n<<CALLS", [], "15:30"),
+    # one call a line, nothing between: the bad line's object ends the item
+    (
+        "minimax-m1",
+        f'<tool_calls>\n{_W}\n{{"name": "get_weather", "arguments": {{"at": 15:30}}}}\n{_T}\n'
+        "</tool_calls>",
+        ["Paris", "Rome"],
+        '{"name": "get_weather", "arguments": {"at": 15:30}}',
+    ),
     # nested past the reader's depth: the object breaks mid-way, read on to its end
     ("granite", f"<|tool_call|>[{_DEEP}, {_T}]", ["Rome"], _DEEP),
 ]

@@ -29,6 +29,7 @@ __all__ = [
     "LONGCAT",
     "MINICPM5",
     "MINIMAX",
+    "MINIMAX_M1",
     "NEMOTRON_V2",
     "OLMO3",
     "SEED_OSS",
@@ -354,6 +355,15 @@ OLMO3 = Syntax(
     end_tokens=("<|im_end|>", "<|endoftext|>"),
 )
 
+#: MiniMax M1: ``<tool_calls>\n{"name": NAME, "arguments": {...}}\n{...}\n</tool_calls>``, one
+#: JSON call a line and nothing between them. (Apriel opens its calls with the same tag but
+#: writes one JSON list there: neither reads the other's.)
+MINIMAX_M1 = Syntax(
+    name="minimax-m1",
+    label="MiniMax M1 <tool_calls> JSON lines </tool_calls> (MiniMax M1)",
+    shape=DerivedShape(kind="json", opening=("<tool_calls>",), trail=("</tool_calls>",)),
+)
+
 #: Every declared family, by name.
 DECLARED: dict[str, Syntax] = {
     s.name: s
@@ -376,5 +386,6 @@ DECLARED: dict[str, Syntax] = {
         STEP3,
         FUNCTION_GEMMA,
         OLMO3,
+        MINIMAX_M1,
     )
 }

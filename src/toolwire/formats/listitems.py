@@ -1,11 +1,12 @@
 """The rest of a list item that is not a call, found so that the list's other calls are read.
 
 A list of calls (``[{…}, {…}]`` after a marker: Granite, Nemotron, Firefunction, and the lists
-learned from templates) may hold one item a model got wrong: a bare value (``15:30``), an
-object that is not valid JSON (``{"time": 15:30}``), an object that is no call. Peers read
-the other calls; so does the engine, unless strict: the item is left out, its text given
-back as text with a ``call-not-read`` notice. To go on, the reader must find where the item
-ends: at the first ``,`` or the list's closing word at the item's own level, outside strings.
+learned from templates; or one call a line, MiniMax M1's) may hold one item a model got
+wrong: a bare value (``15:30``), an object that is not valid JSON (``{"time": 15:30}``), an
+object that is no call. Peers read the other calls; so does the engine, unless strict: the
+item is left out, its text given back as text with a ``call-not-read`` notice. To go on, the
+reader must find where the item ends: at the first ``,`` or the list's closing word at the
+item's own level, outside strings (one call a line: where the item's object closes).
 :class:`ItemEnd` finds it, fed the text as it streams, each character looked at once.
 """
 
@@ -22,11 +23,16 @@ class ItemEnd:
     """Finds the end of a list item from where its reading broke: ``depth`` objects and
     lists were open there (the item's own included), inside a string or not."""
 
-    __slots__ = ("_depth", "_end", "_escape", "_in_string", "_special", "parts")
+    __slots__ = ("_depth", "_end", "_escape", "_in_string", "_lines", "_special", "parts")
 
-    def __init__(self, closer: str, depth: int = 0, in_string: bool = False) -> None:
+    def __init__(
+        self, closer: str, depth: int = 0, in_string: bool = False, *, lines: bool = False
+    ) -> None:
         self._depth = depth
         self._in_string = in_string
+        #: Nothing is written between two items (one a line, MiniMax M1's): an item ends
+        #: where the object or list it opened closes.
+        self._lines = lines
         self._escape = False
         #: The first character of the list's closing word: it ends the item at its level.
         self._end = closer[:1] or "]"
@@ -39,6 +45,8 @@ class ItemEnd:
         consumed), or ``len(s)`` when more is needed."""
         n = len(s)
         start = i
+        if self._lines and self._depth == 0 and not self._in_string:
+            return i  # the item is whole already
         while i < n:
             if self._in_string:
                 if self._escape:
@@ -70,6 +78,9 @@ class ItemEnd:
                 return j
             elif c in "}]":
                 self._depth = max(0, self._depth - 1)
+                if self._lines and self._depth == 0:
+                    self.parts.append(s[start : j + 1])
+                    return j + 1
             i = j + 1
         self.parts.append(s[start:i])
         return n

@@ -30,6 +30,7 @@ from .declared import (
     LONGCAT,
     MINICPM5,
     MINIMAX,
+    MINIMAX_M1,
     NEMOTRON_V2,
     OLMO3,
     SEED_OSS,
@@ -48,7 +49,6 @@ from .kimi_k3 import KimiK3
 from .lfm2 import Lfm2
 from .llama3 import Llama3
 from .minicpm3 import MiniCpm3
-from .minimax_m1 import MiniMaxM1
 from .minimax_m3 import MiniMaxM3
 from .mistral import Mistral
 from .pythonic import Pythonic
@@ -97,7 +97,7 @@ _FAMILIES: dict[str, Family] = {
         FunctionaryV32(),
         GigaChat(),
         CommandRPlus(),
-        MiniMaxM1(),
+        MINIMAX_M1.family,
         SolarOpen(),
         GptOss(),
         Glimmer(),

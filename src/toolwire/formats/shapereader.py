@@ -109,7 +109,7 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
         #: The family's end-of-turn token came where the next call or the block's end was due.
         self.turn_ended = False
         #: A list of calls (``[…, …]``): an item that is not a call is left out (see _left).
-        self.listed = shape.kind == "json" and bool(shape.trail) and bool(shape.next_call)
+        self.listed = shape.kind == "json" and bool(shape.trail)
         self.item_end: ItemEnd | None = None
         self.item_problem = ""
         #: The items left out, and why: given back as text once the block is read.
@@ -210,6 +210,7 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
                     self.shape.trail[0],
                     scanner.depth if broke else 0,
                     scanner.in_string if broke else False,
+                    lines=not self.shape.next_call,
                 )
                 item.parts.append(scanner.text() + (s[start:i] if broke else ""))
                 return self._left_item(item, i)
@@ -320,7 +321,8 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
                 after = self.opened_by.replace(NUMBER, "0")
                 self.fail(i, f"no JSON object after {after}")
                 if self.listed and not self.stream.strict:
-                    return self._left_item(ItemEnd(self.shape.trail[0]), i)
+                    lines = not self.shape.next_call
+                    return self._left_item(ItemEnd(self.shape.trail[0], lines=lines), i)
                 return i, False
             shape = CallShape(
                 name_key=self.shape.name_key,
@@ -456,8 +458,9 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
         if status == DONE:  # the turn ended here, if nothing follows: the reply's end decides
             self.turn_ended = True
             return j, True
-        if not shape.next_call and shape.trail and _NAMED.match(s[k]) and s[k] != shape.trail[0][0]:
-            # nothing between two calls (one a line, Olmo 3's): a name starts the next
+        follows = s[k] == "{" if shape.kind == "json" else bool(_NAMED.match(s[k]))
+        if not shape.next_call and shape.trail and follows and s[k] != shape.trail[0][0]:
+            # nothing between two calls (one a line: Olmo 3's, MiniMax M1's): the next begins
             self.state = _CALL
             return k, True
         if self.listed and s[k] == "{" and not self.stream.strict:
@@ -567,7 +570,8 @@ class DerivedStream(MarkerStream):
                 f"an item of the list of calls is not a call ({problem}); it stays text, the "
                 "list's other calls are read",
             )
-            self._text(text)
+            # one a line where nothing is written between two calls (each on its line)
+            self._text(text if body.shape.next_call else text + "\n")
         if isinstance(body, _DerivedBody) and body.status == DONE and body.then_unopened:
             self._opening = self._after_call  # type: ignore[misc]
 
