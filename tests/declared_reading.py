@@ -324,6 +324,25 @@ NEAR["minimax-m1"] = [
     '<tool_calls>\n{"name": "nope", "arguments": {}}\n</tool_calls>',
 ]
 
+_G4 = '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:3}<tool_call|>'
+NEAR["gemma4"] = [
+    _G4,
+    "Sure. " + _G4 + "<|tool_call>call:get_time{}<tool_call|> done",
+    _G4[: -len("<tool_call|>")],  # unclosed
+    _G4 + "<|tool_response>",
+    '<|tool_call>call:get_weather{city:<|"|>Par',
+    '<|tool_call>call:get_weather{city:"Paris"}<tool_call|>',
+    "<|tool_call>call:get_weather[1]<tool_call|>",
+    "<|tool_call>get_weather{}<tool_call|>",
+    "<|tool_call>call:get weather{}<tool_call|>",
+    "<|tool_call>call:get_weather{a:1,a:2}<tool_call|>",
+    "<|channel>thought\nplan<channel|>" + _G4,
+    "<|channel>thought\nI could " + _G4 + " here<channel|>Done.",
+    "Write <|tool_call> in prose.",
+    _G4 + " and prose",
+    '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|><tool_call|>',
+]
+
 NEAR["hermes"].append(
     '<tool_call>\n{"name": "get_weather", "arguments": {"a": 1}}\n</tool_call>\n'
     '{"name": "get_time", "arguments": {}}\n</tool_call>'

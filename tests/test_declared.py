@@ -141,6 +141,7 @@ _ITEM_STRICT = (
 )
 
 KNOWN: dict[str, dict[str, str]] = {
+    "gemma4": {"near:2": _UNCLOSED, "near:3": _END_TOKEN, "near:8": _NAME_AT_SPACE},
     "minimax-m1": {
         "vllm:minimax_m1:tool_call_incomplete_tag": _UNCLOSED_CODE,
         "vllm:minimax_m1:invalid_json": _ITEM_STRICT,
@@ -255,6 +256,7 @@ LISTED = {
     # vocabulary, and keeping a text that is no token changes nothing
     "minicpm5": (('<function name="',), ("</function>", "</param>")),
     "minimax-m1": (("<tool_calls>",), ("</tool_calls>",)),
+    "gemma4": (("<|tool_call>",), ("<tool_call|>", '<|"|>')),
     "deepseek-r1": (
         ("<｜tool▁calls▁begin｜>",),
         ("<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>"),

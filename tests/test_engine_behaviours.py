@@ -77,6 +77,7 @@ UNCLOSED = [
         "</parameter>\n</invoke>\n",
         ["Paris"],
     ),
+    ("gemma4", '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}', ["Paris"]),
     (  # the call's closing word cut short
         "deepseek-r1",
         "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"

@@ -181,8 +181,9 @@ MY_NEAR_MISSES: dict[str, list[str]] = {
         # text after <|python_end|> is read under a notice: tests/test_families_round3b.py
         "<|python_start|>[get_weather(city='Paris')]<|python_e",
     ],
+    # (a call the reply ended in after its mapping closed is read by the engine for every
+    # declared syntax: tests/test_engine_behaviours.py)
     "gemma4": [
-        f"{C}get_weather{{city:{Q}Paris{Q}}}",
         f"{C}get_weather{{city:{Q}Par",
         f"{C}get_weather{{city:Paris}}{CE}",
         f"{C}get_weather{{city:{Q}Paris{Q},city:{Q}Lyon{Q}}}{CE}",

@@ -10,6 +10,7 @@ keeps the hand-written reader, and the declaration is read by the tests only.
 from __future__ import annotations
 
 from .derived import DerivedShape
+from .gemma_channel import GemmaChannel
 from .reasoning import THINK, ReasoningTags
 from .syntax import Syntax
 
@@ -22,6 +23,7 @@ __all__ = [
     "DEEPSEEK_V31",
     "FIREFUNCTION",
     "FUNCTION_GEMMA",
+    "GEMMA4",
     "GLM",
     "GRANITE",
     "HERMES",
@@ -364,6 +366,25 @@ MINIMAX_M1 = Syntax(
     shape=DerivedShape(kind="json", opening=("<tool_calls>",), trail=("</tool_calls>",)),
 )
 
+#: Gemma 4: ``<|tool_call>call:NAME{key:<|"|>text<|"|>,n:3}<tool_call|>``, a block a call, in
+#: Gemma's literal syntax (bare keys, strings between ``<|"|>`` verbatim, numbers, ``true``,
+#: lists and mappings). Thinking is Gemma's channel (:mod:`.gemma_channel`). A turn that
+#: calls tools ends with ``<|tool_response>`` (the engine's cue to run them), one without with
+#: ``<turn|>``: end tokens, not text.
+GEMMA4 = Syntax(
+    name="gemma4",
+    label='Gemma 4 <|tool_call>call:NAME{key:<|"|>…<|"|>}<tool_call|> (Gemma 4)',
+    shape=DerivedShape(
+        kind="name-literal",
+        opening=("<|tool_call>", "call:"),
+        post=("<tool_call|>",),
+        next_call=("<|tool_call>", "call:"),
+        literal="gemma",
+    ),
+    end_tokens=("<|tool_response>", "<turn|>"),
+    stream_layer=GemmaChannel,
+)
+
 #: Every declared family, by name.
 DECLARED: dict[str, Syntax] = {
     s.name: s
@@ -387,5 +408,6 @@ DECLARED: dict[str, Syntax] = {
         FUNCTION_GEMMA,
         OLMO3,
         MINIMAX_M1,
+        GEMMA4,
     )
 }

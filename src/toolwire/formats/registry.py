@@ -23,6 +23,7 @@ from .declared import (
     DEEPSEEK_V31,
     FIREFUNCTION,
     FUNCTION_GEMMA,
+    GEMMA4,
     GLM,
     GRANITE,
     HERMES,
@@ -38,7 +39,6 @@ from .declared import (
 )
 from .deepseek_dsml import DeepSeekDsml, GigaChatGcml
 from .functionary import FunctionaryV31, FunctionaryV32
-from .gemma4 import Gemma4
 from .gigachat import GigaChat
 from .glimmer import Glimmer
 from .harmony import GptOss
@@ -91,7 +91,7 @@ _FAMILIES: dict[str, Family] = {
         MiniMaxM3(),
         Lfm2(),
         MiniCpm3(),
-        Gemma4(),
+        GEMMA4.family,
         Pythonic(),
         FunctionaryV31(),
         FunctionaryV32(),

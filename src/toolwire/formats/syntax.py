@@ -33,6 +33,7 @@ from typing import Any
 from ..templates.shaping import CallIds
 from .base import Family
 from .derived import NUMBER, DerivedShape, DerivedStream
+from .markerstream import MarkerStream
 from .pyliteral import DIALECTS
 from .reasoning import ReasoningTags
 
@@ -40,7 +41,11 @@ __all__ = ["Syntax", "special_words"]
 
 #: A word that reads as a special token: ``<|…|>``, ``<｜…｜>``, ``[…]`` in capitals, or a
 #: closing tag ``</…>`` (models are trained to write these as one token each).
-_SPECIAL = re.compile(r"<\|[^<>]*\|>|<｜[^<>]*｜>|\[[A-Z_]+\]|</?[A-Za-z_][\w:-]*>")
+_SPECIAL = re.compile(
+    r"<\|[^<>]*\|>|<｜[^<>]*｜>|\[[A-Z_]+\]|</?[A-Za-z_][\w:-]*>"
+    # Gemma's half-barred tokens: <|tool_call>, <tool_call|>
+    r"|<\|[A-Za-z_][\w:-]*>|<[A-Za-z_][\w:-]*\|>"
+)
 
 
 def special_words(words: tuple[str, ...]) -> tuple[str, ...]:
@@ -64,6 +69,10 @@ class Syntax:
     call_ids: CallIds = "keep"
     #: Texts that mark a prompt stating this format in words (see ``Family.prompt_markers``).
     prompt_markers: tuple[str, ...] = ()
+    #: A stream layer before the engine's stream, for what is no call syntax but the
+    #: family's own (Gemma's thinking channel, :mod:`.gemma_channel`): it drops the
+    #: family's tokens from the text.
+    stream_layer: type[MarkerStream] | None = None
 
     @cached_property
     def markers(self) -> tuple[str, ...]:
@@ -78,6 +87,8 @@ class Syntax:
         s = self.shape
         words = (*s.opening, *s.post, *s.next_call, *s.trail, *s.name_end)
         words += (*s.key_open, *s.key_mid, *s.value_end)
+        if s.kind == "name-literal":  # the literal's string delimiter (Gemma's <|"|>)
+            words += (DIALECTS[s.literal].string_delimiter,)
         return tuple(w for w in special_words(words) if w not in self.markers)
 
     def write(self, name: str, arguments: Mapping[str, Any], index: int = 0) -> str:
@@ -139,9 +150,10 @@ class Syntax:
     @cached_property
     def family(self) -> Family:
         """The family this syntax derives: reader, grammar, writer, markers and tokens."""
+        layers = (self.stream_layer,) if self.stream_layer is not None else ()
         stream = type(
             f"{_title(self.name)}Stream",
-            (DerivedStream,),
+            (*layers, DerivedStream),
             # the end tokens at the reply's very end: where the turn stopped, not text
             {"marker": self.shape.marker, "shape": self.shape, "turn_ends": self.end_tokens},
         )
@@ -165,6 +177,7 @@ class Syntax:
                 "kept_tokens": self.kept_tokens,
                 "prompt_markers": self.prompt_markers,
                 "samples": (sample,),
+                "drops_tokens": self.stream_layer is not None,
             },
         )
         return made()
