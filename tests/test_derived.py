@@ -383,3 +383,36 @@ def test_detect_json_shows_the_shape(capsys: pytest.CaptureFixture[str], tmp_pat
     assert first == "derived" and data["via"] == "derived"
     assert data["shape"]["kind"] == "name-json" and data["shape"]["opening"] == ["<<call"]
     assert data["shape"]["post"] == ["<<end>>"] and DERIVE_TOOLS[1]["function"]["name"]
+
+
+#: A template that writes each call as the whole OpenAI call object, its id included.
+WHOLE_CALL_OBJECTS = (
+    "{%- for m in messages %}{%- if m.tool_calls %}<|assistant|><calls>{{ m.tool_calls | tojson }}"
+    "</calls><|end|>\n{% elif m.role == 'tool' %}<|tool|>{{ m.content }}<|end|>\n"
+    "{% else %}<|{{ m.role }}|>{{ m.content }}<|end|>\n{% endif %}{%- endfor %}"
+    "{%- if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+def test_a_call_id_the_template_writes_is_learned_as_any_id() -> None:
+    """The id in the framing is the model's own, not the probe's: learned as a slot any id
+    fills (kept as the call's id), never as the probe's literal text, which a real model's
+    reply would not hold (a claim proved only with the probe's own ids)."""
+    found = detect_format(ChatTemplate(WHOLE_CALL_OBJECTS, eos_token="<|end|>"), families=())
+    assert found.format == "derived" and found.shape is not None
+    assert "ID" in found.shape.describe() and "a1b2c3d4e" not in found.shape.describe()
+    family = found.shape.family
+    reply = (
+        '<calls>[{"id": "call_XyZ123", "type": "function", "function": {"name": "get_weather",'
+        ' "arguments": {"city": "Rome"}}}, {"id": "call_2", "type": "function", "function":'
+        ' {"name": "get_weather", "arguments": {"city": "Oslo"}}}]</calls>'
+    )
+    result = family.parse(reply, PLAIN_TOOLS)
+    assert [(c.id, c.arguments["city"]) for c in result.calls] == [
+        ("call_XyZ123", "Rome"),
+        ("call_2", "Oslo"),
+    ]
+    assert result.content == "" and not result.notices
+    # an id no id holds breaks the call: it stays text
+    broken = reply.replace("call_XyZ123", "call XyZ")
+    assert family.parse(broken, PLAIN_TOOLS).calls == []

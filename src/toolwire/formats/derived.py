@@ -33,9 +33,9 @@ from . import grammar as g
 from .base import Family
 from .grammar_literals import Gemma, Pythonic
 from .pyliteral import DIALECTS
-from .shapereader import MAX_WORD, NUMBER, DerivedStream, Words
+from .shapereader import CALL_ID, MAX_WORD, NUMBER, DerivedStream, Words
 
-__all__ = ["MAX_WORD", "NUMBER", "DerivedShape", "DerivedStream"]
+__all__ = ["CALL_ID", "MAX_WORD", "NUMBER", "DerivedShape", "DerivedStream"]
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ class DerivedShape:
             payload = "NAME" + " ".join(self.name_end) + arg + " ".join(self.value_end) + "..."
         one = " ".join(self.opening) + payload + " ".join(self.post)
         more = " ".join(self.next_call) + "..." + " ".join(self.post) + " ".join(self.trail)
-        return f"{one} {more}".strip().replace(NUMBER, "0")
+        return f"{one} {more}".strip().replace(NUMBER, "0").replace(CALL_ID, "ID")
 
     @cached_property
     def grammar(self) -> g.Form:
@@ -194,5 +194,6 @@ class DerivedShape:
 
 def _words(words: Words) -> str:
     """Learned words as GBNF: white space between them, the call's number as digits."""
-    parts = ["[0-9]{1,4}" if w == NUMBER else g.lit(w) for w in words if w]
+    slots = {NUMBER: "[0-9]{1,4}", CALL_ID: "[A-Za-z0-9_-]{1,40}"}
+    parts = [slots.get(w) or g.lit(w) for w in words if w]
     return " space ".join(parts) or '""'

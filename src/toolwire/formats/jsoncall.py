@@ -88,7 +88,12 @@ class JsonCall:
     """One JSON call object in progress inside ``stream``."""
 
     def __init__(
-        self, stream: ReplyStream, shape: CallShape, *, announce_at_end: bool = False
+        self,
+        stream: ReplyStream,
+        shape: CallShape,
+        *,
+        announce_at_end: bool = False,
+        call_id: str = "",
     ) -> None:
         self.stream = stream
         self.shape = shape
@@ -123,7 +128,7 @@ class JsonCall:
         self.id = ""
         self.name = ""
         self.rejected = ""  # set when the name alone already rules the call out
-        self._early_id = ""  # the model's id, written before the name
+        self._early_id = call_id  # the model's id, written before the name
         self._name_seen = False
         #: The arguments are a string (their first character is a quote): held to the end.
         self._args_string: bool | None = None

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..messages import ToolCall
-from .derived import MAX_WORD, NUMBER, DerivedShape
+from .derived import CALL_ID, MAX_WORD, NUMBER, DerivedShape
 from .markerstream import WS
 from .reasoning import known_tags
 
@@ -39,12 +39,14 @@ def _words(text: str) -> Words:
     out: list[str] = []
     for word in text.split():
         for piece in _TAG_JOIN.split(word):
-            parts = piece.split(NUMBER)
-            for n, part in enumerate(parts):
-                if n:
-                    out.append(NUMBER)
-                if part:
-                    out.append(part)
+            for k, chunk in enumerate(piece.split(CALL_ID)):
+                if k:
+                    out.append(CALL_ID)
+                for n, part in enumerate(chunk.split(NUMBER)):
+                    if n:
+                        out.append(NUMBER)
+                    if part:
+                        out.append(part)
     return tuple(out)
 
 
@@ -223,7 +225,8 @@ def learn_shape(one: str, two: str, calls: tuple[ToolCall, ToolCall]) -> Derived
         p1 = _count_calls(p1, p3)
         if p1 is None:
             continue
-        shape = _shape(one[: p1.start], one[p1.end :], two[p2.end : p3.start], p1)
+        ids = tuple(c.id for c in calls if len(c.id) >= 6)  # long enough to be no accident
+        shape = _shape(one[: p1.start], one[p1.end :], two[p2.end : p3.start], p1, ids)
         if shape is not None and two.startswith(one[: p1.start]):
             return shape
     return None
@@ -249,7 +252,13 @@ def _count_calls(first: _Payload, second: _Payload) -> _Payload | None:
     return _Payload(first.start, first.end, first.kind, tuple(fields))
 
 
-def _shape(before: str, after: str, mid: str, payload: _Payload) -> DerivedShape | None:
+def _shape(
+    before: str, after: str, mid: str, payload: _Payload, ids: tuple[str, ...] = ()
+) -> DerivedShape | None:
+    # a call's id written in the framing (the whole call object rendered) is any id, not
+    # the probe's: the slot the model's own id fills
+    for call_id in ids:
+        before, after, mid = (t.replace(call_id, CALL_ID) for t in (before, after, mid))
     post = _common_prefix(after, mid)
     if post not in (after, mid):  # end at a tag's end, not inside the next tag
         while post and post[-1] not in WS and post[-1] not in ">])}":

@@ -60,7 +60,7 @@ from .textargs import HELD, NameReader, TextArgs, TextBody
 if TYPE_CHECKING:
     from .derived import DerivedShape
 
-__all__ = ["MAX_WORD", "NUMBER", "DerivedStream", "Words"]
+__all__ = ["CALL_ID", "MAX_WORD", "NUMBER", "DerivedStream", "Words"]
 
 Words = tuple[str, ...]
 
@@ -68,6 +68,13 @@ Words = tuple[str, ...]
 MAX_WORD = MAX_HELD - 16
 #: The word standing for a number that counts the calls (Kimi's ``functions.NAME:0``).
 NUMBER = "\x00#"
+#: The word standing for a call's id written in the framing (a template that writes the whole
+#: call object, ``{"id": "call_1", "type": "function", "function": {...}}``): the model's
+#: id, kept as the call's.
+CALL_ID = "\x00id"
+#: What an id written in the framing may hold, and its longest.
+_ID_CHARS = re.compile(r"[A-Za-z0-9_.:-]*")
+_MAX_ID = 64
 
 #: The object that opens a call whose opening words were left out, right after a closed call.
 _UNOPENED = "{"
@@ -106,6 +113,8 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
         #: The repairs used, told once the block is read (a block given back tells none).
         self.told: list[tuple[NoticeCode, str]] = []
         self.escaped_newline = False  # told once a call
+        #: The id the model wrote in the framing for the call coming (see CALL_ID).
+        self.model_id = ""
         #: The family's end-of-turn token came where the next call or the block's end was due.
         self.turn_ended = False
         #: A list of calls (``[…, …]``): an item that is not a call is left out (see _left).
@@ -166,6 +175,8 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
                 return self._then(i)
             if self.todo[0] == NUMBER:
                 return self._number(s, i)
+            if self.todo[0] == CALL_ID:
+                return self._call_id(s, i)
             word = self.todo[0]
             if self.attributes is not None or (s[i] == '"' and closes_attribute(word)):
                 step = self._attributes(s, i)
@@ -280,6 +291,21 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
         self.todo.pop(0)
         return self._then(j) if not self.todo else (j, True)
 
+    def _call_id(self, s: str, i: int) -> tuple[int, bool]:
+        """A call's id written in the framing: one or more id characters, bounded; kept as
+        the id the call is announced with."""
+        m = _ID_CHARS.match(s, i, min(len(s), i + _MAX_ID + 1 - len(self.model_id)))
+        j = m.end() if m else i
+        self.model_id += s[i:j]
+        if len(self.model_id) > _MAX_ID:
+            return self.fail(j, "a call id too long"), False
+        if j == len(s):
+            return j, False
+        if not self.model_id:
+            return self.fail(j, "expected a call id"), False
+        self.todo.pop(0)
+        return self._then(j) if not self.todo else (j, True)
+
     def _left_item(self, item: ItemEnd, i: int) -> tuple[int, bool]:
         """Unless strict, an item of a list that is not a call (the body failed on it) is
         left out: its call, if announced, withdrawn; the rest of it read up to the next
@@ -336,7 +362,8 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
                 # twice are read (a named repair; strict refuses it)
                 args_in_string=True,
             )
-            self.json_call = JsonCall(self.stream, shape)
+            self.json_call = JsonCall(self.stream, shape, call_id=self.model_id)
+            self.model_id = ""
             self.state = _JSON
         else:
             self.names = Name(self.name_stops, "tool name")
@@ -350,11 +377,13 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
             return i, False
         self.escaped_newline = False
         if self.shape.kind == "tags":
-            self.call = TextArgs.start(self, name)
+            self.call = TextArgs.start(self, name, self.model_id or None)
+            self.model_id = ""
             self.words(self.shape.name_end, _BETWEEN)
         else:
             self.call_name = name
-            self.index, self.id = self.announce(name)
+            self.index, self.id = self.announce(name, self.model_id or None)
+            self.model_id = ""
             if self.shape.kind == "name-python":
                 self.py_start()
             elif self.shape.kind == "name-literal":

@@ -32,7 +32,7 @@ from typing import Any
 
 from ..templates.shaping import CallIds
 from .base import Family
-from .derived import NUMBER, DerivedShape, DerivedStream
+from .derived import CALL_ID, NUMBER, DerivedShape, DerivedStream
 from .markerstream import MarkerStream
 from .pyliteral import DIALECTS
 from .reasoning import ReasoningTags
@@ -105,8 +105,9 @@ class Syntax:
             lead = s.opening if index == first else s.next_call
             # a JSON object on a line of its own; a name right after the words before it
             line = "\n" if s.kind == "json" or not (s.next_call or s.post) else ""
-            out += _joined(lead) + line + self._payload(name, arguments, index)
-            out += (line + _joined(s.post)) if s.post else ""
+            call = _joined(lead) + line + self._payload(name, arguments, index)
+            call += (line + _joined(s.post)) if s.post else ""
+            out += call.replace(CALL_ID, f"call_{index}")
         return (out + ("\n" + _joined(s.trail) if s.trail else "")).replace(NUMBER, str(first))
 
     def _payload(self, name: str, arguments: Mapping[str, Any], index: int) -> str:

@@ -162,19 +162,20 @@ class NameReader:
 class TextArgs:
     """The arguments of one call in progress: announced, streamed, then finished."""
 
-    def __init__(self, stream: ReplyStream, name: str) -> None:
+    def __init__(self, stream: ReplyStream, name: str, call_id: str | None = None) -> None:
         self.stream = stream
         self.name = name
-        self.index, self.id = stream._new_call(name)
+        self.index, self.id = stream._new_call(name, call_id)
         self.args: dict[str, str] = {}
         self._text: list[str] = []
         self._key = ""
         self._value: list[str] = []
 
     @classmethod
-    def start(cls, body: Body, name: str) -> TextArgs:
-        """Announce the call ``name`` for ``body``, which aborts it should the body fail."""
-        call = cls(body.stream, name)
+    def start(cls, body: Body, name: str, call_id: str | None = None) -> TextArgs:
+        """Announce the call ``name`` for ``body``, which aborts it should the body fail
+        (with the model's own ``call_id``, when it wrote one)."""
+        call = cls(body.stream, name, call_id)
         body.started.append((call.index, call.id))
         return call
 
