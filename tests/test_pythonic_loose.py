@@ -50,6 +50,12 @@ LOOSE = [
     # a comma left out between two arguments
     ('[get_weather(city="Paris"days=3)]', [("get_weather", {"city": "Paris", "days": 3})]),
     ("[get_weather(city='Paris' days=3)]", [("get_weather", {"city": "Paris", "days": 3})]),
+    # after a number: the number does not swallow the next argument (days: "3urgent=True")
+    (
+        "[get_weather(days=3urgent=True, city='Paris')]",
+        [("get_weather", {"days": 3, "urgent": True, "city": "Paris"})],
+    ),
+    ("[get_weather(days=3.5loud=False)]", [("get_weather", {"days": 3.5, "loud": False})]),
     # no brackets: the whole reply is the calls (tools known)
     (
         'get_weather(city="Paris"), get_weather(city=Lyon, days=2)',

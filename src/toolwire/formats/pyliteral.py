@@ -328,6 +328,17 @@ class LiteralReader:
         self._parts = []
         if state == _BARE_KEY:
             return self._key(token, j)
+        if self._loosely() and state == _NUMBER_TOKEN and _NUMBER.match(token):
+            # a number run into the next argument, its comma left out (``days=3urgent=1``)
+            limit = min(len(s), j + LOOK_AHEAD)
+            names = self._names_argument(s, j, limit, None if limit == len(s) else False)
+            if names is None and not self.final:  # wait: is it the next argument?
+                self._parts = [token[: len(token) - (j - i)]] if len(token) > j - i else []
+                self._size -= j - i
+                return -1
+            if names:
+                self._loosen("a comma left out")
+                return self._number(token, i, j)
         if (
             self._loosely()
             and s[j] not in "'\""  # a string's prefix (``r'a'``) is no text
@@ -344,6 +355,10 @@ class LiteralReader:
             value = self.dialect.words[token]
             self._complete(value, json.dumps(value))
             return j
+        return self._number(token, i, j)
+
+    def _number(self, token: str, i: int, j: int) -> int:
+        """The number ``token`` read, up to ``s[j]``."""
         if not _NUMBER.match(token):
             return self._fail(i, f"{token!r} is not a number")
         number: int | float

@@ -94,6 +94,13 @@ class PySteps(Body):
         else:  # _AFTER
             if c == ")":
                 return self._py_end(i, then)
+            if c != "," and not self.stream.strict and (c.isalpha() or c == "_"):
+                # the next argument, its comma left out (``city="Paris"days=3``)
+                if "a comma left out" not in self.py_loose:
+                    self.py_loose.append("a comma left out")
+                self.py_keys = NameReader("=,)" + WS, "argument name")
+                self.py_state = _KEY
+                return i, True
             if c != ",":
                 return self.fail(i, "expected , or ) after an argument"), False
             self.py_keys = NameReader("=,)" + WS, "argument name")
