@@ -594,3 +594,40 @@ def test_normalize_tools_shapes() -> None:
 def test_normalize_tools_refuses_tools_without_a_name(tool: Any) -> None:
     with pytest.raises(ValueError, match="tool 0"):
         normalize_tools([tool])
+
+
+def test_kimi_s_templates_get_ids_that_name_their_call() -> None:
+    """Kimi's templates write a call as ``functions.NAME:N`` and a result by its
+    ``tool_call_id``: a client's own id (``call_abc``) is written as the id the call got, so
+    the result still names its call (moonshotai's Kimi K2 template wrote ``Return of
+    call_abc`` after ``functions.get_weather:0``)."""
+    from toolwire import get_family
+
+    assert get_family("kimi-k2").call_ids == "functions"
+    tpl = load_template(FIXTURES / "moonshotai-Kimi-K2.jinja")
+    messages = [
+        {"role": "user", "content": "weather?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "call_abc",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                },
+                {
+                    "id": "functions.get_time:1",
+                    "type": "function",
+                    "function": {"name": "get_time", "arguments": "{}"},
+                },
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_abc", "content": "sunny"},
+        {"role": "tool", "tool_call_id": "functions.get_time:1", "content": "noon"},
+    ]
+    text = tpl.render(messages, call_ids="functions")
+    assert "Return of functions.get_weather:0" in text
+    assert "Return of functions.get_time:1" in text  # an id already so is kept
+    assert "call_abc" not in text
+    assert "Return of call_abc" in tpl.render(messages, call_ids="keep")

@@ -37,7 +37,7 @@ def add_render(r: argparse.ArgumentParser) -> None:
     think.add_argument("--disable-thinking", dest="enable_thinking", action="store_false")
     r.add_argument(
         "--call-ids",
-        choices=("keep", "alnum9"),
+        choices=("keep", "alnum9", "functions"),
         help="how call ids reach the template (default: what the format needs)",
     )
     r.set_defaults(run=_cmd_render)

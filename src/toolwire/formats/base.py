@@ -367,7 +367,8 @@ class Family:
     #: Detection uses them only for a template whose rendered calls no family reads (one that
     #: renders no calls at all): never from template source, only from rendered prompts.
     prompt_markers: ClassVar[tuple[str, ...]] = ()
-    #: How call ids must look in a prompt for this family's templates ("keep" or "alnum9").
+    #: How call ids must look in a prompt for this family's templates ("keep", "alnum9" or
+    #: "functions", see :func:`~toolwire.templates.shaping.shape_messages`).
     call_ids: ClassVar[CallIds] = "keep"
     #: True when the family's templates render one call per assistant message: a turn of
     #: several calls is rendered as one message per call, each followed by its result.

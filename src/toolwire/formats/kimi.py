@@ -366,6 +366,8 @@ class KimiK2(Family):
     name = "kimi-k2"
     label = "Kimi K2 <|tool_calls_section_begin|> functions.NAME:N + JSON (Kimi K2)"
     reasoning = THINK
+    # its templates read a call's name from its id (a tool result's name too)
+    call_ids = "functions"
     kept_tokens = (
         "<|tool_call_argument_begin|>",
         "<|tool_call_end|>",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import re
 import string
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -24,7 +25,9 @@ __all__ = ["Arguments", "CallIds", "alnum9", "normalize_tools", "shape_messages"
 
 #: How :func:`shape_messages` treats tool-call ids: ``"keep"`` leaves them as given;
 #: ``"alnum9"`` maps each to nine ASCII letters and digits (Mistral's templates demand it).
-CallIds = Literal["keep", "alnum9"]
+CallIds = Literal["keep", "alnum9", "functions"]
+#: An id as Kimi's templates write and read it: ``functions.NAME:N``.
+_FUNCTIONS_ID = re.compile(r"functions\.[^\s:]+:\d+\Z")
 
 _ALNUM = string.ascii_letters + string.digits
 _EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
@@ -100,7 +103,10 @@ def shape_messages(
       across the conversation.
     * A tool result without ``tool_call_id`` answers the oldest unanswered call; one without
       ``name`` gets the name of the call it answers (Kimi's and Gemma's templates print it).
-    * ``call_ids="alnum9"`` maps every call id and ``tool_call_id`` through :func:`alnum9`.
+    * ``call_ids="alnum9"`` maps every call id and ``tool_call_id`` through :func:`alnum9`;
+      ``call_ids="functions"`` writes every id that is not already ``functions.NAME:N`` as
+      that, N counting calls across the conversation (Kimi's templates read a call's name
+      from its id), and the results that answer it with the same id.
     * An assistant's reasoning goes by both names templates read: ``reasoning_content``
       (Qwen3, GLM) and ``thinking`` (gpt-oss) — except ``thinking`` beside calls and content,
       where gpt-oss reads the content as the reasoning and refuses both.
@@ -111,8 +117,9 @@ def shape_messages(
     Raises :class:`~toolwire.errors.UsageError` (a ``ValueError``) for a message that is not a
     mapping, a call without a name, or an unknown ``call_ids``.
     """
-    if call_ids not in ("keep", "alnum9"):
-        raise UsageError(f"call_ids must be 'keep' or 'alnum9', not {call_ids!r}")
+    if call_ids not in ("keep", "alnum9", "functions"):
+        raise UsageError(f"call_ids must be 'keep', 'alnum9' or 'functions', not {call_ids!r}")
+    renamed: dict[str, str] = {}  # call_ids="functions": the client's id, the one written
     shaped: list[dict[str, Any]] = []
     names: dict[str, str] = {}
     unanswered: deque[str] = deque()
@@ -131,6 +138,10 @@ def shape_messages(
             out["tool_calls"] = []
             for call in calls:
                 shaped_call = _shape_call(call, f"message {index}", n_calls, call_ids)
+                if call_ids == "functions" and not _FUNCTIONS_ID.match(shaped_call["id"]):
+                    given = shaped_call["id"]
+                    name = shaped_call["function"]["name"]
+                    shaped_call["id"] = renamed[given] = f"functions.{name}:{n_calls}"
                 n_calls += 1
                 out["tool_calls"].append(shaped_call)
                 names[shaped_call["id"]] = shaped_call["function"]["name"]
@@ -143,6 +154,8 @@ def shape_messages(
                 answered = unanswered[0]
             elif isinstance(answered, str) and call_ids == "alnum9":
                 answered = alnum9(answered)
+            elif isinstance(answered, str) and answered in renamed:
+                answered = renamed[answered]
             if answered is not None:
                 out["tool_call_id"] = answered
                 if answered in unanswered:
