@@ -631,3 +631,32 @@ def test_kimi_s_templates_get_ids_that_name_their_call() -> None:
     assert "Return of functions.get_time:1" in text  # an id already so is kept
     assert "call_abc" not in text
     assert "Return of call_abc" in tpl.render(messages, call_ids="keep")
+
+
+def test_a_template_that_takes_its_tools_on_the_system_message_gets_them_there() -> None:
+    """Phi-4-mini's template reads no ``tools`` variable: it writes a system message's own
+    ``tools`` text. Learned by rendering (once a template), the tools go there, the system
+    message made when the conversation has none; a template that reads ``tools`` is left
+    as it is."""
+    unseen = Path(__file__).parent / "fixtures" / "unseen_templates"
+    tpl = load_template(unseen / "microsoft-Phi-4-mini-instruct-tools-on-system.jinja")
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "The weather",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+            },
+        }
+    ]
+    user = {"role": "user", "content": "hi"}
+    text = tpl.render([user], tools)
+    assert text.startswith('<|system|><|tool|>[{"name": "get_weather"')
+    assert text.endswith("<|/tool|><|end|><|user|>hi<|end|><|assistant|>")
+    kept = tpl.render([{"role": "system", "content": "Be brief."}, user], tools)
+    assert kept.startswith("<|system|>Be brief.<|tool|>[") and "get_weather" in kept
+    assert tpl.render([user]) == "<|user|>hi<|end|><|assistant|>"  # no tools: as it was
+    # a template that reads the tools variable gets them there, its messages untouched
+    reads = ChatTemplate("{{ messages | tojson }}|{{ tools | length }}")
+    assert reads.render([user], tools) == json.dumps([user]) + "|1"

@@ -64,6 +64,24 @@ CONVENTIONAL_VARIABLES: dict[str, Callable[[list[dict[str, Any]]], Any]] = {
 }
 
 
+#: The probe tool's name: no real tool is called so.
+_PROBE_TOOL = "toolwire_probe_tool_9f3"
+
+
+def _tools_on_system(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``messages`` with ``tools`` as JSON text on the system message (one made, empty, when
+    there is none): the function objects, as Phi-4-mini's model card writes them."""
+    text = json.dumps([t.get("function", t) for t in tools], ensure_ascii=False)
+    out = [dict(m) for m in messages]
+    if out and out[0].get("role") == "system":
+        out[0]["tools"] = text
+    else:
+        out.insert(0, {"role": "system", "content": "", "tools": text})
+    return out
+
+
 class ChatTemplate:
     """One chat template with the special tokens it renders with.
 
@@ -109,6 +127,8 @@ class ChatTemplate:
         )
         self._compiled: dict[bool, jinja2.Template] = {}
         self._reads: dict[bool, frozenset[str]] = {}
+        #: Per source: does the template take its tools on the system message?
+        self._on_system: dict[bool, bool] = {}
         self._lock = threading.Lock()
 
     @property
@@ -172,6 +192,8 @@ class ChatTemplate:
         tool_list = normalize_tools(tools) if tools else []
         use_tool_source = bool(tool_list) and self.tool_source is not None
         template = self._template(use_tool_source)
+        if tool_list and self._tools_on_system(use_tool_source):
+            shaped = _tools_on_system(shaped, tool_list)
         conventional = {
             key: make(tool_list)
             for key, make in CONVENTIONAL_VARIABLES.items()
@@ -213,6 +235,48 @@ class ChatTemplate:
             del chunks, context
             raise error
         return "".join(chunks)
+
+    def _tools_on_system(self, tool_use: bool) -> bool:
+        """Whether the template takes its tools as a text on the system message (its
+        ``tools`` field, as Phi-4-mini's does) instead of the ``tools`` variable: it reads no
+        ``tools`` variable, and a system message holding them renders them. Learned once a
+        template, by rendering, never guessed from the source."""
+        known = self._on_system.get(tool_use)
+        if known is not None:
+            return known
+        found = False
+        if "tools" not in self._reads.get(tool_use, frozenset({"tools"})):
+            probe = [{"type": "function", "function": {"name": _PROBE_TOOL, "parameters": {}}}]
+            messages = _tools_on_system([{"role": "user", "content": "?"}], probe)
+            try:
+                text = self._render_plain(messages, tool_use)
+            except ToolwireError:
+                text = ""
+            found = _PROBE_TOOL in text
+        self._on_system[tool_use] = found
+        return found
+
+    def _render_plain(self, messages: list[dict[str, Any]], tool_use: bool) -> str:
+        """A small render for a probe, in a budget of its own."""
+        template = self._template(tool_use)
+        spend = TemplateBudget.for_input(messages)
+        context: dict[str, Any] = {
+            "bos_token": self.bos_token,
+            "eos_token": self.eos_token,
+            **self.variables,
+            "messages": messages,
+            "tools": None,
+            "add_generation_prompt": True,
+            BUDGET_KEY: spend,
+        }
+        try:
+            with spend.running(), _own_context(template, context) as ctx:
+                out = "".join(template.root_render_func(ctx))
+        except Exception as exc:  # untrusted code: every failure is converted
+            error = self._convert(exc, tool_use)
+            _release(exc)
+            raise error from None
+        return out[:MAX_OUTPUT_CHARS]
 
     def _label(self, tool_use: bool) -> str:
         label = self.name or "chat template"
