@@ -278,6 +278,30 @@ def test_an_argument_given_twice_is_no_call(name: str, reply: str) -> None:
     assert assemble(_every_split(family, tools, reply, False)).calls == []
 
 
+@pytest.mark.parametrize(
+    ("name", "reply"),
+    [
+        (
+            "functiongemma",
+            "<start_function_call>call:get_weather{city:<escape>Paris<escape>days:3}"
+            "<end_function_call>",
+        ),
+        ("gemma4", '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>days:3}<tool_call|>'),
+    ],
+)
+def test_a_comma_left_out_between_two_entries_of_a_literal_mapping_is_read(
+    name: str, reply: str
+) -> None:
+    """Bare keys say where an entry starts: the comma is read as there (vLLM's FunctionGemma
+    reader reads entries so), named; strict refuses."""
+    family, tools = _family(name)
+    events = _every_split(family, tools, reply, False)
+    result = assemble(events)
+    assert [c.arguments for c in result.calls] == [{"city": "Paris", "days": 3}]
+    assert any("a comma left out" in n for n in result.notices)
+    assert family.parse(reply, tools, strict=True).calls == []
+
+
 def test_a_list_with_no_call_in_it_is_text() -> None:
     family = get_family("nemotron-v2")
     for reply in ("<TOOLCALL>[15:30]</TOOLCALL>", '<TOOLCALL>[15:30, "x"]</TOOLCALL>'):

@@ -163,8 +163,13 @@ class LiteralReader:
         max_depth: int = MAX_JSON_DEPTH,
         *,
         loose: bool = False,
+        separators: bool = False,
     ) -> None:
         self.dialect = dialect
+        #: A comma left out between two entries of a mapping is read as there (named in
+        #: ``loosened``): a mapping whose keys are bare words (Gemma's) says where each
+        #: entry starts without it.
+        self.separators = separators and dialect.bare_keys
         self._emit = emit
         self._max_depth = max_depth
         self._stack: list[_Frame] = []
@@ -239,6 +244,10 @@ class LiteralReader:
         if c == ",":
             self._state = _KEY if is_map else _ITEM
             return i + 1
+        if is_map and self.separators and (c.isalpha() or c == "_"):
+            self._loosen("a comma left out")  # ``{a:<escape>x<escape>b:1}``
+            self._state = _KEY
+            return i
         if c == ("}" if is_map else "]"):
             return self._close(i)
         return self._fail(i, f"expected , or {'}' if is_map else ']'}")

@@ -387,7 +387,9 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
             if self.shape.kind == "name-python":
                 self.py_start()
             elif self.shape.kind == "name-literal":
-                self.literal = LiteralReader(DIALECTS[self.shape.literal], self._literal_text)
+                dialect = DIALECTS[self.shape.literal]
+                lenient = not self.stream.strict
+                self.literal = LiteralReader(dialect, self._literal_text, separators=lenient)
                 self.arg_text = []
             else:
                 self.scanner = ObjectScanner()
@@ -413,6 +415,9 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
             return self.fail(i, "the arguments are not a mapping"), False
         text = "".join(self.arg_text)
         self.calls.append((self.index, ToolCall(self.id, self.call_name, reader.value, text)))
+        if reader.loosened:
+            what = f"the arguments of {self.call_name[:100]}: {', '.join(reader.loosened)}"
+            self.told.append(("arguments-repaired", what))
         self.literal = None
         self.words(self.shape.post, _NEXT)
         return j, True
