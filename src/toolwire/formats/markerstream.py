@@ -195,6 +195,8 @@ class MarkerStream(ReplyStream):
             cls._opening = Markers((cls.marker,))
         if "turn_end" in cls.__dict__:
             cls.turn_ends = (cls.turn_end,) if cls.turn_end else ()
+        # the characters an end token holds, and white space (which may follow one)
+        cls._end_chars = frozenset("".join(cls.turn_ends) + WS)
 
     #: The family's end-of-turn tokens, for an engine that leaves one in the reply (SGLang's
     #: tests write GigaChat's ``</s>`` so). At the very end of the reply, after nothing but
@@ -203,6 +205,7 @@ class MarkerStream(ReplyStream):
     turn_ends: ClassVar[tuple[str, ...]] = ()
     #: One such token (a family with one sets this; ``turn_ends`` follows it).
     turn_end: ClassVar[str] = ""
+    _end_chars: ClassVar[frozenset[str]] = frozenset()
 
     _body: Body | None = None
     _raw: list[str]
@@ -282,6 +285,10 @@ class MarkerStream(ReplyStream):
             super()._text(text)
             return
         s = self._tail + text
+        if s and s[-1] not in self._end_chars:  # (fast: no end token can end or begin here)
+            self._tail = ""
+            super()._text(s)
+            return
         stripped = s.rstrip(WS)
         whole = next((e for e in ends if stripped.endswith(e)), None)
         if whole is not None and len(s) - len(stripped) <= MAX_HELD:

@@ -1,5 +1,6 @@
 """The steps of a call written as Python, ``NAME(key=value, ...)`` (``name-python`` shapes,
-:mod:`.derived`), for the engine's reader (:mod:`.shapereader`).
+:mod:`.derived`), and of one written as a name then a literal mapping (``name-literal``:
+Gemma's ``{key:<|"|>text<|"|>}``), for the engine's reader (:mod:`.shapereader`).
 
 Keyword arguments only, each value a Python literal read by :mod:`.pyliteral` (never
 evaluated). A positional value fails the call: mapping it to the schema's properties by order
@@ -38,6 +39,8 @@ class PySteps(Body):
     index: int
     id: str
     call_name: str
+    literal: LiteralReader | None
+    arg_text: list[str]
 
     if TYPE_CHECKING:  # the body's own, which these steps call
 
@@ -133,3 +136,29 @@ class PySteps(Body):
             self.told.append(("recovered-python-values", what))
         self.words(self.shape.post, then)
         return i + 1, True
+
+    def literal_text(self, text: str) -> None:
+        self.arg_text.append(text)
+        self.stream._args(self.index, text)
+
+    def literal_args(self, s: str, i: int, then: int) -> tuple[int, bool]:
+        """The arguments as a literal mapping in the shape's dialect (:mod:`.pyliteral`)."""
+        reader = self.literal
+        assert reader is not None
+        if not self.arg_text and s[i] in WS:
+            return i + 1, True
+        j = reader.feed(s, i)
+        if reader.problem:
+            return self.fail(j, f"the arguments: {reader.problem}"), False
+        if not reader.done:
+            return j, False
+        if not isinstance(reader.value, dict):
+            return self.fail(i, "the arguments are not a mapping"), False
+        text = "".join(self.arg_text)
+        self.calls.append((self.index, ToolCall(self.id, self.call_name, reader.value, text)))
+        if reader.loosened:
+            what = f"the arguments of {self.call_name[:100]}: {', '.join(reader.loosened)}"
+            self.told.append(("arguments-repaired", what))
+        self.literal = None
+        self.words(self.shape.post, then)
+        return j, True

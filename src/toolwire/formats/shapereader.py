@@ -72,9 +72,6 @@ NUMBER = "\x00#"
 #: call object, ``{"id": "call_1", "type": "function", "function": {...}}``): the model's
 #: id, kept as the call's.
 CALL_ID = "\x00id"
-#: What an id written in the framing may hold, and its longest.
-_ID_CHARS = re.compile(r"[A-Za-z0-9_.:-]*")
-_MAX_ID = 64
 
 #: The object that opens a call whose opening words were left out, right after a closed call.
 _UNOPENED = "{"
@@ -82,7 +79,6 @@ _UNOPENED = "{"
 _MAX_GAP = 32
 
 
-_MAX_DIGITS = 32
 #: The first character of a name written bare (a call of a name kind starts with one).
 _NAMED = re.compile(r"[A-Za-z_]")
 
@@ -134,7 +130,8 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
         self.key_stops = WS + (shape.key_mid[0][0] if shape.key_mid else "")
         ends = shape.value_end[0] if shape.value_end else ""
         lead = shape.value_tail
-        self.value_ends = Markers((lead + ends, ends)) if ends else None
+        # (one marker where the template writes no white space before the end: half the scan)
+        self.value_ends = Markers(tuple(dict.fromkeys((lead + ends, ends)))) if ends else None
         self.digits = 0
         self.json_call: JsonCall | None = None
         self.attributes: Attributes | None = None
@@ -158,6 +155,16 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
 
     def step(self, s: str, i: int) -> tuple[int, bool]:
         state = self.state
+        if state == _ARGS:  # the states most characters are read in, first
+            return self._args(s, i)
+        if state == _VALUE:  # a tagged value's text, up to the words that end it
+            assert self.value_ends is not None
+            i, complete = self.read_value(s, i, self.value_ends, _BETWEEN)
+            if complete:
+                self.words(self.shape.value_end[1:], _BETWEEN)
+            return i, complete
+        if state == _JSON:
+            return self._json(s, i)
         if (
             state == _LITS
             and not self.unopened
@@ -201,31 +208,38 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
             return self._then(j) if not self.todo else (j, True)
         if state == _CALL:
             return self._call(s, i)
-        if state == _JSON:
-            assert self.json_call is not None
-            start = i
-            i, ended = self.feed_json_call(self.json_call, s, i, "the call is not a JSON object")
-            if ended:
-                self.words(self.shape.post, _NEXT)
-            elif (
-                self.status == FAILED
-                and self.listed
-                and not self.stream.strict
-                # broken inside a string: at the family's marker (a string cut short, the next
-                # call begun), which the stream must see again, not skip as the item's text
-                and not self.json_call.scanner.in_string
-            ):
-                scanner = self.json_call.scanner
-                broke = scanner.failed  # inside the object: go on from where it broke
-                item = ItemEnd(
-                    self.shape.trail[0],
-                    scanner.depth if broke else 0,
-                    scanner.in_string if broke else False,
-                    lines=not self.shape.next_call,
-                )
-                item.parts.append(scanner.text() + (s[start:i] if broke else ""))
-                return self._left_item(item, i)
-            return i, ended
+        return self._rest(s, i)
+
+    def _json(self, s: str, i: int) -> tuple[int, bool]:
+        """A call written as one JSON object (``json`` shapes)."""
+        assert self.json_call is not None
+        start = i
+        i, ended = self.feed_json_call(self.json_call, s, i, "the call is not a JSON object")
+        if ended:
+            self.words(self.shape.post, _NEXT)
+        elif (
+            self.status == FAILED
+            and self.listed
+            and not self.stream.strict
+            # broken inside a string: at the family's marker (a string cut short, the next
+            # call begun), which the stream must see again, not skip as the item's text
+            and not self.json_call.scanner.in_string
+        ):
+            scanner = self.json_call.scanner
+            broke = scanner.failed  # inside the object: go on from where it broke
+            item = ItemEnd(
+                self.shape.trail[0],
+                scanner.depth if broke else 0,
+                scanner.in_string if broke else False,
+                lines=not self.shape.next_call,
+            )
+            item.parts.append(scanner.text() + (s[start:i] if broke else ""))
+            return self._left_item(item, i)
+        return i, ended
+
+    def _rest(self, s: str, i: int) -> tuple[int, bool]:
+        """The states of the words between calls and of a tagged call's arguments."""
+        state = self.state
         if state == _SKIP:
             assert self.item_end is not None
             j = self.item_end.feed(s, i)
@@ -237,8 +251,6 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
             return j, True
         if state == _NAME:
             return self._name(s, i)
-        if state == _ARGS:
-            return self._args(s, i)
         if state == _BETWEEN:
             return self._between(s, i)
         if state == _KEY:
@@ -266,45 +278,7 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
             return self._cdata(s, i)
         if state == _HELD:
             return self._held(s, i)
-        if state == _VALUE:
-            assert self.value_ends is not None
-            i, complete = self.read_value(s, i, self.value_ends, _BETWEEN)
-            if complete:
-                self.words(self.shape.value_end[1:], _BETWEEN)
-            return i, complete
         return self._next(s, i)
-
-    def _number(self, s: str, i: int) -> tuple[int, bool]:
-        """Digits, at least one, as many as come (bounded like a name)."""
-        j = i
-        room = _MAX_DIGITS + 1 - self.digits
-        while j < len(s) and j - i < room and s[j].isdigit():
-            j += 1
-        self.digits += j - i
-        if self.digits > _MAX_DIGITS:  # fail where the limit is passed, however cut
-            return self.fail(j - 1, "a number too long"), False
-        if j == len(s):
-            return j, False
-        if not self.digits:
-            return self.fail(j, "expected a number"), False
-        self.digits = 0
-        self.todo.pop(0)
-        return self._then(j) if not self.todo else (j, True)
-
-    def _call_id(self, s: str, i: int) -> tuple[int, bool]:
-        """A call's id written in the framing: one or more id characters, bounded; kept as
-        the id the call is announced with."""
-        m = _ID_CHARS.match(s, i, min(len(s), i + _MAX_ID + 1 - len(self.model_id)))
-        j = m.end() if m else i
-        self.model_id += s[i:j]
-        if len(self.model_id) > _MAX_ID:
-            return self.fail(j, "a call id too long"), False
-        if j == len(s):
-            return j, False
-        if not self.model_id:
-            return self.fail(j, "expected a call id"), False
-        self.todo.pop(0)
-        return self._then(j) if not self.todo else (j, True)
 
     def _left_item(self, item: ItemEnd, i: int) -> tuple[int, bool]:
         """Unless strict, an item of a list that is not a call (the body failed on it) is
@@ -389,51 +363,32 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
             elif self.shape.kind == "name-literal":
                 dialect = DIALECTS[self.shape.literal]
                 lenient = not self.stream.strict
-                self.literal = LiteralReader(dialect, self._literal_text, separators=lenient)
+                self.literal = LiteralReader(dialect, self.literal_text, separators=lenient)
                 self.arg_text = []
             else:
-                self.scanner = ObjectScanner()
+                self.scanner = scanner = ObjectScanner()
+                scanner.raw_controls = not self.stream.strict
+                scanner.stops = (self.stream.marker,) if self.stream.marker else ()
             self.words(self.shape.name_end, _ARGS)
         return i, True
 
-    def _literal_text(self, text: str) -> None:
-        self.arg_text.append(text)
-        self.stream._args(self.index, text)
-
-    def _literal_args(self, s: str, i: int) -> tuple[int, bool]:
-        """The arguments as a literal mapping in the shape's dialect (:mod:`.pyliteral`)."""
-        reader = self.literal
-        assert reader is not None
-        if not self.arg_text and s[i] in WS:
-            return i + 1, True
-        j = reader.feed(s, i)
-        if reader.problem:
-            return self.fail(j, f"the arguments: {reader.problem}"), False
-        if not reader.done:
-            return j, False
-        if not isinstance(reader.value, dict):
-            return self.fail(i, "the arguments are not a mapping"), False
-        text = "".join(self.arg_text)
-        self.calls.append((self.index, ToolCall(self.id, self.call_name, reader.value, text)))
-        if reader.loosened:
-            what = f"the arguments of {self.call_name[:100]}: {', '.join(reader.loosened)}"
-            self.told.append(("arguments-repaired", what))
-        self.literal = None
-        self.words(self.shape.post, _NEXT)
-        return j, True
-
     def _args(self, s: str, i: int) -> tuple[int, bool]:
-        if self.shape.kind == "name-python":
+        scanner = self.scanner
+        if scanner is None:
+            if self.literal is not None:
+                return self.literal_args(s, i, _NEXT)
             return self.python_args(s, i, _NEXT)
-        if self.literal is not None:
-            return self._literal_args(s, i)
-        assert self.scanner is not None
-        if not self.scanner.text() and s[i] in WS:
+        if not scanner.parts and s[i] in WS:  # (parts: no join a character)
             return i + 1, True
-        i = self.feed_args(self.scanner, self.index, s, i)
-        if self.status != OPEN or not self.scanner.done:
+        i = scanner.feed(s, i)  # its raw controls and stops set once (see _name)
+        if scanner.failed:
+            return self.fail(i, "the arguments are not a JSON object"), False
+        self.stream._args(self.index, scanner.piece)
+        if scanner.raw_count:
+            self.raw_controls.add(self.index)
+        if not scanner.done:
             return i, False
-        text = self.scanner.text().strip()
+        text = scanner.text().strip()
         args = self.json_args(text, i)
         if args is None:
             return i, False

@@ -1,5 +1,6 @@
-"""The steps of a tagged call's arguments (``tags`` shapes, :mod:`.derived`), for the engine's
-reader (:mod:`.shapereader`): a key, its value, and what the engine reads there for every
+"""The steps of a tagged call's arguments (``tags`` shapes, :mod:`.derived`), and of the
+words' slots (a number that counts the calls, a call's id), for the engine's reader
+(:mod:`.shapereader`): a key, its value, and what the engine reads there for every
 tagged syntax besides the shape's own words, each named and refused by strict reading — a
 value written as JSON (held to its end and read, :func:`~.textargs.read_held`), a key with no
 value (left out), ``\\n`` written as two characters between the words, other attributes in a
@@ -9,6 +10,7 @@ the family writes values so (its inside is the value, whatever it holds).
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from ..events import NoticeCode
@@ -26,6 +28,11 @@ _LITS, _CALL, _JSON, _NAME, _ARGS, _BETWEEN, _KEY = range(7)
 _VALUE_WS, _VALUE_FIRST, _VALUE, _HELD, _NEXT, _END, _SKIP, _CDATA = range(7, 15)
 
 CDATA_OPEN = "<![CDATA["
+#: What an id written in the framing may hold, and its longest (the CALL_ID word).
+_ID_CHARS = re.compile(r"[A-Za-z0-9_.:-]*")
+_MAX_ID = 64
+#: The longest number that counts the calls (the NUMBER word).
+_MAX_DIGITS = 32
 _CDATA_END = Markers(("]]>",))
 
 
@@ -61,6 +68,8 @@ class TagSteps(Body):
     value_ends: Markers | None
     attributes: Attributes | None
     escaped_newline: bool
+    digits: int
+    model_id: str
 
     if TYPE_CHECKING:  # the body's own, which this mixin's steps call
 
@@ -189,3 +198,35 @@ class TagSteps(Body):
         self.call.close()
         self.words(self.shape.value_end, _BETWEEN)
         return j + len(end), True
+
+    def _number(self, s: str, i: int) -> tuple[int, bool]:
+        """Digits, at least one, as many as come (bounded like a name)."""
+        j = i
+        room = _MAX_DIGITS + 1 - self.digits
+        while j < len(s) and j - i < room and s[j].isdigit():
+            j += 1
+        self.digits += j - i
+        if self.digits > _MAX_DIGITS:  # fail where the limit is passed, however cut
+            return self.fail(j - 1, "a number too long"), False
+        if j == len(s):
+            return j, False
+        if not self.digits:
+            return self.fail(j, "expected a number"), False
+        self.digits = 0
+        self.todo.pop(0)
+        return self._then(j) if not self.todo else (j, True)
+
+    def _call_id(self, s: str, i: int) -> tuple[int, bool]:
+        """A call's id written in the framing: one or more id characters, bounded; kept as
+        the id the call is announced with."""
+        m = _ID_CHARS.match(s, i, min(len(s), i + _MAX_ID + 1 - len(self.model_id)))
+        j = m.end() if m else i
+        self.model_id += s[i:j]
+        if len(self.model_id) > _MAX_ID:
+            return self.fail(j, "a call id too long"), False
+        if j == len(s):
+            return j, False
+        if not self.model_id:
+            return self.fail(j, "expected a call id"), False
+        self.todo.pop(0)
+        return self._then(j) if not self.todo else (j, True)
