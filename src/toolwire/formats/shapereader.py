@@ -12,6 +12,7 @@ list that is not a call, a separator left out between two items.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, ClassVar
 
@@ -83,6 +84,23 @@ _MAX_GAP = 32
 _NAMED = re.compile(r"[A-Za-z_]")
 
 
+@functools.lru_cache(maxsize=256)  # bounded: learned shapes come and go
+def _stops(shape: DerivedShape) -> tuple[str, str, Markers | None]:
+    """What ends a name, a key and a value in ``shape``."""
+    followers = (shape.name_end, shape.key_open, shape.post, shape.next_call, shape.trail)
+    # a backslash ends a name (no tool name holds one): \\n may follow it (see _escaped)
+    stops = WS + "\\" + "".join(w[0][0] for w in followers if w)
+    if shape.kind == "name-python":
+        stops += "("
+    if shape.kind in ("name-json", "name-literal") and not shape.name_end:
+        stops += "{"
+    key_stops = WS + (shape.key_mid[0][0] if shape.key_mid else "")
+    ends = shape.value_end[0] if shape.value_end else ""
+    # (one marker where the template writes no white space before the end: half the scan)
+    value_ends = Markers(tuple(dict.fromkeys((shape.value_tail + ends, ends)))) if ends else None
+    return stops, key_stops, value_ends
+
+
 class _DerivedBody(TagSteps, PySteps, TextBody):
     """One block of calls in a :class:`DerivedShape`, read one step at a time."""
 
@@ -119,19 +137,8 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
         self.item_problem = ""
         #: The items left out, and why: given back as text once the block is read.
         self.left: list[tuple[str, str]] = []
-        followers = (shape.name_end, shape.key_open, shape.post, shape.next_call, shape.trail)
-        # a backslash ends a name (no tool name holds one): \\n may follow it (see _escaped)
-        stops = WS + "\\" + "".join(w[0][0] for w in followers if w)
-        if shape.kind == "name-python":
-            stops += "("
-        if shape.kind in ("name-json", "name-literal") and not shape.name_end:
-            stops += "{"
-        self.name_stops = stops
-        self.key_stops = WS + (shape.key_mid[0][0] if shape.key_mid else "")
-        ends = shape.value_end[0] if shape.value_end else ""
-        lead = shape.value_tail
-        # (one marker where the template writes no white space before the end: half the scan)
-        self.value_ends = Markers(tuple(dict.fromkeys((lead + ends, ends)))) if ends else None
+        # what ends a name, a key and a value: the shape's, worked out once a shape
+        self.name_stops, self.key_stops, self.value_ends = _stops(shape)
         self.digits = 0
         self.json_call: JsonCall | None = None
         self.attributes: Attributes | None = None
