@@ -10,34 +10,20 @@ each gets for free.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from toolwire import detect_format, get_family, load_template
 
+from .declared_reading import bench
 from .prepared import typed
 from .replies import FLAGS, WEATHER, WRITE
 from .test_formats import check_stream, parse
 
 ROOT = Path(__file__).resolve().parent.parent
 MINE = ("internlm2", "longcat", "step3", "functiongemma", "olmo3")
-
-
-def _load(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load(ROOT / "benchmarks" / "peer_cases.py", "peer_cases_new_families")
 
 
 def _json(name: str, args: dict[str, Any], key: str = "arguments") -> str:

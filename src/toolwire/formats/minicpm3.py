@@ -40,7 +40,8 @@ from typing import Any
 from .base import Family
 from .grammar import Body, CallForm, Rules, lit, properties_of, sequence_of
 from .markerstream import DONE, OPEN, WS, MarkerStream
-from .pyliteral import PYTHON, LiteralBody
+from .pycalls import LiteralBody
+from .pyliteral import PYTHON
 from .reasoning import ReasoningTags
 from .textargs import NameReader
 

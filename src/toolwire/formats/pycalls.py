@@ -26,17 +26,68 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from .markerstream import DONE, OPEN, WS, MarkerStream
-from .pyliteral import PYTHON, LiteralBody
+from ..messages import ToolCall
+from .markerstream import DONE, OPEN, WS, Body, MarkerStream
+from .pyliteral import PYTHON, Dialect, LiteralReader
 from .textargs import NameReader
 
-__all__ = ["CallListBody", "loose_notice", "python_call"]
+__all__ = ["CallListBody", "LiteralBody", "loose_notice", "python_call"]
 
 #: A tool name: dotted words (``Calendar.create_event``), hyphens allowed as in tool names.
 _TOOL_NAME = re.compile(r"[A-Za-z_][\w\-]*(?:\.[A-Za-z_][\w\-]*)*\Z")
 _ARG_NAME = re.compile(r"[A-Za-z_$][\w$\-]*\Z")
 
 _OPEN_LIST, _NEXT, _NAME, _PAREN, _ARG, _KEY, _EQ, _VALUE, _AFTER_ARG, _AFTER_CALL, _END = range(11)
+
+
+class LiteralBody(Body):
+    """A body reading one call at a time whose argument values are literals in ``dialect``.
+
+    The call is announced by :meth:`open_call`; each value is read by :meth:`feed_value`
+    while its JSON text streams to the call (:meth:`delta`); :meth:`end_call` completes it.
+    """
+
+    dialect: ClassVar[Dialect]
+    #: Values are read with the reader's loose readings unless the stream is strict.
+    loose_values: ClassVar[bool] = False
+
+    def __init__(self, stream: MarkerStream) -> None:
+        super().__init__(stream)
+        self.name = ""
+        self.index = -1
+        self.id = ""
+        self.text: list[str] = []
+        self.reader: LiteralReader | None = None
+
+    def delta(self, text: str) -> None:
+        """Argument text for the current call."""
+        self.text.append(text)
+        self.stream._args(self.index, text)
+
+    def open_call(self, name: str) -> None:
+        self.name = name
+        self.index, self.id = self.announce(name)
+        self.text = []
+
+    def start_value(self) -> None:
+        self.reader = LiteralReader(
+            self.dialect, self.delta, loose=self.loose_values and not self.stream.strict
+        )
+
+    def feed_value(self, s: str, i: int, what: str) -> tuple[int, bool]:
+        """Feed the value being read: ``(where it stopped, whether it is complete)``; the
+        complete value is ``reader.value``. A value that is no literal fails the body."""
+        reader = self.reader
+        assert reader is not None
+        j = reader.feed(s, i)
+        if reader.problem:
+            return self.fail(j, f"{what}: {reader.problem}"), False
+        return j, reader.done
+
+    def end_call(self, args: dict[str, Any]) -> None:
+        """The current call is complete with ``args``: it joins ``calls``."""
+        call = ToolCall(self.id, self.name, args, "".join(self.text))
+        self.calls.append((self.index, call))
 
 
 class CallListBody(LiteralBody):
