@@ -343,6 +343,120 @@ NEAR["gemma4"] = [
     '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|><tool_call|>',
 ]
 
+_QX = "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+_QX_BARE = "<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>"
+NEAR["qwen-xml"] = [
+    _QX + "</function>\n</tool_call>",
+    "Sure. " + _QX + "</function>\n</tool_call>\n<tool_call>\n<function=get_time>\n</function>\n"
+    "</tool_call> done",
+    _QX + "</function>",  # unclosed
+    _QX + "</function>\n</tool_call><|im_end|>",
+    "<tool_call>\n<function=get_weather>\n<parameter=city>\nPar",  # cut in a value
+    _QX_BARE + "\n</tool_call>",  # its opening left out
+    _QX_BARE,  # bare
+    _QX_BARE + "\n<function=get_time>\n</function>",  # two bare
+    "<function=nope>\n</function>",  # bare, no such tool
+    "<function=get_weather>\n</function> and prose",
+    "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter1>\n"
+    "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",  # a drifted closer
+    _QX.replace("</parameter>", "</parameter") + "</function>\n</tool_call>",
+    "<tool_call><function=get_weather><parameter=days>3</parameter><parameter=x>True"
+    "</parameter></function></tool_call>",
+    "<tool_call>\n<function=get_weather>\n<parameter=a>\n1\n</parameter>\n<parameter=a>\n2\n"
+    "</parameter>\n</function>\n</tool_call>",
+    "<tool_call>\n<function=get weather>\n</function>\n</tool_call>",
+    '<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>',
+    "Write <tool_call> in prose.",
+    "<think>plan</think>" + _QX + "</function>\n</tool_call>",
+    "<tool_call>\n<function=get_weather>\n<parameter=a>\n1\n</parameter>\njunk</function>\n"
+    "</tool_call>",
+    "<tool_call>\n<function=get_weather>\n<parameter=city>\nline 1\nline 2\n</parameter>\n"
+    "</function>\n</tool_call>",
+    _QX_BARE + "\n<function=get_ti",  # a second bare call cut short
+    "Try <function=get_weather> in prose.",
+    '<tool_call>\n<function=get_weather>\n<parameter=city>\n"Paris"\n</parameter>\n'
+    "</function>\n</tool_call>",
+]
+
+_SO = "<|tool_calls|><|tool_call:begin|>call_1<|tool_call:name|>get_weather<|tool_call:args|>"
+_SO_TIME = (
+    "<|tool_call:begin|>call_2<|tool_call:name|>get_time<|tool_call:args|>{}<|tool_call:end|>"
+)
+NEAR["solar-open"] = [
+    _SO + '{"city": "Paris"}<|tool_call:end|><|calls|>',
+    "Sure. " + _SO + '{"city": "Paris"}<|tool_call:end|>' + _SO_TIME + "<|calls|>",
+    _SO + '{"city": "Paris"}<|tool_call:end|>',  # the block not closed
+    _SO + '{"city": "Paris"}<|tool_call:end|> and prose',
+    _SO + '{"city": "Paris"}<|tool_call:end|><|calls|> and prose',
+    _SO + '{"city": "Par',  # cut in the arguments
+    _SO + '{"city": "Paris"}',  # cut before the call's end
+    "<|tool_calls|><|tool_call:begin|><|tool_call:name|>get_weather<|tool_call:args|>{}"
+    "<|tool_call:end|>",  # no id
+    _SO + "{}<|tool_call:end|>" + _SO_TIME.replace("call_2", "call_1"),  # an id used twice
+    _SO + "[1]<|tool_call:end|>",
+    "<|tool_calls|><|tool_call:begin|>call_1<|tool_call:name|>get weather<|tool_call:args|>{}"
+    "<|tool_call:end|>",
+    "<|tool_calls|><|tool_call:begin|>call 1<|tool_call:name|>get_weather<|tool_call:args|>{}"
+    "<|tool_call:end|>",
+    "Write <|tool_calls|> in prose.",
+    _SO + "{}junk<|tool_call:end|>",
+    _SO + " {} <|tool_call:end|>",
+    _SO + "{}<|tool_call:end|><|end|>",
+    "<|tool_calls|>" + _SO_TIME,
+]
+
+_GC3 = "<|message_sep|>\n\nfunction call<|role_sep|>\n"
+_GC31 = "<|function_call|>"
+NEAR["gigachat"] = [
+    _GC3 + _H1 + "<|message_sep|>\n\n",
+    "Sure." + _GC3 + _H1 + _GC3 + _H2,  # two call messages
+    _GC3 + _H1 + "<|message_sep|>\n\nAnd prose after.",
+    _GC3 + _H1 + " and prose",
+    _GC31 + _H1,
+    "Sure. " + _GC31 + _H1 + _GC31 + _H2,
+    _GC31 + _H1 + " and prose",
+    _GC3 + '{"name": "get_weather", "arguments": {"city": "Par',
+    _GC31 + "[1]",
+    "<|message_sep|>\n\nJust a message.",
+    _GC3 + _H1 + "</s>",
+    _GC3 + _H1 + "<|message_sep|>",
+    _GC31 + _H1 + "\n",
+    _GC31 + _H1 + "<|func",
+    _GC3 + '{"name": "get_weather", "arguments": "{\\"city\\": \\"P\\"}"}',
+    _GC31 + '{"name": "nope", "arguments": {}}',
+]
+
+_HY = (
+    "<tool_calls>\n<tool_call>get_weather<tool_sep>\n<arg_key>city</arg_key>\n"
+    "<arg_value>Paris</arg_value>\n"
+)
+_HY_NS = _HY.replace(">", ":opensource>")  # every tag in the namespace
+NEAR["hunyuan"] = [
+    _HY + "</tool_call>\n</tool_calls>",
+    "Sure. "
+    + _HY
+    + "</tool_call>\n<tool_call>get_time<tool_sep>\n</tool_call>\n</tool_calls> done",
+    _HY + "</tool_call>",  # unclosed
+    _HY + "</tool_call>\n</tool_calls><|eos|>",
+    "<tool_calls>\n<tool_call>get_weather<tool_sep>\n<arg_key>city</arg_key>\n<arg_value>Par",
+    _HY_NS + "</tool_call:opensource>\n</tool_calls:opensource>",
+    _HY_NS.replace("<tool_sep:opensource>", "") + "</tool_call:opensource></tool_calls:opensource>",
+    "<tool_calls><tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>"
+    "</tool_call></tool_calls>",  # GLM's spelling inside <tool_calls>
+    "<tool_calls><tool_call>get_weather<tool_sep><arg_key>a</arg_key><arg_value>1</arg_value>"
+    "<arg_key>a</arg_key><arg_value>2</arg_value></tool_call></tool_calls>",
+    "<tool_calls><tool_call>get weather<tool_sep></tool_call></tool_calls>",
+    "<tool_calls><tool_call>nope<tool_sep></tool_call></tool_calls>",
+    "<tool_calls></tool_calls>",
+    "Write <tool_calls> in prose.",
+    "<think>plan</think>" + _HY + "</tool_call>\n</tool_calls>",
+    _HY + "</tool_call>\n</tool_calls><｜hy_eos:opensource｜>",
+    "<tool_calls><tool_call>get_weather<tool_sep><arg_key>a</arg_key><arg_value>1</arg_value>"
+    "junk</tool_call></tool_calls>",
+    '<tool_calls><tool_call>get_weather<tool_sep><arg_key>a</arg_key><arg_value>"x"</arg_value>'
+    "</tool_call></tool_calls>",
+]
+
 NEAR["hermes"].append(
     '<tool_call>\n{"name": "get_weather", "arguments": {"a": 1}}\n</tool_call>\n'
     '{"name": "get_time", "arguments": {}}\n</tool_call>'

@@ -140,7 +140,87 @@ _ITEM_STRICT = (
     " every list); the hand-written reader read on past it strict or not"
 )
 
+_ABANDONED = (
+    "a call the reply cut short: the engine gives its text back named call-not-read for every"
+    " syntax, where the hand-written reader had a code of its own (call-abandoned)"
+)
+_UNOPENED_ABANDONED = (
+    "a call opened where its opening words were left out, announced, then not one: the"
+    " engine names it call-abandoned for every syntax (no call markup by itself, but a call"
+    " announced and withdrawn is always named), where the hand-written reader named it"
+    " call-not-read, or (Hermes) nothing"
+)
+_TOLD_WHEN_READ = (
+    "a repair inside a call (a drifted closing tag, an opening left out): the engine tells it"
+    " once the call's block is read, for every syntax (a block given back tells none), where"
+    " the hand-written reader told it before the call's last argument piece; the same events"
+    " and notices otherwise"
+)
+_QWEN_TOLD = (
+    "llama:Qwen3-Coder:3515",
+    "llama:Qwen3-Coder:3526",
+    "llama:Qwen3-Coder:3542",
+    "vllm:qwen3coder:fallback_no_tags",
+    "sglang:sglang:test_multi_format_detector:TestQwen3Dialect."
+    "test_bare_function_without_tool_call_wrapper",
+    *(
+        "sglang:sglang:test_qwen3_coder_detector:TestQwen3CoderDetectorMalformedParameterEnd."
+        f"test_non_streaming_strips_drifted_end_marker[{tag}]"
+        for tag in ("</parameter1>", "</parameter_function>", "</parameter")
+    ),
+    *(f"near:{i}" for i in (5, 6, 7, 10, 11, 20)),
+)
+
+_ANNOUNCED_AT_NAME = (
+    "a call is announced at its name for every syntax (a client sees the call begin as soon"
+    " as it can), then withdrawn when its arguments are no JSON object; the hand-written"
+    " reader announced it at the arguments' first brace"
+)
+_ID_SPACE = (
+    "white space in an id written in the framing: no id holds it, for every syntax (the"
+    " words are matched with any white space between), so the call stays text; the"
+    " hand-written reader took any text up to the next tag as the id"
+)
+
+_TRAILING_SPACE = (
+    "white space the reply ends with after its calls: the engine drops it for every syntax"
+    " (as Hermes's hand-written reader did); this hand-written reader kept it as text"
+)
+
+_NO_SEPARATOR = (
+    "a separator token after a name left out (GLM's spelling inside Hunyuan's block): the"
+    " engine reads it for every syntax whose separator is a tag, named"
+    " (recovered-separator-missing), strict refusing; the hand-written reader read it only in"
+    " the namespaced form"
+)
+
 KNOWN: dict[str, dict[str, str]] = {
+    "hunyuan": {
+        "sglang:sglang:test_hunyuan_detector:TestHunyuanDetectorDetectAndParse."
+        "test_hy4_format_without_tool_separator": _TOLD_WHEN_READ,
+        "near:2": _UNCLOSED,
+        "near:3": _END_TOKEN,
+        "near:6": _TOLD_WHEN_READ,
+        "near:7": _NO_SEPARATOR,
+    },
+    "gigachat": {"near:0": _TRAILING_SPACE, "near:12": _TRAILING_SPACE, "near:14": _TWICE},
+    "solar-open": {
+        "near:6": _UNCLOSED,
+        "near:9": _ANNOUNCED_AT_NAME,
+        "near:10": _NAME_AT_SPACE,
+        "near:11": _ID_SPACE,
+        "near:14": _SPACE_AROUND_WORDS,
+    },
+    "qwen-xml": {
+        **dict.fromkeys(_QWEN_TOLD, _TOLD_WHEN_READ),
+        "near:2": _UNCLOSED_CODE,
+        "near:3": _END_TOKEN,
+        "near:4": _ABANDONED,
+        "near:9": _UNOPENED_ABANDONED,
+        "near:13": _TWICE_KEY,
+        "near:14": _NAME_AT_SPACE,
+        "near:21": _UNOPENED_ABANDONED,
+    },
     "gemma4": {"near:2": _UNCLOSED, "near:3": _END_TOKEN, "near:8": _NAME_AT_SPACE},
     "minimax-m1": {
         "vllm:minimax_m1:tool_call_incomplete_tag": _UNCLOSED_CODE,
@@ -198,7 +278,11 @@ KNOWN: dict[str, dict[str, str]] = {
     },
     "granite": {"near:3": _UNCLOSED, "near:5": _ITEM, "near:6": _SEPARATOR, "near:13": _ITEM},
     "firefunction": {"near:7": _ITEM},
-    "hermes": {"near:2": _UNCLOSED, "vllm:hermes:non_streaming_tool_call_until_eos": _UNCLOSED},
+    "hermes": {
+        "near:11": _UNOPENED_ABANDONED,
+        "near:2": _UNCLOSED,
+        "vllm:hermes:non_streaming_tool_call_until_eos": _UNCLOSED,
+    },
 }
 
 #: The families declared from the start: no hand-written reader came before them
@@ -251,6 +335,41 @@ LISTED = {
     # tag of the framing (Seed-OSS, MiniMax): a tokenizer without them as special tokens
     # writes them as text, and keeping a text that is no token changes nothing
     "seed-oss": (("<seed:tool_call>",), ("</function>", "</seed:tool_call>", "</parameter>")),
+    "solar-open": (
+        ("<|tool_calls|>",),
+        (
+            "<|tool_call:begin|>",
+            "<|tool_call:name|>",
+            "<|tool_call:end|>",
+            "<|calls|>",
+            "<|tool_call:args|>",
+        ),
+    ),
+    # the hand-written family listed none: its tokens are the role separators of every
+    # message, kept by every engine anyway
+    "gigachat": (
+        ("<|message_sep|>\n\nfunction call<|role_sep|>", "<|function_call|>"),
+        ("<|message_sep|>", "<|role_sep|>"),
+    ),
+    # the namespaced form's tags too: HY3's and HY4's special tokens
+    "hunyuan": (
+        ("<tool_calls>", "<tool_calls:opensource>"),
+        tuple(
+            f"{tag[:-1]}{ns}>"
+            for ns in ("", ":opensource")
+            for tag in (
+                "<tool_call>",
+                "</tool_call>",
+                "</tool_calls>",
+                "<tool_sep>",
+                "<arg_key>",
+                "</arg_key>",
+                "<arg_value>",
+                "</arg_value>",
+            )
+        ),
+    ),
+    "qwen-xml": (("<tool_call>",), ("</function>", "</tool_call>", "</parameter>")),
     "minimax": (("<minimax:tool_call>",), ("</invoke>", "</minimax:tool_call>", "</parameter>")),
     # the hand-written family listed none: its tags are no special tokens in MiniCPM5's
     # vocabulary, and keeping a text that is no token changes nothing

@@ -79,6 +79,12 @@ UNCLOSED = [
     ),
     ("gemma4", '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}', ["Paris"]),
     (  # the call's closing word cut short
+        "solar-open",
+        "<|tool_calls|><|tool_call:begin|>a<|tool_call:name|>get_weather<|tool_call:args|>"
+        '{"city": "Paris"}<|tool_call:',
+        ["Paris"],
+    ),
+    (  # the call's closing word cut short
         "deepseek-r1",
         "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
         '{"city": "Paris"}\n```<｜tool▁call▁end',

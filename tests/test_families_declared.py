@@ -197,13 +197,13 @@ def test_no_family_module_imports_another_or_a_private_name() -> None:
 
 def test_the_check_sees_a_cross_import() -> None:
     modules = _family_modules()
-    source = "from .qwen_xml import QwenXml\nfrom .reasoning import _START, THINK\n"
-    assert _cross_imports("toolwire.formats.hunyuan", source, modules) == [
-        "toolwire.formats.hunyuan imports toolwire.formats.qwen_xml",
-        "toolwire.formats.hunyuan imports _START from toolwire.formats.reasoning",
+    source = "from .kimi import KimiK2\nfrom .reasoning import _START, THINK\n"
+    assert _cross_imports("toolwire.formats.mistral", source, modules) == [
+        "toolwire.formats.mistral imports toolwire.formats.kimi",
+        "toolwire.formats.mistral imports _START from toolwire.formats.reasoning",
     ]
-    own = "from .base import Family\nfrom .xmlparams import XmlBody\n"
-    assert _cross_imports("toolwire.formats.hunyuan", own, modules) == []
+    own = "from .base import Family\nfrom .textargs import TextBody\n"
+    assert _cross_imports("toolwire.formats.mistral", own, modules) == []
 
 
 def test_the_family_test_modules_are_found_by_their_lists() -> None:

@@ -375,9 +375,10 @@ def test_qwen_coder_call_without_its_opening_tag() -> None:
     ("reply", "code"),
     [
         # with neither tag but ending the reply it is read (tests/test_families_peer_unseen.py)
-        (UNOPENED.replace("</tool_call>", "That is all."), "call-not-read"),  # prose after it
+        # a call announced, then withdrawn: the call the model began was not one
+        (UNOPENED.replace("</tool_call>", "That is all."), "call-abandoned"),  # prose after it
         (UNOPENED.removesuffix("\n</function>\n</tool_call>"), "call-abandoned"),  # truncated
-        (UNOPENED.replace("</tool_call>", "and then </tool_call>"), "call-not-read"),
+        (UNOPENED.replace("</tool_call>", "and then </tool_call>"), "call-abandoned"),
     ],
 )
 def test_an_unconfirmed_unopened_call_is_text_with_a_notice(reply: str, code: str) -> None:

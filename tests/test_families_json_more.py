@@ -87,7 +87,8 @@ WRITERS = {
     "solar-open": solar_open,
 }
 #: What each writer leaves in the reply text around its calls (GigaChat: the blank line
-#: after the last call message's separator).
+#: after a call message's separator; the white space a reply ends with after its calls is
+#: dropped, for every family).
 AFTER = {"gigachat": "\n\n"}
 
 # family -> (reply, content, calls)
@@ -95,14 +96,14 @@ VALID: list[tuple[str, str, str, list[Call]]] = []
 for _fam, _write in WRITERS.items():
     _after = AFTER.get(_fam, "")
     VALID += [
-        (_fam, _write(WEATHER), _after, [WEATHER]),
+        (_fam, _write(WEATHER), "", [WEATHER]),
         (
             _fam,
             "Let me check. " + _write(WRITE, FLAGS) + "\nDone.",
             "Let me check. " + _after + "\nDone.",
             [WRITE, FLAGS],
         ),
-        (_fam, _write(WEATHER) + _write(FLAGS), _after + _after, [WEATHER, FLAGS]),
+        (_fam, _write(WEATHER) + _write(FLAGS), _after, [WEATHER, FLAGS]),
     ]
 VALID += [
     # v3.2: the prompt wrote ">>>", so the reply starts at the recipient
@@ -160,7 +161,7 @@ NEAR_MISSES: dict[str, list[str]] = {
         "<|tool_calls|>",
         "<|tool_calls|><|tool_call:end|>",
         "<|tool_calls|>" + solar_block("a", "get_weather", "{'city': 'Paris'}"),
-        "<|tool_calls|>" + solar_block("a", "get_weather", '{"city": "Paris"}')[:-5],
+        "<|tool_calls|>" + solar_block("a", "get_weather", '{"city": "Par'),
         "<|tool_calls|>" + solar_block("a", "get weather", "{}"),
         "<|tool_calls|><|tool_call:begin|>a<|tool_call:args|>{}<|tool_call:end|>",
     ],

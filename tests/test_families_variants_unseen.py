@@ -359,13 +359,13 @@ def test_qwen_a_call_cut_short_is_never_lost(strict: bool) -> None:
         if k >= whole_at and not strict:
             assert _calls(result) == [("get_current_weather", QWEN_ARGS)], reply
             assert result.content == QWEN_PROSE
-            assert codes == ["recovered-block-unclosed"]
+            assert codes == ["recovered-unclosed-tag"]
         else:
             assert result.calls == [], reply
             assert result.content == reply
             rest = reply[len(QWEN_PROSE) :]
             cut_in_marker = len(rest) < len("<tool_call>") and "<tool_call>".startswith(rest)
-            assert codes == ([] if cut_in_marker else ["call-abandoned"]), reply
+            assert codes == ([] if cut_in_marker else ["call-not-read"]), reply
             events = stream_events("qwen-xml", [reply], [QWEN_WEATHER], strict=strict)
             started = [e.index for e in events if isinstance(e, CallStart)]
             assert [e.index for e in events if isinstance(e, CallAbort)] == started
@@ -374,7 +374,7 @@ def test_qwen_a_call_cut_short_is_never_lost(strict: bool) -> None:
 
 
 def test_qwen_the_unclosed_call_is_a_tolerance() -> None:
-    assert "recovered-block-unclosed" in TOLERANCES
+    assert "recovered-unclosed-tag" in TOLERANCES
     reply = QWEN_FULL.removesuffix("</tool_call>")
     assert parse("qwen-xml", reply, [QWEN_WEATHER], strict=True).content == reply
 
@@ -385,7 +385,7 @@ def test_qwen_a_second_call_cut_short_leaves_the_first() -> None:
     result = parse("qwen-xml", reply, [QWEN_WEATHER])
     assert _calls(result) == [("get_current_weather", QWEN_ARGS)]
     assert result.content == QWEN_PROSE + "\n" + one[: one.index("Dallas") + 3]
-    assert _codes("qwen-xml", reply, [QWEN_WEATHER]) == ["call-abandoned"]
+    assert _codes("qwen-xml", reply, [QWEN_WEATHER]) == ["call-not-read"]
     _every_cut("qwen-xml", reply, [QWEN_WEATHER])
 
 

@@ -154,10 +154,10 @@ def test_an_abandoned_call_is_reported_streamed_and_not() -> None:
 
 
 def test_a_call_the_reader_withdraws_itself_is_told_once() -> None:
-    # Qwen3-Coder's XML call cut short: the reader withdraws the call it began and says so
-    # in its own notice; the gateway adds none of its own for the same call
+    # Qwen3-Coder's XML call without its <tool_call>, cut short: the reader withdraws the
+    # call it began and says so in its own notice; the gateway adds none of its own for it
     template = (FIXTURES / "Qwen3-Coder.jinja").read_text()
-    cut = "Checking. <tool_call>\n<function=get_weather>\n<parameter=city>\nPar"
+    cut = "Checking. <function=get_weather>\n<parameter=city>\nPar"
     backend = LlamaCppBackend("scripted", llama=ScriptedLlama(template, cut), memory=ModelMemory())
     with ServedApp(create_app(backend, model_name="gw")) as served:
         reply = _post(served.url, ASK).json()

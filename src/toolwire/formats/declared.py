@@ -9,7 +9,7 @@ keeps the hand-written reader, and the declaration is read by the tests only.
 
 from __future__ import annotations
 
-from .derived import DerivedShape
+from .derived import CALL_ID, DerivedShape
 from .gemma_channel import GemmaChannel
 from .reasoning import THINK, ReasoningTags
 from .syntax import Syntax
@@ -24,9 +24,11 @@ __all__ = [
     "FIREFUNCTION",
     "FUNCTION_GEMMA",
     "GEMMA4",
+    "GIGACHAT",
     "GLM",
     "GRANITE",
     "HERMES",
+    "HUNYUAN",
     "INTERNLM2",
     "LONGCAT",
     "MINICPM5",
@@ -34,7 +36,9 @@ __all__ = [
     "MINIMAX_M1",
     "NEMOTRON_V2",
     "OLMO3",
+    "QWEN_XML",
     "SEED_OSS",
+    "SOLAR_OPEN",
     "STEP3",
 ]
 
@@ -160,6 +164,34 @@ COMMAND_R7B = Syntax(
         answers={"<|START_RESPONSE|>": "<|END_RESPONSE|>", "<|START_TEXT|>": "<|END_TEXT|>"},
     ),
     end_tokens=("<|END_OF_TURN_TOKEN|>",),
+)
+
+#: Qwen XML: ``<tool_call>\n<function=NAME>\n<parameter=K>\nV\n</parameter>\n</function>``
+#: ``\n</tool_call>``, a block a call (Qwen3-Coder, Qwen3.5/3.6, Nemotron-3-Nano). A value is
+#: the text between its tags less the newline the template writes on each side, kept as
+#: written, quotes and all (llama.cpp's tests keep ``"foo"`` quoted), typed by the tool's
+#: schema. Qwen3-Coder leaves ``<tool_call>`` out, or both tags (vLLM and SGLang read it):
+#: ``left_out`` reads such a call when its ``</tool_call>`` confirms it, or, bare, when it names
+#: a declared tool and the reply ends or another such call follows.
+QWEN_XML = Syntax(
+    name="qwen-xml",
+    label="Qwen XML <function=…><parameter=…> (Qwen3-Coder, Qwen3.5/3.6, Nemotron-3-Nano)",
+    shape=DerivedShape(
+        kind="tags",
+        opening=("<tool_call>", "<function="),
+        left_out=1,
+        name_end=(">",),
+        key_open=("<parameter=",),
+        key_mid=(">",),
+        value_lead="\n",
+        value_end=("</parameter>",),
+        value_tail="\n",
+        verbatim=True,
+        post=("</function>", "</tool_call>"),
+        next_call=("<tool_call>", "<function="),
+    ),
+    reasoning=THINK,
+    end_tokens=("<|im_end|>", "<|endoftext|>"),
 )
 
 #: Seed-OSS: ``<seed:tool_call>\n<function=NAME>\n<parameter=K>V</parameter>\n</function>``
@@ -385,10 +417,95 @@ GEMMA4 = Syntax(
     stream_layer=GemmaChannel,
 )
 
+_SOLAR_CALL = ("<|tool_call:begin|>", CALL_ID, "<|tool_call:name|>")
+
+#: Solar Open (Upstage): ``<|tool_calls|><|tool_call:begin|>ID<|tool_call:name|>NAME``
+#: ``<|tool_call:args|>{...}<|tool_call:end|>``, each call's part repeated, and ``<|calls|>``,
+#: with which the template ends a turn of calls, after the last (the reply may stop before it:
+#: text after a call is reply text). The model's id is kept (a fresh one when it writes none).
+SOLAR_OPEN = Syntax(
+    name="solar-open",
+    label=(
+        "Solar Open <|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{...} (Solar Open)"
+    ),
+    shape=DerivedShape(
+        kind="name-json",
+        opening=("<|tool_calls|>", *_SOLAR_CALL),
+        name_end=("<|tool_call:args|>",),
+        post=("<|tool_call:end|>",),
+        next_call=_SOLAR_CALL,
+        trail=("<|calls|>",),
+        trail_optional=True,
+    ),
+)
+
+_GIGACHAT3_CALL = "<|message_sep|>\n\nfunction call<|role_sep|>"
+
+#: GigaChat 3 and 3.1 (Sber): the call is a message of its own, one JSON object. GigaChat 3
+#: ends the assistant's message and writes a ``function call`` message,
+#: ``<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": NAME, "arguments": {...}}``,
+#: itself ended by ``<|message_sep|>`` (the whole separator, role and all, opens the call:
+#: ``<|message_sep|>`` alone only ends a message); GigaChat 3.1 writes
+#: ``<|function_call|>{...}``. The templates render one call a turn; a second call message
+#: is read as a second call.
+GIGACHAT = Syntax(
+    name="gigachat",
+    label="GigaChat function call<|role_sep|> JSON (GigaChat 3, 3.1)",
+    shape=DerivedShape(
+        kind="json",
+        opening=(_GIGACHAT3_CALL,),
+        next_call=(_GIGACHAT3_CALL,),
+        trail=("<|message_sep|>",),
+        trail_optional=True,
+    ),
+    also=(
+        DerivedShape(kind="json", opening=("<|function_call|>",), next_call=("<|function_call|>",)),
+    ),
+    end_tokens=("</s>",),
+    one_call_per_message=True,
+)
+
+
+def _hunyuan(namespace: str = "") -> DerivedShape:
+    """Hunyuan's tags, each in ``namespace`` (``:opensource`` in HY3's and HY4's)."""
+
+    def tag(word: str) -> str:
+        return word[:-1] + namespace + ">"
+
+    return DerivedShape(
+        kind="tags",
+        opening=(tag("<tool_calls>"), tag("<tool_call>")),
+        name_end=(tag("<tool_sep>"),),
+        key_open=(tag("<arg_key>"),),
+        key_mid=(tag("</arg_key>"), tag("<arg_value>")),
+        value_end=(tag("</arg_value>"),),
+        verbatim=True,
+        post=(tag("</tool_call>"),),
+        next_call=(tag("<tool_call>"),),
+        trail=(tag("</tool_calls>"),),
+    )
+
+
+#: Hunyuan (Tencent ``hy_v3``): ``<tool_calls>\n<tool_call>NAME<tool_sep>\n<arg_key>K</arg_key>``
+#: ``\n<arg_value>V</arg_value>\n</tool_call>\n</tool_calls>``, one block holding the turn's
+#: calls; a value is the text between its tags, verbatim, typed by the tool's schema. HY3 and
+#: HY4 write every tag in the ``:opensource`` namespace (``<tool_calls:opensource>``…), a
+#: form of its own; HY4 sometimes leaves ``<tool_sep…>`` out, which the engine reads for every
+#: syntax whose separator after a name is a tag. (Hunyuan A13B writes Apriel's grammar.)
+HUNYUAN = Syntax(
+    name="hunyuan",
+    label="Hunyuan <tool_calls><tool_call>NAME<tool_sep><arg_key>…<arg_value>… (Hunyuan hy_v3)",
+    shape=_hunyuan(),
+    also=(_hunyuan(":opensource"),),
+    reasoning=THINK,
+    end_tokens=("<|eos|>", "<｜hy_eos:opensource｜>"),
+)
+
 #: Every declared family, by name.
 DECLARED: dict[str, Syntax] = {
     s.name: s
     for s in (
+        QWEN_XML,
         HERMES,
         GRANITE,
         NEMOTRON_V2,
@@ -409,5 +526,8 @@ DECLARED: dict[str, Syntax] = {
         OLMO3,
         MINIMAX_M1,
         GEMMA4,
+        SOLAR_OPEN,
+        GIGACHAT,
+        HUNYUAN,
     )
 }

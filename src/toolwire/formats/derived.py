@@ -47,6 +47,12 @@ class DerivedShape:
     kind: str
     #: The words that open the calls; the first is the marker the reply is scanned for.
     opening: Words
+    #: How many of the opening words a model leaves out and still means a call (Qwen3-Coder
+    #: writes ``<function=…>`` with no ``<tool_call>``; vLLM and SGLang read it): unless
+    #: strict, a call may open at ``opening[left_out]``, read when the closing words of what
+    #: was left out confirm it, or, with none of them, when it names a declared tool and the
+    #: reply ends or another such call follows (``recovered-unopened-call``).
+    left_out: int = 0
     #: The words that end each call.
     post: Words = ()
     #: The words between one call's end and the next call's payload.
@@ -56,6 +62,10 @@ class DerivedShape:
     #: The turn's end closes the block too (a template that writes one call's block without
     #: its trail, as DeepSeek R1's do): no repair, the family's own grammar.
     ends_with_turn: bool = False
+    #: The block's closing words may be left out anywhere: text after a call ends the block
+    #: and is reply text (Solar Open's ``<|calls|>``, which its template writes to end a turn
+    #: of calls; the reply may stop before it).
+    trail_optional: bool = False
     #: ``json``: the keys of the name and the arguments, and keys with a fixed text.
     name_key: str = "name"
     args_key: str = "arguments"
@@ -85,6 +95,10 @@ class DerivedShape:
     #: ``tags``: the family wraps a string value in ``<![CDATA[…]]>`` (one holding ``<``, ``&``
     #: or a line break): its inside is the value, whatever it holds.
     cdata: bool = False
+    #: ``tags``: a value is its text exactly, quotes and all, where the family's peers keep a
+    #: quoted value quoted (Qwen XML: llama.cpp's tests); the argument pipeline types it by
+    #: the tool's schema. Else a value written as JSON is read as what it stands for.
+    verbatim: bool = False
 
     @property
     def marker(self) -> str:
@@ -141,14 +155,27 @@ class DerivedShape:
                 '""',
                 arg_open=(*escaped[0], "{key}", *escaped[1]),
                 arg_close=escaped[2],
-                trim=False,  # the learned white space around a value is the template's
+                # a template that writes a line break each side of a value (Qwen's): the
+                # value has no white space at its ends, and none of the form's tags;
+                # else the learned white space around a value is the template's
+                trim=self.value_lead == self.value_tail == "\n",
+                markup=tuple(
+                    w
+                    for words in (self.opening, self.post, self.next_call, self.trail)
+                    for w in words
+                    if w.strip() and w not in (NUMBER, CALL_ID)
+                ),
             )
         return g.CallForm(
             body,
             open=_words(self.opening),
             call_close=_words(self.post),
             sep=_words(self.next_call),
-            close=f"({_words(self.trail)})?" if self.ends_with_turn else _words(self.trail),
+            close=(
+                f"({_words(self.trail)})?"
+                if self.ends_with_turn or self.trail_optional
+                else _words(self.trail)
+            ),
             triggers=(self.marker,),
         )
 
@@ -178,6 +205,8 @@ class DerivedShape:
         for key in ("opening", "post", "next_call", "trail", "name_end"):
             out[key] = list(getattr(self, key))
         out["ends_with_turn"] = self.ends_with_turn
+        out["trail_optional"] = self.trail_optional
+        out["left_out"] = self.left_out
         if self.kind == "json":
             out.update(name_key=self.name_key, args_key=self.args_key)
             out.update(id_key=self.id_key, id_first=self.id_first, name_is_key=self.name_is_key)
@@ -189,6 +218,7 @@ class DerivedShape:
             for key in ("key_open", "key_mid", "value_end"):
                 out[key] = list(getattr(self, key))
             out["cdata"] = self.cdata
+            out["verbatim"] = self.verbatim
         return out
 
 

@@ -198,7 +198,8 @@ class Rules:
                 return "F" if ch == "\n" else None
             if cls == "F":
                 return None
-            return "L" if cls == "N" and ch == "\n" else "W"
+            # line breaks after text: a value may end with its own (a file's last line)
+            return "L" if cls in ("N", "L") and ch == "\n" else "W"
 
         def move(state: tuple[str, str], ch: str) -> tuple[str, str] | str | None:
             cls, seen = state

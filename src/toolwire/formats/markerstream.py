@@ -228,8 +228,8 @@ class MarkerStream(ReplyStream):
                     self._held = s[j:]
                     return
                 self._release_tail()  # a call follows: what was held is text
+                self._raw = [marker]  # (a body may look at what opened it)
                 self._body = self.new_body()
-                self._raw = [marker]
                 i = j + len(marker)
                 continue
             k = body.feed(s, i)

@@ -24,9 +24,11 @@ from .declared import (
     FIREFUNCTION,
     FUNCTION_GEMMA,
     GEMMA4,
+    GIGACHAT,
     GLM,
     GRANITE,
     HERMES,
+    HUNYUAN,
     INTERNLM2,
     LONGCAT,
     MINICPM5,
@@ -34,15 +36,15 @@ from .declared import (
     MINIMAX_M1,
     NEMOTRON_V2,
     OLMO3,
+    QWEN_XML,
     SEED_OSS,
+    SOLAR_OPEN,
     STEP3,
 )
 from .deepseek_dsml import DeepSeekDsml, GigaChatGcml
 from .functionary import FunctionaryV31, FunctionaryV32
-from .gigachat import GigaChat
 from .glimmer import Glimmer
 from .harmony import GptOss
-from .hunyuan import Hunyuan
 from .inkling import Inkling
 from .kimi import KimiK2
 from .kimi_k3 import KimiK3
@@ -52,8 +54,6 @@ from .minicpm3 import MiniCpm3
 from .minimax_m3 import MiniMaxM3
 from .mistral import Mistral
 from .pythonic import Pythonic
-from .qwen_xml import QwenXml
-from .solar import SolarOpen
 
 __all__ = [
     "FORMAT_SETTINGS",
@@ -69,7 +69,7 @@ __all__ = [
 _FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
-        QwenXml(),
+        QWEN_XML.family,
         HERMES.family,
         Llama3(),
         Mistral(),
@@ -95,15 +95,15 @@ _FAMILIES: dict[str, Family] = {
         Pythonic(),
         FunctionaryV31(),
         FunctionaryV32(),
-        GigaChat(),
+        GIGACHAT.family,
         CommandRPlus(),
         MINIMAX_M1.family,
-        SolarOpen(),
+        SOLAR_OPEN.family,
         GptOss(),
         Glimmer(),
         KimiK3(),
         Inkling(),
-        Hunyuan(),
+        HUNYUAN.family,
         INTERNLM2.family,
         LONGCAT.family,
         STEP3.family,

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..events import NoticeCode
 from ..messages import ToolCall
 from .attributes import Attributes, closes_attribute
+from .blockends import UNOPENED, BlockEnds
 from .callshape import CallShape
 from .jsoncall import JsonCall
 from .jsonscan import ObjectScanner
@@ -36,7 +37,7 @@ from .markerstream import (
 )
 from .pyliteral import DIALECTS, LiteralReader
 from .pysteps import PySteps
-from .scan import Markers
+from .scan import Markers, markers
 from .tagsteps import (
     _ARGS,
     _BETWEEN,
@@ -53,6 +54,7 @@ from .tagsteps import (
     _VALUE,
     _VALUE_FIRST,
     _VALUE_WS,
+    DriftedEnd,
     Name,
     TagSteps,
 )
@@ -74,19 +76,14 @@ NUMBER = "\x00#"
 #: id, kept as the call's.
 CALL_ID = "\x00id"
 
-#: The object that opens a call whose opening words were left out, right after a closed call.
-_UNOPENED = "{"
-#: How much white space after a closed call is looked through for such a call.
-_MAX_GAP = 32
-
 
 #: The first character of a name written bare (a call of a name kind starts with one).
 _NAMED = re.compile(r"[A-Za-z_]")
 
 
 @functools.lru_cache(maxsize=256)  # bounded: learned shapes come and go
-def _stops(shape: DerivedShape) -> tuple[str, str, Markers | None]:
-    """What ends a name, a key and a value in ``shape``."""
+def _stops(shape: DerivedShape) -> tuple[str, str, Markers | None, Markers | None]:
+    """What ends a name, a key and a value in ``shape`` (a value: strict, and not)."""
     followers = (shape.name_end, shape.key_open, shape.post, shape.next_call, shape.trail)
     # a backslash ends a name (no tool name holds one): \\n may follow it (see _escaped)
     stops = WS + "\\" + "".join(w[0][0] for w in followers if w)
@@ -97,11 +94,15 @@ def _stops(shape: DerivedShape) -> tuple[str, str, Markers | None]:
     key_stops = WS + (shape.key_mid[0][0] if shape.key_mid else "")
     ends = shape.value_end[0] if shape.value_end else ""
     # (one marker where the template writes no white space before the end: half the scan)
-    value_ends = Markers(tuple(dict.fromkeys((shape.value_tail + ends, ends)))) if ends else None
-    return stops, key_stops, value_ends
+    # a line break written \r\n (Windows line endings) is the template's \n
+    tails = (shape.value_tail, "\r\n") if shape.value_tail == "\n" else (shape.value_tail,)
+    found = (*(tail + ends for tail in tails), ends)
+    value_ends = Markers(tuple(dict.fromkeys(found))) if ends else None
+    drifted = DriftedEnd.of(shape, value_ends.markers) if value_ends else None
+    return stops, key_stops, value_ends, drifted or value_ends
 
 
-class _DerivedBody(TagSteps, PySteps, TextBody):
+class _DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
     """One block of calls in a :class:`DerivedShape`, read one step at a time."""
 
     stream: DerivedStream
@@ -109,15 +110,20 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
         assert isinstance(stream, DerivedStream)
-        self.shape = shape = stream.shape
+        opened = stream._raw[0]
+        self.shape = shape = stream.shape_for(opened)
         self.todo: list[str] = list(shape.opening[1:])
         #: The word a call's payload comes after (named when no payload follows it).
         self.opened_by = shape.opening[-1]
-        #: The call opened at its object: its opening words were left out (see _after).
-        self.unopened = False
         #: The call is read and a call without its opening words may follow it.
         self.then_unopened = False
         self.told_unopened = False
+        #: The call opened at ``opening[left_out]``, the words before it left out (see
+        #: DerivedShape.left_out), or at its JSON object right after a closed call.
+        self.bare = opened not in (shape.marker, UNOPENED)
+        self.unopened = opened == UNOPENED and shape.marker != UNOPENED
+        if self.bare:
+            self.todo = list(shape.opening[shape.left_out + 1 :])
         self.then = _CALL
         self.state = _LITS
         #: ``tags``: the key read, its value not yet opened; the key whose value is held.
@@ -135,10 +141,13 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
         self.listed = shape.kind == "json" and bool(shape.trail)
         self.item_end: ItemEnd | None = None
         self.item_problem = ""
+        #: Reply text the block ended on after its calls (see BlockEnds._rest_is_text).
+        self.rest = ""
         #: The items left out, and why: given back as text once the block is read.
         self.left: list[tuple[str, str]] = []
         # what ends a name, a key and a value: the shape's, worked out once a shape
-        self.name_stops, self.key_stops, self.value_ends = _stops(shape)
+        self.name_stops, self.key_stops, strict_ends, lenient_ends = _stops(shape)
+        self.value_ends = strict_ends if stream.strict else lenient_ends
         self.digits = 0
         self.json_call: JsonCall | None = None
         self.attributes: Attributes | None = None
@@ -168,21 +177,17 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
             assert self.value_ends is not None
             i, complete = self.read_value(s, i, self.value_ends, _BETWEEN)
             if complete:
+                if not s.endswith(self.shape.value_end[0], 0, i):
+                    self.drifted(s, i)
                 self.words(self.shape.value_end[1:], _BETWEEN)
             return i, complete
         if state == _JSON:
             return self._json(s, i)
-        if (
-            state == _LITS
-            and not self.unopened
-            and self.stream._raw[:1] == [_UNOPENED]
-            and self.shape.marker != _UNOPENED
-        ):
+        if self.unopened and self.json_call is None:
             # opened at the object itself, right after a closed call (see _after)
-            self.unopened = True
-            self._call(_UNOPENED, 0)
+            self._call(UNOPENED, 0)
             assert self.json_call is not None
-            self.feed_json_call(self.json_call, _UNOPENED, 0, "the call is not a JSON object")
+            self.feed_json_call(self.json_call, UNOPENED, 0, "the call is not a JSON object")
             return i, True
         if state == _LITS:
             if not self.todo:
@@ -205,6 +210,16 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
                 j = self._left_out(s, i, word)
                 if j != i:
                     return max(j, i), j > i
+            if self.then == _BETWEEN and self.call is not None and not self.call.args:
+                went = self.no_separator(s, i, word)  # the words after a name left out?
+                if went is not None:
+                    return i, went
+            if self.bare and self.then == _NEXT:  # the left-out words' closers were due
+                status, j = expect_literal(s, i, self.shape.opening[self.shape.left_out])
+                if status == OPEN:
+                    return i, False
+                if status == DONE:  # another call opened so: this one is whole
+                    return self._bare_read(i), False
             problem = (
                 f"text after the call before {word}" if self.then == _NEXT else f"expected {word}"
             )
@@ -267,7 +282,8 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
                 if not self.named(self.key, False, i):
                     return i, False
                 self.value_key, self.key = self.key, ""
-            status, j = expect_literal(s, i, self.shape.value_lead)
+            lead = self.shape.value_lead
+            status, j = expect_literal(s, i, "\r\n" if lead == "\n" and s[i] == "\r" else lead)
             if status == OPEN:
                 return i, False
             self.state = _VALUE_FIRST
@@ -279,7 +295,8 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
             if j > i:
                 self.state = _CDATA
                 return j, True
-            self.state = _HELD if s[i] in HELD and not self.stream.strict else _VALUE
+            held = s[i] in HELD and not self.stream.strict and not self.shape.verbatim
+            self.state = _HELD if held else _VALUE
             return i, True
         if state == _CDATA:
             return self._cdata(s, i)
@@ -287,29 +304,14 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
             return self._held(s, i)
         return self._next(s, i)
 
-    def _left_item(self, item: ItemEnd, i: int) -> tuple[int, bool]:
-        """Unless strict, an item of a list that is not a call (the body failed on it) is
-        left out: its call, if announced, withdrawn; the rest of it read up to the next
-        item (:class:`~.listitems.ItemEnd`); its text given back once the block is read.
-        A list none of whose items is a call is no list of calls (see _then)."""
-        self.item_problem = self.reason
-        self.status, self.reason = OPEN, ""
-        read = {index for index, _ in self.calls}
-        for index, cid in self.started:
-            if index not in read:
-                self.stream._abort(index, cid, self.item_problem)
-        self.started = [(index, cid) for index, cid in self.started if index in read]
-        self.item_end = item
-        self.state = _SKIP
-        return i, True
-
     def _then(self, i: int) -> tuple[int, bool]:
         """The words are matched: go on to the next state (the block may be over)."""
-        if self.then == _NEXT and self.unopened and not self.told_unopened:
+        if self.then == _NEXT and (self.unopened or self.bare) and not self.told_unopened:
             self.told_unopened = True  # its closing words came: the unopened call is one
+            left = " ".join(self.shape.opening[: self.shape.left_out]) or self.shape.marker
+            after = "" if self.bare else " after a closed call"
             self.stream._notice(
-                "recovered-unopened-call",
-                f"read a call written after a closed call without its opening {self.shape.marker}",
+                "recovered-unopened-call", f"read a call written{after} without its opening {left}"
             )
         self.state = self.then
         if self.then == _END:
@@ -356,6 +358,9 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
         name, i = self.names.read(self, s, i)
         if name is None:
             return i, False
+        tools = self.stream.tools
+        if self.bare and tools.known and not tools.has(name):  # nothing else says it is a call
+            return self.fail(i, f"{name!r} is not a declared tool"), False
         self.escaped_newline = False
         if self.shape.kind == "tags":
             self.call = TextArgs.start(self, name, self.model_id or None)
@@ -436,7 +441,7 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
                 return self._after(s, i), False
             self.status = DONE  # every call is its own block: the marker finds the next
             return i, False
-        if shape.trail and s[i] in WS:  # the block must close: whitespace is part of it
+        if shape.trail and not shape.trail_optional and s[i] in WS:  # the block must close
             return i + 1, True
         k = i
         while k < len(s) and s[k] in WS and k - i <= 8:
@@ -478,79 +483,64 @@ class _DerivedBody(TagSteps, PySteps, TextBody):
                     self.opened_by = words[-1]
                 self.words(words[1:], then)
                 return j, self.status == OPEN
-        if shape.trail:
+        if shape.trail and not shape.trail_optional:
             return self.fail(k, f"expected {shape.trail[0]} after the call"), False
-        self.status = DONE
+        self.status = DONE  # text after the calls: reply text
         return i, False
-
-    def _after(self, s: str, i: int) -> int:
-        """After a closed call that is a block of its own: look (without taking it) at
-        what follows. The body ends here; when a JSON object comes next, the stream may
-        read it as a call whose opening words were left out (templates that open the calls
-        once a turn and close each one, as vLLM's ``hermes_2_pro`` does, teach a model to
-        write its later calls so). It is a call only if it is one and its own closing
-        words follow it; else it stays text, with no notice: it never became a call."""
-        k = i
-        while k < len(s) and s[k] in WS and k - i <= _MAX_GAP:
-            k += 1
-        if k == len(s) and k - i <= _MAX_GAP:
-            return i  # only whitespace so far: wait for what comes after it
-        self.then_unopened = k < len(s) and s[k] == _UNOPENED
-        self.status = DONE
-        return i
-
-    def end_of_reply(self) -> None:
-        ends = self.shape.ends_with_turn or not self.shape.trail
-        if self.state == _NEXT and ends and self.calls:
-            self.status = DONE
-            return
-        if not self.stream.strict and not self.unopened and self._whole():
-            # the reply ended (a length limit, an engine that strips the end token) where
-            # only closing words were due: every call is whole, as vLLM and SGLang read it
-            self.told.append(
-                (
-                    "recovered-unclosed-tag",
-                    "read a call whose closing words never came: the reply ended where only "
-                    "they were due",
-                )
-            )
-            self.status = DONE
-            return
-        super().end_of_reply()
-
-    def _whole(self) -> bool:
-        """Whether the reply may end here with every call read: each call whole, only the
-        block's closing words due. A JSON payload is whole once its braces close; a tagged
-        call only once its own closing words came (cut after a value, more arguments may
-        have been to come, and a call must not run without them: SGLang's MiniCPM and
-        MiniMax readers and vLLM's GLM reader leave it text) — or, where the syntax writes
-        no closing words for a call, after its last value."""
-        state = self.state
-        if state == _BETWEEN and self.call is not None and not self.key:
-            if self.shape.post or not self.call.args:
-                return False
-            self.end_call()
-            return True
-        if state == _LITS and self.then in (_NEXT, _END) and self.calls:
-            return True
-        return state == _NEXT and bool(self.calls)
 
 
 class DerivedStream(MarkerStream):
-    """The reply stream of one :class:`DerivedShape` (a subclass per shape sets both)."""
+    """The reply stream of one :class:`DerivedShape`, or of a family's several forms, each a
+    shape of its own (a subclass sets them): the word that opens a block chooses its shape."""
 
     shape: ClassVar[DerivedShape]
+    #: The family's other forms (GigaChat 3's call message and 3.1's call token).
+    forms: ClassVar[tuple[DerivedShape, ...]] = ()
     body_class = _DerivedBody
-    #: What is scanned for right after a closed call: the marker, or an unopened call.
+    #: Each form by the words that open it (its marker; a call opened with words left out).
+    _by_word: ClassVar[dict[str, DerivedShape]]
+    #: What a call opens at, strict and not; and right after a closed call, the marker or
+    #: an unopened call.
+    _strict: ClassVar[Markers]
+    _lenient: ClassVar[Markers]
     _after_call: ClassVar[Markers]
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
-        if "marker" in cls.__dict__:
-            cls._after_call = Markers((cls.marker, _UNOPENED))
+        if "shape" not in cls.__dict__ and "forms" not in cls.__dict__:
+            return
+        shapes = (cls.shape, *cls.forms)
+        opened = [s.marker for s in shapes]
+        bare = [s.opening[s.left_out] for s in shapes if s.left_out]
+        cls._by_word = {}
+        for word, shape in [
+            *zip(opened, shapes, strict=True),
+            *((s.opening[s.left_out], s) for s in shapes),
+        ]:
+            cls._by_word.setdefault(word, shape)
+        cls._strict = markers(tuple(opened))
+        cls._lenient = markers((*opened, *bare))
+        cls._after_call = markers((*opened, UNOPENED))
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: The form of the block being read, or of the last one (an unopened call's).
+        self.last = self.shape
+        self._first_opening()
+
+    def shape_for(self, opened: str) -> DerivedShape:
+        """The form a block opening with ``opened`` is read in."""
+        shape = self._by_word.get(opened, self.last)
+        self.last = shape
+        return shape
+
+    def _first_opening(self) -> None:
+        """What a call opens at: each form's marker, and unless strict the word a call may
+        open at with the words before it left out (DerivedShape.left_out)."""
+        self._opening = self._strict if self.strict else self._lenient  # type: ignore[misc]
 
     def new_body(self) -> Body:
-        self._opening = type(self)._opening  # type: ignore[misc]  # per reader: after a call or not
+        self._first_opening()  # (after a call, _close may widen it for the next scan)
         return super().new_body()
 
     def _close(self, body: Body) -> None:
@@ -568,14 +558,23 @@ class DerivedStream(MarkerStream):
             )
             # one a line where nothing is written between two calls (each on its line)
             self._text(text if body.shape.next_call else text + "\n")
+        self._text(body.rest)  # what the reply ended on after the calls
         if isinstance(body, _DerivedBody) and body.status == DONE and body.then_unopened:
             self._opening = self._after_call  # type: ignore[misc]
 
     def _give_back(self, body: Body) -> None:
-        if isinstance(body, _DerivedBody) and body.unopened:
+        if isinstance(body, _DerivedBody) and (body.unopened or body.bare):
+            # opened where a call's opening words were left out: no call markup by itself,
+            # so given back quietly, unless a call was announced (then withdrawn, named)
             for index, cid in body.started:
                 self._abort(index, cid, body.reason)
-            self._text("".join(self._raw))  # an object that never became a call: text
+            if body.started:
+                self._notice(
+                    "call-abandoned",
+                    f"a call opening with {self._raw[0]} was not one ({body.reason}); its "
+                    "text follows as text",
+                )
+            self._text("".join(self._raw))
             self._body = None
             self._raw = []
             return

@@ -33,9 +33,11 @@ from typing import Any
 from ..templates.shaping import CallIds
 from .base import Family
 from .derived import CALL_ID, NUMBER, DerivedShape, DerivedStream
+from .grammar import AnyOf
 from .markerstream import MarkerStream
 from .pyliteral import DIALECTS
 from .reasoning import ReasoningTags
+from .samples import Sample
 
 __all__ = ["Syntax", "special_words"]
 
@@ -64,9 +66,15 @@ class Syntax:
     #: What the family is, its models in closing parentheses (``toolwire families``).
     label: str
     shape: DerivedShape
+    #: The family's other forms, each a shape of its own (GigaChat 3's call message beside
+    #: 3.1's call token): the same stream reads them all, the word opening a block choosing
+    #: its form; the grammar takes any, and the writer writes each (a sample per form).
+    also: tuple[DerivedShape, ...] = ()
     reasoning: ReasoningTags = field(default_factory=ReasoningTags)
     end_tokens: tuple[str, ...] = ()
     call_ids: CallIds = "keep"
+    #: The templates render one call per assistant message (see ``Family``).
+    one_call_per_message: bool = False
     #: Texts that mark a prompt stating this format in words (see ``Family.prompt_markers``).
     prompt_markers: tuple[str, ...] = ()
     #: A stream layer before the engine's stream, for what is no call syntax but the
@@ -74,79 +82,50 @@ class Syntax:
     #: family's tokens from the text.
     stream_layer: type[MarkerStream] | None = None
 
+    @property
+    def forms(self) -> tuple[DerivedShape, ...]:
+        """Every form of the family, its main one first."""
+        return (self.shape, *self.also)
+
     @cached_property
     def markers(self) -> tuple[str, ...]:
-        """What a reply is scanned for: the opening's first word."""
-        return (self.shape.marker,)
+        """What a reply is scanned for: each form's opening's first word."""
+        return tuple(dict.fromkeys(s.marker for s in self.forms))
 
     @cached_property
     def kept_tokens(self) -> tuple[str, ...]:
         """The special tokens a call is written with beyond its marker: the framing's and the
         payload's words that read as special tokens (the engine must keep them in the text
         it generates, or the calls cannot be read)."""
-        s = self.shape
-        words = (*s.opening, *s.post, *s.next_call, *s.trail, *s.name_end)
-        words += (*s.key_open, *s.key_mid, *s.value_end)
-        if s.kind == "name-literal":  # the literal's string delimiter (Gemma's <|"|>)
-            words += (DIALECTS[s.literal].string_delimiter,)
+        words: tuple[str, ...] = ()
+        for s in self.forms:
+            words += (*s.opening, *s.post, *s.next_call, *s.trail, *s.name_end)
+            words += (*s.key_open, *s.key_mid, *s.value_end)
+            if s.kind == "name-literal":  # the literal's string delimiter (Gemma's <|"|>)
+                words += (DIALECTS[s.literal].string_delimiter,)
         return tuple(w for w in special_words(words) if w not in self.markers)
 
-    def write(self, name: str, arguments: Mapping[str, Any], index: int = 0) -> str:
-        """One call in this syntax, a block of its own, as a model trained on it writes it
-        (the framing's words one a line, where the reader takes any white space)."""
-        return self.reply([(name, arguments)], index)
+    def write(self, name: str, arguments: Mapping[str, Any], index: int = 0, form: int = 0) -> str:
+        """One call in this syntax (its ``form``), a block of its own, as a model trained on
+        it writes it (the framing's words one a line, where the reader takes any white space)."""
+        return self.reply([(name, arguments)], index, form)
 
-    def reply(self, calls: list[tuple[str, Mapping[str, Any]]], first: int = 0) -> str:
-        """A whole reply of these calls (numbered from ``first``): the first opened by the
-        opening, the others by the words between two calls, the block closed by its trail."""
-        s = self.shape
+    def reply(
+        self, calls: list[tuple[str, Mapping[str, Any]]], first: int = 0, form: int = 0
+    ) -> str:
+        """A whole reply of these calls (numbered from ``first``) in the family's ``form``:
+        the first opened by the opening, the others by the words between two calls, the block
+        closed by its trail."""
+        s = self.forms[form]
         out = ""
         for index, (name, arguments) in enumerate(calls, first):
             lead = s.opening if index == first else s.next_call
             # a JSON object on a line of its own; a name right after the words before it
             line = "\n" if s.kind == "json" or not (s.next_call or s.post) else ""
-            call = _joined(lead) + line + self._payload(name, arguments, index)
+            call = _joined(lead) + line + _payload(s, name, arguments, index)
             call += (line + _joined(s.post)) if s.post else ""
             out += call.replace(CALL_ID, f"call_{index}")
         return (out + ("\n" + _joined(s.trail) if s.trail else "")).replace(NUMBER, str(first))
-
-    def _payload(self, name: str, arguments: Mapping[str, Any], index: int) -> str:
-        """A call's name and arguments, as the shape writes them."""
-        s = self.shape
-        if s.kind == "json" and s.name_is_key:
-            return json.dumps({name: dict(arguments)}, ensure_ascii=False)
-        if s.kind == "json":
-            obj: dict[str, Any] = {s.id_key: str(index)} if s.id_key and s.id_first else {}
-            obj.update({s.name_key: name, s.args_key: dict(arguments)})
-            obj.update(dict(s.constants))
-            obj.update({key: f"call_{index}" for key in s.strings})
-            if s.id_key and not s.id_first:
-                obj[s.id_key] = f"call_{index}"
-            return json.dumps(obj, ensure_ascii=False)
-        if s.kind == "name-json":
-            return name + _joined(s.name_end) + json.dumps(dict(arguments), ensure_ascii=False)
-        if s.kind == "name-python":
-            args = ", ".join(f"{k}={_python(v)}" for k, v in arguments.items())
-            return f"{name}{_joined(s.name_end)}({args})"
-        if s.kind == "name-literal":
-            quote = DIALECTS[s.literal].string_delimiter
-            # keys sorted, as Gemma's templates write them (``dictsort``) and its grammar takes
-            return name + _joined(s.name_end) + _literal(dict(sorted(arguments.items())), quote)
-        parts = [name + _joined(s.name_end)]
-        for key, value in arguments.items():
-            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-            if s.cdata and isinstance(value, str) and any(c in value for c in "<&\n"):
-                text = f"<![CDATA[{value}]]>"
-            parts.append(
-                _joined(s.key_open)
-                + key
-                + _joined(s.key_mid)
-                + s.value_lead
-                + text
-                + s.value_tail
-                + _joined(s.value_end)
-            )
-        return "".join(parts)
 
     @cached_property
     def family(self) -> Family:
@@ -156,12 +135,20 @@ class Syntax:
             f"{_title(self.name)}Stream",
             (*layers, DerivedStream),
             # the end tokens at the reply's very end: where the turn stopped, not text
-            {"marker": self.shape.marker, "shape": self.shape, "turn_ends": self.end_tokens},
+            {
+                "marker": self.shape.marker,
+                "shape": self.shape,
+                "forms": self.also,
+                "turn_ends": self.end_tokens,
+            },
         )
         syntax = self
 
-        def sample(name: str, args: Mapping[str, Any], index: int) -> str:
-            return syntax.write(name, args, index)
+        def sampler(form: int) -> Sample:
+            def sample(name: str, args: Mapping[str, Any], index: int) -> str:
+                return syntax.write(name, args, index, form)
+
+            return sample
 
         made: type[Family] = type(
             _title(self.name),
@@ -171,17 +158,58 @@ class Syntax:
                 "label": self.label,
                 "markers": self.markers,
                 "stream_class": stream,
-                "grammar": self.shape.grammar,
+                "grammar": (
+                    AnyOf(tuple(f.grammar for f in self.forms)) if self.also else self.shape.grammar
+                ),
                 "call_ids": self.call_ids,
+                "one_call_per_message": self.one_call_per_message,
                 "reasoning": self.reasoning,
                 "end_tokens": self.end_tokens,
                 "kept_tokens": self.kept_tokens,
                 "prompt_markers": self.prompt_markers,
-                "samples": (sample,),
+                "samples": tuple(sampler(form) for form in range(len(self.forms))),
                 "drops_tokens": self.stream_layer is not None,
             },
         )
         return made()
+
+
+def _payload(s: DerivedShape, name: str, arguments: Mapping[str, Any], index: int) -> str:
+    """A call's name and arguments, as the shape writes them."""
+    if s.kind == "json" and s.name_is_key:
+        return json.dumps({name: dict(arguments)}, ensure_ascii=False)
+    if s.kind == "json":
+        obj: dict[str, Any] = {s.id_key: str(index)} if s.id_key and s.id_first else {}
+        obj.update({s.name_key: name, s.args_key: dict(arguments)})
+        obj.update(dict(s.constants))
+        obj.update({key: f"call_{index}" for key in s.strings})
+        if s.id_key and not s.id_first:
+            obj[s.id_key] = f"call_{index}"
+        return json.dumps(obj, ensure_ascii=False)
+    if s.kind == "name-json":
+        return name + _joined(s.name_end) + json.dumps(dict(arguments), ensure_ascii=False)
+    if s.kind == "name-python":
+        args = ", ".join(f"{k}={_python(v)}" for k, v in arguments.items())
+        return f"{name}{_joined(s.name_end)}({args})"
+    if s.kind == "name-literal":
+        quote = DIALECTS[s.literal].string_delimiter
+        # keys sorted, as Gemma's templates write them (``dictsort``) and its grammar takes
+        return name + _joined(s.name_end) + _literal(dict(sorted(arguments.items())), quote)
+    parts = [name + _joined(s.name_end)]
+    for key, value in arguments.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        if s.cdata and isinstance(value, str) and any(c in value for c in "<&\n"):
+            text = f"<![CDATA[{value}]]>"
+        parts.append(
+            _joined(s.key_open)
+            + key
+            + _joined(s.key_mid)
+            + s.value_lead
+            + text
+            + s.value_tail
+            + _joined(s.value_end)
+        )
+    return "".join(parts)
 
 
 def _joined(words: tuple[str, ...]) -> str:

@@ -22,7 +22,7 @@ from .textargs import NameReader, TextArgs, read_held
 if TYPE_CHECKING:
     from .derived import DerivedShape
 
-__all__ = ["Name", "TagSteps"]
+__all__ = ["DriftedEnd", "Name", "TagSteps"]
 
 _LITS, _CALL, _JSON, _NAME, _ARGS, _BETWEEN, _KEY = range(7)
 _VALUE_WS, _VALUE_FIRST, _VALUE, _HELD, _NEXT, _END, _SKIP, _CDATA = range(7, 15)
@@ -34,6 +34,46 @@ _MAX_ID = 64
 #: The longest number that counts the calls (the NUMBER word).
 _MAX_DIGITS = 32
 _CDATA_END = Markers(("]]>",))
+#: A separator after a name that is a tag of its own (``<tool_sep>``), not a bracket's end.
+_SEPARATOR = re.compile(r"<[^<>\s]{2,}>")
+
+
+#: A value's closing tag: a drifted one is read for it (see DriftedEnd).
+_CLOSER = re.compile(r"</[^\s<>]+>")
+
+
+class DriftedEnd(Markers):
+    """Where a tagged value ends, unless strict: its closing words, or a closing tag drifted
+    from them (``</parameter1>``, ``</parameter_function>``, a ``</parameter`` without its
+    ``>``) right before the next key or the call's end, what SGLang strips for Qwen3-Coder.
+    A tag is drifted only where the next tag follows it, so a value that merely holds such
+    text is still read to its true end. The body names each drifted tag it meets
+    (``recovered-misspelt-tag``). One search finds either (the closers' own patterns with the
+    drifted tag's), so a value is scanned once, as for the closers alone."""
+
+    #: How far back the start of a drifted tag cut short is looked for.
+    _REACH = 80
+
+    def __init__(self, ends: tuple[str, ...], closer: str, tail: str, follow: tuple[str, ...]):
+        super().__init__(ends)
+        lead = r"\r?\n" if tail == "\n" else re.escape(tail)
+        drifted = lead + re.escape(closer[:-1]) + r"(?!>)[^\s<>]{0,32}>?[ \t]*"
+        nexts = "|".join(map(re.escape, follow))
+        starts = "|".join(re.escape(t[:k]) for t in follow for k in range(len(t), 0, -1))
+        plain = "|".join(re.escape(m) for m in sorted(self.markers, key=len, reverse=True))
+        # at one place a closer comes first: a drifted tag is taken only before a closer
+        self._search = re.compile(f"{plain}|{drifted}(?=\\s{{0,8}}(?:{nexts}))").search
+        held = self._end.__self__.pattern  # type: ignore[attr-defined]  # the closers' starts
+        self._end = re.compile(f"{held}|{drifted}(?:\\s{{0,8}}(?:{starts})?)?\\Z").search
+        self._longest_start = max(self._longest_start, self._REACH)
+
+    @classmethod
+    def of(cls, shape: DerivedShape, ends: tuple[str, ...]) -> DriftedEnd | None:
+        follow = tuple(w[0] for w in (shape.key_open, shape.post) if w)
+        closer = shape.value_end[0] if shape.value_end else ""
+        if not (_CLOSER.fullmatch(closer) and follow):
+            return None
+        return cls(ends, closer, shape.value_tail, follow)
 
 
 class Name(NameReader):
@@ -104,6 +144,8 @@ class TagSteps(Body):
         self.held.append(s[i:j])
         if not end:
             return j, False
+        if not end.endswith(self.shape.value_end[0]):
+            self.drifted(s, j + len(end))
         value, repair = read_held("".join(self.held))
         self.held = []
         if repair:
@@ -113,6 +155,14 @@ class TagSteps(Body):
         self.call.close()
         self.words(self.shape.value_end[1:], _BETWEEN)
         return j + len(end), True
+
+    def drifted(self, s: str, i: int) -> None:
+        """A value ended at a drifted closing tag just before ``s[i]`` (:class:`DriftedEnd`):
+        named once the block is read."""
+        assert self.call is not None
+        tag = s[s.rfind("</", max(0, i - 64), i) : i].strip()
+        closer = self.shape.value_end[0]
+        self.told.append(("recovered-misspelt-tag", f"read {tag} as the {closer} it stands for"))
 
     def _attributes(self, s: str, i: int) -> tuple[int, bool] | None:
         """Other attributes after a name written as an attribute (:mod:`.attributes`): read
@@ -161,6 +211,27 @@ class TagSteps(Body):
             self.end_call()
             self.words(shape.post[1:], _NEXT)
         return j
+
+    def no_separator(self, s: str, i: int, word: str) -> bool | None:
+        """Unless strict, a separator token due after a call's name (Hunyuan's
+        ``<tool_sep>``) left out, where the first key or the call's end follows straight (what
+        SGLang reads for HY4), is read, named (``recovered-separator-missing``). Only a
+        separator that is a tag of its own: a name's closing ``>`` is no separator. True when
+        read (the body goes on at ``i``), False to wait, None when this is not that."""
+        shape = self.shape
+        if self.stream.strict or word != shape.name_end[0] or not _SEPARATOR.fullmatch(word):
+            return None
+        follows = tuple(w[0] for w in (shape.key_open, shape.post) if w)
+        status, _j, _word = expect_any(s, i, follows)
+        if status == FAILED:
+            return None
+        if status == OPEN:
+            return False
+        assert self.call is not None
+        what = f"read a call to {self.call.name} written without {word} after its name"
+        self.told.append(("recovered-separator-missing", what))
+        self.words((), _BETWEEN)  # the key or the call's end, read from here
+        return True
 
     def _escaped(self, s: str, i: int) -> int:
         """Unless strict, ``\\n`` written as two characters between the words (what a model
@@ -217,8 +288,8 @@ class TagSteps(Body):
         return self._then(j) if not self.todo else (j, True)
 
     def _call_id(self, s: str, i: int) -> tuple[int, bool]:
-        """A call's id written in the framing: one or more id characters, bounded; kept as
-        the id the call is announced with."""
+        """A call's id written in the framing: id characters, bounded; kept as the id the
+        call is announced with (none written: a fresh one)."""
         m = _ID_CHARS.match(s, i, min(len(s), i + _MAX_ID + 1 - len(self.model_id)))
         j = m.end() if m else i
         self.model_id += s[i:j]
@@ -226,7 +297,6 @@ class TagSteps(Body):
             return self.fail(j, "a call id too long"), False
         if j == len(s):
             return j, False
-        if not self.model_id:
-            return self.fail(j, "expected a call id"), False
+        # none written: the call is given a fresh id, as for a syntax with no id
         self.todo.pop(0)
         return self._then(j) if not self.todo else (j, True)

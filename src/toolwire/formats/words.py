@@ -36,9 +36,9 @@ from ..events import recovered
 from ..messages import ToolCall
 from .base import Family, ReplyStream
 from .callshape import CallShape
+from .declared import QWEN_XML
 from .drift import recover
 from .jsoncall import raw_controls_notice, read_call_json
-from .qwen_xml import QwenXml
 from .scan import Markers
 from .trailing import TrailingBlock, end_trailing
 
@@ -72,7 +72,7 @@ _SHAPE = CallShape(
 _FENCED = replace(_SHAPE, declared_only=True)
 #: With ``strict``: exactly the form the model was asked for.
 _ASKED = CallShape(("arguments",))
-_QWEN_XML = QwenXml()
+_QWEN_XML = QWEN_XML.family
 
 # whether the reply may still be nothing but a call's JSON (held until it ends)
 _UNDECIDED, _HOLDING, _PASSING = range(3)

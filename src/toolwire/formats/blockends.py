@@ -1,0 +1,156 @@
+"""Where a block of calls ends when its words did not all come, for the engine's reader
+(:mod:`.shapereader`): an item of a list that is not a call (left out, the list read on), a
+call opened with its opening words left out (read only when whole: its closing words came,
+or it names a declared tool), what follows a call that is a block of its own, and the reply
+ending where only closing words were due. Each a decision taken once for every syntax, named
+in a notice and refused by strict reading.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..events import NoticeCode
+from ..messages import ToolCall
+from .listitems import ItemEnd
+from .markerstream import DONE, OPEN, WS, Body, MarkerStream
+from .tagsteps import _BETWEEN, _END, _LITS, _NEXT, _SKIP
+from .textargs import TextArgs
+
+if TYPE_CHECKING:
+    from .derived import DerivedShape
+
+__all__ = ["UNOPENED", "BlockEnds"]
+
+#: The object that opens a call whose opening words were left out, right after a closed call.
+UNOPENED = "{"
+#: How much white space after a closed call is looked through for such a call.
+_MAX_GAP = 32
+
+
+class BlockEnds(Body):
+    """The block-end steps of the engine's body (a mixin of its reader's body)."""
+
+    shape: DerivedShape
+    stream: MarkerStream
+    call: TextArgs | None
+    calls: list[tuple[int, ToolCall]]
+    told: list[tuple[NoticeCode, str]]
+    todo: list[str]
+    state: int
+    then: int
+    key: str
+    bare: bool
+    unopened: bool
+    then_unopened: bool
+    item_end: ItemEnd | None
+    item_problem: str
+    rest: str
+
+    if TYPE_CHECKING:  # the body's own, which this mixin's steps call
+
+        def end_call(self) -> None: ...
+
+    def _left_item(self, item: ItemEnd, i: int) -> tuple[int, bool]:
+        """Unless strict, an item of a list that is not a call (the body failed on it) is
+        left out: its call, if announced, withdrawn; the rest of it read up to the next
+        item (:class:`~.listitems.ItemEnd`); its text given back once the block is read.
+        A list none of whose items is a call is no list of calls (see _then)."""
+        self.item_problem = self.reason
+        self.status, self.reason = OPEN, ""
+        read = {index for index, _ in self.calls}
+        for index, cid in self.started:
+            if index not in read:
+                self.stream._abort(index, cid, self.item_problem)
+        self.started = [(index, cid) for index, cid in self.started if index in read]
+        self.item_end = item
+        self.state = _SKIP
+        return i, True
+
+    def _bare_read(self, i: int) -> int:
+        """A call opened where words were left out, none of their closing words written, is
+        whole before ``s[i]``: read when it names a declared tool, unless strict (nothing
+        else confirms it is a call), else it fails back to text."""
+        tools = self.stream.tools
+        if not (tools.known and tools.has(self.calls[-1][1].name)):
+            return self.fail(i, f"text after the call before {self.todo[0]}")
+        left = " ".join(self.shape.opening[: self.shape.left_out])
+        what = f"read a call written with neither {left} nor its closing words"
+        self.told.append(("recovered-unopened-call", what))
+        self.status = DONE
+        return i
+
+    def _after(self, s: str, i: int) -> int:
+        """After a closed call that is a block of its own: look (without taking it) at
+        what follows. The body ends here; when a JSON object comes next, the stream may
+        read it as a call whose opening words were left out (templates that open the calls
+        once a turn and close each one, as vLLM's ``hermes_2_pro`` does, teach a model to
+        write its later calls so). It is a call only if it is one and its own closing
+        words follow it; else it stays text, with no notice: it never became a call."""
+        k = i
+        while k < len(s) and s[k] in WS and k - i <= _MAX_GAP:
+            k += 1
+        if k == len(s) and k - i <= _MAX_GAP:
+            return i  # only whitespace so far: wait for what comes after it
+        self.then_unopened = k < len(s) and s[k] == UNOPENED
+        self.status = DONE
+        return i
+
+    def end_of_reply(self) -> None:
+        shape = self.shape
+        ends = shape.ends_with_turn or shape.trail_optional or not shape.trail
+        if self.state == _NEXT and ends and self.calls:
+            self.status = DONE
+            self._rest_is_text()
+            return
+        if self.bare:  # a call opened so is read only when whole, no other repair with it
+            if self.state == _LITS and self.then == _NEXT and self.calls:
+                held = self.stream._raw[-1]  # what the reply ended on, not read by the body
+                if not "".join(self.todo).startswith(held):
+                    self.stream._text(held)  # (another call's start, cut short)
+                self._bare_read(0)
+            if self.status != DONE:
+                super().end_of_reply()
+            return
+        if not self.stream.strict and not self.unopened and self._whole():
+            # the reply ended (a length limit, an engine that strips the end token) where
+            # only closing words were due: every call is whole, as vLLM and SGLang read it
+            self.told.append(
+                (
+                    "recovered-unclosed-tag",
+                    "read a call whose closing words never came: the reply ended where only "
+                    "they were due",
+                )
+            )
+            self.status = DONE
+            return
+        super().end_of_reply()
+
+    def _rest_is_text(self) -> None:
+        """The block ended with the reply after a whole call: what the body held back to
+        see what came next (the start of a word) is reply text, given back once the calls
+        end, less the block's closing words where they came whole; white space the reply
+        ends with is dropped, for every syntax."""
+        held = self.stream._raw[-1]
+        trail = self.shape.trail[:1]
+        lead = len(held) - len(held.lstrip(WS))
+        if trail and held.startswith(trail[0], lead):
+            held = held[lead + len(trail[0]) :]
+        self.rest = held if held.strip(WS) else ""
+
+    def _whole(self) -> bool:
+        """Whether the reply may end here with every call read: each call whole, only the
+        block's closing words due. A JSON payload is whole once its braces close; a tagged
+        call only once its own closing words came (cut after a value, more arguments may
+        have been to come, and a call must not run without them: SGLang's MiniCPM and
+        MiniMax readers and vLLM's GLM reader leave it text) — or, where the syntax writes
+        no closing words for a call, after its last value."""
+        state = self.state
+        if state == _BETWEEN and self.call is not None and not self.key:
+            if self.shape.post or not self.call.args:
+                return False
+            self.end_call()
+            return True
+        if state == _LITS and self.then in (_NEXT, _END) and self.calls:
+            return True
+        return state == _NEXT and bool(self.calls)

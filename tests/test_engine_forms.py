@@ -1,0 +1,243 @@
+"""What the one engine reads for every declared syntax that says so, moved from the
+hand-written readers that each had it alone: a call opened with the family's opening words
+left out, a value's closing tag drifted, a separator after a name left out, a line break
+written ``\\r\\n`` around a value, a block whose closing words the reply may leave out, a call
+id the model did not write; and a family of several forms, each read by the same stream.
+
+Each case is read whole and streamed at every split point (the two must agree); each repair
+is named, and strict reading refuses it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolwire import get_family
+from toolwire.events import CallAbort, CallEnd, CallStart, Notice
+from toolwire.formats.base import assemble
+from toolwire.formats.declared import DECLARED
+
+from .replies import TOOLS
+
+_QX = "<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>"
+
+
+def _events(name: str, chunks: list[str], *, strict: bool = False) -> list[Any]:
+    stream = get_family(name).stream(TOOLS, make_id=lambda i: f"id{i}", strict=strict)
+    events: list[Any] = []
+    for chunk in chunks:
+        events += stream.feed(chunk)
+    return events + stream.finish()
+
+
+class Read:
+    """A reply read whole, checked equal (assembled) to it streamed at every split."""
+
+    def __init__(self, name: str, reply: str, *, strict: bool = False) -> None:
+        whole = _events(name, [reply], strict=strict)
+        for k in range(len(reply) + 1):
+            split = _events(name, [reply[:k], reply[k:]], strict=strict)
+            assert assemble(split) == assemble(whole), k
+        self.result = assemble(whole)
+        parsed = get_family(name).parse(reply, TOOLS, strict=strict)
+        assert parsed.content == self.result.content
+        assert [(c.name, c.arguments) for c in parsed.calls] == [
+            (c.name, c.arguments) for c in self.result.calls
+        ]
+        self.notices = [e for e in whole if isinstance(e, Notice)]
+        self.codes = [e.code for e in self.notices]
+        self.calls = self.result.calls
+        self.content = self.result.content
+
+
+def _read(name: str, reply: str, *, strict: bool = False) -> Read:
+    return Read(name, reply, strict=strict)
+
+
+def _codes(read: Read) -> list[str]:
+    return read.codes
+
+
+def _calls(result: Read) -> list[tuple[str, dict[str, Any]]]:
+    return [(c.name, dict(c.arguments)) for c in result.calls]
+
+
+@pytest.mark.parametrize(
+    ("reply", "text"),
+    [
+        (_QX + "\n</tool_call>", ""),  # its closing word confirms it
+        ("Let me look.\n" + _QX, "Let me look.\n"),  # bare, naming a declared tool, then the end
+        (_QX + "\n" + _QX, ""),  # two bare calls
+    ],
+)
+def test_a_call_opened_with_its_opening_words_left_out_is_read(reply: str, text: str) -> None:
+    result = _read("qwen-xml", reply)
+    assert _calls(result) == [("get_weather", {"city": "Paris"})] * reply.count("<function=")
+    assert result.content == text
+    assert set(_codes(result)) == {"recovered-unopened-call"}
+    strict = _read("qwen-xml", reply, strict=True)
+    assert strict.calls == [] and strict.content == reply
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        _QX + " and prose after it",  # nothing confirms it: text, the call withdrawn
+        _QX.replace("get_weather", "nope"),  # a bare call names no declared tool
+        "Write <function=get_weather> in prose.",
+        _QX[:30],  # cut short
+    ],
+)
+def test_an_unconfirmed_call_with_its_opening_left_out_stays_text(reply: str) -> None:
+    result = _read("qwen-xml", reply)
+    assert result.calls == [] and result.content == reply
+    events = _events("qwen-xml", [reply])
+    started = [e.index for e in events if isinstance(e, CallStart)]
+    assert [e.index for e in events if isinstance(e, CallAbort)] == started
+    # a call announced and withdrawn is named; text that never was one is not
+    assert _codes(result) == (["call-abandoned"] if started else [])
+    assert not any(isinstance(e, CallEnd) for e in events)
+
+
+@pytest.mark.parametrize(
+    ("name", "reply", "drifted"),
+    [
+        (
+            "qwen-xml",
+            "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter1>\n"
+            "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
+            "</parameter1>",
+        ),
+        (
+            "qwen-xml",
+            "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter\n"
+            "</function>\n</tool_call>",
+            "</parameter",
+        ),
+        (  # every tagged syntax whose value ends at a closing tag
+            "glm",
+            "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value_x>\n"
+            "</tool_call>",
+            "</arg_value_x>",
+        ),
+        (
+            "minimax",
+            '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris'
+            "</parameter2>\n</invoke>\n</minimax:tool_call>",
+            "</parameter2>",
+        ),
+    ],
+)
+def test_a_drifted_closing_tag_before_the_next_tag_ends_the_value(
+    name: str, reply: str, drifted: str
+) -> None:
+    result = _read(name, reply)
+    assert [c.name for c in result.calls] == ["get_weather"]
+    assert result.calls[0].arguments["city"] == "Paris"
+    assert _codes(result) == ["recovered-misspelt-tag"]
+    assert drifted in result.notices[0].message
+    # strict reads the grammar: the drifted tag is the value's text, or no call
+    strict = _read(name, reply, strict=True)
+    assert all(c.arguments.get("city") != "Paris" for c in strict.calls)
+    assert "recovered-misspelt-tag" not in strict.codes
+
+
+def test_a_value_holding_a_closing_tag_s_likeness_is_read_to_its_true_end() -> None:
+    """A tag is drifted only where the next tag follows it: in a value, it is the value."""
+    value = "see </parameter1> here"
+    reply = (
+        f"<tool_call>\n<function=write_file>\n<parameter=path>\na.md\n</parameter>\n"
+        f"<parameter=content>\n{value}\n</parameter>\n</function>\n</tool_call>"
+    )
+    result = _read("qwen-xml", reply)
+    assert _calls(result) == [("write_file", {"path": "a.md", "content": value})]
+    assert _codes(result) == []
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "<tool_calls:opensource><tool_call:opensource>get_weather<arg_key:opensource>city"
+        "</arg_key:opensource><arg_value:opensource>Paris</arg_value:opensource>"
+        "</tool_call:opensource></tool_calls:opensource>",
+        "<tool_calls><tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>"
+        "</tool_call></tool_calls>",
+    ],
+)
+def test_a_separator_after_a_name_left_out_is_read(reply: str) -> None:
+    result = _read("hunyuan", reply)
+    assert _calls(result) == [("get_weather", {"city": "Paris"})]
+    assert _codes(result) == ["recovered-separator-missing"]
+    assert _read("hunyuan", reply, strict=True).calls == []
+
+
+def test_a_name_s_closing_bracket_is_no_separator() -> None:
+    """Only a separator that is a tag of its own may be left out: Qwen's ``>`` after a name
+    ends the name, and a name running into the next tag is no name."""
+    reply = "<tool_call>\n<function=get_weather<parameter=city>\nParis\n</parameter>\n</function>"
+    assert _read("qwen-xml", reply + "\n</tool_call>").calls == []
+
+
+def test_a_family_keeps_a_quoted_value_verbatim_where_its_peers_do() -> None:
+    """Qwen XML keeps ``"Paris"`` quoted (llama.cpp's tests); GLM reads a value written as a
+    JSON string as that string (SGLang's): each family's declaration says which."""
+    qwen = '<tool_call>\n<function=get_weather>\n<parameter=city>\n"Paris"\n</parameter>\n'
+    result = _read("qwen-xml", qwen + "</function>\n</tool_call>")
+    assert _calls(result) == [("get_weather", {"city": '"Paris"'})] and _codes(result) == []
+    glm = '<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>"Paris"</arg_value>\n'
+    result = _read("glm", glm + "</tool_call>")
+    assert _calls(result) == [("get_weather", {"city": "Paris"})]
+    assert _codes(result) == ["arguments-repaired"]
+
+
+def test_windows_line_endings_around_a_value_are_the_template_s() -> None:
+    reply = (
+        "<tool_call>\r\n<function=write_file>\r\n<parameter=path>\r\na.py\r\n</parameter>\r\n"
+        "<parameter=content>\r\nx = 1\r\ny = 2\r\n</parameter>\r\n</function>\r\n</tool_call>"
+    )
+    result = _read("qwen-xml", reply)
+    assert _calls(result) == [("write_file", {"path": "a.py", "content": "x = 1\r\ny = 2"})]
+
+
+_SO = "<|tool_calls|><|tool_call:begin|>{id}<|tool_call:name|>get_weather<|tool_call:args|>"
+
+
+def test_a_block_whose_closing_words_may_be_left_out_ends_at_text() -> None:
+    call = _SO.format(id="c1") + '{"city": "Paris"}<|tool_call:end|>'
+    for reply, text in ((call + "<|calls|>", ""), (call, ""), (call + " and prose", " and prose")):
+        result = _read("solar-open", reply)
+        assert _calls(result) == [("get_weather", {"city": "Paris"})], reply
+        assert result.content == text and _codes(result) == [], reply
+        assert [c.id for c in result.calls] == ["c1"]
+
+
+def test_a_call_id_the_model_did_not_write_is_a_fresh_one() -> None:
+    reply = _SO.format(id="") + "{}<|tool_call:end|>" + _SO.format(id="c1")[14:] + "{}"
+    reply += "<|tool_call:end|><|calls|>"
+    result = _read("solar-open", reply)
+    ids = [c.id for c in result.calls]
+    assert len(ids) == 2 and ids[1] == "c1" and ids[0] not in ("", "c1")
+
+
+_GC3 = '<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": "get_weather", "arguments": {}}'
+_GC31 = '<|function_call|>{"name": "write_file", "arguments": {"path": "a", "content": "b"}}'
+
+
+def test_a_family_of_two_forms_reads_each_in_one_reply() -> None:
+    result = _read("gigachat", "Sure." + _GC31 + _GC3 + "<|message_sep|>")
+    assert [c.name for c in result.calls] == ["write_file", "get_weather"]
+    assert result.content == "Sure."
+
+
+@pytest.mark.parametrize("name", ["gigachat", "hunyuan"])
+def test_each_form_of_a_family_is_written_taken_by_its_grammar_and_read_back(name: str) -> None:
+    syntax = DECLARED[name]
+    family = syntax.family
+    assert len(family.samples) == len(syntax.forms) == 2
+    assert set(family.markers) == {form.marker for form in syntax.forms}
+    for form in range(len(syntax.forms)):
+        reply = syntax.reply([("get_weather", {"city": "Paris"})], 0, form)
+        assert reply.startswith(syntax.forms[form].marker)
+        assert _calls(_read(name, reply)) == [("get_weather", {"city": "Paris"})]
