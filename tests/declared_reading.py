@@ -457,6 +457,30 @@ NEAR["hunyuan"] = [
     "</tool_call></tool_calls>",
 ]
 
+_CPM3 = '<|tool_call_start|>\n```python\nget_weather(city="Paris",days=3)\n'
+NEAR["minicpm3"] = [
+    _CPM3 + "```\n<|tool_call_end|>",
+    "Sure.\n" + _CPM3 + 'get_time(zone="UTC",exact=true)\n```\n<|tool_call_end|>\nDone.',
+    _CPM3 + "```",  # the block not closed
+    _CPM3,  # cut after a call
+    '<|tool_call_start|>\n```python\nget_weather(city="Par',
+    "<|tool_call_start|>\n```python\nget_weather(city='Paris', days=3, flag=True, x=None)\n```\n"
+    "<|tool_call_end|>",
+    '<|tool_call_start|>\n```python\nget_weather("Paris")\n```\n<|tool_call_end|>',
+    '<|tool_call_start|>[get_weather(city="Paris")]<|tool_call_end|>',  # LFM2's block
+    '<|tool_call_start|>\n```python\nget weather(city="Paris")\n```\n<|tool_call_end|>',
+    "<|tool_call_start|>\n```python\nnope(a=1)\n```\n<|tool_call_end|>",
+    "<|thought_start|>\nplan\n<|thought_end|>\n" + _CPM3 + "```\n<|tool_call_end|>",
+    "Write <|tool_call_start|> in prose.",
+    _CPM3 + "```\n<|tool_call_end|><|im_end|>",
+    '<|tool_call_start|>\n```python\nget_weather(city="Paris", city="Rome")\n```\n'
+    "<|tool_call_end|>",
+    '<|tool_call_start|>\n```python\nget_weather(city="Paris") get_time()\n```\n<|tool_call_end|>',
+    '<|tool_call_start|>\n```python\nget_weather(tags=["a", "b"], opts={"k": 1})\n```\n'
+    "<|tool_call_end|>",
+    "<|tool_call_start|>\n```python\n```\n<|tool_call_end|>",
+]
+
 NEAR["hermes"].append(
     '<tool_call>\n{"name": "get_weather", "arguments": {"a": 1}}\n</tool_call>\n'
     '{"name": "get_time", "arguments": {}}\n</tool_call>'

@@ -194,7 +194,20 @@ _NO_SEPARATOR = (
     " the namespaced form"
 )
 
+_ONE_LINE = (
+    "two calls of a one-a-line block on one line: the engine reads every call with any white"
+    " space between, strict or not, for every such syntax (as MiniMax M1's reader did); this"
+    " hand-written reader's strict reading refused it"
+)
+
 KNOWN: dict[str, dict[str, str]] = {
+    "minicpm3": {
+        "near:2": _UNCLOSED,
+        "near:3": _UNCLOSED,
+        "near:8": _NAME_AT_SPACE,
+        "near:12": _END_TOKEN,
+        "near:14": _ONE_LINE,
+    },
     "hunyuan": {
         "sglang:sglang:test_hunyuan_detector:TestHunyuanDetectorDetectAndParse."
         "test_hy4_format_without_tool_separator": _TOLD_WHEN_READ,
@@ -369,6 +382,7 @@ LISTED = {
             )
         ),
     ),
+    "minicpm3": (("<|tool_call_start|>",), ("<|tool_call_end|>",)),
     "qwen-xml": (("<tool_call>",), ("</function>", "</tool_call>", "</parameter>")),
     "minimax": (("<minimax:tool_call>",), ("</invoke>", "</minimax:tool_call>", "</parameter>")),
     # the hand-written family listed none: its tags are no special tokens in MiniCPM5's

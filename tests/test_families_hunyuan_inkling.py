@@ -345,13 +345,11 @@ HUNYUAN_VALID: list[tuple[str, str, list[Call]]] = [
 
 #: (reply, notice codes): not this grammar, read as text.
 HUNYUAN_NEAR: list[tuple[str, list[str]]] = [
-    # the Hy4 spelling without <tool_sep> is GLM's grammar, not this one
-    (hy(f"{CALL}get_weather{kv('city', 'Beijing')}{CALL_END}"), ["call-not-read"]),
     # Hunyuan A13B's JSON list (the apriel grammar)
     ('<tool_calls>[{"name": "f", "arguments": {}}]</tool_calls>', ["call-not-read"]),
     (BLOCK + BLOCK_END, ["call-not-read"]),
     (hy(hy_call("f", kv("a", "1") + kv("a", "2"))), ["call-not-read"]),
-    (BLOCK + hy_call("get_current_date"), ["call-not-read"]),  # the block never closed
+    (BLOCK + hy_call("get_current_date") + "\nand prose", ["call-not-read"]),  # never closed
     (BLOCK + CALL + "get weather" + SEP + CALL_END + BLOCK_END, ["call-not-read"]),
     (BLOCK + CALL + "f" + SEP + "<arg_key>a</arg_key><arg_value>1" + BLOCK_END, ["call-not-read"]),
 ]
@@ -389,6 +387,19 @@ def test_hunyuan_values_are_typed_by_the_schema() -> None:
 def test_hunyuan_near_misses_are_text(reply: str, codes: list[str]) -> None:
     result = parse("hunyuan", reply)
     assert (result.content, result.calls, notice_codes("hunyuan", reply)) == (reply, [], codes)
+
+
+def test_what_every_tagged_syntax_reads_hunyuan_reads() -> None:
+    """A separator tag after a name left out (HY4's, here without a namespace) and a block
+    the reply ended where only its closer was due are read for every declared syntax, each
+    named, strict refusing (tests/test_engine_forms.py, test_engine_behaviours.py)."""
+    for reply, code in (
+        (hy(f"{CALL}get_weather{kv('city', 'Beijing')}{CALL_END}"), "recovered-separator-missing"),
+        (BLOCK + hy_call("get_current_date"), "recovered-unclosed-tag"),
+    ):
+        assert calls_of(parse("hunyuan", reply)) != [], reply
+        assert notice_codes("hunyuan", reply) == [code]
+        assert parse("hunyuan", reply, strict=True).calls == []
 
 
 def test_hunyuan_thinking_is_reasoning() -> None:

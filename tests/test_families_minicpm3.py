@@ -73,8 +73,14 @@ VALID: list[tuple[str, str, list[Call]]] = [
     (block('note(text="""a\n\tb""")'), "\n", [("note", {"text": "a\n\tb"})]),
     # spaces as Python allows them, Python's own literals, a trailing comma
     (block("set_alarm( time = '07:30', loud = True, )"), "\n", [ALARM]),
-    # no line break after the end token, the turn's end
-    (block(W).rstrip("\n") + "<|im_end|>", "<|im_end|>", [WEATHER]),
+    # no line break after the end token; the turn's end token there is no text (for every
+    # declared family)
+    (block(W).rstrip("\n") + "<|im_end|>", "", [WEATHER]),
+    # the fence closed on the call's own line: the words around the calls are matched with
+    # any white space between, for every declared family
+    (S + "\n```python\n" + W + "```\n" + E, "", [WEATHER]),
+    # two calls on one line: calls one a line are read with any white space between
+    (S + "\n```python\n" + W + " " + A + "\n```\n" + E, "", [WEATHER, ALARM]),
 ]
 
 #: (reply, calls read before the break): replies that break the grammar, all text.
@@ -84,17 +90,25 @@ NEAR: list[tuple[str, list[Call]]] = [
     # no fence, or another language's
     (S + "\n" + W + "\n" + E, []),
     (S + "\n```json\n" + W + "\n```\n" + E, []),
-    # an empty block; two calls on one line; a positional value
+    # an empty block; a positional value
     (S + "\n```python\n```\n" + E, []),
-    (S + "\n```python\n" + W + " " + A + "\n```\n" + E, []),
     (block('get_weather("Paris")'), []),
-    # a value no literal spells, a name no tool has, text after the fence
-    (block("get_weather(city=Paris)"), []),
+    # a name no tool has, text after the fence
     (block('get weather(city="Paris")'), []),
     (S + "\n```python\n" + W + "\n```\nand more" + E, []),
-    # the fence closed on the call's own line
-    (S + "\n```python\n" + W + "```\n" + E, []),
 ]
+
+
+def test_an_unquoted_value_is_read_as_text_named_and_strict_refuses_it() -> None:
+    """A value no literal spells is read as text, as for every Python syntax (a template
+    writing ``{{ value }}`` teaches it), named; strict reads the grammar only."""
+    reply = block("get_weather(city=Paris)")
+    result = parse("minicpm3", reply, None)
+    assert [(c.name, c.arguments) for c in result.calls] == [("get_weather", {"city": "Paris"})]
+    assert len(result.notices) == 1 and "unquoted value" in result.notices[0]
+    strict = parse("minicpm3", reply, None, strict=True)
+    assert strict.calls == [] and strict.content == reply
+
 
 PLAIN = ["Hello, world!", "```python\nprint(1)\n```", "a <|tool_call_end|> alone"]
 
@@ -135,7 +149,7 @@ def test_thinking_is_reasoning_and_never_read_for_calls() -> None:
 
 def test_a_truncated_reply_gives_its_text_back_with_a_notice() -> None:
     whole = block(W, 'set_alarm(time="07:30\\nwake",loud=true)')
-    for end in (len(S) + 5, whole.index("set_alarm") + 12, whole.index(E) + 4):
+    for end in (len(S) + 5, whole.index("set_alarm") + 12):
         reply = whole[:end]
         for strict in (False, True):
             result = parse("minicpm3", reply, None, strict=strict)
@@ -149,6 +163,13 @@ def test_a_truncated_reply_gives_its_text_back_with_a_notice() -> None:
         started = [e for e in events if isinstance(e, CallAbort)]
         assert len(started) == reply.count("(")  # each call announced is withdrawn
         assert any(isinstance(e, Notice) and e.code == "call-not-read" for e in events)
+    # cut where only the block's closing words were due, every call whole: read, named (for
+    # every declared family), strict refusing
+    reply = whole[: whole.index(E) + 4]
+    result = parse("minicpm3", reply, None)
+    assert [c.name for c in result.calls] == ["get_weather", "set_alarm"]
+    assert len(result.notices) == 1 and "closing words never came" in result.notices[0]
+    assert parse("minicpm3", reply, None, strict=True).calls == []
 
 
 def test_raw_line_breaks_in_a_string_are_read_and_named_and_strict_refuses_them() -> None:

@@ -92,6 +92,9 @@ TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": 
         (f"Checking files.\n\n{D} SugarPanel>\n{BLOCK}", "Checking files."),
         (f"\n\n{D}tool_calls...\n\n{INVOKE}", ""),
         (f"Final scan:\n\n{D}tool_calls-ok Let's scan the outputs.\n{INVOKE}", "Final scan:"),
+        # the damaged tag runs into the next marker on its own line: however the reply is
+        # cut, the marker ends it (a piece that may begin the marker is held back)
+        (f"{D}{BLOCK}", ""),
     ],
 )
 def test_dsml_damaged_wrapper_before_a_call_is_read_past(reply: str, content: str) -> None:
@@ -221,15 +224,18 @@ def test_hunyuan_reads_hy4_namespaced_tags_without_separator() -> None:
         check_stream("hunyuan", HY4, pieces(HY4, size))
 
 
-@pytest.mark.parametrize("namespace", ["", ":opensource", ":v4"])
+@pytest.mark.parametrize("namespace", ["", ":opensource"])
 def test_hunyuan_namespace_is_the_blocks_own(namespace: str) -> None:
+    """The family's two forms: its tags plain, or all in HY3's and HY4's ``:opensource``
+    namespace (a template writing another namespace is learned: test_derived.py)."""
     reply = "Let me check.\n" + hy(namespace)
     want = [("get_weather", {"city": "Beijing"}), ("get_current_date", {})]
     assert calls("hunyuan", reply) == want
     assert calls("hunyuan", reply, strict=True) == want
     assert not [c for c in codes("hunyuan", reply) if c.startswith("recovered-")]
-    # the separator left out: read in a namespaced block, GLM's spelling without a namespace
-    assert calls("hunyuan", hy(namespace, sep=False)) == (want if namespace else [])
+    # the separator left out: read, named, for every syntax whose separator is a tag
+    assert calls("hunyuan", hy(namespace, sep=False)) == want
+    assert "recovered-separator-missing" in codes("hunyuan", hy(namespace, sep=False))
     for size in (1, 6):
         check_stream("hunyuan", reply, pieces(reply, size))
 

@@ -31,6 +31,7 @@ __all__ = [
     "HUNYUAN",
     "INTERNLM2",
     "LONGCAT",
+    "MINICPM3",
     "MINICPM5",
     "MINIMAX",
     "MINIMAX_M1",
@@ -501,6 +502,23 @@ HUNYUAN = Syntax(
     end_tokens=("<|eos|>", "<｜hy_eos:opensource｜>"),
 )
 
+#: MiniCPM3: ``<|tool_call_start|>\n```python\nNAME(key=value,...)\n…```\n<|tool_call_end|>``,
+#: one Python call a line in a fenced block, each value as the template's ``tojson`` writes it
+#: (JSON literals; Python's own read too, by hand, never evaluated). LFM2 opens its calls with
+#: the same token but writes a bracketed list there: the fence tells the two apart.
+MINICPM3 = Syntax(
+    name="minicpm3",
+    label="MiniCPM3 <|tool_call_start|>```python NAME(key=value)``` (openbmb MiniCPM3)",
+    shape=DerivedShape(
+        kind="name-python",
+        opening=("<|tool_call_start|>", "```python"),
+        trail=("```", "<|tool_call_end|>"),
+        literal="json",
+    ),
+    reasoning=ReasoningTags(blocks={"<|thought_start|>": "<|thought_end|>"}),
+    end_tokens=("<|im_end|>",),
+)
+
 #: Every declared family, by name.
 DECLARED: dict[str, Syntax] = {
     s.name: s
@@ -529,5 +547,6 @@ DECLARED: dict[str, Syntax] = {
         SOLAR_OPEN,
         GIGACHAT,
         HUNYUAN,
+        MINICPM3,
     )
 }

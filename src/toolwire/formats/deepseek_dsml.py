@@ -54,7 +54,7 @@ from .jsonscan import ObjectScanner
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream, expect_any
 from .reasoning import THINK
 from .samples import Sample
-from .scan import Markers
+from .scan import Markers, markers
 from .textargs import LOOSE_NAME_BREAKS, NameReader
 
 __all__ = ["DeepSeekDsml", "GigaChatGcml"]
@@ -299,6 +299,8 @@ class _DsmlBody(Body):
         mark = s.find(self.tags.marker, i)
         stops = [k for k in (line, mark) if k >= 0]
         stop = min(stops) if stops else len(s)
+        if not stops:  # hold back what may begin the marker: the next chunk decides
+            stop -= markers((self.tags.marker,)).held(s, i, stop)
         self.damaged.append(s[i:stop])
         if sum(map(len, self.damaged)) > _MAX_DAMAGED:
             return self.fail(i, self._no_block()), False

@@ -90,7 +90,9 @@ class DerivedShape:
     value_lead: str = ""
     value_tail: str = ""
     #: ``name-literal``: the dialect of the literal mapping after the name
-    #: (:data:`~.pyliteral.DIALECTS`: ``gemma``'s ``{key:<|"|>text<|"|>,n:3}``, …).
+    #: (:data:`~.pyliteral.DIALECTS`: ``gemma``'s ``{key:<|"|>text<|"|>,n:3}``, …);
+    #: ``name-python``: ``json`` where the template writes each value through ``tojson``
+    #: (the grammar and the writer follow it; the reader takes Python's and JSON's literals).
     literal: str = ""
     #: ``tags``: the family wraps a string value in ``<![CDATA[…]]>`` (one holding ``<``, ``&``
     #: or a line break): its inside is the value, whatever it holds.
@@ -143,7 +145,7 @@ class DerivedShape:
         elif self.kind == "name-literal":
             body = Gemma(prefix="", quote=DIALECTS[self.literal].string_delimiter)
         elif self.kind == "name-python":
-            body = Pythonic()
+            body = Pythonic(json_values=self.literal == "json")
         else:
             escaped = [
                 tuple(w.replace("{", "{{").replace("}", "}}") for w in words)
@@ -212,7 +214,7 @@ class DerivedShape:
             out.update(id_key=self.id_key, id_first=self.id_first, name_is_key=self.name_is_key)
             out["constants"] = dict(self.constants)
             out["strings"] = list(self.strings)
-        if self.kind == "name-literal":
+        if self.kind in ("name-literal", "name-python"):
             out["literal"] = self.literal
         if self.kind == "tags":
             for key in ("key_open", "key_mid", "value_end"):

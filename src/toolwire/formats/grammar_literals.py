@@ -28,12 +28,18 @@ def _python_string(rules: Rules) -> str:
 @dataclass(frozen=True)
 class Pythonic(Body):
     """``N(k=V, …)``, each value a Python literal of the property's type (lists and dicts
-    nested the same way: ``True``, ``None``, quoted keys)."""
+    nested the same way: ``True``, ``None``, quoted keys); with ``json_values``, the JSON
+    of the property's schema, as a template's ``tojson`` writes it (MiniCPM3's)."""
+
+    json_values: bool = False
 
     def call(self, rules: Rules, i: int, name: str, params: Mapping[str, Any]) -> str:
         items: list[tuple[str, bool]] = []
         for key, schema, required in properties_of(params):
-            value = _python_value(rules, schema, f"tool{i}-{key}")
+            if self.json_values:
+                value = rules.value(schema, f"tool{i}-{key}")
+            else:
+                value = _python_value(rules, schema, f"tool{i}-{key}")
             rule = rules.add(f"tool{i}-kw-{key}", f'{lit(key)} space "=" space {value}')
             items.append((rule, required))
         return f'{lit(name)} "(" space {sequence_of(items, chr(34) + "," + chr(34))} space ")"'

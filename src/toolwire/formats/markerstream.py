@@ -209,6 +209,8 @@ class MarkerStream(ReplyStream):
 
     _body: Body | None = None
     _raw: list[str]
+    #: The marker that opened the body being read.
+    opened_by: str = ""
     #: Reply text held back while it may be ``turn_end`` at the reply's end.
     _tail: str = ""
 
@@ -228,8 +230,9 @@ class MarkerStream(ReplyStream):
                     self._held = s[j:]
                     return
                 self._release_tail()  # a call follows: what was held is text
-                self._raw = [marker]  # (a body may look at what opened it)
+                self.opened_by = marker  # (a body may look at what opened it)
                 self._body = self.new_body()
+                self._raw = [marker]
                 i = j + len(marker)
                 continue
             k = body.feed(s, i)

@@ -56,6 +56,7 @@ __all__ = [
     "DIALECTS",
     "FUNCTION_GEMMA",
     "GEMMA",
+    "JSON_VALUES",
     "PYTHON",
     "Dialect",
     "LiteralReader",
@@ -82,6 +83,11 @@ class Dialect:
     bare_keys: bool = False
     #: A comma may follow the last item of a list or mapping.
     trailing_comma: bool = False
+    #: A quoted string may hold raw line breaks and tabs (Python's, as LFM2.5's template
+    #: writes values verbatim between quotes). Else (JSON's, as ``tojson`` writes values) they
+    #: are a repair, read unless the reader is strict (``raw_controls`` says so), and any
+    #: other control character breaks the value.
+    raw_strings: bool = True
 
 
 PYTHON = Dialect(
@@ -94,8 +100,18 @@ GEMMA = Dialect('<|"|>', {"true": True, "false": False, "null": None, "None": No
 FUNCTION_GEMMA = Dialect(
     "<escape>", {"true": True, "false": False, "null": None, "None": None}, bare_keys=True
 )
+#: Python calls whose values a template writes through ``tojson`` (MiniCPM3's): JSON's
+#: strings, Python's read too.
+JSON_VALUES = Dialect("", PYTHON.words, trailing_comma=True, raw_strings=False)
 #: The dialects by name, for a family declared as syntax (``DerivedShape.literal``).
-DIALECTS = {"python": PYTHON, "gemma": GEMMA, "function-gemma": FUNCTION_GEMMA}
+DIALECTS = {
+    "python": PYTHON,
+    "json": JSON_VALUES,
+    "gemma": GEMMA,
+    "function-gemma": FUNCTION_GEMMA,
+}
+#: A control character, in a string whose dialect holds none raw.
+_CONTROL = re.compile(r"[\x00-\x1f]")
 
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\Z")
 _NUMBER_CHARS = re.compile(r"[-+0-9.eE]*")
@@ -182,6 +198,8 @@ class LiteralReader:
         self.done = False
         self.problem = ""
         self.loose = loose
+        #: A string held a raw line break or tab its dialect writes escaped (read, to name).
+        self.raw_controls = False
         self.final = False
         #: The loose readings used, each named once (``"an unquoted value"``, ...).
         self.loosened: list[str] = []
@@ -432,6 +450,13 @@ class LiteralReader:
         j = s.find(q, i)
         k = s.find("\\", i, len(s) if j < 0 else j)
         stop = k if k >= 0 else (len(s) if j < 0 else j)
+        if not self.dialect.raw_strings and len(self._closer) == 1:  # (a triple's are its own)
+            for m in _CONTROL.finditer(s, i, stop):
+                if m.group() not in "\n\r\t" or not self.loose:
+                    self._piece(s[i : m.start()])
+                    what = "a raw line break" if m.group() in "\n\r\t" else "a control character"
+                    return self._fail(m.start(), f"{what} in a string")
+                self.raw_controls = True
         self._piece(s[i:stop])
         if stop == len(s):
             return stop

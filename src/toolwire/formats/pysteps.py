@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..events import NoticeCode
 from ..messages import ToolCall
 from .markerstream import WS, Body, MarkerStream
-from .pyliteral import PYTHON, LiteralReader
+from .pyliteral import DIALECTS, PYTHON, LiteralReader
 from .textargs import NameReader
 
 if TYPE_CHECKING:
@@ -92,7 +92,8 @@ class PySteps(Body):
             first = "{" if not self.py_args else ", "
             self._py_emit(first + json.dumps(self.py_key, ensure_ascii=False) + ": ")
             self.py_args[self.py_key] = None  # the place, and a repeat caught
-            self.py_value = LiteralReader(PYTHON, self._py_emit, loose=not self.stream.strict)
+            dialect = DIALECTS.get(self.shape.literal, PYTHON)  # (its values' literals)
+            self.py_value = LiteralReader(dialect, self._py_emit, loose=not self.stream.strict)
             self.py_state = _VALUE
         else:  # _AFTER
             if c == ")":
@@ -120,6 +121,8 @@ class PySteps(Body):
             return j, False
         self.py_args[self.py_key] = reader.value
         self.py_loose += [w for w in reader.loosened if w not in self.py_loose]
+        if reader.raw_controls:
+            self.raw_controls.add(self.index)
         self.py_value = None
         self.py_state = _AFTER
         return j, True

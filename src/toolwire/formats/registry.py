@@ -31,6 +31,7 @@ from .declared import (
     HUNYUAN,
     INTERNLM2,
     LONGCAT,
+    MINICPM3,
     MINICPM5,
     MINIMAX,
     MINIMAX_M1,
@@ -50,7 +51,6 @@ from .kimi import KimiK2
 from .kimi_k3 import KimiK3
 from .lfm2 import Lfm2
 from .llama3 import Llama3
-from .minicpm3 import MiniCpm3
 from .minimax_m3 import MiniMaxM3
 from .mistral import Mistral
 from .pythonic import Pythonic
@@ -90,7 +90,7 @@ _FAMILIES: dict[str, Family] = {
         MINICPM5.family,
         MiniMaxM3(),
         Lfm2(),
-        MiniCpm3(),
+        MINICPM3.family,
         GEMMA4.family,
         Pythonic(),
         FunctionaryV31(),

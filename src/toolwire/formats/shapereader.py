@@ -110,7 +110,7 @@ class _DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
         assert isinstance(stream, DerivedStream)
-        opened = stream._raw[0]
+        opened = stream.opened_by
         self.shape = shape = stream.shape_for(opened)
         self.todo: list[str] = list(shape.opening[1:])
         #: The word a call's payload comes after (named when no payload follows it).
@@ -138,7 +138,7 @@ class _DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
         #: The family's end-of-turn token came where the next call or the block's end was due.
         self.turn_ended = False
         #: A list of calls (``[…, …]``): an item that is not a call is left out (see _left).
-        self.listed = shape.kind == "json" and bool(shape.trail)
+        self.listed = shape.kind == "json" and bool(shape.trail) and not shape.trail_optional
         self.item_end: ItemEnd | None = None
         self.item_problem = ""
         #: Reply text the block ended on after its calls (see BlockEnds._rest_is_text).

@@ -188,6 +188,9 @@ def _payload(s: DerivedShape, name: str, arguments: Mapping[str, Any], index: in
         return json.dumps(obj, ensure_ascii=False)
     if s.kind == "name-json":
         return name + _joined(s.name_end) + json.dumps(dict(arguments), ensure_ascii=False)
+    if s.kind == "name-python" and s.literal == "json":  # each value as tojson writes it
+        args = ",".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
+        return f"{name}{_joined(s.name_end)}({args})"
     if s.kind == "name-python":
         args = ", ".join(f"{k}={_python(v)}" for k, v in arguments.items())
         return f"{name}{_joined(s.name_end)}({args})"
