@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from toolwire import LimitError, detect_format, get_family, load_template
 from toolwire.formats.detect import assistant_text
-from toolwire.formats.pyliteral import GEMMA, PYTHON, Dialect, LiteralReader
+from toolwire.formats.dialects import GEMMA, PYTHON, Dialect
+from toolwire.formats.pyliteral import LiteralReader
 from toolwire.messages import ToolCall
 
 from .family_cases import text_kept

@@ -31,8 +31,8 @@ from typing import Any
 
 from . import grammar as g
 from .base import Family
+from .dialects import DIALECTS
 from .grammar_literals import Gemma, Pythonic
-from .pyliteral import DIALECTS
 from .shapereader import CALL_ID, MAX_WORD, NUMBER, DerivedStream, Words
 
 __all__ = ["CALL_ID", "MAX_WORD", "NUMBER", "DerivedShape", "DerivedStream"]
@@ -90,7 +90,7 @@ class DerivedShape:
     value_lead: str = ""
     value_tail: str = ""
     #: ``name-literal``: the dialect of the literal mapping after the name
-    #: (:data:`~.pyliteral.DIALECTS`: ``gemma``'s ``{key:<|"|>text<|"|>,n:3}``, …);
+    #: (:data:`~.dialects.DIALECTS`: ``gemma``'s ``{key:<|"|>text<|"|>,n:3}``, …);
     #: ``name-python``: ``json`` where the template writes each value through ``tojson``
     #: (the grammar and the writer follow it; the reader takes Python's and JSON's literals).
     literal: str = ""

@@ -27,8 +27,9 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..messages import ToolCall
+from .dialects import PYTHON, Dialect
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream
-from .pyliteral import PYTHON, Dialect, LiteralReader
+from .pyliteral import LiteralReader
 from .textargs import NameReader
 
 __all__ = ["CallListBody", "LiteralBody", "loose_notice", "python_call"]

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..events import NoticeCode
 from ..messages import ToolCall
+from .dialects import DIALECTS, PYTHON
 from .markerstream import WS, Body, MarkerStream
-from .pyliteral import DIALECTS, PYTHON, LiteralReader
+from .pyliteral import LiteralReader
 from .textargs import NameReader
 
 if TYPE_CHECKING:

@@ -21,6 +21,7 @@ from ..messages import ToolCall
 from .attributes import Attributes, closes_attribute
 from .blockends import UNOPENED, BlockEnds
 from .callshape import CallShape
+from .dialects import DIALECTS
 from .jsoncall import JsonCall
 from .jsonscan import ObjectScanner
 from .listitems import ItemEnd
@@ -35,7 +36,7 @@ from .markerstream import (
     expect_any,
     expect_literal,
 )
-from .pyliteral import DIALECTS, LiteralReader
+from .pyliteral import LiteralReader
 from .pysteps import PySteps
 from .scan import Markers, markers
 from .tagsteps import (

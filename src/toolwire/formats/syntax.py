@@ -33,9 +33,9 @@ from typing import Any
 from ..templates.shaping import CallIds
 from .base import Family
 from .derived import CALL_ID, NUMBER, DerivedShape, DerivedStream
+from .dialects import DIALECTS
 from .grammar import AnyOf
 from .markerstream import MarkerStream
-from .pyliteral import DIALECTS
 from .reasoning import ReasoningTags
 from .samples import Sample
 
