@@ -481,6 +481,33 @@ NEAR["minicpm3"] = [
     "<|tool_call_start|>\n```python\n```\n<|tool_call_end|>",
 ]
 
+_LF = "<|tool_call_start|>"
+_LF_END = "<|tool_call_end|>"
+NEAR["lfm2"] = [
+    _LF + '[get_weather(city="Paris", days=3)]' + _LF_END,
+    "Sure. " + _LF + '[get_weather(city="Paris"), get_time()]' + _LF_END + " done",
+    _LF + '[get_weather(city="Paris")]',  # the block not closed
+    _LF + '[get_weather(city="Paris")',  # cut before the list's end
+    _LF + '[get_weather(city="Par',
+    _LF + '[{"name": "get_weather", "arguments": {"city": "Paris"}}]' + _LF_END,
+    _LF + '{"name": "get_weather", "arguments": {"city": "Paris"}}' + _LF_END,  # one object
+    _LF + '[{"name": "get_weather", "parameters": {"city": "Paris"}}]' + _LF_END,
+    _LF + '[get_weather(city="Paris"), {"name": "get_time", "arguments": {}}]' + _LF_END,
+    _LF + "[get_weather(city=Paris, days=3)]" + _LF_END,  # an unquoted value
+    _LF + '[get_weather("Paris")]' + _LF_END,
+    _LF + "[]" + _LF_END,
+    _LF + _LF_END,
+    _LF + '\n```python\nget_weather(city="Paris")\n```\n' + _LF_END,  # MiniCPM3's block
+    _LF + '[get weather(city="Paris")]' + _LF_END,
+    _LF + '[get_weather(city="Paris")]' + _LF_END + "<|im_end|>",
+    "Write <|tool_call_start|> in prose.",
+    "<think>plan</think>" + _LF + "[get_time()]" + _LF_END,
+    _LF + '[get_weather(city="Paris", city="Rome")]' + _LF_END,
+    _LF + '[get_weather(city="Paris") get_time()]' + _LF_END,
+    _LF + '[get_weather(text="a\nb")]' + _LF_END,  # a raw line break in a string
+    _LF + '[get_weather(city="Paris"),]' + _LF_END,
+]
+
 NEAR["hermes"].append(
     '<tool_call>\n{"name": "get_weather", "arguments": {"a": 1}}\n</tool_call>\n'
     '{"name": "get_time", "arguments": {}}\n</tool_call>'

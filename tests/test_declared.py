@@ -200,7 +200,19 @@ _ONE_LINE = (
     " hand-written reader's strict reading refused it"
 )
 
+_PARAMETERS = (
+    "a JSON call's arguments under 'parameters': LFM2's declaration takes them as its own"
+    " (as SGLang's LFM2 reader does); the hand-written reader took 'arguments' only"
+)
+
 KNOWN: dict[str, dict[str, str]] = {
+    "lfm2": {
+        "sglang:sglang:test_function_call_parser:TestLfm2Detector."
+        "test_detect_and_parse_json_with_parameters_key": _PARAMETERS,
+        "near:2": _UNCLOSED,
+        "near:7": _PARAMETERS,
+        "near:14": _NAME_AT_SPACE,
+    },
     "minicpm3": {
         "near:2": _UNCLOSED,
         "near:3": _UNCLOSED,
@@ -383,6 +395,7 @@ LISTED = {
         ),
     ),
     "minicpm3": (("<|tool_call_start|>",), ("<|tool_call_end|>",)),
+    "lfm2": (("<|tool_call_start|>",), ("<|tool_call_end|>",)),
     "qwen-xml": (("<tool_call>",), ("</function>", "</tool_call>", "</parameter>")),
     "minimax": (("<minimax:tool_call>",), ("</invoke>", "</minimax:tool_call>", "</parameter>")),
     # the hand-written family listed none: its tags are no special tokens in MiniCPM5's

@@ -78,6 +78,7 @@ UNCLOSED = [
         ["Paris"],
     ),
     ("gemma4", '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}', ["Paris"]),
+    ("lfm2", "<|tool_call_start|>[get_weather(city='Paris')]", ["Paris"]),
     (  # the call's closing word cut short
         "solar-open",
         "<|tool_calls|><|tool_call:begin|>a<|tool_call:name|>get_weather<|tool_call:args|>"

@@ -241,3 +241,45 @@ def test_each_form_of_a_family_is_written_taken_by_its_grammar_and_read_back(nam
         reply = syntax.reply([("get_weather", {"city": "Paris"})], 0, form)
         assert reply.startswith(syntax.forms[form].marker)
         assert _calls(_read(name, reply)) == [("get_weather", {"city": "Paris"})]
+
+
+_LF = "<|tool_call_start|>"
+_LF_END = "<|tool_call_end|>"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        _LF + '[get_weather(city="Paris"), write_file(path="a", content="b")]' + _LF_END,
+        # the same list in JSON: its first call says how the list writes its calls
+        _LF
+        + '[{"name": "get_weather", "arguments": {"city": "Paris"}}, '
+        + '{"name": "write_file", "arguments": {"path": "a", "content": "b"}}]'
+        + _LF_END,
+        # a trailing comma, as Python writes one
+        _LF + '[get_weather(city="Paris"), write_file(path="a", content="b"),]' + _LF_END,
+    ],
+)
+def test_a_list_of_calls_is_read_in_either_way_its_family_writes_it(reply: str) -> None:
+    for strict in (False, True):
+        result = _read("lfm2", reply, strict=strict)
+        assert [c.name for c in result.calls] == ["get_weather", "write_file"]
+        assert result.content == "" and result.codes == []
+
+
+def test_one_list_is_written_one_way() -> None:
+    reply = _LF + '[get_weather(city="Paris"), {"name": "get_time", "arguments": {}}]' + _LF_END
+    result = _read("lfm2", reply)
+    assert result.calls == [] and result.content == reply
+    assert result.codes == ["call-not-read"]
+
+
+def test_forms_sharing_a_marker_are_chosen_by_what_follows_it() -> None:
+    """LFM2's list and its one JSON object open with the same token: the next character
+    chooses the form, whoever reads the reply, however it is cut."""
+    one = _LF + '{"name": "get_weather", "arguments": {"city": "Paris"}}' + _LF_END
+    listed = _LF + '[get_weather(city="Paris")]' + _LF_END
+    result = _read("lfm2", one + " then " + listed)
+    assert [c.name for c in result.calls] == ["get_weather", "get_weather"]
+    assert result.content == " then "
+    assert _read("lfm2", _LF + " nothing" + _LF_END).calls == []

@@ -157,7 +157,8 @@ PLAIN: dict[str, list[str]] = {
 MY_NEAR_MISSES: dict[str, list[str]] = {
     "lfm2": [
         S + "[]" + E,
-        S + "[get_weather(city='Paris')]",
+        # (the list closed and the reply ended before its closing token: read, as for every
+        # declared syntax: tests/test_engine_behaviours.py)
         S + "[get_weather(city='Paris')] x" + E,
         S + "[get_weather('Paris')]" + E,
         S + "[get_weather(city='Paris', city='Lyon')]" + E,

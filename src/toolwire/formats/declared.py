@@ -30,6 +30,7 @@ __all__ = [
     "HERMES",
     "HUNYUAN",
     "INTERNLM2",
+    "LFM2",
     "LONGCAT",
     "MINICPM3",
     "MINICPM5",
@@ -519,6 +520,37 @@ MINICPM3 = Syntax(
     end_tokens=("<|im_end|>",),
 )
 
+_LFM2_START = "<|tool_call_start|>"
+
+#: LFM2 and LFM2.5: ``<|tool_call_start|>[NAME(key=value), ...]<|tool_call_end|>``, Python
+#: calls in a list (literals read by hand, never evaluated), anywhere in the reply. Some LFM2
+#: models write the list's calls as JSON objects instead, ``{"name": NAME, "arguments": {...}}``
+#: (``parameters`` too, as SGLang reads them), or one such object after the token with no list:
+#: the list's first call says which (one list, one way), the token's next character which form.
+LFM2 = Syntax(
+    name="lfm2",
+    label="LFM2 <|tool_call_start|>[NAME(key=value)]<|tool_call_end|> (LFM2, LFM2.5)",
+    shape=DerivedShape(
+        kind="name-python",
+        opening=(_LFM2_START, "["),
+        next_call=(",",),
+        trail=("]", "<|tool_call_end|>"),
+        json_too=True,
+        args_also=("parameters",),
+    ),
+    also=(
+        DerivedShape(
+            kind="json",
+            opening=(_LFM2_START,),
+            post=("<|tool_call_end|>",),
+            next_call=(_LFM2_START,),
+            args_also=("parameters",),
+        ),
+    ),
+    # LFM2 8B's template shows no calls; its prompt lists the tools between these tokens
+    prompt_markers=("<|tool_list_start|>",),
+)
+
 #: Every declared family, by name.
 DECLARED: dict[str, Syntax] = {
     s.name: s
@@ -548,5 +580,6 @@ DECLARED: dict[str, Syntax] = {
         GIGACHAT,
         HUNYUAN,
         MINICPM3,
+        LFM2,
     )
 }

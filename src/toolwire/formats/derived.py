@@ -66,6 +66,9 @@ class DerivedShape:
     #: and is reply text (Solar Open's ``<|calls|>``, which its template writes to end a turn
     #: of calls; the reply may stop before it).
     trail_optional: bool = False
+    #: ``name-python``: a call may also be a JSON object (``name_key``, ``args_key``) where
+    #: one is due, its first character deciding (LFM2 writes its list either way).
+    json_too: bool = False
     #: ``json``: the keys of the name and the arguments, and keys with a fixed text.
     name_key: str = "name"
     args_key: str = "arguments"
@@ -168,18 +171,25 @@ class DerivedShape:
                     if w.strip() and w not in (NUMBER, CALL_ID)
                 ),
             )
-        return g.CallForm(
-            body,
-            open=_words(self.opening),
-            call_close=_words(self.post),
-            sep=_words(self.next_call),
-            close=(
-                f"({_words(self.trail)})?"
-                if self.ends_with_turn or self.trail_optional
-                else _words(self.trail)
-            ),
-            triggers=(self.marker,),
-        )
+        bodies = [body]
+        if self.json_too:  # the same framing around JSON call objects
+            bodies.append(g.JsonCall(self.name_key, self.args_key))
+        forms = [
+            g.CallForm(
+                each,
+                open=_words(self.opening),
+                call_close=_words(self.post),
+                sep=_words(self.next_call),
+                close=(
+                    f"({_words(self.trail)})?"
+                    if self.ends_with_turn or self.trail_optional
+                    else _words(self.trail)
+                ),
+                triggers=(self.marker,),
+            )
+            for each in bodies
+        ]
+        return forms[0] if len(forms) == 1 else g.AnyOf(tuple(forms))
 
     @cached_property
     def family(self) -> Family:

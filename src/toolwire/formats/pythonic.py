@@ -2,8 +2,8 @@
 of calls, ``[f(a=1, b="x"), g()]``, with no marker (``<|python_start|>``/``<|python_end|>``
 around it are accepted). The list itself is read by :mod:`toolwire.formats.pycalls` (each call
 ``NAME(key=value, ...)``, keyword arguments only, values Python literals never evaluated; a
-positional value makes the call text with a notice); LFM2's tagged list is
-:mod:`toolwire.formats.lfm2`.
+positional value makes the call text with a notice); LFM2's tagged list is a declared
+syntax (:mod:`toolwire.formats.declared`).
 
 The bare list has no marker, so it is read only where it cannot be anything else, and these
 rules decide it:

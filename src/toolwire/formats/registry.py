@@ -30,6 +30,7 @@ from .declared import (
     HERMES,
     HUNYUAN,
     INTERNLM2,
+    LFM2,
     LONGCAT,
     MINICPM3,
     MINICPM5,
@@ -49,7 +50,6 @@ from .harmony import GptOss
 from .inkling import Inkling
 from .kimi import KimiK2
 from .kimi_k3 import KimiK3
-from .lfm2 import Lfm2
 from .llama3 import Llama3
 from .minimax_m3 import MiniMaxM3
 from .mistral import Mistral
@@ -89,7 +89,7 @@ _FAMILIES: dict[str, Family] = {
         SEED_OSS.family,
         MINICPM5.family,
         MiniMaxM3(),
-        Lfm2(),
+        LFM2.family,
         MINICPM3.family,
         GEMMA4.family,
         Pythonic(),

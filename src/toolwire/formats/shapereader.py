@@ -112,10 +112,8 @@ class _DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
         super().__init__(stream)
         assert isinstance(stream, DerivedStream)
         opened = stream.opened_by
-        self.shape = shape = stream.shape_for(opened)
-        self.todo: list[str] = list(shape.opening[1:])
-        #: The word a call's payload comes after (named when no payload follows it).
-        self.opened_by = shape.opening[-1]
+        shape = stream.shape_for(opened)
+        self._use(shape)
         #: The call is read and a call without its opening words may follow it.
         self.then_unopened = False
         self.told_unopened = False
@@ -138,22 +136,18 @@ class _DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
         self.model_id = ""
         #: The family's end-of-turn token came where the next call or the block's end was due.
         self.turn_ended = False
-        #: A list of calls (``[…, …]``): an item that is not a call is left out (see _left).
-        self.listed = shape.kind == "json" and bool(shape.trail) and not shape.trail_optional
         self.item_end: ItemEnd | None = None
         self.item_problem = ""
         #: Reply text the block ended on after its calls (see BlockEnds._rest_is_text).
         self.rest = ""
         #: The items left out, and why: given back as text once the block is read.
         self.left: list[tuple[str, str]] = []
-        # what ends a name, a key and a value: the shape's, worked out once a shape
-        self.name_stops, self.key_stops, strict_ends, lenient_ends = _stops(shape)
-        self.value_ends = strict_ends if stream.strict else lenient_ends
         self.digits = 0
+        #: ``json_too``: the list's calls are JSON objects (its first call says; None before).
+        self.list_json: bool | None = None
         self.json_call: JsonCall | None = None
         self.attributes: Attributes | None = None
         self.names: NameReader | None = None
-        self.keys = Name(self.key_stops, "argument name")
         self.scanner: ObjectScanner | None = None
         #: ``name-literal``: the arguments' reader, and their JSON text so far.
         self.literal: LiteralReader | None = None
@@ -161,6 +155,43 @@ class _DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
         self.index = -1
         self.id = ""
         self.call_name = ""
+
+    def _use(self, shape: DerivedShape) -> None:
+        """Read the block in ``shape`` (the form its opening chose)."""
+        self.shape = shape
+        self.todo: list[str] = list(shape.opening[1:])
+        #: The word a call's payload comes after (named when no payload follows it).
+        self.opened_by = shape.opening[-1]
+        #: A list of calls (``[…, …]``): an item that is not a call is left out (see _left).
+        self.listed = shape.kind == "json" and bool(shape.trail) and not shape.trail_optional
+        # what ends a name, a key and a value: the shape's, worked out once a shape
+        self.name_stops, self.key_stops, strict_ends, lenient_ends = _stops(shape)
+        self.value_ends = strict_ends if self.stream.strict else lenient_ends
+        self.keys = Name(self.key_stops, "argument name")
+
+    def _other_form(self, s: str, i: int) -> bool | None:
+        """Right after a marker several forms share (LFM2's list, or its one JSON object),
+        where this form's next word is not there: the first other form whose next word or
+        payload is. True when one is read from here, False to wait, None when none is."""
+        shape = self.shape
+        if self.todo != list(shape.opening[1:]) or self.then != _CALL:
+            return None
+        waiting = False
+        for form in self.stream.forms_of(shape.marker):
+            if form is shape:
+                continue
+            if len(form.opening) > 1:
+                status, _j = expect_literal(s, i, form.opening[1])
+            elif form.kind == "json":
+                status = DONE if s[i] == "{" else FAILED
+            else:
+                status = DONE if _NAMED.match(s, i) else FAILED
+            if status == DONE:
+                self._use(form)
+                self.stream.last = form
+                return True
+            waiting = waiting or status == OPEN
+        return False if waiting else None
 
     def words(self, words: Words, then: int) -> None:
         """Match ``words`` next, then go on in state ``then``."""
@@ -213,6 +244,10 @@ class _DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
                     return max(j, i), j > i
             if self.then == _BETWEEN and self.call is not None and not self.call.args:
                 went = self.no_separator(s, i, word)  # the words after a name left out?
+                if went is not None:
+                    return i, went
+            if expect_literal(s, i, word)[0] == FAILED:
+                went = self._other_form(s, i)
                 if went is not None:
                     return i, went
             if self.bare and self.then == _NEXT:  # the left-out words' closers were due
@@ -325,8 +360,18 @@ class _DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
     def _call(self, s: str, i: int) -> tuple[int, bool]:
         if s[i] in WS:
             return i + 1, True
-        kind = self.shape.kind
-        if kind == "json":
+        shape = self.shape
+        kind = shape.kind
+        if kind == "name-python" and self.calls and shape.trail and s[i] == shape.trail[0][0]:
+            self.words(shape.trail, _END)  # a trailing comma, as Python writes one
+            return i, True
+        if shape.json_too:  # one list, one way of writing its calls (its first says which)
+            as_json = s[i] == "{"
+            if self.list_json is None:
+                self.list_json = as_json
+            elif as_json != self.list_json:
+                return self.fail(i, "a list of calls written both as Python and JSON"), False
+        if kind == "json" or (shape.json_too and s[i] == "{"):
             if s[i] != "{":
                 after = self.opened_by.replace(NUMBER, "0")
                 self.fail(i, f"no JSON object after {after}")
@@ -334,19 +379,19 @@ class _DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
                     lines = not self.shape.next_call
                     return self._left_item(ItemEnd(self.shape.trail[0], lines=lines), i)
                 return i, False
-            shape = CallShape(
-                name_key=self.shape.name_key,
-                args_keys=(self.shape.args_key, *self.shape.args_also),
+            call_shape = CallShape(
+                name_key=shape.name_key,
+                args_keys=(shape.args_key, *shape.args_also),
                 args_alike=True,
-                constants=dict(self.shape.constants),
-                strings=frozenset(self.shape.strings),
-                id_key=self.shape.id_key,
-                name_is_key=self.shape.name_is_key,
+                constants=dict(shape.constants),
+                strings=frozenset(shape.strings),
+                id_key=shape.id_key,
+                name_is_key=shape.name_is_key,
                 # a behaviour of every JSON syntax, learned or declared: arguments encoded
                 # twice are read (a named repair; strict refuses it)
                 args_in_string=True,
             )
-            self.json_call = JsonCall(self.stream, shape, call_id=self.model_id)
+            self.json_call = JsonCall(self.stream, call_shape, call_id=self.model_id)
             self.model_id = ""
             self.state = _JSON
         else:
@@ -500,6 +545,8 @@ class DerivedStream(MarkerStream):
     body_class = _DerivedBody
     #: Each form by the words that open it (its marker; a call opened with words left out).
     _by_word: ClassVar[dict[str, DerivedShape]]
+    #: The forms that share a marker, by it (the words after it choose one).
+    _sharing: ClassVar[dict[str, tuple[DerivedShape, ...]]]
     #: What a call opens at, strict and not; and right after a closed call, the marker or
     #: an unopened call.
     _strict: ClassVar[Markers]
@@ -519,6 +566,9 @@ class DerivedStream(MarkerStream):
             *((s.opening[s.left_out], s) for s in shapes),
         ]:
             cls._by_word.setdefault(word, shape)
+        cls._sharing = {
+            m: tuple(s for s in shapes if s.marker == m) for m in opened if opened.count(m) > 1
+        }
         cls._strict = markers(tuple(opened))
         cls._lenient = markers((*opened, *bare))
         cls._after_call = markers((*opened, UNOPENED))
@@ -528,6 +578,10 @@ class DerivedStream(MarkerStream):
         #: The form of the block being read, or of the last one (an unopened call's).
         self.last = self.shape
         self._first_opening()
+
+    def forms_of(self, marker: str) -> tuple[DerivedShape, ...]:
+        """Every form opening with ``marker`` (several: the opening's next words choose)."""
+        return self._sharing.get(marker, ())
 
     def shape_for(self, opened: str) -> DerivedShape:
         """The form a block opening with ``opened`` is read in."""
