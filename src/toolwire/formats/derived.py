@@ -31,9 +31,10 @@ from typing import Any
 
 from . import grammar as g
 from .base import Family
+from .derivedstream import DerivedStream
 from .dialects import DIALECTS
 from .grammar_literals import Gemma, Pythonic
-from .shapereader import CALL_ID, MAX_WORD, NUMBER, DerivedStream, Words
+from .shapereader import CALL_ID, MAX_WORD, NUMBER, Words
 
 __all__ = ["CALL_ID", "MAX_WORD", "NUMBER", "DerivedShape", "DerivedStream"]
 

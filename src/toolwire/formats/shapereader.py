@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING
 
 from ..events import NoticeCode
 from ..messages import ToolCall
@@ -31,14 +31,13 @@ from .markerstream import (
     MAX_HELD,
     OPEN,
     WS,
-    Body,
     MarkerStream,
     expect_any,
     expect_literal,
 )
 from .pyliteral import LiteralReader
 from .pysteps import PySteps
-from .scan import Markers, markers
+from .scan import Markers
 from .tagsteps import (
     _ARGS,
     _BETWEEN,
@@ -63,8 +62,9 @@ from .textargs import HELD, NameReader, TextArgs, TextBody
 
 if TYPE_CHECKING:
     from .derived import DerivedShape
+    from .derivedstream import DerivedStream
 
-__all__ = ["CALL_ID", "MAX_WORD", "NUMBER", "DerivedStream", "Words"]
+__all__ = ["CALL_ID", "MAX_WORD", "NUMBER", "DerivedBody", "Words"]
 
 Words = tuple[str, ...]
 
@@ -103,16 +103,15 @@ def _stops(shape: DerivedShape) -> tuple[str, str, Markers | None, Markers | Non
     return stops, key_stops, value_ends, drifted or value_ends
 
 
-class _DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
+class DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
     """One block of calls in a :class:`DerivedShape`, read one step at a time."""
 
     stream: DerivedStream
 
     def __init__(self, stream: MarkerStream) -> None:
         super().__init__(stream)
-        assert isinstance(stream, DerivedStream)
         opened = stream.opened_by
-        shape = stream.shape_for(opened)
+        shape = self.stream.shape_for(opened)  # (the stream of a DerivedBody is a DerivedStream)
         self._use(shape)
         #: The call is read and a call without its opening words may follow it.
         self.then_unopened = False
@@ -533,104 +532,3 @@ class _DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
             return self.fail(k, f"expected {shape.trail[0]} after the call"), False
         self.status = DONE  # text after the calls: reply text
         return i, False
-
-
-class DerivedStream(MarkerStream):
-    """The reply stream of one :class:`DerivedShape`, or of a family's several forms, each a
-    shape of its own (a subclass sets them): the word that opens a block chooses its shape."""
-
-    shape: ClassVar[DerivedShape]
-    #: The family's other forms (GigaChat 3's call message and 3.1's call token).
-    forms: ClassVar[tuple[DerivedShape, ...]] = ()
-    body_class = _DerivedBody
-    #: Each form by the words that open it (its marker; a call opened with words left out).
-    _by_word: ClassVar[dict[str, DerivedShape]]
-    #: The forms that share a marker, by it (the words after it choose one).
-    _sharing: ClassVar[dict[str, tuple[DerivedShape, ...]]]
-    #: What a call opens at, strict and not; and right after a closed call, the marker or
-    #: an unopened call.
-    _strict: ClassVar[Markers]
-    _lenient: ClassVar[Markers]
-    _after_call: ClassVar[Markers]
-
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        super().__init_subclass__(**kwargs)
-        if "shape" not in cls.__dict__ and "forms" not in cls.__dict__:
-            return
-        shapes = (cls.shape, *cls.forms)
-        opened = [s.marker for s in shapes]
-        bare = [s.opening[s.left_out] for s in shapes if s.left_out]
-        cls._by_word = {}
-        for word, shape in [
-            *zip(opened, shapes, strict=True),
-            *((s.opening[s.left_out], s) for s in shapes),
-        ]:
-            cls._by_word.setdefault(word, shape)
-        cls._sharing = {
-            m: tuple(s for s in shapes if s.marker == m) for m in opened if opened.count(m) > 1
-        }
-        cls._strict = markers(tuple(opened))
-        cls._lenient = markers((*opened, *bare))
-        cls._after_call = markers((*opened, UNOPENED))
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        #: The form of the block being read, or of the last one (an unopened call's).
-        self.last = self.shape
-        self._first_opening()
-
-    def forms_of(self, marker: str) -> tuple[DerivedShape, ...]:
-        """Every form opening with ``marker`` (several: the opening's next words choose)."""
-        return self._sharing.get(marker, ())
-
-    def shape_for(self, opened: str) -> DerivedShape:
-        """The form a block opening with ``opened`` is read in."""
-        shape = self._by_word.get(opened, self.last)
-        self.last = shape
-        return shape
-
-    def _first_opening(self) -> None:
-        """What a call opens at: each form's marker, and unless strict the word a call may
-        open at with the words before it left out (DerivedShape.left_out)."""
-        self._opening = self._strict if self.strict else self._lenient  # type: ignore[misc]
-
-    def new_body(self) -> Body:
-        self._first_opening()  # (after a call, _close may widen it for the next scan)
-        return super().new_body()
-
-    def _close(self, body: Body) -> None:
-        if not isinstance(body, _DerivedBody) or body.status != DONE:
-            super()._close(body)
-            return
-        for code, message in body.told:
-            self._notice(code, message)
-        super()._close(body)
-        for text, problem in body.left:
-            self._notice(
-                "call-not-read",
-                f"an item of the list of calls is not a call ({problem}); it stays text, the "
-                "list's other calls are read",
-            )
-            # one a line where nothing is written between two calls (each on its line)
-            self._text(text if body.shape.next_call else text + "\n")
-        self._text(body.rest)  # what the reply ended on after the calls
-        if isinstance(body, _DerivedBody) and body.status == DONE and body.then_unopened:
-            self._opening = self._after_call  # type: ignore[misc]
-
-    def _give_back(self, body: Body) -> None:
-        if isinstance(body, _DerivedBody) and (body.unopened or body.bare):
-            # opened where a call's opening words were left out: no call markup by itself,
-            # so given back quietly, unless a call was announced (then withdrawn, named)
-            for index, cid in body.started:
-                self._abort(index, cid, body.reason)
-            if body.started:
-                self._notice(
-                    "call-abandoned",
-                    f"a call opening with {self._raw[0]} was not one ({body.reason}); its "
-                    "text follows as text",
-                )
-            self._text("".join(self._raw))
-            self._body = None
-            self._raw = []
-            return
-        super()._give_back(body)
