@@ -214,8 +214,8 @@ def test_a_block_whose_closing_words_may_be_left_out_ends_at_text() -> None:
 
 
 def test_a_call_id_the_model_did_not_write_is_a_fresh_one() -> None:
-    reply = _SO.format(id="") + "{}<|tool_call:end|>" + _SO.format(id="c1")[14:] + "{}"
-    reply += "<|tool_call:end|><|calls|>"
+    second = _SO.format(id="c1").removeprefix("<|tool_calls|>")  # the block's next call
+    reply = _SO.format(id="") + "{}<|tool_call:end|>" + second + "{}<|tool_call:end|><|calls|>"
     result = _read("solar-open", reply)
     ids = [c.id for c in result.calls]
     assert len(ids) == 2 and ids[1] == "c1" and ids[0] not in ("", "c1")
