@@ -283,3 +283,31 @@ def test_forms_sharing_a_marker_are_chosen_by_what_follows_it() -> None:
     assert [c.name for c in result.calls] == ["get_weather", "get_weather"]
     assert result.content == " then "
     assert _read("lfm2", _LF + " nothing" + _LF_END).calls == []
+
+
+def test_a_string_cut_short_never_runs_across_any_form_s_marker() -> None:
+    """A call's JSON string that a raw line break leaves open ends at the marker of any of
+    the family's forms, however the marker is cut (it holds a line break of its own)."""
+    broken = '<|function_call|>{"name": "get_time", "arguments": {"a": "x\n'
+    for reply in (broken + _GC31, '<|function_call|>{"x\n' + _GC3):
+        result = _read("gigachat", reply)
+        assert len(result.calls) == 1 and result.content.startswith("<|function_call|>")
+        one_by_one = assemble(_events("gigachat", list(reply)))
+        assert [c.name for c in one_by_one.calls] == [c.name for c in result.calls]
+
+
+def test_another_call_s_start_the_reply_ended_on_is_text() -> None:
+    """After whole calls, the start of another call cut short is reply text; the block's
+    own closing words cut short are not."""
+    hy = "<tool_calls>\n<tool_call>get_weather<tool_sep>\n</tool_call>\n"
+    assert _read("hunyuan", hy + "<tool_ca").content == "<tool_ca"
+    assert _read("hunyuan", hy + "</tool_ca").content == ""
+    assert _read("lfm2", _LF + "[get_weather(city='Paris')] <|tool_call_e").content == ""
+
+
+@pytest.mark.parametrize("name", ["d`ays", "da.ys", "da|ys"])
+def test_a_keyword_argument_is_a_python_name_strict_or_not(name: str) -> None:
+    reply = _LF + f"[get_weather(city='Paris', {name}=3)]" + _LF_END
+    for strict in (False, True):
+        result = _read("lfm2", reply, strict=strict)
+        assert result.calls == [] and result.content == reply

@@ -218,6 +218,13 @@ class ReplyStream:
     #: The text that opens a call anywhere in the reply, for grammars that have one. Unless
     #: strict, it also ends a thinking block when it starts a line there (a named repair).
     marker: ClassVar[str] = ""
+
+    @property
+    def call_stops(self) -> tuple[str, ...]:
+        """What a call's JSON string cut short (a raw line break in it) never runs across:
+        the markers that open calls, so a call after a broken one is still seen."""
+        return (self.marker,) if self.marker else ()
+
     #: What splits thinking off the reply before the grammar reads it (MiniMax M3 has its
     #: own; every splitter recognises every family's tags unless given others).
     splitter_class: ClassVar[type[ReasoningSplitter]] = ReasoningSplitter

@@ -123,20 +123,23 @@ class BlockEnds(Body):
                 )
             )
             self.status = DONE
+            self._rest_is_text()
             return
         super().end_of_reply()
 
     def _rest_is_text(self) -> None:
-        """The block ended with the reply after a whole call: what the body held back to
-        see what came next (the start of a word) is reply text, given back once the calls
-        end, less the block's closing words where they came whole; white space the reply
-        ends with is dropped, for every syntax."""
+        """The block ended with the reply after its whole calls: what the body held back to
+        see what came next is reply text, given back once the calls end (another call's
+        start, cut short), unless it is white space or the closing words that were due, cut
+        short or whole (the block's own), for every syntax."""
         held = self.stream._raw[-1]
-        trail = self.shape.trail[:1]
+        trail = self.shape.trail
         lead = len(held) - len(held.lstrip(WS))
         if trail and held.startswith(trail[0], lead):
             held = held[lead + len(trail[0]) :]
-        self.rest = held if held.strip(WS) else ""
+        compact = "".join(held.split())
+        due = "".join(self.todo) if self.state == _LITS else "".join(trail)
+        self.rest = "" if not compact or due.startswith(compact) else held
 
     def _whole(self) -> bool:
         """Whether the reply may end here with every call read: each call whole, only the

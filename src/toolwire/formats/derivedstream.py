@@ -64,6 +64,11 @@ class DerivedStream(MarkerStream):
         self.last = self.shape
         self._first_opening()
 
+    @property
+    def call_stops(self) -> tuple[str, ...]:
+        """Every form's marker (see ReplyStream.call_stops)."""
+        return self._strict.markers
+
     def forms_of(self, marker: str) -> tuple[DerivedShape, ...]:
         """Every form opening with ``marker`` (several: the opening's next words choose)."""
         return self._sharing.get(marker, ())

@@ -100,7 +100,7 @@ class JsonCall:
         self.args_key = shape.args_key
         self.announce_at_end = announce_at_end
         #: A string that holds a raw line break may not run across the stream's marker.
-        stops = (stream.marker,) if stream.marker else ()
+        stops = stream.call_stops
         order = None
         if shape.id_key and not announce_at_end:
             order = ObjectScanner(

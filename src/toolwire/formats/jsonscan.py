@@ -166,6 +166,12 @@ class ObjectScanner:
                     i = j + 1
                     continue
                 if s[j] != '"':  # a raw control character: no JSON string holds one
+                    if guarded:
+                        k = self._stop_start(s, i, n)
+                        if k and n - k <= j:  # a stop cut short holds it: the next chunk decides
+                            n -= k
+                            i = n
+                            break
                     if not (self.raw_controls and s[j] in _ESCAPES):
                         return self._fail(j)
                     self._raw_at.append(j)

@@ -150,7 +150,7 @@ class Body:
         Check ``status`` and ``scanner.done`` after. Unless strict, raw line breaks and tabs in
         its strings are passed on escaped, and named when the call ends."""
         scanner.raw_controls = not self.stream.strict
-        scanner.stops = (self.stream.marker,) if self.stream.marker else ()
+        scanner.stops = self.stream.call_stops
         j = scanner.feed(s, i)
         if scanner.failed:
             return self.fail(j, "the arguments are not a JSON object")

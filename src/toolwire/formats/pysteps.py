@@ -73,6 +73,8 @@ class PySteps(Body):
                 return j, False
             if not (key[0].isalpha() or key[0] == "_"):
                 return self.fail(i, "a positional argument; only key=value arguments"), False
+            if not key.isidentifier():  # a keyword argument is a Python name, strict or not
+                return self.fail(i, f"the argument name {key[:100]!r} is no Python name"), False
             if key in self.py_args:
                 return self.fail(i, f"the argument {key!r} is given twice"), False
             self.py_key = key

@@ -425,7 +425,7 @@ class DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
             else:
                 self.scanner = scanner = ObjectScanner()
                 scanner.raw_controls = not self.stream.strict
-                scanner.stops = (self.stream.marker,) if self.stream.marker else ()
+                scanner.stops = self.stream.call_stops
             self.words(self.shape.name_end, _ARGS)
         return i, True
 
