@@ -105,10 +105,9 @@ class BlockEnds(Body):
             return
         if self.bare:  # a call opened so is read only when whole, no other repair with it
             if self.state == _LITS and self.then == _NEXT and self.calls:
-                held = self.stream._raw[-1]  # what the reply ended on, not read by the body
-                if not "".join(self.todo).startswith(held):
-                    self.stream._text(held)  # (another call's start, cut short)
                 self._bare_read(0)
+                if self.status == DONE:
+                    self._rest_is_text()  # (another call's start, cut short)
             if self.status != DONE:
                 super().end_of_reply()
             return
