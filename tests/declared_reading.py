@@ -508,6 +508,69 @@ NEAR["lfm2"] = [
     _LF + '[get_weather(city="Paris"),]' + _LF_END,
 ]
 
+_TC = "[TOOL_CALLS]"
+_ML = '{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "a1b2c3d4e"}'
+NEAR["mistral"] = [
+    _TC + "[" + _ML + "]",
+    "Sure. " + _TC + "[" + _ML + ', {"name": "get_time", "arguments": {}, "id": "b2c3d4e5f"}]',
+    _TC + '[{"name": "get_weather", "arguments": {"city": "Paris"}}]</s>',
+    _TC + "[" + _ML + ", 15:30]",  # one malformed item
+    _TC + "[" + _ML,  # cut short
+    _TC + "[]",
+    _TC + 'get_weather[ARGS]{"city": "Paris"}',
+    _TC + 'get_weather[CALL_ID]a1b2c3d4e[ARGS]{"city": "Paris"}',
+    _TC + 'get_weather[ARGS]{"city": "Paris"}' + _TC + "get_time[ARGS]{}",
+    _TC + 'get_weather[CALL_ID]a1b2c3d4e[ARGS]{"a": 1}' + _TC + "get_time[CALL_ID]b2[ARGS]{}",
+    _TC + 'get_weather{"city": "Paris"}',  # [ARGS] left out
+    _TC + 'get_weather[CALL_ID]a1b2c3d4e{"city": "Paris"}',
+    _TC + 'get_weather[ARGS]{"city": "Par',  # cut in the arguments
+    _TC + "get_weather[ARGS]",
+    _TC + "get_weather",
+    _TC + 'get weather[ARGS]{"a": 1}',
+    _TC + 'get_weather[ARGS]["Paris"]',
+    _TC + 'get_weather[ARG]{"a": 1}',
+    _TC + 'nope[ARGS]{"a": 1}',
+    _TC + 'get_weather[ARGS]{"city": "Paris"} and then prose',
+    _TC + 'get_weather[ARGS]{"city": "Paris"}</s>',
+    "[THINK]plan[/THINK]" + _TC + "get_time[ARGS]{}",
+    "Write [TOOL_CALLS] in prose.",
+    _TC + '  get_weather [ARGS] {"city": "Paris"}',
+    _TC + '\n[{"name": "get_time", "arguments": {}}]',
+    _TC + "[" + _ML + "]" + _TC + "get_time[ARGS]{}",
+    _TC + 'get_weather[CALL_ID]a-b_c[ARGS]{"a": 1}',
+    _TC + 'get_weather[CALL_ID]a b[ARGS]{"a": 1}',
+    _TC + 'get_weather[ARGS]{"text": "a\nb"}',  # a raw line break in a string
+]
+
+_ACT = "Action:\n```json\n"
+_CR = '{"tool_name": "get_weather", "parameters": {"city": "Paris"}}'
+_CR_DIRECT = '{"tool_name": "directly-answer", "parameters": {}}'
+NEAR["command-r-plus"] = [
+    _ACT + "[" + _CR + "]\n```",
+    "Sure. " + _ACT + "[" + _CR + ', {"tool_name": "get_time", "parameters": {}}]\n```',
+    "<|CHATBOT_TOKEN|>" + _ACT + "[" + _CR + "]\n```",
+    "<|CHATBOT_TOKEN|>Hello there.<|END_OF_TURN_TOKEN|>",
+    "<|CHATBOT_TOKEN|>",
+    "<|CHATBOT",
+    _ACT + "[" + _CR_DIRECT + "]\n```",
+    _ACT + "[" + _CR_DIRECT + ", " + _CR + "]\n```",
+    _ACT + "[" + _CR + ", " + _CR_DIRECT + "]\n```",
+    "Thought: easy. Action: answer at once.",
+    "Action: ```json\n[" + _CR + "]```",
+    _ACT + "[" + _CR + "]",  # the fence left open
+    _ACT + "[" + _CR + ", 15:30]\n```",  # one malformed item
+    _ACT + "[" + _CR + " " + _CR + "]\n```",  # a comma left out
+    _ACT + "[]\n```",
+    _ACT + "[" + _CR,  # cut short
+    _ACT + '[{"name": "get_weather", "arguments": {}}]\n```',
+    _ACT + "[" + _CR + "]\n```<|END_OF_TURN_TOKEN|>",
+    _ACT + "[" + _CR + "]\n``` and more text",
+    _ACT + '[{"tool_name": "nope", "parameters": {}}]\n```',
+    "Action:\n```python\nprint(1)\n```",
+    "Action:",
+    _ACT + "[" + _CR_DIRECT.replace("{}", "{") + "]\n```",
+]
+
 NEAR["hermes"].append(
     '<tool_call>\n{"name": "get_weather", "arguments": {"a": 1}}\n</tool_call>\n'
     '{"name": "get_time", "arguments": {}}\n</tool_call>'

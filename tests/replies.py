@@ -184,7 +184,8 @@ NEAR_MISSES: dict[str, list[str]] = {
         "[TOOL_CALLS]get weather[ARGS]{}",
         '[TOOL_CALLS]get_weather[ARGS]{"city": "Par',
         "[TOOL_CALLS]get_weather[ARGS]Paris",
-        '[TOOL_CALLS][{"name": "get_weather", "arguments": {}}',
+        # (a list whose last call is whole, cut before its "]", is read: the reply ended)
+        '[TOOL_CALLS][{"name": "get_weather", "arguments": {}',
         '[TOOL_CALLS][{"name": "get_weather", "arguments": {}, "extra": 1}]',
         '[TOOL_CALLS][{"name": "get_weather"}]',
         '[TOOL_CALLS]["get_weather"]',

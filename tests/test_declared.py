@@ -205,7 +205,41 @@ _PARAMETERS = (
     " (as SGLang's LFM2 reader does); the hand-written reader took 'arguments' only"
 )
 
+_ID_KEPT = (
+    "a list item's id written after its arguments, as the family's templates write it: the"
+    " engine keeps the model's id for every such syntax (announcing the call once whole, as"
+    " peers keep it); the hand-written reader announced the call at its name with a fresh id"
+)
+_SEPARATOR_CODE = (
+    "the same call read, the repair named as the engine names a separator left out after a"
+    " name for every syntax (recovered-separator-missing), where the hand-written reader had"
+    " a code of its own (recovered-args-marker-missing)"
+)
+
+_PLAIN_MARKER = (
+    "a plain-word marker the reply ends on, the opening words that make it a call never"
+    " written: prose, with no notice, for every syntax whose marker is a plain word (as this"
+    " reader gave back any other text after it); the hand-written reader named it"
+)
+
 KNOWN: dict[str, dict[str, str]] = {
+    "command-r-plus": {
+        "near:11": _UNCLOSED,
+        "near:12": _ITEM,
+        "near:13": _SEPARATOR,
+        "near:15": _UNCLOSED,
+        "near:21": _PLAIN_MARKER,
+    },
+    "mistral": {
+        "vllm:mistral:v11_single_tool_add": _SEPARATOR_CODE,
+        "vllm:mistral:v11_single_tool_weather": _SEPARATOR_CODE,
+        "near:2": _END_TOKEN,
+        "near:3": _ITEM,
+        "near:4": _UNCLOSED,
+        "near:10": _SEPARATOR_CODE,
+        "near:20": _END_TOKEN,
+        "near:23": _SPACE_AROUND_WORDS,
+    },
     "lfm2": {
         "sglang:sglang:test_function_call_parser:TestLfm2Detector."
         "test_detect_and_parse_json_with_parameters_key": _PARAMETERS,
@@ -276,7 +310,13 @@ KNOWN: dict[str, dict[str, str]] = {
         "vllm:minimax_m2:streaming_with_extra_attributes_in_tags": _TOLD_AT_END,
         "vllm:minimax_m2:non_streaming_with_extra_attributes": _TOLD_AT_END,
     },
-    "apriel": {"near:3": _UNCLOSED, "near:5": _ITEM, "near:6": _SEPARATOR, "near:9": _UNCLOSED},
+    "apriel": {
+        "near:3": _UNCLOSED,
+        "near:12": _ID_KEPT,
+        "near:5": _ITEM,
+        "near:6": _SEPARATOR,
+        "near:9": _UNCLOSED,
+    },
     "apertus": {"near:3": _UNCLOSED, "near:5": _ITEM, "near:6": _SEPARATOR, "near:9": _UNCLOSED},
     "command-r7b": {
         "near:3": _UNCLOSED,
@@ -396,6 +436,9 @@ LISTED = {
     ),
     "minicpm3": (("<|tool_call_start|>",), ("<|tool_call_end|>",)),
     "lfm2": (("<|tool_call_start|>",), ("<|tool_call_end|>",)),
+    # the same tokens, in the framing's order
+    "mistral": (("[TOOL_CALLS]",), ("[CALL_ID]", "[ARGS]")),
+    "command-r-plus": (("Action:", "<|CHATBOT_TOKEN|>"), ()),
     "qwen-xml": (("<tool_call>",), ("</function>", "</tool_call>", "</parameter>")),
     "minimax": (("<minimax:tool_call>",), ("</invoke>", "</minimax:tool_call>", "</parameter>")),
     # the hand-written family listed none: its tags are no special tokens in MiniCPM5's
@@ -478,7 +521,7 @@ def test_special_words_are_found_in_the_framing() -> None:
 
 def test_a_declaration_is_a_few_lines() -> None:
     """Adding a family like Hermes is one declaration of at most ~30 lines."""
-    source = (ROOT / "src" / "toolwire" / "formats" / "declared.py").read_text()
+    source = (ROOT / "src" / "toolwire" / "formats" / "declared_json.py").read_text()
     start = source.index("HERMES = Syntax(")
     end = source.index("\n)\n", start)
     assert source[start:end].count("\n") + 1 <= 30

@@ -168,7 +168,11 @@ def test_valid_replies(family: str, reply: str, content: str, calls: list[Call])
         assert ids == [f"id{i}" for i in range(len(calls))]
 
 
-@pytest.mark.parametrize("family", MINE)
+#: The families whose templates write a call's id after its arguments.
+ID_LAST = ["apriel"]
+
+
+@pytest.mark.parametrize("family", [f for f in MINE if f not in ID_LAST])
 def test_a_call_is_announced_once_its_name_is_read(family: str) -> None:
     reply = WRITERS[family](WEATHER, FLAGS)
     cut = reply.index('"Paris') + 3  # inside the first call's arguments
@@ -177,6 +181,20 @@ def test_a_call_is_announced_once_its_name_is_read(family: str) -> None:
     assert [e.name for e in events if isinstance(e, CallStart)] == ["get_weather"]
     events += s.feed(reply[cut:]) + s.finish()
     assert [e.name for e in events if isinstance(e, CallStart)] == ["get_weather", "set_flags"]
+
+
+@pytest.mark.parametrize("family", ID_LAST)
+def test_a_call_whose_id_comes_last_is_announced_whole_with_the_model_s_id(family: str) -> None:
+    """The id the model wrote is the call's (as llama.cpp keeps it): the call waits for it."""
+    items = [{**item, "id": f"{i}a2b3c4d5"} for i, item in enumerate(_items((WEATHER, FLAGS)))]
+    reply = WRITERS[family]().replace("[]", _j(items))
+    cut = reply.index('"id"')  # the first call's arguments written, its id not yet
+    s = get_family(family).stream(TOOLS)
+    events = s.feed(reply[:cut])
+    assert not [e for e in events if isinstance(e, CallStart)]
+    events += s.feed(reply[cut:]) + s.finish()
+    starts = [(e.name, e.id) for e in events if isinstance(e, CallStart)]
+    assert starts == [("get_weather", "0a2b3c4d5"), ("set_flags", "1a2b3c4d5")]
 
 
 @pytest.mark.parametrize(("family", "reply"), [(f, r) for f, rs in NEAR_MISSES.items() for r in rs])

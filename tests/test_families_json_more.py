@@ -144,7 +144,8 @@ NEAR_MISSES: dict[str, list[str]] = {
         "<|function_call|>[]",
     ],
     "command-r-plus": [
-        'Action:\n```json\n[{"tool_name": "get_weather", "parameters": {}}]',
+        # (a list whose calls are whole, its fence left open, is read: the reply ended)
+        'Action:\n```json\n[{"tool_name": "get_weather", "parameters": {}',
         'Action:\n```json\n[{"tool_name": "get_weather", "parameters": {}}]\nnot a fence',
         'Action:\n```json\n[{"name": "get_weather", "arguments": {}}]\n```',
         'Action:\n```json\n{"tool_name": "get_weather", "parameters": {}}\n```',

@@ -197,7 +197,7 @@ def test_mistral_arguments_without_args_marker_are_a_named_tolerance(lead: str) 
         ("add", {"a": 1, "b": 2}),
     ]
     assert got.content == lead
-    assert _codes("mistral", reply, tools=[ADD]) == ["recovered-args-marker-missing"]
+    assert _codes("mistral", reply, tools=[ADD]) == ["recovered-separator-missing"]
     strict = parse("mistral", reply, tools=[ADD], strict=True)
     assert [c.arguments for c in strict.calls] == [{"a": 1, "b": 2}]
     _streams("mistral", reply, tools=[ADD])
@@ -207,7 +207,7 @@ def test_mistral_arguments_without_args_marker_are_a_named_tolerance(lead: str) 
 def test_mistral_no_name_or_unfinished_arguments_stay_text(reply: str) -> None:
     got = parse("mistral", reply, tools=[ADD])
     assert got.calls == [] and got.content == reply
-    assert "recovered-args-marker-missing" not in _codes("mistral", reply, tools=[ADD])
+    assert "recovered-separator-missing" not in _codes("mistral", reply, tools=[ADD])
 
 
 def test_mistral_nested_arguments_are_read_whole() -> None:

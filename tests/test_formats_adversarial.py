@@ -30,6 +30,7 @@ from toolwire import (
     prepare_arguments,
 )
 from toolwire.formats.base import ParseResult
+from toolwire.formats.reasoning import known_tags
 
 from .family_cases import text_kept
 from .replies import TOOLS
@@ -280,9 +281,10 @@ def _write(family: str, name: str, args: dict[str, Any], form: int, ascii_only: 
     return f"<tool_call>\n<function={name}>\n{body}</function>\n</tool_call>"
 
 
-_PLAIN_TEXT = st.text(max_size=8).filter(
-    lambda t: not any(m in t for m in ("<tool_call>", "[TOOL_CALLS]", "<think>", "[THINK]"))
-)
+#: Markup a reply's text must not hold to stay text: the calls' markers, and the thinking and
+#: answer tags every stream recognises (an answer's opener at the start is dropped, as meant).
+_MARKUP = ("<tool_call>", "[TOOL_CALLS]", *known_tags().openers, *known_tags().answers)
+_PLAIN_TEXT = st.text(max_size=8).filter(lambda t: not any(m in t for m in _MARKUP))
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)

@@ -79,7 +79,6 @@ NoticeCode = Literal[
     "recovered-separator-missing",
     "recovered-list-separator",
     "recovered-text-after-call",
-    "recovered-args-marker-missing",
     "recovered-python-values",
     "calls-kept-apart",
     "arguments-repaired",
@@ -154,13 +153,11 @@ NOTICES: dict[NoticeCode, str] = {
     "read: the tool it names, or the one declared tool its arguments fit",
     "recovered-misspelt-tag": "a call with a damaged tag (a closing or wrapper tag misspelt, "
     "cut short) was read",
-    "recovered-separator-missing": "a call whose name was not followed by its separator tag "
-    "was read",
+    "recovered-separator-missing": "a call whose name was not followed by the separator token "
+    "its family writes after a name was read",
     "recovered-list-separator": "calls listed with the separator left out between two were read",
     "recovered-text-after-call": "a call its grammar's marker opened was read although text "
     "followed it, where the grammar ends the reply; the text stays content",
-    "recovered-args-marker-missing": "a call whose arguments followed its name without the "
-    "marker that parts them ([ARGS]) was read",
     "recovered-python-values": "a Python call whose values were written as its template "
     "writes them, not as literals (unquoted text, a quote left unescaped, a comma left out), "
     "was read",

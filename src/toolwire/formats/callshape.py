@@ -16,7 +16,10 @@ from typing import Any
 from ..arguments.read import ReadError, read_json
 from .base import ToolIndex, loads_json
 
-__all__ = ["CallShape"]
+__all__ = ["NO_TOOL", "CallShape"]
+
+#: Why a call naming one of a family's pseudo-tools (CallShape.no_tools) is none.
+NO_TOOL = "the name is the template's pseudo-tool, not a call"
 
 #: A call id the model wrote longer than this is not kept.
 _MAX_ID = 256
@@ -54,6 +57,9 @@ class CallShape:
     #: The call is ``{NAME: {arguments}}``: one key, the tool's name, holding the arguments
     #: (Apertus); the other fields do not apply.
     name_is_key: bool = False
+    #: Names a family's template gives a pseudo-tool that is no call (Command R+'s
+    #: ``directly-answer``: answer in text), unless the caller declared a tool so named.
+    no_tools: frozenset[str] = frozenset()
 
     @property
     def args_key(self) -> str:
@@ -64,6 +70,8 @@ class CallShape:
         """Why a call with this name is not one, or ``""``."""
         if not name:
             return "the call has an empty name"
+        if name in self.no_tools and not tools.has(name):
+            return NO_TOOL
         if self.declared_only and not tools.has(name):
             return f"{name!r} is not a declared tool"
         return ""

@@ -4,11 +4,28 @@ Each declaration runs beside its family's hand-written reader over every corpus
 (``tests/test_declared.py``: the peers' parser cases, the family's own sample calls, every
 split point of a streamed reply) until the two agree event for event, notices included; then
 it replaces the hand-written family in the registry (every one here has). Until then the registry
-keeps the hand-written reader, and the declaration is read by the tests only.
+keeps the hand-written reader, and the declaration is read by the tests only. The families
+whose calls are JSON objects are declared in :mod:`.declared_json`; the others (tagged
+arguments, a name before its arguments, Python calls, literal mappings) here.
 """
 
 from __future__ import annotations
 
+from .declared_json import (
+    APERTUS,
+    APRIEL,
+    COMMAND_R7B,
+    COMMAND_R_PLUS,
+    FIREFUNCTION,
+    GIGACHAT,
+    GRANITE,
+    HERMES,
+    INTERNLM2,
+    LONGCAT,
+    MINIMAX_M1,
+    MISTRAL,
+    NEMOTRON_V2,
+)
 from .derived import CALL_ID, DerivedShape
 from .gemma_channel import GemmaChannel
 from .reasoning import THINK, ReasoningTags
@@ -18,6 +35,7 @@ __all__ = [
     "APERTUS",
     "APRIEL",
     "COMMAND_R7B",
+    "COMMAND_R_PLUS",
     "DECLARED",
     "DEEPSEEK_R1",
     "DEEPSEEK_V31",
@@ -36,6 +54,7 @@ __all__ = [
     "MINICPM5",
     "MINIMAX",
     "MINIMAX_M1",
+    "MISTRAL",
     "NEMOTRON_V2",
     "OLMO3",
     "QWEN_XML",
@@ -43,49 +62,6 @@ __all__ = [
     "SOLAR_OPEN",
     "STEP3",
 ]
-
-#: Hermes: ``<tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>``, each call in
-#: its own tags (Qwen2.5, Qwen3, Hermes 2/3, Granite 4 and many fine-tunes of them).
-HERMES = Syntax(
-    name="hermes",
-    label="Hermes <tool_call> JSON (Qwen2.5, Qwen3, Hermes 2/3, Granite 4)",
-    shape=DerivedShape(
-        kind="json",
-        opening=("<tool_call>",),
-        post=("</tool_call>",),
-        next_call=("<tool_call>",),
-    ),
-    reasoning=THINK,
-    end_tokens=("<|im_end|>", "<|endoftext|>"),
-)
-
-#: Granite 3.x: ``<|tool_call|>[{"name": NAME, "arguments": {...}}, ...]``.
-GRANITE = Syntax(
-    name="granite",
-    label="Granite <|tool_call|>[...] (Granite 3.x)",
-    shape=DerivedShape(kind="json", opening=("<|tool_call|>", "["), next_call=(",",), trail=("]",)),
-    end_tokens=("<|end_of_text|>",),
-    # its template writes no call, but states the format in the prompt with the marker
-    prompt_markers=("<|tool_call|>",),
-)
-
-#: Nemotron Nano v2: ``<TOOLCALL>[{"name": NAME, "arguments": {...}}, ...]</TOOLCALL>``.
-NEMOTRON_V2 = Syntax(
-    name="nemotron-v2",
-    label="Nemotron <TOOLCALL>[...]</TOOLCALL> (Nemotron Nano v2)",
-    shape=DerivedShape(
-        kind="json", opening=("<TOOLCALL>", "["), next_call=(",",), trail=("]", "</TOOLCALL>")
-    ),
-    end_tokens=("<SPECIAL_12>",),
-)
-
-#: Firefunction v2: ``functools[{"name": NAME, "arguments": {...}}, ...]`` (the marker holds
-#: the ``[``: the word "functools" alone in a reply is no call's start).
-FIREFUNCTION = Syntax(
-    name="firefunction",
-    label="Firefunction functools[...] (Firefunction v2)",
-    shape=DerivedShape(kind="json", opening=("functools[",), next_call=(",",), trail=("]",)),
-)
 
 #: GLM: ``<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value>…</tool_call>``, written
 #: by GLM 4.5/4.6/4.7 (a newline after the name and between the tags) and poolside Laguna (the
@@ -108,64 +84,6 @@ GLM = Syntax(
     ),
     reasoning=THINK,
     end_tokens=("</assistant>",),  # poolside Laguna
-)
-
-#: Apriel 1.5/1.6: ``<tool_calls>[{"name": NAME, "arguments": {...}, "id": ID}, ...]</tool_calls>``.
-#: The templates write the id after the arguments; a call is announced at its name, so the
-#: model's id is kept only when it comes first.
-APRIEL = Syntax(
-    name="apriel",
-    label="Apriel <tool_calls>[...]</tool_calls> (Apriel 1.5, 1.6)",
-    shape=DerivedShape(
-        kind="json",
-        opening=("<tool_calls>", "["),
-        next_call=(",",),
-        trail=("]", "</tool_calls>"),
-        id_key="id",
-    ),
-    reasoning=ReasoningTags(
-        # Apriel 1.6's prompt ends with this line; its answer follows the closer
-        prompt_blocks={"Here are my reasoning steps:": "[BEGIN FINAL RESPONSE]"},
-        answer_after={"[BEGIN FINAL RESPONSE]": "[END FINAL RESPONSE]"},
-        # Hunyuan A13B (read as this family): <think>…</think> then <answer>…</answer>
-        blocks={"<think>": "</think>"},
-        answers={"<answer>": "</answer>"},
-    ),
-)
-
-#: Apertus: ``<|tools_prefix|>[{NAME: {...}}, ...]<|tools_suffix|>``, the name the one key.
-APERTUS = Syntax(
-    name="apertus",
-    label='Apertus <|tools_prefix|>[{"NAME": {...}}]<|tools_suffix|> (Apertus)',
-    shape=DerivedShape(
-        kind="json",
-        opening=("<|tools_prefix|>", "["),
-        next_call=(",",),
-        trail=("]", "<|tools_suffix|>"),
-        name_is_key=True,
-    ),
-)
-
-#: Command R7B / Cohere2: ``<|START_ACTION|>[{"tool_call_id": "0", "tool_name": NAME,
-#: "parameters": {...}}, ...]<|END_ACTION|>``; the id comes first, so the model's is kept.
-COMMAND_R7B = Syntax(
-    name="command-r7b",
-    label="Cohere <|START_ACTION|>[...]<|END_ACTION|> (Command R7B, Cohere2)",
-    shape=DerivedShape(
-        kind="json",
-        opening=("<|START_ACTION|>", "["),
-        next_call=(",",),
-        trail=("]", "<|END_ACTION|>"),
-        name_key="tool_name",
-        args_key="parameters",
-        id_key="tool_call_id",
-        id_first=True,
-    ),
-    reasoning=ReasoningTags(
-        blocks={"<|START_THINKING|>": "<|END_THINKING|>"},
-        answers={"<|START_RESPONSE|>": "<|END_RESPONSE|>", "<|START_TEXT|>": "<|END_TEXT|>"},
-    ),
-    end_tokens=("<|END_OF_TURN_TOKEN|>",),
 )
 
 #: Qwen XML: ``<tool_call>\n<function=NAME>\n<parameter=K>\nV\n</parameter>\n</function>``
@@ -243,9 +161,13 @@ MINIMAX = Syntax(
 )
 
 _CALLS_BEGIN = "<｜tool▁calls▁begin｜>"
+
 _CALLS_END = "<｜tool▁calls▁end｜>"
+
 _CALL_BEGIN = "<｜tool▁call▁begin｜>"
+
 _CALL_END = "<｜tool▁call▁end｜>"
+
 _R1_TYPE = "function<｜tool▁sep｜>"
 
 #: DeepSeek R1 and its distills: ``<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>``
@@ -307,38 +229,6 @@ MINICPM5 = Syntax(
     reasoning=THINK,
 )
 
-#: InternLM2 and Intern-S1: ``<|action_start|><|plugin|>\n{"name": NAME, "parameters": {...}}``
-#: ``<|action_end|>``, a block a call. InternLM's own format names the arguments
-#: ``parameters``; vLLM's template writes ``arguments``: both are the family's.
-INTERNLM2 = Syntax(
-    name="internlm2",
-    label="InternLM <|action_start|><|plugin|> JSON <|action_end|> (InternLM2, Intern-S1)",
-    shape=DerivedShape(
-        kind="json",
-        opening=("<|action_start|>", "<|plugin|>"),
-        post=("<|action_end|>",),
-        next_call=("<|action_start|>", "<|plugin|>"),
-        args_key="parameters",
-        args_also=("arguments",),
-    ),
-    reasoning=THINK,
-    end_tokens=("<|im_end|>",),
-)
-
-#: LongCat Flash: Hermes's calls in its own tags, ``<longcat_tool_call>{"name": NAME,``
-#: ``"arguments": {...}}</longcat_tool_call>``.
-LONGCAT = Syntax(
-    name="longcat",
-    label="LongCat <longcat_tool_call> JSON (LongCat Flash)",
-    shape=DerivedShape(
-        kind="json",
-        opening=("<longcat_tool_call>",),
-        post=("</longcat_tool_call>",),
-        next_call=("<longcat_tool_call>",),
-    ),
-    reasoning=THINK,
-)
-
 _STEP_INVOKE = ("<｜tool_call_begin｜>", "function<｜tool_sep｜>", "<steptml:invoke", 'name="')
 
 #: Step3 (StepFun): ``<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜>``
@@ -391,15 +281,6 @@ OLMO3 = Syntax(
     end_tokens=("<|im_end|>", "<|endoftext|>"),
 )
 
-#: MiniMax M1: ``<tool_calls>\n{"name": NAME, "arguments": {...}}\n{...}\n</tool_calls>``, one
-#: JSON call a line and nothing between them. (Apriel opens its calls with the same tag but
-#: writes one JSON list there: neither reads the other's.)
-MINIMAX_M1 = Syntax(
-    name="minimax-m1",
-    label="MiniMax M1 <tool_calls> JSON lines </tool_calls> (MiniMax M1)",
-    shape=DerivedShape(kind="json", opening=("<tool_calls>",), trail=("</tool_calls>",)),
-)
-
 #: Gemma 4: ``<|tool_call>call:NAME{key:<|"|>text<|"|>,n:3}<tool_call|>``, a block a call, in
 #: Gemma's literal syntax (bare keys, strings between ``<|"|>`` verbatim, numbers, ``true``,
 #: lists and mappings). Thinking is Gemma's channel (:mod:`.gemma_channel`). A turn that
@@ -439,32 +320,6 @@ SOLAR_OPEN = Syntax(
         trail=("<|calls|>",),
         trail_optional=True,
     ),
-)
-
-_GIGACHAT3_CALL = "<|message_sep|>\n\nfunction call<|role_sep|>"
-
-#: GigaChat 3 and 3.1 (Sber): the call is a message of its own, one JSON object. GigaChat 3
-#: ends the assistant's message and writes a ``function call`` message,
-#: ``<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": NAME, "arguments": {...}}``,
-#: itself ended by ``<|message_sep|>`` (the whole separator, role and all, opens the call:
-#: ``<|message_sep|>`` alone only ends a message); GigaChat 3.1 writes
-#: ``<|function_call|>{...}``. The templates render one call a turn; a second call message
-#: is read as a second call.
-GIGACHAT = Syntax(
-    name="gigachat",
-    label="GigaChat function call<|role_sep|> JSON (GigaChat 3, 3.1)",
-    shape=DerivedShape(
-        kind="json",
-        opening=(_GIGACHAT3_CALL,),
-        next_call=(_GIGACHAT3_CALL,),
-        trail=("<|message_sep|>",),
-        trail_optional=True,
-    ),
-    also=(
-        DerivedShape(kind="json", opening=("<|function_call|>",), next_call=("<|function_call|>",)),
-    ),
-    end_tokens=("</s>",),
-    one_call_per_message=True,
 )
 
 
@@ -581,5 +436,7 @@ DECLARED: dict[str, Syntax] = {
         HUNYUAN,
         MINICPM3,
         LFM2,
+        MISTRAL,
+        COMMAND_R_PLUS,
     )
 }

@@ -25,6 +25,7 @@ declared as a shape, in :mod:`toolwire.formats.syntax`.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -36,7 +37,24 @@ from .dialects import DIALECTS
 from .grammar_literals import Gemma, Pythonic
 from .shapereader import CALL_ID, MAX_WORD, NUMBER, Words
 
-__all__ = ["CALL_ID", "MAX_WORD", "NUMBER", "DerivedShape", "DerivedStream"]
+__all__ = ["CALL_ID", "MAX_WORD", "NUMBER", "DerivedShape", "DerivedStream", "special_words"]
+
+
+#: A word that reads as a special token: ``<|…|>``, ``<｜…｜>``, ``[…]`` in capitals, or a
+#: closing tag ``</…>`` (models are trained to write these as one token each).
+_SPECIAL = re.compile(
+    r"<\|[^<>]*\|>|<｜[^<>]*｜>|\[[A-Z_]+\]|</?[A-Za-z_][\w:-]*>"
+    # Gemma's half-barred tokens: <|tool_call>, <tool_call|>
+    r"|<\|[A-Za-z_][\w:-]*>|<[A-Za-z_][\w:-]*\|>"
+)
+
+
+def special_words(words: tuple[str, ...]) -> tuple[str, ...]:
+    """The special tokens among ``words``, each once, in order."""
+    found: list[str] = []
+    for word in words:
+        found.extend(m.group(0) for m in _SPECIAL.finditer(word))
+    return tuple(dict.fromkeys(found))
 
 
 @dataclass(frozen=True)
@@ -105,10 +123,28 @@ class DerivedShape:
     #: quoted value quoted (Qwen XML: llama.cpp's tests); the argument pipeline types it by
     #: the tool's schema. Else a value written as JSON is read as what it stands for.
     verbatim: bool = False
+    #: ``json``: names the template gives a pseudo-tool that is no call (Command R+'s
+    #: ``directly-answer``, for "answer in text"): an item naming one is left out of the
+    #: calls, and a block of nothing else is the model choosing to answer in text (a
+    #: ``directly-answer`` notice), unless the caller declared a tool of that name.
+    no_tools: tuple[str, ...] = ()
 
     @property
     def marker(self) -> str:
         return self.opening[0]
+
+    @property
+    def plain_marker(self) -> bool:
+        """The marker is a plain word prose may hold (Command R+'s ``Action:``), with more
+        opening words after it: only the next one makes it a call. A block whose marker that
+        word does not follow is prose (given back with no notice); a grammar waits for it."""
+        return len(self.opening) > 1 and not special_words((self.marker,))
+
+    @property
+    def trigger(self) -> str:
+        """What a lazy grammar waits for: the marker, or a plain marker with the opening
+        word after it on the next line, as a template heads a line with it."""
+        return self.marker + "\n" + self.opening[1] if self.plain_marker else self.marker
 
     def describe(self) -> str:
         """The shape written out with placeholders, for labels and ``detect --json``."""
@@ -186,7 +222,7 @@ class DerivedShape:
                     if self.ends_with_turn or self.trail_optional
                     else _words(self.trail)
                 ),
-                triggers=(self.marker,),
+                triggers=(self.trigger,),
             )
             for each in bodies
         ]

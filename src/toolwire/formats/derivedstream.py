@@ -17,7 +17,7 @@ from .shapereader import DerivedBody
 if TYPE_CHECKING:
     from .derived import DerivedShape
 
-__all__ = ["DerivedStream"]
+__all__ = ["DerivedStream", "TurnOpener"]
 
 
 class DerivedStream(MarkerStream):
@@ -94,6 +94,8 @@ class DerivedStream(MarkerStream):
             return
         for code, message in body.told:
             self._notice(code, message)
+        if body.no_tool and not body.calls:
+            self._notice("directly-answer", "the model chose to answer in text, not a tool")
         super()._close(body)
         for text, problem in body.left:
             self._notice(
@@ -108,6 +110,12 @@ class DerivedStream(MarkerStream):
             self._opening = self._after_call  # type: ignore[misc]
 
     def _give_back(self, body: Body) -> None:
+        if isinstance(body, DerivedBody) and body.shape.plain_marker and body.marker_only:
+            # a plain word the opening's next word did not follow: prose, with no notice
+            self._text("".join(self._raw))
+            self._body = None
+            self._raw = []
+            return
         if isinstance(body, DerivedBody) and (body.unopened or body.bare):
             # opened where a call's opening words were left out: no call markup by itself,
             # so given back quietly, unless a call was announced (then withdrawn, named)
@@ -124,3 +132,33 @@ class DerivedStream(MarkerStream):
             self._raw = []
             return
         super()._give_back(body)
+
+
+class TurnOpener(MarkerStream):
+    """A stream layer for a family whose replies may open with its template's own turn
+    opener (Command R+'s ``<|CHATBOT_TOKEN|>``, which a reader of the raw output sees): it is
+    dropped there, as llama.cpp drops it. A layer, so no other family pays for the check."""
+
+    turn_opener: ClassVar[str] = ""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: The reply's start while it may still be the turn opener (None once it is not).
+        self._start: str | None = ""
+
+    def _content(self, text: str) -> None:
+        if self._start is not None:
+            s = self._start + text
+            if len(s) < len(self.turn_opener) and self.turn_opener.startswith(s):
+                self._start = s
+                return
+            self._start = None
+            text = s.removeprefix(self.turn_opener)
+        if text:
+            super()._content(text)
+
+    def _content_end(self) -> None:
+        if self._start:  # only the start of the opener: text
+            super()._content(self._start)
+        self._start = None
+        super()._content_end()

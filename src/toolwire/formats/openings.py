@@ -1,5 +1,5 @@
 """Calls that open with one of several markers and name their tool before a JSON object of
-arguments: the machinery Functionary, GigaChat, Solar Open, Kimi K2 and Command R+ share.
+arguments: the machinery Functionary and Kimi K2 share.
 
 :class:`OpeningsStream` takes several opening markers, and gives back without a notice the
 text of a body that failed only because it was plainly no call markup; :class:`ArgsBody`

@@ -14,11 +14,11 @@ from typing import Any
 from ..errors import FormatError
 from . import reasoning
 from .base import Family
-from .command_r import CommandRPlus
 from .declared import (
     APERTUS,
     APRIEL,
     COMMAND_R7B,
+    COMMAND_R_PLUS,
     DEEPSEEK_R1,
     DEEPSEEK_V31,
     FIREFUNCTION,
@@ -36,6 +36,7 @@ from .declared import (
     MINICPM5,
     MINIMAX,
     MINIMAX_M1,
+    MISTRAL,
     NEMOTRON_V2,
     OLMO3,
     QWEN_XML,
@@ -52,7 +53,6 @@ from .kimi import KimiK2
 from .kimi_k3 import KimiK3
 from .llama3 import Llama3
 from .minimax_m3 import MiniMaxM3
-from .mistral import Mistral
 from .pythonic import Pythonic
 
 __all__ = [
@@ -72,7 +72,7 @@ _FAMILIES: dict[str, Family] = {
         QWEN_XML.family,
         HERMES.family,
         Llama3(),
-        Mistral(),
+        MISTRAL.family,
         DEEPSEEK_R1.family,
         DEEPSEEK_V31.family,
         DeepSeekDsml(),
@@ -96,7 +96,7 @@ _FAMILIES: dict[str, Family] = {
         FunctionaryV31(),
         FunctionaryV32(),
         GIGACHAT.family,
-        CommandRPlus(),
+        COMMAND_R_PLUS.family,
         MINIMAX_M1.family,
         SOLAR_OPEN.family,
         GptOss(),

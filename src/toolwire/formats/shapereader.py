@@ -20,7 +20,7 @@ from ..events import NoticeCode
 from ..messages import ToolCall
 from .attributes import Attributes, closes_attribute
 from .blockends import UNOPENED, BlockEnds
-from .callshape import CallShape
+from .callshape import NO_TOOL, CallShape
 from .dialects import DIALECTS
 from .jsoncall import JsonCall
 from .jsonscan import ObjectScanner
@@ -90,8 +90,8 @@ def _stops(shape: DerivedShape) -> tuple[str, str, Markers | None, Markers | Non
     stops = WS + "\\" + "".join(w[0][0] for w in followers if w)
     if shape.kind == "name-python":
         stops += "("
-    if shape.kind in ("name-json", "name-literal") and not shape.name_end:
-        stops += "{"
+    if shape.kind in ("name-json", "name-literal"):
+        stops += "{"  # (with words due after the name: they may be left out, see _left_out)
     key_stops = WS + (shape.key_mid[0][0] if shape.key_mid else "")
     ends = shape.value_end[0] if shape.value_end else ""
     # (one marker where the template writes no white space before the end: half the scan)
@@ -154,6 +154,8 @@ class DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
         self.index = -1
         self.id = ""
         self.call_name = ""
+        #: An item named the template's pseudo-tool (DerivedShape.no_tools), left out.
+        self.no_tool = False
 
     def _use(self, shape: DerivedShape) -> None:
         """Read the block in ``shape`` (the form its opening chose)."""
@@ -168,11 +170,30 @@ class DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
         self.value_ends = strict_ends if self.stream.strict else lenient_ends
         self.keys = Name(self.key_stops, "argument name")
 
+    @property
+    def marker_only(self) -> bool:
+        """Of the block's opening words, only the marker is read."""
+        opening = self.shape.opening
+        return self.then == _CALL and self.state == _LITS and self.todo == list(opening[1:])
+
+    def _after_name(self) -> bool:
+        """The words after a call's name are due, none of them read yet."""
+        if self.then == _BETWEEN:
+            return self.call is not None and not self.call.args and self._name_words()
+        return self.then == _ARGS and self._name_words()
+
+    def _name_words(self) -> bool:
+        return len(self.todo) == len(self.shape.name_end) > 0
+
     def _other_form(self, s: str, i: int) -> bool | None:
-        """Right after a marker several forms share (LFM2's list, or its one JSON object),
-        where this form's next word is not there: the first other form whose next word or
-        payload is. True when one is read from here, False to wait, None when none is."""
+        """Where forms sharing a marker part and this form's next word is not there: the
+        first other form whose next word (or payload) is. They part right after the marker
+        (LFM2's list, or its one JSON object) or in the words after a name (Mistral's id
+        before ``[ARGS]``, or none). True when one is read from here, False to wait, None
+        when none is."""
         shape = self.shape
+        if self.then == _ARGS and self.todo:
+            return self._other_name_end(s, i)
         if self.todo != list(shape.opening[1:]) or self.then != _CALL:
             return None
         waiting = False
@@ -192,6 +213,25 @@ class DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
             waiting = waiting or status == OPEN
         return False if waiting else None
 
+    def _other_name_end(self, s: str, i: int) -> bool | None:
+        """:meth:`_other_form` in the words after a name (a form written alike up to here)."""
+        shape = self.shape
+        read = len(shape.name_end) - len(self.todo)
+        waiting = False
+        for form in self.stream.forms_of(shape.marker):
+            alike = form.kind == shape.kind and form.opening == shape.opening
+            if form is shape or not alike or len(form.name_end) <= read:
+                continue
+            if form.name_end[:read] != shape.name_end[:read]:
+                continue
+            status, _j = expect_literal(s, i, form.name_end[read])
+            if status == DONE:
+                self._use(form)
+                self.words(form.name_end[read:], _ARGS)
+                return True
+            waiting = waiting or status == OPEN
+        return False if waiting else None
+
     def words(self, words: Words, then: int) -> None:
         """Match ``words`` next, then go on in state ``then``."""
         self.todo = list(words)
@@ -199,6 +239,15 @@ class DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
         self.state = _LITS
         if not words:
             self._then(0)
+
+    def feed(self, s: str, i: int) -> int:
+        """:meth:`Body.feed`, the arguments' state (where most characters are read) called
+        straight: a step less per chunk."""
+        n = len(s)
+        going = True
+        while i < n and going:
+            i, going = self._args(s, i) if self.state == _ARGS else self.step(s, i)
+        return i
 
     def step(self, s: str, i: int) -> tuple[int, bool]:
         state = self.state
@@ -241,7 +290,7 @@ class DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
                 j = self._left_out(s, i, word)
                 if j != i:
                     return max(j, i), j > i
-            if self.then == _BETWEEN and self.call is not None and not self.call.args:
+            if self._after_name():
                 went = self.no_separator(s, i, word)  # the words after a name left out?
                 if went is not None:
                     return i, went
@@ -274,6 +323,11 @@ class DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
         i, ended = self.feed_json_call(self.json_call, s, i, "the call is not a JSON object")
         if ended:
             self.words(self.shape.post, _NEXT)
+        elif self.status == FAILED and self.reason == NO_TOOL:
+            self.status = OPEN  # a whole item naming the template's pseudo-tool: no call
+            self.no_tool = True
+            self.words(self.shape.post, _NEXT)
+            return i, True
         elif (
             self.status == FAILED
             and self.listed
@@ -349,6 +403,8 @@ class DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
                 "recovered-unopened-call", f"read a call written{after} without its opening {left}"
             )
         self.state = self.then
+        if self.then == _ARGS and self.index < 0:  # the words after the name held its id
+            self._announce()
         if self.then == _END:
             if self.left and not self.calls:  # no item was a call: no list of calls
                 return self.fail(i, self.left[0][1]), False
@@ -386,11 +442,17 @@ class DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
                 strings=frozenset(shape.strings),
                 id_key=shape.id_key,
                 name_is_key=shape.name_is_key,
+                no_tools=frozenset(shape.no_tools),
                 # a behaviour of every JSON syntax, learned or declared: arguments encoded
                 # twice are read (a named repair; strict refuses it)
                 args_in_string=True,
             )
-            self.json_call = JsonCall(self.stream, call_shape, call_id=self.model_id)
+            # a family that writes its id after the arguments (Mistral Nemo's list): the
+            # call is announced once whole, with the model's id, as peers keep it
+            late_id = bool(shape.id_key) and not shape.id_first
+            self.json_call = JsonCall(
+                self.stream, call_shape, call_id=self.model_id, announce_at_end=late_id
+            )
             self.model_id = ""
             self.state = _JSON
         else:
@@ -413,8 +475,9 @@ class DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
             self.words(self.shape.name_end, _BETWEEN)
         else:
             self.call_name = name
-            self.index, self.id = self.announce(name, self.model_id or None)
-            self.model_id = ""
+            self.index = -1
+            if CALL_ID not in self.shape.name_end:  # else once its id is read (see _then)
+                self._announce()
             if self.shape.kind == "name-python":
                 self.py_start()
             elif self.shape.kind == "name-literal":
@@ -428,6 +491,11 @@ class DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
                 scanner.stops = self.stream.call_stops
             self.words(self.shape.name_end, _ARGS)
         return i, True
+
+    def _announce(self) -> None:
+        """Start the call read so far on the stream, with the id its framing gave it."""
+        self.index, self.id = self.announce(self.call_name, self.model_id or None)
+        self.model_id = ""
 
     def _args(self, s: str, i: int) -> tuple[int, bool]:
         scanner = self.scanner

@@ -32,7 +32,8 @@ from typing import Any
 
 from ..templates.shaping import CallIds
 from .base import Family
-from .derived import CALL_ID, NUMBER, DerivedShape, DerivedStream
+from .derived import CALL_ID, NUMBER, DerivedShape, DerivedStream, special_words
+from .derivedstream import TurnOpener
 from .dialects import DIALECTS
 from .grammar import AnyOf
 from .markerstream import MarkerStream
@@ -40,22 +41,6 @@ from .reasoning import ReasoningTags
 from .samples import Sample
 
 __all__ = ["Syntax", "special_words"]
-
-#: A word that reads as a special token: ``<|…|>``, ``<｜…｜>``, ``[…]`` in capitals, or a
-#: closing tag ``</…>`` (models are trained to write these as one token each).
-_SPECIAL = re.compile(
-    r"<\|[^<>]*\|>|<｜[^<>]*｜>|\[[A-Z_]+\]|</?[A-Za-z_][\w:-]*>"
-    # Gemma's half-barred tokens: <|tool_call>, <tool_call|>
-    r"|<\|[A-Za-z_][\w:-]*>|<[A-Za-z_][\w:-]*\|>"
-)
-
-
-def special_words(words: tuple[str, ...]) -> tuple[str, ...]:
-    """The special tokens among ``words``, each once, in order."""
-    found: list[str] = []
-    for word in words:
-        found.extend(m.group(0) for m in _SPECIAL.finditer(word))
-    return tuple(dict.fromkeys(found))
 
 
 @dataclass(frozen=True)
@@ -81,6 +66,9 @@ class Syntax:
     #: family's own (Gemma's thinking channel, :mod:`.gemma_channel`): it drops the
     #: family's tokens from the text.
     stream_layer: type[MarkerStream] | None = None
+    #: The template's own turn opener, dropped where a reply opens with it (a reader of the
+    #: raw output sees it: Command R+'s ``<|CHATBOT_TOKEN|>``); a token the family keeps.
+    turn_opener: str = ""
 
     @property
     def forms(self) -> tuple[DerivedShape, ...]:
@@ -89,8 +77,10 @@ class Syntax:
 
     @cached_property
     def markers(self) -> tuple[str, ...]:
-        """What a reply is scanned for: each form's opening's first word."""
-        return tuple(dict.fromkeys(s.marker for s in self.forms))
+        """What a reply is scanned for: each form's opening's first word (and the turn
+        opener it drops)."""
+        found = [s.marker for s in self.forms] + ([self.turn_opener] if self.turn_opener else [])
+        return tuple(dict.fromkeys(found))
 
     @cached_property
     def kept_tokens(self) -> tuple[str, ...]:
@@ -131,6 +121,7 @@ class Syntax:
     def family(self) -> Family:
         """The family this syntax derives: reader, grammar, writer, markers and tokens."""
         layers = (self.stream_layer,) if self.stream_layer is not None else ()
+        layers += (TurnOpener,) if self.turn_opener else ()
         stream = type(
             f"{_title(self.name)}Stream",
             (*layers, DerivedStream),
@@ -140,6 +131,7 @@ class Syntax:
                 "shape": self.shape,
                 "forms": self.also,
                 "turn_ends": self.end_tokens,
+                "turn_opener": self.turn_opener,
             },
         )
         syntax = self
@@ -168,7 +160,7 @@ class Syntax:
                 "kept_tokens": self.kept_tokens,
                 "prompt_markers": self.prompt_markers,
                 "samples": tuple(sampler(form) for form in range(len(self.forms))),
-                "drops_tokens": self.stream_layer is not None,
+                "drops_tokens": self.stream_layer is not None or bool(self.turn_opener),
             },
         )
         return made()

@@ -35,7 +35,8 @@ _MAX_ID = 64
 _MAX_DIGITS = 32
 _CDATA_END = Markers(("]]>",))
 #: A separator after a name that is a tag of its own (``<tool_sep>``), not a bracket's end.
-_SEPARATOR = re.compile(r"<[^<>\s]{2,}>")
+#: A separator of its own: a tag, or a word in capitals in brackets (``[ARGS]``).
+_SEPARATOR = re.compile(r"<[^<>\s]{2,}>|\[[A-Z_]{2,}\]")
 
 
 #: A value's closing tag: a drifted one is read for it (see DriftedEnd).
@@ -110,6 +111,7 @@ class TagSteps(Body):
     escaped_newline: bool
     digits: int
     model_id: str
+    call_name: str
 
     if TYPE_CHECKING:  # the body's own, which this mixin's steps call
 
@@ -213,24 +215,29 @@ class TagSteps(Body):
         return j
 
     def no_separator(self, s: str, i: int, word: str) -> bool | None:
-        """Unless strict, a separator token due after a call's name (Hunyuan's
-        ``<tool_sep>``) left out, where the first key or the call's end follows straight (what
-        SGLang reads for HY4), is read, named (``recovered-separator-missing``). Only a
-        separator that is a tag of its own: a name's closing ``>`` is no separator. True when
-        read (the body goes on at ``i``), False to wait, None when this is not that."""
+        """Unless strict, a separator token due after a call's name left out (Hunyuan's
+        ``<tool_sep>``, Mistral's ``[ARGS]``), where what comes after it follows straight
+        (the first key or the call's end; the arguments' ``{``), as SGLang reads HY4 and vLLM
+        Mistral v11, is read, named (``recovered-separator-missing``). Only a separator that
+        is a token of its own: a name's closing ``>`` is no separator. True when read (the
+        body goes on at ``i``), False to wait, None when this is not that."""
         shape = self.shape
         if self.stream.strict or word != shape.name_end[0] or not _SEPARATOR.fullmatch(word):
             return None
-        follows = tuple(w[0] for w in (shape.key_open, shape.post) if w)
+        if shape.kind == "tags":
+            follows = tuple(w[0] for w in (shape.key_open, shape.post) if w)
+            name, then = self.call.name if self.call is not None else "", _BETWEEN
+        else:
+            follows = ("{",) if shape.kind in ("name-json", "name-literal") else ("(",)
+            name, then = self.call_name, _ARGS
         status, _j, _word = expect_any(s, i, follows)
         if status == FAILED:
             return None
         if status == OPEN:
             return False
-        assert self.call is not None
-        what = f"read a call to {self.call.name} written without {word} after its name"
+        what = f"read a call to {name[:100]} written without {word} after its name"
         self.told.append(("recovered-separator-missing", what))
-        self.words((), _BETWEEN)  # the key or the call's end, read from here
+        self.words((), then)  # what follows, read from here
         return True
 
     def _escaped(self, s: str, i: int) -> int:
