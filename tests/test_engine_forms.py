@@ -2,7 +2,9 @@
 hand-written readers that each had it alone: a call opened with the family's opening words
 left out, a value's closing tag drifted, a separator after a name left out, a line break
 written ``\\r\\n`` around a value, a block whose closing words the reply may leave out, a call
-id the model did not write; and a family of several forms, each read by the same stream.
+id the model did not write or wrote after the arguments, a plain-word marker, a template's
+pseudo-tool and turn opener; and a family of several forms, each read by the same stream,
+the forms parting right after the marker or after a name.
 
 Each case is read whole and streamed at every split point (the two must agree); each repair
 is named, and strict reading refuses it.
@@ -231,11 +233,11 @@ def test_a_family_of_two_forms_reads_each_in_one_reply() -> None:
     assert result.content == "Sure."
 
 
-@pytest.mark.parametrize("name", ["gigachat", "hunyuan"])
+@pytest.mark.parametrize("name", ["gigachat", "hunyuan", "mistral"])
 def test_each_form_of_a_family_is_written_taken_by_its_grammar_and_read_back(name: str) -> None:
     syntax = DECLARED[name]
     family = syntax.family
-    assert len(family.samples) == len(syntax.forms) == 2
+    assert len(family.samples) == len(syntax.forms) >= 2
     assert set(family.markers) == {form.marker for form in syntax.forms}
     for form in range(len(syntax.forms)):
         reply = syntax.reply([("get_weather", {"city": "Paris"})], 0, form)
@@ -311,3 +313,92 @@ def test_a_keyword_argument_is_a_python_name_strict_or_not(name: str) -> None:
     for strict in (False, True):
         result = _read("lfm2", reply, strict=strict)
         assert result.calls == [] and result.content == reply
+
+
+_TC = "[TOOL_CALLS]"
+
+
+def test_forms_parting_after_a_name_are_read_in_one_reply() -> None:
+    """Mistral's ``NAME[CALL_ID]ID[ARGS]`` and ``NAME[ARGS]`` part at the word after the name;
+    the id the model wrote is the call's, and a call is announced once its id is read."""
+    reply = _TC + 'get_weather[CALL_ID]a1b2c3d4e[ARGS]{"city": "Paris"}' + _TC + "set_flags[ARGS]{}"
+    result = _read("mistral", reply)
+    assert _calls(result) == [("get_weather", {"city": "Paris"}), ("set_flags", {})]
+    assert [c.id for c in result.calls] == ["a1b2c3d4e", "id1"]
+    assert _codes(result) == [] and result.content == ""
+    # the id is whole before the call begins: no call starts inside it
+    cut = reply.index("a1b2") + 2
+    assert not [e for e in _events("mistral", [reply[:cut]]) if isinstance(e, CallStart)]
+
+
+@pytest.mark.parametrize(
+    ("name", "reply"),
+    [
+        ("mistral", _TC + 'get_weather{"city": "Paris"}'),
+        (
+            "deepseek-v3.1",
+            '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather{"city": "Paris"}'
+            "<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+        ),
+    ],
+)
+def test_a_separator_before_the_arguments_left_out_is_read(name: str, reply: str) -> None:
+    """The separator token due after a name (``[ARGS]``, ``<｜tool▁sep｜>``) left out, the
+    arguments' ``{`` right after the name: read for every syntax, named; strict refuses."""
+    result = _read(name, reply)
+    assert _calls(result) == [("get_weather", {"city": "Paris"})]
+    assert _codes(result) == ["recovered-separator-missing"]
+    strict = _read(name, reply, strict=True)
+    assert strict.calls == [] and strict.content == reply
+
+
+@pytest.mark.parametrize(
+    ("name", "reply"),
+    [
+        ("mistral", _TC + '[{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "%s"}]'),
+        (
+            "apriel",
+            '<tool_calls>[{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "%s"}]'
+            "</tool_calls>",
+        ),
+    ],
+)
+def test_an_id_written_after_the_arguments_is_the_call_s(name: str, reply: str) -> None:
+    """Where the family's templates write a call's id after its arguments, the model's id is
+    kept (as llama.cpp keeps it): the call is announced once whole, with it."""
+    result = _read(name, reply % "k3j4h5g6f")
+    assert [(c.name, c.id) for c in result.calls] == [("get_weather", "k3j4h5g6f")]
+    # none written: a fresh one
+    assert [c.id for c in _read(name, reply.replace(', "id": "%s"', "")).calls] == ["id0"]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ["Action: answer at once.", "Thought: easy.\nAction:\n```python\nx = 1\n```", "Action:"],
+)
+def test_a_plain_word_marker_without_its_next_word_is_prose(reply: str) -> None:
+    """``Action:`` is a plain word: only the fence after it makes a call. Without it the text
+    is prose, no notice; with it, a broken block is call markup, named."""
+    result = _read("command-r-plus", reply)
+    assert result.calls == [] and result.content == reply and result.notices == []
+    broken = 'Action:\n```json\n{"tool_name": "get_weather"}\n```'
+    assert _codes(_read("command-r-plus", broken)) == ["call-not-read"]
+
+
+def test_a_plain_word_marker_s_grammar_waits_for_its_next_word() -> None:
+    shape = DECLARED["command-r-plus"].shape
+    assert shape.plain_marker and shape.trigger == "Action:\n```json"
+    assert not DECLARED["hermes"].shape.plain_marker
+    assert DECLARED["hermes"].shape.trigger == "<tool_call>"
+
+
+def test_a_template_s_pseudo_tool_is_no_call_and_its_turn_opener_is_dropped() -> None:
+    direct = '{"tool_name": "directly-answer", "parameters": {}}'
+    weather = '{"tool_name": "get_weather", "parameters": {"city": "Paris"}}'
+    alone = _read("command-r-plus", "<|CHATBOT_TOKEN|>Action:\n```json\n[" + direct + "]\n```")
+    assert alone.calls == [] and alone.content == "" and _codes(alone) == ["directly-answer"]
+    both = _read("command-r-plus", "Action:\n```json\n[" + direct + ", " + weather + "]\n```")
+    assert _calls(both) == [("get_weather", {"city": "Paris"})] and _codes(both) == []
+    # only at the reply's start: elsewhere the token is the model's text
+    inside = _read("command-r-plus", "Hi <|CHATBOT_TOKEN|>")
+    assert inside.content == "Hi <|CHATBOT_TOKEN|>"
