@@ -120,7 +120,8 @@ class Syntax:
     @cached_property
     def family(self) -> Family:
         """The family this syntax derives: reader, grammar, writer, markers and tokens."""
-        layers = (self.stream_layer,) if self.stream_layer is not None else ()
+        layers: tuple[type[MarkerStream], ...] = ()
+        layers += (self.stream_layer,) if self.stream_layer is not None else ()
         layers += (TurnOpener,) if self.turn_opener else ()
         stream = type(
             f"{_title(self.name)}Stream",
