@@ -351,8 +351,16 @@ KNOWN: dict[str, dict[str, str]] = {
 }
 
 #: The families declared from the start: no hand-written reader came before them
-#: (tests/test_families_declared_new.py).
-NEW = ("internlm2", "longcat", "step3", "functiongemma", "olmo3")
+#: (tests/test_families_declared_new.py, tests/test_families_dialects.py).
+NEW = (
+    "internlm2",
+    "longcat",
+    "step3",
+    "functiongemma",
+    "olmo3",
+    "tagged-pythonic",
+    "tagged-harmony",
+)
 MIGRATED = sorted(set(DECLARED) - set(NEW))
 
 PAIRS = [(name, case) for name in MIGRATED for case in reading.cases(name)]

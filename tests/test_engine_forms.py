@@ -387,7 +387,7 @@ def test_a_plain_word_marker_without_its_next_word_is_prose(reply: str) -> None:
 
 def test_a_plain_word_marker_s_grammar_waits_for_its_next_word() -> None:
     shape = DECLARED["command-r-plus"].shape
-    assert shape.plain_marker and shape.trigger == "Action:\n```json"
+    assert shape.plain_marker and shape.trigger == "Action:{space}```json"
     assert not DECLARED["hermes"].shape.plain_marker
     assert DECLARED["hermes"].shape.trigger == "<tool_call>"
 

@@ -292,6 +292,17 @@ def _own() -> dict[str, str]:
             for c in DERIVE_CALLS
         )
         + "</function_calls>",
+        # SGLang's tagged dialects, as its multi-format reader's tests write them
+        "tagged-pythonic": "<tool_call>\n"
+        + kv(
+            c.name + "(" + ", ".join(f"{k}={v!r}" for k, v in c.arguments.items()) + ")\n"
+            for c in DERIVE_CALLS
+        )
+        + "</tool_call>",
+        "tagged-harmony": kv(
+            f"<tool_call>assistant to=functions.{c.name} json\n{_args(c)}\n</tool_call>"
+            for c in DERIVE_CALLS
+        ),
     }
 
 

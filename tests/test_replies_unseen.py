@@ -15,6 +15,7 @@ import pytest
 from toolwire import family_names, get_family
 from toolwire.events import TOLERANCES, CallArgsDelta, CallEnd, CallStart, Event, Notice
 from toolwire.formats.base import Family
+from toolwire.formats.declared import DECLARED
 from toolwire.formats.samples import SAMPLE_TOOLS, sample_content
 from toolwire.formats.words import Words
 
@@ -46,13 +47,25 @@ def _codes(events: list[Event]) -> list[str]:
 
 # ------------------------------------------------------------ raw controls in JSON strings
 
+
 #: The families whose call body is JSON (the sample writes its string escapes as \\n, \\t).
+def _own_literals(name: str) -> bool:
+    """The family's calls are Python's or Gemma's literals, not JSON (MiniCPM3 writes JSON's
+    literals in Python calls: JSON's rules hold there)."""
+    syntax = DECLARED.get(name)
+    return syntax is not None and all(
+        form.kind in ("name-python", "name-literal")
+        and form.literal != "json"
+        and not form.json_too
+        for form in syntax.forms
+    )
+
+
 JSON_BODIED = [
     name
     for name in family_names()
     # Python's and Gemma's literals are no JSON: their strings' escapes are their own
-    if name not in ("lfm2", "pythonic", "gemma4", "olmo3", "functiongemma")
-    and "\\n" in _call(name, 1)
+    if name not in ("lfm2", "pythonic") and not _own_literals(name) and "\\n" in _call(name, 1)
 ]
 
 

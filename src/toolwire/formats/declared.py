@@ -61,6 +61,8 @@ __all__ = [
     "SEED_OSS",
     "SOLAR_OPEN",
     "STEP3",
+    "TAGGED_HARMONY",
+    "TAGGED_PYTHONIC",
 ]
 
 #: GLM: ``<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value>…</tool_call>``, written
@@ -406,6 +408,48 @@ LFM2 = Syntax(
     prompt_markers=("<|tool_list_start|>",),
 )
 
+#: SGLang's tagged Python dialect (its multi-format reader): ``<tool_call>NAME(key=value)``
+#: ``</tool_call>``, Python calls one a line in Qwen's tags (values Python literals, read by
+#: hand, never evaluated).
+TAGGED_PYTHONIC = Syntax(
+    name="tagged-pythonic",
+    label="Python calls in <tool_call> (models served with SGLang's multi-format reader)",
+    shape=DerivedShape(kind="name-python", opening=("<tool_call>",), trail=("</tool_call>",)),
+    reasoning=THINK,
+    end_tokens=("<|im_end|>", "<|endoftext|>"),
+)
+
+
+def _tagged_harmony(lead: tuple[str, ...], name_end: tuple[str, ...]) -> DerivedShape:
+    """A Harmony header in Qwen's tags, with or without its ``assistant`` and ``json``."""
+    opening = ("<tool_call>", *lead, "to=functions.")
+    return DerivedShape(
+        kind="name-json",
+        opening=opening,
+        name_end=name_end,
+        post=("</tool_call>",),
+        next_call=opening,
+    )
+
+
+#: SGLang's tagged Harmony dialect: ``<tool_call>assistant to=functions.NAME json\n{...}``
+#: ``\n</tool_call>``, gpt-oss's call header and JSON arguments in Qwen's tags; ``assistant``
+#: and ``json`` may each be left out (four forms, the words after the marker and after the
+#: name telling them apart).
+TAGGED_HARMONY = Syntax(
+    name="tagged-harmony",
+    label="Harmony to=functions.NAME in <tool_call> (models served with SGLang's"
+    " multi-format reader)",
+    shape=_tagged_harmony(("assistant",), ("json",)),
+    also=(
+        _tagged_harmony(("assistant",), ()),
+        _tagged_harmony((), ("json",)),
+        _tagged_harmony((), ()),
+    ),
+    reasoning=THINK,
+    end_tokens=("<|im_end|>", "<|endoftext|>"),
+)
+
 #: Every declared family, by name.
 DECLARED: dict[str, Syntax] = {
     s.name: s
@@ -438,5 +482,7 @@ DECLARED: dict[str, Syntax] = {
         LFM2,
         MISTRAL,
         COMMAND_R_PLUS,
+        TAGGED_PYTHONIC,
+        TAGGED_HARMONY,
     )
 }

@@ -143,8 +143,8 @@ class DerivedShape:
     @property
     def trigger(self) -> str:
         """What a lazy grammar waits for: the marker, or a plain marker with the opening
-        word after it on the next line, as a template heads a line with it."""
-        return self.marker + "\n" + self.opening[1] if self.plain_marker else self.marker
+        word after it, any white space between (``{space}``, :mod:`.gbnf`)."""
+        return self.marker + "{space}" + self.opening[1] if self.plain_marker else self.marker
 
     def describe(self) -> str:
         """The shape written out with placeholders, for labels and ``detect --json``."""

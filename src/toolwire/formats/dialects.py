@@ -30,12 +30,15 @@ class Dialect:
     #: are a repair, read unless the reader is strict (``raw_controls`` says so), and any
     #: other control character breaks the value.
     raw_strings: bool = True
+    #: Python's tuples, ``(1, 2)``: read as lists (JSON has no tuple).
+    tuples: bool = False
 
 
 PYTHON = Dialect(
     "",
     {"True": True, "False": False, "None": None, "true": True, "false": False, "null": None},
     trailing_comma=True,
+    tuples=True,
 )
 GEMMA = Dialect('<|"|>', {"true": True, "false": False, "null": None, "None": None}, bare_keys=True)
 #: FunctionGemma: Gemma's syntax, strings between ``<escape>`` delimiters.
@@ -44,7 +47,7 @@ FUNCTION_GEMMA = Dialect(
 )
 #: Python calls whose values a template writes through ``tojson`` (MiniCPM3's): JSON's
 #: strings, Python's read too.
-JSON_VALUES = Dialect("", PYTHON.words, trailing_comma=True, raw_strings=False)
+JSON_VALUES = Dialect("", PYTHON.words, trailing_comma=True, raw_strings=False, tuples=True)
 #: The dialects by name, for a family declared as syntax (``DerivedShape.literal``).
 DIALECTS = {
     "python": PYTHON,

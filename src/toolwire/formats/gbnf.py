@@ -66,6 +66,15 @@ class Trigger:
     form: str
 
 
+#: A slot in a trigger: a declared tool's name, or white space (up to a few characters).
+_SLOT = re.compile(r"\{name\}|\{space\}")
+
+
+def _parts(trigger: str) -> list[str]:
+    """A trigger's literal texts and slots, in order."""
+    return [p for p in re.split(r"(\{name\}|\{space\})", trigger) if p]
+
+
 @dataclass(frozen=True)
 class Constraint:
     """What the engine needs to constrain this turn's calls."""
@@ -89,16 +98,20 @@ class Constraint:
             for pattern in (self.form.starts if self.form else ())
         ]
         object.__setattr__(self, "_starts", re.compile("|".join(starts)) if starts else None)
-        # a marker that is a call only when a declared tool's name follows (``>>>NAME``)
-        named = [t for t in (self.form.triggers if self.form else ()) if "{name}" in t]
+        # a marker that is a call only when a declared tool's name follows (``>>>NAME``), or
+        # the opening word after it, past any white space (``Action:`` then ```` ```json ````)
+        named = [t for t in (self.form.triggers if self.form else ()) if _SLOT.search(t)]
         longest = max((len(name) for name, _ in self.tools), default=0)
+        slots = {"{name}": (bare, longest), "{space}": (r"\s{0,8}", 8)}
         object.__setattr__(
             self,
             "_named",
             [
                 (
-                    re.compile(bare.join(re.escape(part) for part in t.split("{name}"))),
-                    len(t) - len("{name}") * t.count("{name}") + longest * t.count("{name}"),
+                    re.compile(
+                        "".join(slots[p][0] if p in slots else re.escape(p) for p in _parts(t))
+                    ),
+                    sum(slots[p][1] if p in slots else len(p) for p in _parts(t)),
                 )
                 for t in named
             ],
@@ -121,7 +134,7 @@ class Constraint:
                 return Trigger(0, "start")
         found = -1
         for marker in self.form.triggers if self.form else ():
-            if "{name}" in marker:
+            if _SLOT.search(marker):
                 continue
             at = text.find(marker, max(0, searched - len(marker) + 1))
             if at >= 0 and (found < 0 or at < found):

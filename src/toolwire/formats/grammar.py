@@ -465,7 +465,8 @@ class Form:
     """What every form gives :class:`~toolwire.formats.gbnf.Constraint`."""
 
     #: Texts that say a call has begun, anywhere in the reply (``{name}``: a declared tool's
-    #: name, for a marker that may also open something else: Functionary's ``>>>all``).
+    #: name, for a marker that may also open something else: Functionary's ``>>>all``;
+    #: ``{space}``: white space, after a plain-word marker: Command R+'s ``Action:``).
     triggers: tuple[str, ...] = ()
     #: Patterns that say so at the reply's start only (``{name}``: a declared tool's name).
     starts: tuple[str, ...] = ()

@@ -26,8 +26,8 @@ a call's values by hand, and a model writes what its template taught it.
 
 - Unquoted text (``city=Paris``, ``time=07:30``), as Llama 3.2's and Llama 4's pythonic
   templates write a string: a value that is no literal is text up to the ``,`` before the next
-  ``key=`` or the ``)`` that ends the call (a ``)`` followed by ``,``, ``]``, ``<``, a line
-  break or the reply's end). It is handed on as a string, typed later by the schema.
+  ``key=`` or the ``)`` that ends the call (a ``)`` followed by ``,``, ``]``, ``<``, ``;``, a
+  line break or the reply's end). It is handed on as a string, typed later by the schema.
 - A quote inside a quoted value left unescaped (``time="say "hi""``), as a template writing
   ``"{{ value }}"`` makes it: a quote closes the value only where the value can end (before
   a ``,`` and the next ``key=``, the call's ``)``, or, see the next point, the next ``key=``);
@@ -81,8 +81,9 @@ _BLANKS = " \t\r\n"
 #: Where unquoted text may end (the next argument's comma or the call's parenthesis), and
 #: the parentheses it opens itself (``f(x)``), which its own ``)`` closes.
 _RAW_STOP = re.compile(r"[,()]")
-#: What may follow a call's ``)``: the next call, the list's end, a closing tag, a line break.
-_AFTER_CALL = ",]<\r\n"
+#: What may follow a call's ``)``: the next call, the list's end, a closing tag, a line break,
+#: Python's statement separator.
+_AFTER_CALL = ",]<\r\n;"
 
 # states
 _VALUE, _ITEM, _KEY, _COLON, _AFTER, _STRING, _NUMBER_TOKEN, _WORD, _BARE_KEY, _RAW = range(10)
@@ -101,13 +102,19 @@ def _run_of(s: str, i: int, limit: int, chars: str) -> int:
     return i
 
 
+#: What closes each container: a tuple is read as a list (JSON has none).
+_CLOSERS = {"[": "]", "{": "}", "(": ")"}
+
+
 class _Frame:
     """An open list or mapping."""
 
-    __slots__ = ("container", "count", "key")
+    __slots__ = ("closer", "container", "count", "key")
 
-    def __init__(self, container: list[Any] | dict[str, Any]) -> None:
+    def __init__(self, container: list[Any] | dict[str, Any], closer: str) -> None:
         self.container = container
+        #: What closes it: ``]``, ``}``, or ``)`` (a tuple, read as a list).
+        self.closer = closer
         self.count = 0
         self.key: str | None = None
 
@@ -189,8 +196,8 @@ class LiteralReader:
         if state == _VALUE:
             return self._value_start(s, i)
         frame = self._stack[-1]
-        if state == _ITEM:  # after ``[`` or a list's comma
-            if c == "]" and (frame.count == 0 or self.dialect.trailing_comma):
+        if state == _ITEM:  # after ``[`` (or a tuple's ``(``) or a list's comma
+            if c == frame.closer and (frame.count == 0 or self.dialect.trailing_comma):
                 return self._close(i)
             return self._value_start(s, i)
         if state == _KEY:  # after ``{`` or a mapping's comma
@@ -217,9 +224,9 @@ class LiteralReader:
             self._loosen("a comma left out")  # ``{a:<escape>x<escape>b:1}``
             self._state = _KEY
             return i
-        if c == ("}" if is_map else "]"):
+        if c == frame.closer:
             return self._close(i)
-        return self._fail(i, f"expected , or {'}' if is_map else ']'}")
+        return self._fail(i, f"expected , or {frame.closer}")
 
     # ------------------------------------------------------------------ values
 
@@ -227,14 +234,15 @@ class LiteralReader:
         c = s[i]
         if self._opens_string(s, i):
             return self._open_string(s, i, is_key=False)
-        if c in "[{":
+        if c in "[{" or (c == "(" and self.dialect.tuples):
             if len(self._stack) >= self._max_depth:
                 return self._fail(i, f"nested deeper than {self._max_depth}")
             self._separate()
-            self._emit(c)
-            container: list[Any] | dict[str, Any] = [] if c == "[" else {}
-            self._stack.append(_Frame(container))
-            self._state = _ITEM if c == "[" else _KEY
+            is_map = c == "{"
+            self._emit("{" if is_map else "[")
+            container: list[Any] | dict[str, Any] = {} if is_map else []
+            self._stack.append(_Frame(container, _CLOSERS[c]))
+            self._state = _KEY if is_map else _ITEM
             return i + 1
         if c in "-+.0123456789":
             self._state = _NUMBER_TOKEN

@@ -43,6 +43,8 @@ from .declared import (
     SEED_OSS,
     SOLAR_OPEN,
     STEP3,
+    TAGGED_HARMONY,
+    TAGGED_PYTHONIC,
 )
 from .deepseek_dsml import DeepSeekDsml, GigaChatGcml
 from .functionary import FunctionaryV31, FunctionaryV32
@@ -109,6 +111,8 @@ _FAMILIES: dict[str, Family] = {
         STEP3.family,
         FUNCTION_GEMMA.family,
         OLMO3.family,
+        TAGGED_PYTHONIC.family,
+        TAGGED_HARMONY.family,
     )
 }
 

@@ -220,11 +220,12 @@ class DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
         waiting = False
         for form in self.stream.forms_of(shape.marker):
             alike = form.kind == shape.kind and form.opening == shape.opening
-            if form is shape or not alike or len(form.name_end) <= read:
+            if form is shape or not alike or form.name_end[:read] != shape.name_end[:read]:
                 continue
-            if form.name_end[:read] != shape.name_end[:read]:
-                continue
-            status, _j = expect_literal(s, i, form.name_end[read])
+            if len(form.name_end) > read:
+                status, _j = expect_literal(s, i, form.name_end[read])
+            else:  # the form's words end here: its arguments follow
+                status = DONE if s[i] == ("(" if form.kind == "name-python" else "{") else FAILED
             if status == DONE:
                 self._use(form)
                 self.words(form.name_end[read:], _ARGS)
@@ -572,6 +573,9 @@ class DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
         if status == DONE:  # the turn ended here, if nothing follows: the reply's end decides
             self.turn_ended = True
             return j, True
+        if shape.kind == "name-python" and not shape.next_call and s[k] == ";":
+            self.state = _CALL  # Python's statement separator: two calls on one line
+            return k + 1, True
         follows = s[k] == "{" if shape.kind == "json" else bool(_NAMED.match(s[k]))
         if not shape.next_call and shape.trail and follows and s[k] != shape.trail[0][0]:
             # nothing between two calls (one a line: Olmo 3's, MiniMax M1's): the next begins

@@ -180,18 +180,18 @@ def _payload(s: DerivedShape, name: str, arguments: Mapping[str, Any], index: in
             obj[s.id_key] = f"call_{index}"
         return json.dumps(obj, ensure_ascii=False)
     if s.kind == "name-json":
-        return name + _joined(s.name_end) + json.dumps(dict(arguments), ensure_ascii=False)
+        return _joined((name, *s.name_end)) + json.dumps(dict(arguments), ensure_ascii=False)
     if s.kind == "name-python" and s.literal == "json":  # each value as tojson writes it
         args = ",".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
-        return f"{name}{_joined(s.name_end)}({args})"
+        return f"{_joined((name, *s.name_end))}({args})"
     if s.kind == "name-python":
         args = ", ".join(f"{k}={_python(v)}" for k, v in arguments.items())
-        return f"{name}{_joined(s.name_end)}({args})"
+        return f"{_joined((name, *s.name_end))}({args})"
     if s.kind == "name-literal":
         quote = DIALECTS[s.literal].string_delimiter
         # keys sorted, as Gemma's templates write them (``dictsort``) and its grammar takes
-        return name + _joined(s.name_end) + _literal(dict(sorted(arguments.items())), quote)
-    parts = [name + _joined(s.name_end)]
+        return _joined((name, *s.name_end)) + _literal(dict(sorted(arguments.items())), quote)
+    parts = [_joined((name, *s.name_end))]
     for key, value in arguments.items():
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         if s.cdata and isinstance(value, str) and any(c in value for c in "<&\n"):

@@ -1,0 +1,152 @@
+"""SGLang's tagged dialects, declared as syntax from the start: Python calls in Qwen's
+``<tool_call>`` (``tagged-pythonic``) and gpt-oss's Harmony header with JSON arguments there
+(``tagged-harmony``), as SGLang's multi-format reader reads them.
+
+The replies below are written from that reader's grammar and its tests' replies; the peers'
+own cases are read in ``tests/test_peer_cases.py`` (SGLang's development set). Each family
+shares its marker with Hermes, Qwen XML and GLM: the matrix proves no family reads another's
+calls, and every engine behaviour (a block the reply ends before its closing tag, thinking,
+end tokens) is theirs as it is every declared family's.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from toolwire import get_family
+
+from .prepared import typed
+from .replies import FLAGS, TOOLS, WEATHER, WRITE
+from .test_formats import check_stream, parse
+
+Call = tuple[str, dict[str, Any]]
+
+
+def tagged_pythonic(*calls: Call) -> str:
+    lines = [f"{n}({', '.join(f'{k}={v!r}' for k, v in a.items())})" for n, a in calls]
+    return "<tool_call>\n" + "\n".join(lines) + "\n</tool_call>"
+
+
+def tagged_harmony(*calls: Call, assistant: bool = True, kind: bool = True) -> str:
+    head = "assistant " if assistant else ""
+    json_word = " json" if kind else ""
+    return "".join(
+        f"<tool_call>{head}to=functions.{n}{json_word}\n{json.dumps(a)}\n</tool_call>"
+        for n, a in calls
+    )
+
+
+MY_VALID: dict[str, list[tuple[str, str, list[Call]]]] = {
+    "tagged-pythonic": [
+        (tagged_pythonic(WEATHER), "", [WEATHER]),
+        ("Sure. " + tagged_pythonic(WRITE, FLAGS), "Sure. ", [WRITE, FLAGS]),
+        ("<think>plan</think>" + tagged_pythonic(WEATHER), "", [WEATHER]),
+        # one call a block, two blocks
+        (tagged_pythonic(WEATHER) + tagged_pythonic(FLAGS), "", [WEATHER, FLAGS]),
+        ("<tool_call>get_weather(city='Paris', days=3)</tool_call>", "", [WEATHER]),
+    ],
+    "tagged-harmony": [
+        (tagged_harmony(WEATHER), "", [WEATHER]),
+        ("Some preamble.\n" + tagged_harmony(WRITE, FLAGS), "Some preamble.\n", [WRITE, FLAGS]),
+        (tagged_harmony(WEATHER, assistant=False), "", [WEATHER]),
+        (tagged_harmony(WEATHER, kind=False), "", [WEATHER]),
+        (tagged_harmony(WEATHER, assistant=False, kind=False), "", [WEATHER]),
+        ("<think>plan</think>" + tagged_harmony(FLAGS), "", [FLAGS]),
+    ],
+}
+
+MY_NEAR_MISSES: dict[str, list[str]] = {
+    "tagged-pythonic": [
+        "<tool_call>\nget_weather('Paris')\n</tool_call>",  # positional
+        "<tool_call>\nget_weather(city='Par",
+        "<tool_call>\nget_weather(city='Paris', city='Rome')\n</tool_call>",
+        '<tool_call>\n{"name": "get_weather", "arguments": {}}\n</tool_call>',  # Hermes's
+    ],
+    "tagged-harmony": [
+        "<tool_call>assistant to=functions.get_weather json\nnot json\n</tool_call>",
+        '<tool_call>assistant to=functions.get_weather json\n{"city": "Par',
+        '<tool_call>assistant to=get_weather json\n{"city": "Paris"}\n</tool_call>',
+        '<tool_call>assistant to=functions.get_weather yaml\n{"city": "Paris"}\n</tool_call>',
+    ],
+}
+
+#: Every reply above, for the streaming and "nothing is lost" properties every family has.
+MY_REPLIES = [(f, r) for f, cases in MY_VALID.items() for r, _, _ in cases] + [
+    (f, r) for f, rs in MY_NEAR_MISSES.items() for r in rs
+]
+
+
+@pytest.mark.parametrize(
+    ("family", "reply", "content", "calls"),
+    [(f, *case) for f, cases in MY_VALID.items() for case in cases],
+)
+def test_valid_replies(family: str, reply: str, content: str, calls: list[Any]) -> None:
+    result = parse(family, reply)
+    assert result.content == content
+    assert [(c.name, typed(c)) for c in result.calls] == calls
+    assert not result.notices
+    for k in range(0, len(reply) + 1, 3):  # streamed, cut anywhere, the same
+        check_stream(family, reply, [reply[:k], reply[k:]])
+
+
+@pytest.mark.parametrize(
+    ("family", "reply"), [(f, r) for f, rs in MY_NEAR_MISSES.items() for r in rs]
+)
+def test_near_misses_are_text_with_a_notice(family: str, reply: str) -> None:
+    result = parse(family, reply)
+    assert result.calls == [] and result.content == reply
+    assert [n for n in result.notices if "is not a call" in n]
+
+
+def test_a_call_to_a_tool_not_declared_is_read_as_sglang_forwards_it() -> None:
+    """SGLang forwards a call to a name the request did not declare (its tests say so): the
+    reader reads it; whether it runs is the tool loop's decision, as for every family."""
+    reply = '<tool_call>assistant to=functions.not_registered json\n{"x": "NYC"}\n</tool_call>'
+    assert [c.name for c in parse("tagged-harmony", reply, TOOLS).calls] == ["not_registered"]
+    python = '<tool_call>not_registered(x="NYC")</tool_call>'
+    assert [c.name for c in parse("tagged-pythonic", python, TOOLS).calls] == ["not_registered"]
+
+
+@pytest.mark.parametrize("name", ["tagged-pythonic", "tagged-harmony"])
+def test_the_dialects_never_read_the_families_sharing_their_marker(name: str) -> None:
+    """Hermes's JSON, Qwen XML's tags and GLM's keys in the same ``<tool_call>``: none is a
+    call of these dialects, and none of their calls is a call of those families."""
+    others = {
+        "hermes": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n'
+        "</tool_call>",
+        "qwen-xml": "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n"
+        "</parameter>\n</function>\n</tool_call>",
+        "glm": "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>"
+        "</tool_call>",
+    }
+    for other, reply in others.items():
+        assert parse(name, reply).calls == [], other
+        own = MY_VALID[name][0][0]
+        assert get_family(other).parse(own, TOOLS).calls == [], other
+
+
+@pytest.mark.parametrize(
+    ("family", "opening", "closing"),
+    [
+        ("tagged-pythonic", "<tool_call>", "</tool_call>"),
+        ("olmo3", "<function_calls>\n", "\n</function_calls>"),
+    ],
+)
+def test_python_s_own_syntax_is_read_in_every_python_family(
+    family: str, opening: str, closing: str
+) -> None:
+    """Python's statement separator between two calls on a line, and a tuple (read as a
+    list: JSON has none), in every syntax of Python calls, strict or not."""
+    reply = opening + "get_weather(city='Paris', days=(1, 2)); set_flags(a=(3,), b=())" + closing
+    for strict in (False, True):
+        result = parse(family, reply, strict=strict)
+        assert [(c.name, c.arguments) for c in result.calls] == [
+            ("get_weather", {"city": "Paris", "days": [1, 2]}),
+            ("set_flags", {"a": [3], "b": []}),
+        ]
+        assert result.content == "" and not result.notices
+    for k in range(len(reply) + 1):
+        check_stream(family, reply, [reply[:k], reply[k:]])
