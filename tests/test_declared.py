@@ -360,6 +360,7 @@ NEW = (
     "olmo3",
     "tagged-pythonic",
     "tagged-harmony",
+    "invoke-xml",
 )
 MIGRATED = sorted(set(DECLARED) - set(NEW))
 

@@ -1,6 +1,7 @@
 """SGLang's tagged dialects, declared as syntax from the start: Python calls in Qwen's
-``<tool_call>`` (``tagged-pythonic``) and gpt-oss's Harmony header with JSON arguments there
-(``tagged-harmony``), as SGLang's multi-format reader reads them.
+``<tool_call>`` (``tagged-pythonic``), gpt-oss's Harmony header with JSON arguments there
+(``tagged-harmony``), and MiniMax M2's invokes in a plain ``<tool_calls>`` block, each value's
+type in its tag where written (``invoke-xml``), as SGLang's multi-format reader reads them.
 
 The replies below are written from that reader's grammar and its tests' replies; the peers'
 own cases are read in ``tests/test_peer_cases.py`` (SGLang's development set). Each family
@@ -39,6 +40,22 @@ def tagged_harmony(*calls: Call, assistant: bool = True, kind: bool = True) -> s
     )
 
 
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def invoke_xml(*calls: Call, typed: bool = True) -> str:
+    def param(k: str, v: Any) -> str:
+        kind = f' string="{str(isinstance(v, str)).lower()}"' if typed else ""
+        return f'<parameter name="{k}"{kind}>{_text(v)}</parameter>'
+
+    invokes = "".join(
+        f'<invoke name="{n}">' + "".join(param(k, v) for k, v in a.items()) + "</invoke>"
+        for n, a in calls
+    )
+    return f"<tool_calls>{invokes}</tool_calls>"
+
+
 MY_VALID: dict[str, list[tuple[str, str, list[Call]]]] = {
     "tagged-pythonic": [
         (tagged_pythonic(WEATHER), "", [WEATHER]),
@@ -56,6 +73,12 @@ MY_VALID: dict[str, list[tuple[str, str, list[Call]]]] = {
         (tagged_harmony(WEATHER, assistant=False, kind=False), "", [WEATHER]),
         ("<think>plan</think>" + tagged_harmony(FLAGS), "", [FLAGS]),
     ],
+    "invoke-xml": [
+        (invoke_xml(WEATHER), "", [WEATHER]),
+        ("Sure. " + invoke_xml(WRITE, FLAGS), "Sure. ", [WRITE, FLAGS]),
+        (invoke_xml(WEATHER, typed=False), "", [WEATHER]),
+        ("<think>plan</think>" + invoke_xml(FLAGS), "", [FLAGS]),
+    ],
 }
 
 MY_NEAR_MISSES: dict[str, list[str]] = {
@@ -70,6 +93,12 @@ MY_NEAR_MISSES: dict[str, list[str]] = {
         '<tool_call>assistant to=functions.get_weather json\n{"city": "Par',
         '<tool_call>assistant to=get_weather json\n{"city": "Paris"}\n</tool_call>',
         '<tool_call>assistant to=functions.get_weather yaml\n{"city": "Paris"}\n</tool_call>',
+    ],
+    "invoke-xml": [
+        '<tool_calls><invoke name="get_weather"><parameter name="city">Par',
+        '<tool_calls><invoke name="get_weather"><city>Paris</city></invoke></tool_calls>',
+        '<tool_calls><invoke name="get weather"></invoke></tool_calls>',
+        '<tool_calls>[{"name": "get_weather", "arguments": {}}]</tool_calls>',  # Apriel's
     ],
 }
 
@@ -150,3 +179,33 @@ def test_python_s_own_syntax_is_read_in_every_python_family(
         assert result.content == "" and not result.notices
     for k in range(len(reply) + 1):
         check_stream(family, reply, [reply[:k], reply[k:]])
+
+
+def test_a_value_s_type_in_its_tag_is_the_grammar_s_strict_or_not() -> None:
+    """``string="true"``: the value is its text exactly, quotes and all; ``"false"``: JSON,
+    a JSON string read as that string. The grammar's own: no notice, strict reads it too.
+    Another attribute there is read past as in every syntax, named; strict refuses it."""
+    reply = (
+        '<tool_calls><invoke name="get_weather"><parameter name="city" string="true">"P"'
+        '</parameter><parameter name="days" string="false">"3"</parameter></invoke></tool_calls>'
+    )
+    for strict in (False, True):
+        result = parse("invoke-xml", reply, strict=strict)
+        assert [c.arguments for c in result.calls] == [{"city": '"P"', "days": "3"}]
+        assert not result.notices
+    other = reply.replace('string="true"', 'type="string"')
+    assert [n for n in parse("invoke-xml", other).notices if "read past" in n]
+    assert parse("invoke-xml", other, strict=True).calls == []
+
+
+def test_a_value_s_type_is_written_and_constrained() -> None:
+    """The writer writes each value's type as the dialect does; the grammar asks for it."""
+    from toolwire.formats.declared import INVOKE_XML
+    from toolwire.formats.gbnf import constraint_for
+
+    reply = INVOKE_XML.write("get_weather", {"city": "Paris", "days": 3})
+    assert 'name="city" string="true">Paris<' in reply and 'string="false">3<' in reply
+    constraint = constraint_for("invoke-xml", TOOLS)
+    grammar = constraint.grammar("family") if constraint is not None else ""
+    assert '"city" space "\\" string=\\"true\\">"' in grammar
+    assert '"days" space "\\" string=\\"false\\">" space integer' in grammar

@@ -299,6 +299,18 @@ def _own() -> dict[str, str]:
             for c in DERIVE_CALLS
         )
         + "</tool_call>",
+        "invoke-xml": "<tool_calls>"
+        + kv(
+            f'<invoke name="{c.name}">'
+            + kv(
+                f'<parameter name="{k}" string="{str(isinstance(v, str)).lower()}">'
+                f"{v if isinstance(v, str) else json.dumps(v)}</parameter>"
+                for k, v in c.arguments.items()
+            )
+            + "</invoke>"
+            for c in DERIVE_CALLS
+        )
+        + "</tool_calls>",
         "tagged-harmony": kv(
             f"<tool_call>assistant to=functions.{c.name} json\n{_args(c)}\n</tool_call>"
             for c in DERIVE_CALLS

@@ -48,6 +48,7 @@ __all__ = [
     "HERMES",
     "HUNYUAN",
     "INTERNLM2",
+    "INVOKE_XML",
     "LFM2",
     "LONGCAT",
     "MINICPM3",
@@ -450,6 +451,30 @@ TAGGED_HARMONY = Syntax(
     end_tokens=("<|im_end|>", "<|endoftext|>"),
 )
 
+#: SGLang's invoke XML dialect (its multi-format reader's ``minimax`` and ``dsv32``):
+#: ``<tool_calls><invoke name="NAME"><parameter name="K" string="true">V</parameter></invoke>``
+#: ``</tool_calls>``, MiniMax M2's calls (DeepSeek V3.2's without its DSML prefix) in a plain
+#: block. A value's ``string`` attribute, where written, says whether it is text or JSON.
+INVOKE_XML = Syntax(
+    name="invoke-xml",
+    label="<tool_calls><invoke name=…><parameter name=…> (models served with SGLang's"
+    " multi-format reader)",
+    shape=DerivedShape(
+        kind="tags",
+        opening=("<tool_calls>", "<invoke", 'name="'),
+        name_end=('">',),
+        key_open=("<parameter", 'name="'),
+        key_mid=('">',),
+        value_end=("</parameter>",),
+        post=("</invoke>",),
+        next_call=("<invoke", 'name="'),
+        trail=("</tool_calls>",),
+        type_attr="string",
+    ),
+    reasoning=THINK,
+    end_tokens=("<|im_end|>", "<|endoftext|>"),
+)
+
 #: Every declared family, by name.
 DECLARED: dict[str, Syntax] = {
     s.name: s
@@ -484,5 +509,6 @@ DECLARED: dict[str, Syntax] = {
         COMMAND_R_PLUS,
         TAGGED_PYTHONIC,
         TAGGED_HARMONY,
+        INVOKE_XML,
     )
 }

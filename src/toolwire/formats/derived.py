@@ -123,6 +123,11 @@ class DerivedShape:
     #: quoted value quoted (Qwen XML: llama.cpp's tests); the argument pipeline types it by
     #: the tool's schema. Else a value written as JSON is read as what it stands for.
     verbatim: bool = False
+    #: ``tags``: the attribute of a value's tag that types it, ``string="true"`` (the value
+    #: is its text exactly) or ``"false"`` (JSON, read as what it stands for): the grammar's
+    #: own, read with no notice (DeepSeek V3.2's ``string``). Any other attribute there is
+    #: read past as ever, named.
+    type_attr: str = ""
     #: ``json``: names the template gives a pseudo-tool that is no call (Command R+'s
     #: ``directly-answer``, for "answer in text"): an item naming one is left out of the
     #: calls, and a block of nothing else is the model choosing to answer in text (a
@@ -132,6 +137,15 @@ class DerivedShape:
     @property
     def marker(self) -> str:
         return self.opening[0]
+
+    @property
+    def typed_mid(self) -> Words:
+        """The words between a key and its value, with the value's type in them where the
+        shape types its values in an attribute (``type_attr``; ``{type}`` its text)."""
+        if self.type_attr and self.key_mid and self.key_mid[0].startswith('"'):
+            head = self.key_mid[0]
+            return (f'"{head[1:-1]} {self.type_attr}="{{type}}"{head[-1]}', *self.key_mid[1:])
+        return self.key_mid
 
     @property
     def plain_marker(self) -> bool:
@@ -188,15 +202,20 @@ class DerivedShape:
             body = Pythonic(json_values=self.literal == "json")
         else:
             escaped = [
-                tuple(w.replace("{", "{{").replace("}", "}}") for w in words)
-                for words in (self.key_open, self.key_mid, self.value_end)
+                tuple(
+                    w.replace("{", "{{").replace("}", "}}").replace("{{type}}", "{type}")
+                    for w in words
+                )
+                for words in (self.key_open, self.typed_mid, self.value_end)
             ]
+            typed = self.typed_mid != self.key_mid
             body = g.Tagged(
                 "space",
                 "space " + _words(self.name_end),
                 '""',
                 arg_open=(*escaped[0], "{key}", *escaped[1]),
                 arg_close=escaped[2],
+                types=(("string", "true"), ("*", "false")) if typed else (),
                 # a template that writes a line break each side of a value (Qwen's): the
                 # value has no white space at its ends, and none of the form's tags;
                 # else the learned white space around a value is the template's

@@ -30,6 +30,7 @@ from .declared import (
     HERMES,
     HUNYUAN,
     INTERNLM2,
+    INVOKE_XML,
     LFM2,
     LONGCAT,
     MINICPM3,
@@ -113,6 +114,7 @@ _FAMILIES: dict[str, Family] = {
         OLMO3.family,
         TAGGED_PYTHONIC.family,
         TAGGED_HARMONY.family,
+        INVOKE_XML.family,
     )
 }
 

@@ -154,6 +154,9 @@ class DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
         self.index = -1
         self.id = ""
         self.call_name = ""
+        #: What the value's tag says it is (DerivedShape.type_attr): "text" (kept as
+        #: written), "json" (read as what it stands for), or "" (not said).
+        self.value_type = ""
         #: An item named the template's pseudo-tool (DerivedShape.no_tools), left out.
         self.no_tool = False
 
@@ -385,7 +388,12 @@ class DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
             if j > i:
                 self.state = _CDATA
                 return j, True
-            held = s[i] in HELD and not self.stream.strict and not self.shape.verbatim
+            # a value its tag types (DerivedShape.type_attr) is read so, strict or not
+            kind = self.value_type
+            verbatim = self.shape.verbatim or kind == "text"
+            held = s[i] in HELD and (kind == "json" or not (self.stream.strict or verbatim))
+            if not held:
+                self.value_type = ""  # (its tag said so for this value only)
             self.state = _HELD if held else _VALUE
             return i, True
         if state == _CDATA:

@@ -196,10 +196,11 @@ def _payload(s: DerivedShape, name: str, arguments: Mapping[str, Any], index: in
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         if s.cdata and isinstance(value, str) and any(c in value for c in "<&\n"):
             text = f"<![CDATA[{value}]]>"
+        kind = "true" if isinstance(value, str) else "false"
         parts.append(
             _joined(s.key_open)
             + key
-            + _joined(s.key_mid)
+            + _joined(s.typed_mid).replace("{type}", kind)
             + s.value_lead
             + text
             + s.value_tail

@@ -112,6 +112,8 @@ class TagSteps(Body):
     digits: int
     model_id: str
     call_name: str
+    value_type: str
+    then: int
 
     if TYPE_CHECKING:  # the body's own, which this mixin's steps call
 
@@ -148,9 +150,12 @@ class TagSteps(Body):
             return j, False
         if not end.endswith(self.shape.value_end[0]):
             self.drifted(s, j + len(end))
-        value, repair = read_held("".join(self.held))
+        text = "".join(self.held)
+        value, repair = read_held(text)
         self.held = []
-        if repair:
+        # a JSON string where the value's tag says JSON: the grammar's own, no repair
+        as_said, self.value_type = self.value_type == "json" and text.startswith('"'), ""
+        if repair and not as_said:
             what = f"the argument {self.value_key!r} of {self.call.name}: {repair}"
             self.told.append(("arguments-repaired", what))
         self.call.value(value)
@@ -174,7 +179,7 @@ class TagSteps(Body):
                 return i, False  # wait: the tag's end, or another attribute?
             if s[i + 1] not in WS:
                 return None
-            if self.stream.strict:
+            if self.stream.strict and not (self.shape.type_attr and self.then == _VALUE_WS):
                 return self.fail(i, "attributes in a tag besides its name"), False
             self.attributes = Attributes()
             i += 1
@@ -183,10 +188,27 @@ class TagSteps(Body):
             return j, False
         if problem:
             return self.fail(j, problem), False
-        self.told.append(("recovered-attributes-ignored", f"read past {self.attributes.text()}"))
+        if not self._typed(self.attributes.text()):
+            if self.stream.strict:
+                return self.fail(i, "attributes in a tag besides its name"), False
+            what = f"read past {self.attributes.text()}"
+            self.told.append(("recovered-attributes-ignored", what))
         self.attributes = None
         self.todo.pop(0)
         return self._then(j) if not self.todo else (j, True)
+
+    def _typed(self, attributes: str) -> bool:
+        """A value's type written in its tag (DerivedShape.type_attr, ``string="true"``):
+        the grammar's own, so no repair, strict or not. True when it is the value's only
+        other attribute (the value is then its text exactly, or, ``"false"``, JSON)."""
+        attr = self.shape.type_attr
+        if not attr or self.then != _VALUE_WS:
+            return False
+        for kind, value_type in (("true", "text"), ("false", "json")):
+            if attributes == f'{attr}="{kind}"':
+                self.value_type = value_type
+                return True
+        return False
 
     def _left_out(self, s: str, i: int, word: str) -> int:
         """Unless strict, a key whose value never opened (the next key, or the call's end,
