@@ -361,6 +361,7 @@ NEW = (
     "tagged-pythonic",
     "tagged-harmony",
     "invoke-xml",
+    "k2v3-ifm",
 )
 MIGRATED = sorted(set(DECLARED) - set(NEW))
 

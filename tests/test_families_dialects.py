@@ -1,7 +1,8 @@
 """SGLang's tagged dialects, declared as syntax from the start: Python calls in Qwen's
 ``<tool_call>`` (``tagged-pythonic``), gpt-oss's Harmony header with JSON arguments there
 (``tagged-harmony``), and MiniMax M2's invokes in a plain ``<tool_calls>`` block, each value's
-type in its tag where written (``invoke-xml``), as SGLang's multi-format reader reads them.
+type in its tag where written (``invoke-xml``), as SGLang's multi-format reader reads them;
+and K2 Horizon's ``<ifm|…>`` tags (``k2v3-ifm``), as SGLang's K2-v3 reader reads them.
 
 The replies below are written from that reader's grammar and its tests' replies; the peers'
 own cases are read in ``tests/test_peer_cases.py`` (SGLang's development set). Each family
@@ -56,6 +57,20 @@ def invoke_xml(*calls: Call, typed: bool = True) -> str:
     return f"<tool_calls>{invokes}</tool_calls>"
 
 
+def k2v3(*calls: Call, section: bool = True) -> str:
+    def call(n: str, a: dict[str, Any]) -> str:
+        args = "".join(
+            f"<ifm|arg_key>{k}</ifm|arg_key><ifm|arg_value>{_text(v)}</ifm|arg_value>"
+            for k, v in a.items()
+        )
+        return f"<ifm|tool_call>{n}{args}</ifm|tool_call>"
+
+    if not section:
+        return "".join(call(n, a) for n, a in calls)
+    body = "\n".join(call(n, a) for n, a in calls)
+    return f"<ifm|tool_calls>\n{body}\n</ifm|tool_calls>"
+
+
 MY_VALID: dict[str, list[tuple[str, str, list[Call]]]] = {
     "tagged-pythonic": [
         (tagged_pythonic(WEATHER), "", [WEATHER]),
@@ -79,6 +94,18 @@ MY_VALID: dict[str, list[tuple[str, str, list[Call]]]] = {
         (invoke_xml(WEATHER, typed=False), "", [WEATHER]),
         ("<think>plan</think>" + invoke_xml(FLAGS), "", [FLAGS]),
     ],
+    "k2v3-ifm": [
+        (k2v3(WEATHER), "", [WEATHER]),
+        ("Sure. " + k2v3(WRITE, FLAGS), "Sure. ", [WRITE, FLAGS]),
+        (k2v3(WEATHER, FLAGS, section=False), "", [WEATHER, FLAGS]),
+        ("<ifm|think_fast>plan</ifm|think_fast>\n" + k2v3(WEATHER), "", [WEATHER]),
+        (
+            '<ifm|tool_call>{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}'
+            "</ifm|tool_call>",
+            "",
+            [WEATHER],
+        ),
+    ],
 }
 
 MY_NEAR_MISSES: dict[str, list[str]] = {
@@ -99,6 +126,14 @@ MY_NEAR_MISSES: dict[str, list[str]] = {
         '<tool_calls><invoke name="get_weather"><city>Paris</city></invoke></tool_calls>',
         '<tool_calls><invoke name="get weather"></invoke></tool_calls>',
         '<tool_calls>[{"name": "get_weather", "arguments": {}}]</tool_calls>',  # Apriel's
+    ],
+    "k2v3-ifm": [
+        "<ifm|tool_call>get_weather<ifm|arg_key>city</ifm|arg_key><ifm|arg_value>Par",
+        "<ifm|tool_call>get_weather<ifm|arg_key>city</ifm|arg_key><ifm|arg_type>"
+        + "x" * 80
+        + "</ifm|arg_type><ifm|arg_value>Paris</ifm|arg_value></ifm|tool_call>",
+        '<ifm|tool_call>{"name": "get_weather", "arguments": [1]}</ifm|tool_call>',
+        "<ifm|tool_calls><ifm|tool_call>get weather</ifm|tool_call></ifm|tool_calls>",
     ],
 }
 
@@ -209,3 +244,22 @@ def test_a_value_s_type_is_written_and_constrained() -> None:
     grammar = constraint.grammar("family") if constraint is not None else ""
     assert '"city" space "\\" string=\\"true\\">"' in grammar
     assert '"days" space "\\" string=\\"false\\">" space integer' in grammar
+
+
+def test_a_value_s_type_tag_is_read_for_that_value() -> None:
+    """K2 Horizon's ``<ifm|arg_type>``: ``string`` keeps the value's text exactly (its
+    quotes too); another type reads it as JSON. The grammar's own: no notice, strict too."""
+
+    def reply(kind: str) -> str:
+        return (
+            "<ifm|tool_call>get_weather<ifm|arg_key>city</ifm|arg_key>\n"
+            f"<ifm|arg_type>{kind}</ifm|arg_type>\n"
+            '<ifm|arg_value>"P"</ifm|arg_value></ifm|tool_call>'
+        )
+
+    for strict in (False, True):
+        text = parse("k2v3-ifm", reply("string"), strict=strict)
+        assert [c.arguments for c in text.calls] == [{"city": '"P"'}] and not text.notices
+        as_json = parse("k2v3-ifm", reply("object"), strict=strict)
+        assert [c.arguments for c in as_json.calls] == [{"city": "P"}] and not as_json.notices
+    assert "<ifm|arg_type>" in get_family("k2v3-ifm").kept_tokens

@@ -299,6 +299,18 @@ def _own() -> dict[str, str]:
             for c in DERIVE_CALLS
         )
         + "</tool_call>",
+        "k2v3-ifm": "<ifm|tool_calls>\n"
+        + kv(
+            f"<ifm|tool_call>{c.name}"
+            + kv(
+                f"<ifm|arg_key>{k}</ifm|arg_key><ifm|arg_value>"
+                f"{v if isinstance(v, str) else json.dumps(v)}</ifm|arg_value>"
+                for k, v in c.arguments.items()
+            )
+            + "</ifm|tool_call>\n"
+            for c in DERIVE_CALLS
+        )
+        + "</ifm|tool_calls>",
         "invoke-xml": "<tool_calls>"
         + kv(
             f'<invoke name="{c.name}">'
@@ -487,3 +499,23 @@ def test_a_string_between_tags_is_text_not_the_form_s_markup(value: str, taken: 
 def test_json_members_in_either_order_and_white_space_as_templates_write_it(block: str) -> None:
     assert matches(grammar("hermes"), block)
     assert not matches(grammar("hermes"), block.replace('"name"', '"nam"', 1))
+
+
+@pytest.mark.parametrize("typed", [False, True])
+def test_a_value_s_type_tag_may_be_written_under_the_grammar(typed: bool) -> None:
+    """K2 Horizon's ``<ifm|arg_type>`` before a value: its grammar takes a call with it
+    (the schema's type between the tags) and without, and no other type."""
+    kind = "<ifm|arg_type>string</ifm|arg_type>" if typed else ""
+    reply = (
+        f"<ifm|tool_calls><ifm|tool_call>get_weather<ifm|arg_key>city</ifm|arg_key>{kind}"
+        "<ifm|arg_value>Paris</ifm|arg_value></ifm|tool_call></ifm|tool_calls>"
+    )
+    weather = {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    }
+    constraint = constraint_for("k2v3-ifm", [{"type": "function", "function": weather}])
+    assert constraint is not None
+    assert matches(constraint.grammar("family"), reply)
+    wrong = reply.replace("string</ifm", "integer</ifm") if typed else reply + "x"
+    assert not matches(constraint.grammar("family"), wrong)

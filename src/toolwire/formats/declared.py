@@ -49,6 +49,7 @@ __all__ = [
     "HUNYUAN",
     "INTERNLM2",
     "INVOKE_XML",
+    "K2V3_IFM",
     "LFM2",
     "LONGCAT",
     "MINICPM3",
@@ -475,6 +476,41 @@ INVOKE_XML = Syntax(
     end_tokens=("<|im_end|>", "<|endoftext|>"),
 )
 
+_IFM_CALL = "<ifm|tool_call>"
+
+
+def _ifm(*section: str) -> DerivedShape:
+    """K2 Horizon's calls, in its section (``section``: its opening tag) or each alone."""
+    return DerivedShape(
+        kind="tags",
+        opening=(*section, _IFM_CALL),
+        key_open=("<ifm|arg_key>",),
+        key_mid=("</ifm|arg_key>", "<ifm|arg_value>"),
+        value_end=("</ifm|arg_value>",),
+        post=("</ifm|tool_call>",),
+        next_call=(_IFM_CALL,),
+        trail=("</ifm|tool_calls>",) if section else (),
+        json_too=True,
+        args_also=("parameters",),
+        type_tag=("<ifm|arg_type>", "</ifm|arg_type>"),
+    )
+
+
+#: K2 Horizon (K2-v3, its IFM format): ``<ifm|tool_calls><ifm|tool_call>NAME<ifm|arg_key>K``
+#: ``</ifm|arg_key><ifm|arg_value>V</ifm|arg_value></ifm|tool_call></ifm|tool_calls>``, GLM's
+#: tags under the ``ifm|`` prefix, the section around the calls or not, a value's type in
+#: an ``<ifm|arg_type>`` tag where written; a call may also be a JSON object in its tags.
+#: Thinking in ``<ifm|think>`` (or ``_fast``, ``_faster``).
+K2V3_IFM = Syntax(
+    name="k2v3-ifm",
+    label="K2 Horizon <ifm|tool_call>NAME<ifm|arg_key>…<ifm|arg_value>… (K2 Horizon, K2-v3)",
+    shape=_ifm("<ifm|tool_calls>"),
+    also=(_ifm(),),
+    reasoning=ReasoningTags(
+        blocks={f"<ifm|{t}>": f"</ifm|{t}>" for t in ("think", "think_fast", "think_faster")}
+    ),
+)
+
 #: Every declared family, by name.
 DECLARED: dict[str, Syntax] = {
     s.name: s
@@ -510,5 +546,6 @@ DECLARED: dict[str, Syntax] = {
         TAGGED_PYTHONIC,
         TAGGED_HARMONY,
         INVOKE_XML,
+        K2V3_IFM,
     )
 }

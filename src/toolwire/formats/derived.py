@@ -43,7 +43,7 @@ __all__ = ["CALL_ID", "MAX_WORD", "NUMBER", "DerivedShape", "DerivedStream", "sp
 #: A word that reads as a special token: ``<|…|>``, ``<｜…｜>``, ``[…]`` in capitals, or a
 #: closing tag ``</…>`` (models are trained to write these as one token each).
 _SPECIAL = re.compile(
-    r"<\|[^<>]*\|>|<｜[^<>]*｜>|\[[A-Z_]+\]|</?[A-Za-z_][\w:-]*>"
+    r"<\|[^<>]*\|>|<｜[^<>]*｜>|\[[A-Z_]+\]|</?[A-Za-z_][\w:|-]*>"
     # Gemma's half-barred tokens: <|tool_call>, <tool_call|>
     r"|<\|[A-Za-z_][\w:-]*>|<[A-Za-z_][\w:-]*\|>"
 )
@@ -85,8 +85,9 @@ class DerivedShape:
     #: and is reply text (Solar Open's ``<|calls|>``, which its template writes to end a turn
     #: of calls; the reply may stop before it).
     trail_optional: bool = False
-    #: ``name-python``: a call may also be a JSON object (``name_key``, ``args_key``) where
-    #: one is due, its first character deciding (LFM2 writes its list either way).
+    #: ``name-python`` and ``tags``: a call may also be a JSON object (``name_key``,
+    #: ``args_key``) where one is due, its first character deciding (LFM2 writes its list
+    #: either way, one list one way; K2 Horizon each call in its tags either way).
     json_too: bool = False
     #: ``json``: the keys of the name and the arguments, and keys with a fixed text.
     name_key: str = "name"
@@ -128,6 +129,10 @@ class DerivedShape:
     #: own, read with no notice (DeepSeek V3.2's ``string``). Any other attribute there is
     #: read past as ever, named.
     type_attr: str = ""
+    #: ``tags``: the tags around a value's type written between its key's last two words
+    #: (K2 Horizon's ``<ifm|arg_type>string</ifm|arg_type>``), where written: ``string`` is
+    #: text exactly, any other type JSON; the grammar's own, read with no notice.
+    type_tag: Words = ()
     #: ``json``: names the template gives a pseudo-tool that is no call (Command R+'s
     #: ``directly-answer``, for "answer in text"): an item naming one is left out of the
     #: calls, and a block of nothing else is the model choosing to answer in text (a
@@ -216,6 +221,7 @@ class DerivedShape:
                 arg_open=(*escaped[0], "{key}", *escaped[1]),
                 arg_close=escaped[2],
                 types=(("string", "true"), ("*", "false")) if typed else (),
+                arg_type=self.type_tag,
                 # a template that writes a line break each side of a value (Qwen's): the
                 # value has no white space at its ends, and none of the form's tags;
                 # else the learned white space around a value is the template's
@@ -227,8 +233,10 @@ class DerivedShape:
                     if w.strip() and w not in (NUMBER, CALL_ID)
                 ),
             )
-        bodies = [body]
-        if self.json_too:  # the same framing around JSON call objects
+        bodies: list[g.Body] = [body]
+        if self.json_too and self.kind == "tags":  # each call in its framing either way
+            bodies = [g.EitherBody(body, g.JsonCall(self.name_key, self.args_key))]
+        elif self.json_too:  # the same framing around JSON call objects (one list one way)
             bodies.append(g.JsonCall(self.name_key, self.args_key))
         forms = [
             g.CallForm(

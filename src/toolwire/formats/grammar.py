@@ -330,6 +330,24 @@ class Body:
 
 
 @dataclass(frozen=True)
+class EitherBody(Body):
+    """A call written in either body, its first character telling which (a family whose
+    calls may also be JSON objects in the same framing: K2 Horizon's tags)."""
+
+    first: Body
+    second: Body
+
+    @property
+    def leading_space(self) -> bool:
+        return self.first.leading_space
+
+    def call(self, rules: Rules, i: int, name: str, params: Mapping[str, Any]) -> str:
+        one = rules.add(f"tool{i}-a", self.first.call(rules, i, name, params))
+        other = rules.add(f"tool{i}-b", self.second.call(rules, i, name, params))
+        return f"{one} | {other}"
+
+
+@dataclass(frozen=True)
 class JsonCall(Body):
     """``{"name": N, "arguments": {…}}``, the keys as the family writes them; ``name_is_key``:
     ``{N: {…}}``; ``id_key``: an id member, first or last (optional)."""
@@ -415,6 +433,9 @@ class Tagged(Body):
     markup: tuple[str, ...] = ()
     #: May white space come before ``before``?
     lead: bool = True
+    #: The tags around a value's type, which may come before ``arg_open``'s last text
+    #: (K2 Horizon's ``<ifm|arg_type>string</ifm|arg_type>``): the schema's type between.
+    arg_type: tuple[str, ...] = ()
 
     @property
     def leading_space(self) -> bool:
@@ -455,7 +476,11 @@ class Tagged(Body):
             else:
                 scalar = _TAG_BOOL if kind == "boolean" else rules.value(schema, f"tool{i}-{key}")
                 value = f"space {scalar} space {words(closer)}"
-            rule = rules.add(f"tool{i}-arg-{key}", f"{words(opener)} {value}")
+            head = words(opener)
+            if self.arg_type:  # the value's type, written or not
+                kind_tag = words((self.arg_type[0], kind, self.arg_type[1]))
+                head = f"{words(opener[:-1])} (space {kind_tag})? space {words(opener[-1:])}"
+            rule = rules.add(f"tool{i}-arg-{key}", f"{head} {value}")
             items.append((rule, required))
         args = sequence_of(items, "")
         return f"{self.before} {lit(name)} {self.between} space {args} space {self.after}"

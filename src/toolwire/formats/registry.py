@@ -31,6 +31,7 @@ from .declared import (
     HUNYUAN,
     INTERNLM2,
     INVOKE_XML,
+    K2V3_IFM,
     LFM2,
     LONGCAT,
     MINICPM3,
@@ -115,6 +116,7 @@ _FAMILIES: dict[str, Family] = {
         TAGGED_PYTHONIC.family,
         TAGGED_HARMONY.family,
         INVOKE_XML.family,
+        K2V3_IFM.family,
     )
 }
 

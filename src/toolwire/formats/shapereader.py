@@ -154,6 +154,8 @@ class DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
         self.index = -1
         self.id = ""
         self.call_name = ""
+        #: A value's type name while it is read (DerivedShape.type_tag), else None.
+        self.type_name: str | None = None
         #: What the value's tag says it is (DerivedShape.type_attr): "text" (kept as
         #: written), "json" (read as what it stands for), or "" (not said).
         self.value_type = ""
@@ -283,6 +285,12 @@ class DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
             word = self.todo[0]
             if self.attributes is not None or (s[i] == '"' and closes_attribute(word)):
                 step = self._attributes(s, i)
+                if step is not None:
+                    return step
+            if self.type_name is not None or (
+                self.then == _VALUE_WS and self.shape.type_tag and len(self.todo) == 1
+            ):
+                step = self.type_tag(s, i)  # the value's type, before its last opening word
                 if step is not None:
                     return step
             if s[i] in WS:
@@ -429,7 +437,7 @@ class DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
         if kind == "name-python" and self.calls and shape.trail and s[i] == shape.trail[0][0]:
             self.words(shape.trail, _END)  # a trailing comma, as Python writes one
             return i, True
-        if shape.json_too:  # one list, one way of writing its calls (its first says which)
+        if shape.json_too and kind == "name-python":  # one list, one way (its first says)
             as_json = s[i] == "{"
             if self.list_json is None:
                 self.list_json = as_json

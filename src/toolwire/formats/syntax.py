@@ -90,7 +90,7 @@ class Syntax:
         words: tuple[str, ...] = ()
         for s in self.forms:
             words += (*s.opening, *s.post, *s.next_call, *s.trail, *s.name_end)
-            words += (*s.key_open, *s.key_mid, *s.value_end)
+            words += (*s.key_open, *s.key_mid, *s.value_end, *s.type_tag)
             if s.kind == "name-literal":  # the literal's string delimiter (Gemma's <|"|>)
                 words += (DIALECTS[s.literal].string_delimiter,)
         return tuple(w for w in special_words(words) if w not in self.markers)

@@ -35,6 +35,8 @@ _MAX_ID = 64
 _MAX_DIGITS = 32
 _CDATA_END = Markers(("]]>",))
 #: A separator after a name that is a tag of its own (``<tool_sep>``), not a bracket's end.
+#: The longest type name a value's type tag holds.
+_MAX_TYPE = 64
 #: A separator of its own: a tag, or a word in capitals in brackets (``[ARGS]``).
 _SEPARATOR = re.compile(r"<[^<>\s]{2,}>|\[[A-Z_]{2,}\]")
 
@@ -113,6 +115,7 @@ class TagSteps(Body):
     model_id: str
     call_name: str
     value_type: str
+    type_name: str | None
     then: int
 
     if TYPE_CHECKING:  # the body's own, which this mixin's steps call
@@ -209,6 +212,31 @@ class TagSteps(Body):
                 self.value_type = value_type
                 return True
         return False
+
+    def type_tag(self, s: str, i: int) -> tuple[int, bool] | None:
+        """A value's type in a tag of its own before its last opening word
+        (DerivedShape.type_tag): its name read up to the tag's closer (which the words then
+        match), bounded, for the value coming. None when not that."""
+        tag = self.shape.type_tag
+        if self.type_name is None:
+            status, j = expect_literal(s, i, tag[0])
+            if status == FAILED:
+                return None
+            if status == OPEN:
+                return i, False
+            self.type_name = ""
+            return j, True
+        stop = s.find("<", i, i + _MAX_TYPE + 1)
+        end = len(s) if stop < 0 else stop
+        self.type_name += s[i:end]
+        if len(self.type_name) > _MAX_TYPE:
+            return self.fail(i, "a value's type that is too long"), False
+        if stop < 0:
+            return end, False
+        self.value_type = "text" if self.type_name.strip() == "string" else "json"
+        self.type_name = None
+        self.todo.insert(0, tag[1])  # its closer, then the words before the value
+        return stop, True
 
     def _left_out(self, s: str, i: int, word: str) -> int:
         """Unless strict, a key whose value never opened (the next key, or the call's end,
