@@ -13,7 +13,6 @@ list that is not a call, a separator left out between two items.
 from __future__ import annotations
 
 import functools
-import re
 from typing import TYPE_CHECKING
 
 from ..events import NoticeCode
@@ -22,6 +21,7 @@ from .attributes import Attributes, closes_attribute
 from .blockends import UNOPENED, BlockEnds
 from .callshape import NO_TOOL, CallShape
 from .dialects import DIALECTS
+from .formsteps import NAMED, FormSteps
 from .jsoncall import JsonCall
 from .jsonscan import ObjectScanner
 from .listitems import ItemEnd
@@ -78,10 +78,6 @@ NUMBER = "\x00#"
 CALL_ID = "\x00id"
 
 
-#: The first character of a name written bare (a call of a name kind starts with one).
-_NAMED = re.compile(r"[A-Za-z_]")
-
-
 @functools.lru_cache(maxsize=256)  # bounded: learned shapes come and go
 def _stops(shape: DerivedShape) -> tuple[str, str, Markers | None, Markers | None]:
     """What ends a name, a key and a value in ``shape`` (a value: strict, and not)."""
@@ -103,7 +99,7 @@ def _stops(shape: DerivedShape) -> tuple[str, str, Markers | None, Markers | Non
     return stops, key_stops, value_ends, drifted or value_ends
 
 
-class DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
+class DerivedBody(FormSteps, BlockEnds, TagSteps, PySteps, TextBody):
     """One block of calls in a :class:`DerivedShape`, read one step at a time."""
 
     stream: DerivedStream
@@ -174,69 +170,6 @@ class DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
         self.name_stops, self.key_stops, strict_ends, lenient_ends = _stops(shape)
         self.value_ends = strict_ends if self.stream.strict else lenient_ends
         self.keys = Name(self.key_stops, "argument name")
-
-    @property
-    def marker_only(self) -> bool:
-        """Of the block's opening words, only the marker is read."""
-        opening = self.shape.opening
-        return self.then == _CALL and self.state == _LITS and self.todo == list(opening[1:])
-
-    def _after_name(self) -> bool:
-        """The words after a call's name are due, none of them read yet."""
-        if self.then == _BETWEEN:
-            return self.call is not None and not self.call.args and self._name_words()
-        return self.then == _ARGS and self._name_words()
-
-    def _name_words(self) -> bool:
-        return len(self.todo) == len(self.shape.name_end) > 0
-
-    def _other_form(self, s: str, i: int) -> bool | None:
-        """Where forms sharing a marker part and this form's next word is not there: the
-        first other form whose next word (or payload) is. They part right after the marker
-        (LFM2's list, or its one JSON object) or in the words after a name (Mistral's id
-        before ``[ARGS]``, or none). True when one is read from here, False to wait, None
-        when none is."""
-        shape = self.shape
-        if self.then == _ARGS and self.todo:
-            return self._other_name_end(s, i)
-        if self.todo != list(shape.opening[1:]) or self.then != _CALL:
-            return None
-        waiting = False
-        for form in self.stream.forms_of(shape.marker):
-            if form is shape:
-                continue
-            if len(form.opening) > 1:
-                status, _j = expect_literal(s, i, form.opening[1])
-            elif form.kind == "json":
-                status = DONE if s[i] == "{" else FAILED
-            else:
-                status = DONE if _NAMED.match(s, i) else FAILED
-            if status == DONE:
-                self._use(form)
-                self.stream.last = form
-                return True
-            waiting = waiting or status == OPEN
-        return False if waiting else None
-
-    def _other_name_end(self, s: str, i: int) -> bool | None:
-        """:meth:`_other_form` in the words after a name (a form written alike up to here)."""
-        shape = self.shape
-        read = len(shape.name_end) - len(self.todo)
-        waiting = False
-        for form in self.stream.forms_of(shape.marker):
-            alike = form.kind == shape.kind and form.opening == shape.opening
-            if form is shape or not alike or form.name_end[:read] != shape.name_end[:read]:
-                continue
-            if len(form.name_end) > read:
-                status, _j = expect_literal(s, i, form.name_end[read])
-            else:  # the form's words end here: its arguments follow
-                status = DONE if s[i] == ("(" if form.kind == "name-python" else "{") else FAILED
-            if status == DONE:
-                self._use(form)
-                self.words(form.name_end[read:], _ARGS)
-                return True
-            waiting = waiting or status == OPEN
-        return False if waiting else None
 
     def words(self, words: Words, then: int) -> None:
         """Match ``words`` next, then go on in state ``then``."""
@@ -592,7 +525,7 @@ class DerivedBody(BlockEnds, TagSteps, PySteps, TextBody):
         if shape.kind == "name-python" and not shape.next_call and s[k] == ";":
             self.state = _CALL  # Python's statement separator: two calls on one line
             return k + 1, True
-        follows = s[k] == "{" if shape.kind == "json" else bool(_NAMED.match(s[k]))
+        follows = s[k] == "{" if shape.kind == "json" else bool(NAMED.match(s[k]))
         if not shape.next_call and shape.trail and follows and s[k] != shape.trail[0][0]:
             # nothing between two calls (one a line: Olmo 3's, MiniMax M1's): the next begins
             self.state = _CALL
