@@ -68,6 +68,8 @@ __all__ = ["CALL_ID", "MAX_WORD", "NUMBER", "DerivedBody", "Words"]
 
 Words = tuple[str, ...]
 
+#: Why a call that should be a JSON object is none.
+_NOT_OBJECT = "the call is not a JSON object"
 #: The longest learned word: a body may wait for a whole word, and must not hold much.
 MAX_WORD = MAX_HELD - 16
 #: The word standing for a number that counts the calls (Kimi's ``functions.NAME:0``).
@@ -180,12 +182,18 @@ class DerivedBody(FormSteps, BlockEnds, TagSteps, PySteps, TextBody):
             self._then(0)
 
     def feed(self, s: str, i: int) -> int:
-        """:meth:`Body.feed`, the arguments' state (where most characters are read) called
-        straight: a step less per chunk."""
+        """:meth:`Body.feed`, the states most characters are read in (a name's arguments, a
+        JSON call object) called straight: a step less per chunk."""
         n = len(s)
         going = True
         while i < n and going:
-            i, going = self._args(s, i) if self.state == _ARGS else self.step(s, i)
+            state = self.state
+            if state == _ARGS:
+                i, going = self._args(s, i)
+            elif state == _JSON:
+                i, going = self._json(s, i)
+            else:
+                i, going = self.step(s, i)
         return i
 
     def step(self, s: str, i: int) -> tuple[int, bool]:
@@ -206,7 +214,7 @@ class DerivedBody(FormSteps, BlockEnds, TagSteps, PySteps, TextBody):
             # opened at the object itself, right after a closed call (see _after)
             self._call(UNOPENED, 0)
             assert self.json_call is not None
-            self.feed_json_call(self.json_call, UNOPENED, 0, "the call is not a JSON object")
+            self.feed_json_call(self.json_call, UNOPENED, 0, _NOT_OBJECT)
             return i, True
         if state == _LITS:
             if not self.todo:
@@ -265,7 +273,7 @@ class DerivedBody(FormSteps, BlockEnds, TagSteps, PySteps, TextBody):
         """A call written as one JSON object (``json`` shapes)."""
         assert self.json_call is not None
         start = i
-        i, ended = self.feed_json_call(self.json_call, s, i, "the call is not a JSON object")
+        i, ended = self.feed_json_call(self.json_call, s, i, _NOT_OBJECT)
         if ended:
             self.words(self.shape.post, _NEXT)
         elif self.status == FAILED and self.reason == NO_TOOL:
