@@ -18,9 +18,9 @@ import pytest
 from toolwire import detect_format, get_family, load_template
 
 from .declared_reading import bench
-from .prepared import typed
+from .family_checks import check_near_miss, check_valid
 from .replies import FLAGS, WEATHER, WRITE
-from .test_formats import check_stream, parse
+from .test_formats import parse
 
 ROOT = Path(__file__).resolve().parent.parent
 MINE = ("internlm2", "longcat", "step3", "functiongemma", "olmo3")
@@ -161,21 +161,14 @@ MY_REPLIES = [(f, r) for f, cases in MY_VALID.items() for r, _, _ in cases] + [
     [(f, *case) for f, cases in MY_VALID.items() for case in cases],
 )
 def test_valid_replies(family: str, reply: str, content: str, calls: list[Any]) -> None:
-    result = parse(family, reply)
-    assert result.content == content
-    assert [(c.name, typed(c)) for c in result.calls] == calls
-    assert not result.notices
-    for k in range(0, len(reply) + 1, 3):  # streamed, cut anywhere, the same
-        check_stream(family, reply, [reply[:k], reply[k:]])
+    check_valid(family, reply, content, calls)
 
 
 @pytest.mark.parametrize(
     ("family", "reply"), [(f, r) for f, rs in MY_NEAR_MISSES.items() for r in rs]
 )
 def test_near_misses_are_text_with_a_notice(family: str, reply: str) -> None:
-    result = parse(family, reply)
-    assert result.calls == [] and result.content == reply
-    assert [n for n in result.notices if "is not a call" in n]
+    check_near_miss(family, reply)
 
 
 def test_olmo3_values_are_never_evaluated() -> None:

@@ -20,7 +20,7 @@ import pytest
 
 from toolwire import get_family
 
-from .prepared import typed
+from .family_checks import check_near_miss, check_valid
 from .replies import FLAGS, TOOLS, WEATHER, WRITE
 from .test_formats import check_stream, parse
 
@@ -148,21 +148,14 @@ MY_REPLIES = [(f, r) for f, cases in MY_VALID.items() for r, _, _ in cases] + [
     [(f, *case) for f, cases in MY_VALID.items() for case in cases],
 )
 def test_valid_replies(family: str, reply: str, content: str, calls: list[Any]) -> None:
-    result = parse(family, reply)
-    assert result.content == content
-    assert [(c.name, typed(c)) for c in result.calls] == calls
-    assert not result.notices
-    for k in range(0, len(reply) + 1, 3):  # streamed, cut anywhere, the same
-        check_stream(family, reply, [reply[:k], reply[k:]])
+    check_valid(family, reply, content, calls)
 
 
 @pytest.mark.parametrize(
     ("family", "reply"), [(f, r) for f, rs in MY_NEAR_MISSES.items() for r in rs]
 )
 def test_near_misses_are_text_with_a_notice(family: str, reply: str) -> None:
-    result = parse(family, reply)
-    assert result.calls == [] and result.content == reply
-    assert [n for n in result.notices if "is not a call" in n]
+    check_near_miss(family, reply)
 
 
 def test_a_call_to_a_tool_not_declared_is_read_as_sglang_forwards_it() -> None:

@@ -11,6 +11,8 @@ arguments, a name before its arguments, Python calls, literal mappings) here.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .declared_json import (
     APERTUS,
     APRIEL,
@@ -460,15 +462,9 @@ INVOKE_XML = Syntax(
     name="invoke-xml",
     label="<tool_calls><invoke name=…><parameter name=…> (models served with SGLang's"
     " multi-format reader)",
-    shape=DerivedShape(
-        kind="tags",
-        opening=("<tool_calls>", "<invoke", 'name="'),
-        name_end=('">',),
-        key_open=("<parameter", 'name="'),
-        key_mid=('">',),
-        value_end=("</parameter>",),
-        post=("</invoke>",),
-        next_call=("<invoke", 'name="'),
+    shape=replace(
+        MINIMAX.shape,
+        opening=("<tool_calls>", *MINIMAX.shape.opening[1:]),
         trail=("</tool_calls>",),
         type_attr="string",
     ),
