@@ -528,3 +528,83 @@ NEAR["hermes"].append(
     '<tool_call>\n{"name": "get_weather", "arguments": {"a": 1}}\n</tool_call>\n'
     '{"name": "get_time", "arguments": {}}\n</tool_call>'
 )
+
+#: Tools declared beside ``get_weather``, ``get_time`` and ``search`` for a family's near
+#: misses (a form only a tool of that name takes).
+NEAR_TOOLS: dict[str, tuple[str, ...]] = {"functionary-v3.1": ("python",)}
+
+_FN = '<function=get_weather>{"city": "Paris"}</function>'
+_CODE = 'print("a < b")\nx = {"k": 1}'
+
+NEAR["functionary-v3.1"] = [
+    _FN,
+    "Sure. " + _FN + ' <function=get_time>{"zone": "UTC"}</function> done',
+    _FN + _FN,
+    "<function=get_weather>",
+    '<function=get_weather>{"city": "Paris"}',  # unclosed
+    '<function=get_weather>{"city": "Paris"} trailing</function>',
+    "<function=get_weather>[1]</function>",
+    '<function=get weather>{"city": "Paris"}</function>',
+    '<function=get_weather>{"city": NaN}</function>',
+    "<function=nope>{}</function>",
+    '<function=get_weather> {"city": "Par',
+    "<function=get_weather>{}</function><|eot_id|>",
+    "<function=get_weather>{}</function><|eom_id|>",
+    "Use <functions> wisely",
+    "<|python_tag|>" + _CODE + "<|eom_id|>",
+    "<|python_tag|>" + _CODE,
+    '<|python_tag|>{"code": "1 + 1"}',
+    '<|python_tag|>{"code": "1 + 1"}<|eom_id|>',
+    "<|python_tag|>{1: 2} | {3: 4}",
+    "<|python_tag|>{1: 2}<|eom_id|>",
+    '<|python_tag|> {"code": "1"}<function=python>{"code": "2"}</function>',
+    "Let me run it.<|python_tag|>" + _CODE,
+    "<|python_tag|>",
+    "<|python_tag|>   ",
+    "<|python_tag|><|eom_id|>",
+    '<|python_tag|>{"code": "1"',
+    "<|python_tag|>[1, 2]",
+    "<|python_tag|>x = 1<|eom_id|> and text after",
+    "<|python_tag|>x = 1<|eom_id|>" + _FN,
+    "<|python_t",
+    "<think>plan</think>" + _FN,
+]
+
+NEAR["functionary-v3.2"] = [
+    'get_weather\n{"city": "Paris", "days": 3}',
+    'all\nSure.>>>get_weather\n{"city": "Paris"}',
+    "get_time\n{}>>>all\nok",
+    'all\nok>>>other\n{"a": 1}',
+    'Note\n{"a": 1} is JSON.',
+    'nope\n{"a": 1}',
+    "Hello, world!\nWhat's up?",
+    "In Python, >>> print(1) shows the prompt.",
+    "nope\nthis is prose",
+    ">>",
+    ">>>",
+    ">>>all\nHi",
+    '>>>get_weather\n{"city": "Paris"}>>>get_time\n{}',
+    '>>>get_weather\n{"city": "Par',
+    ">>>get_weather\nParis",
+    '>>>get_weather\n["Paris"]',
+    '>>>python\nprint("hi")',
+    'get_weather\n{"city": "Paris"',
+    "get_weather\nParis",
+    "get_weather",
+    "get_weather\n",
+    "all",
+    "all\n",
+    "",
+    "   ",
+    '  get_weather\n{"city": "Paris"}',
+    'get_weather {"city": "Paris"}',
+    'get_weather\n\n{"city": "Paris"}',
+    'get_weather\n{"city": "Paris"} and text',
+    'get_weather\n{"city": "Paris"}\n>>>get_time\n{}',
+    "all\nText with >>> inside it.",
+    "all\nText>>>all\nmore",
+    'get_weather\n{"city": "Paris"}<|eot_id|>',
+    '<think>plan</think>get_weather\n{"city": "Paris"}',
+    "search\n{}",
+    ">>>nope\n{}",
+]

@@ -30,9 +30,9 @@ from toolwire.formats.base import Family, ParseResult
 from toolwire.formats.reasoning import opens_reasoning
 
 try:
-    from .declared_near import NEAR
+    from .declared_near import NEAR, NEAR_TOOLS
 except ImportError:  # run as a script, from tests/
-    from declared_near import NEAR  # type: ignore[no-redef]
+    from declared_near import NEAR, NEAR_TOOLS  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).parent / "fixtures" / "declared_golden.json"
@@ -71,8 +71,12 @@ def cases(family: str) -> list[tuple[str, str, list[dict[str, Any]], bool]]:
             tools = [{"type": "function", "function": doc["tools"][k]} for k in case["tools"]]
             opened = opens_reasoning(case.get("thinking_opener") or "")
             out.append((f"{corpus.split('_')[0]}:{case['id']}", case["input"], tools, opened))
+    near_tools = TOOLS + [
+        {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+        for n in NEAR_TOOLS.get(family, ())
+    ]
     for i, reply in enumerate(NEAR.get(family, [])):
-        out.append((f"near:{i}", reply, TOOLS, False))
+        out.append((f"near:{i}", reply, near_tools, False))
     return out
 
 

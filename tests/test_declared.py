@@ -222,7 +222,32 @@ _PLAIN_MARKER = (
     " reader gave back any other text after it); the hand-written reader named it"
 )
 
+_PRIMED_SPACE = (
+    "a reply the prompt's marker primed, opening with white space, or with white space other"
+    " than the line break after the name: the engine reads the words after a name with any"
+    " white space, for every syntax, so a declared tool's name and its arguments are the"
+    " call; the hand-written reader gave it back as prose"
+)
+
 KNOWN: dict[str, dict[str, str]] = {
+    "functionary-v3.1": {
+        "near:3": _ANNOUNCED_AT_NAME,
+        "near:4": _UNCLOSED,
+        "near:6": _ANNOUNCED_AT_NAME,
+        "near:7": _NAME_AT_SPACE,
+        "near:11": _END_TOKEN,
+        "near:12": _END_TOKEN,
+        "near:17": _END_TOKEN,
+        "near:24": _END_TOKEN,
+    },
+    "functionary-v3.2": {
+        "near:14": _ANNOUNCED_AT_NAME,
+        "near:15": _ANNOUNCED_AT_NAME,
+        "near:16": _ANNOUNCED_AT_NAME,
+        "near:25": _PRIMED_SPACE,
+        "near:26": _PRIMED_SPACE,
+        "near:32": _END_TOKEN,
+    },
     "command-r-plus": {
         "near:11": _UNCLOSED,
         "near:12": _ITEM,
@@ -395,6 +420,10 @@ def test_a_declared_family_is_the_registry_s() -> None:
 
 #: What the hand-written families listed, for the declared ones to compute.
 LISTED = {
+    # the hand-written family listed none: <|eom_id|> ends the interpreter's code (a token
+    # the reader must see), and </function> is no special token in Llama 3.1's vocabulary
+    "functionary-v3.1": (("<function=", "<|python_tag|>"), ("</function>", "<|eom_id|>")),
+    "functionary-v3.2": ((">>>",), ()),
     "hermes": (("<tool_call>",), ("</tool_call>",)),
     "granite": (("<|tool_call|>",), ()),
     "nemotron-v2": (("<TOOLCALL>",), ("</TOOLCALL>",)),

@@ -122,7 +122,6 @@ VALID += [
 NEAR_MISSES: dict[str, list[str]] = {
     "functionary-v3.1": [
         "<function=get_weather>",
-        '<function=get_weather>{"city": "Paris"}',
         '<function=get_weather>{"city": "Paris"} trailing</function>',
         "<function=get_weather>[1]</function>",
         '<function=get weather>{"city": "Paris"}</function>',
@@ -344,6 +343,16 @@ def test_functionary_python_tag_is_a_call_to_a_declared_python_tool_only() -> No
     ):
         for k in range(len(reply) + 1):
             check_stream("functionary-v3.1", reply, [reply[:k], reply[k:]], tools=PYTHON)
+
+
+def test_functionary_v31_last_call_without_its_closer_is_read_unless_strict() -> None:
+    # the reply ended (its end token stripped) where only </function> was due
+    reply = '<function=get_weather>{"city": "Paris"}'
+    result = parse("functionary-v3.1", reply)
+    assert [(c.name, c.arguments) for c in result.calls] == [("get_weather", {"city": "Paris"})]
+    assert len(result.notices) == 1 and "closing words never came" in result.notices[0]
+    strict = get_family("functionary-v3.1").parse(reply, TOOLS, strict=True)
+    assert strict.calls == [] and strict.content == reply
 
 
 def test_functionary_v32_recipient_at_the_start_must_be_declared() -> None:

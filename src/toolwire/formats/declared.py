@@ -42,6 +42,8 @@ __all__ = [
     "DEEPSEEK_R1",
     "DEEPSEEK_V31",
     "FIREFUNCTION",
+    "FUNCTIONARY_V31",
+    "FUNCTIONARY_V32",
     "FUNCTION_GEMMA",
     "GEMMA4",
     "GIGACHAT",
@@ -507,6 +509,49 @@ K2V3_IFM = Syntax(
     ),
 )
 
+_FUNCTION = "<function="
+
+#: Functionary v3.1 (MeetKai, Llama 3.1 based): ``<function=NAME>{...}</function>``, several in
+#: a row. The template writes a call to a tool named ``python`` as ``<|python_tag|>`` and
+#: then the code itself, up to ``<|eom_id|>`` or the reply's end: a form of its own, read only
+#: when a ``python`` tool is declared (the code interpreter its "Environment: ipython" line
+#: announces), ``{"code": CODE}``; a JSON object there is the arguments.
+FUNCTIONARY_V31 = Syntax(
+    name="functionary-v3.1",
+    label="Functionary <function=NAME>{...}</function> (Functionary v3.1 Llama 3.1)",
+    shape=DerivedShape(
+        kind="name-json",
+        opening=(_FUNCTION,),
+        name_end=(">",),
+        post=("</function>",),
+        next_call=(_FUNCTION,),
+    ),
+    also=(
+        DerivedShape(
+            kind="code", opening=("<|python_tag|>",), post=("<|eom_id|>",), code=("python", "code")
+        ),
+    ),
+    end_tokens=("<|eot_id|>", "<|eom_id|>"),
+)
+
+#: Functionary v3.2: ``>>>NAME\n{...}``, repeated; ``>>>all\n`` opens text for the user. The
+#: generation prompt ends with ``>>>``, so a reply starts with the recipient itself
+#: (``get_weather\n{...}`` or ``all\nHello``); one that opens with no declared tool's name and
+#: arguments there is prose. The recipient ``python`` takes raw code in v3.2: not read.
+FUNCTIONARY_V32 = Syntax(
+    name="functionary-v3.2",
+    label="Functionary >>>NAME\\n{...} (Functionary v3.2)",
+    shape=DerivedShape(
+        kind="name-json",
+        opening=(">>>",),
+        name_end=("\n",),
+        next_call=(">>>",),
+        text_recipients=("all",),
+    ),
+    end_tokens=("<|eot_id|>",),
+    primed=True,
+)
+
 #: Every declared family, by name.
 DECLARED: dict[str, Syntax] = {
     s.name: s
@@ -543,5 +588,7 @@ DECLARED: dict[str, Syntax] = {
         TAGGED_HARMONY,
         INVOKE_XML,
         K2V3_IFM,
+        FUNCTIONARY_V31,
+        FUNCTIONARY_V32,
     )
 }

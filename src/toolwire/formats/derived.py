@@ -138,10 +138,25 @@ class DerivedShape:
     #: calls, and a block of nothing else is the model choosing to answer in text (a
     #: ``directly-answer`` notice), unless the caller declared a tool of that name.
     no_tools: tuple[str, ...] = ()
+    #: ``name-json`` and the other name kinds: names that address the user, not a tool
+    #: (Functionary v3.2's ``all``): the words after such a name end the block, and what
+    #: follows is reply text, unless the caller declared a tool of that name.
+    text_recipients: tuple[str, ...] = ()
+    #: ``code``: the one tool this form calls and the argument its code goes in
+    #: (Functionary v3.1's ``<|python_tag|>`` code, ``("python", "code")``): the text after
+    #: the opening words, up to the first of ``post`` or the reply's end (:mod:`.codesteps`).
+    code: tuple[str, str] = ("", "")
+    #: The form's block is the whole reply, with no marker (Llama 3's JSON object, Llama 4's
+    #: Python list, a bare JSON list): it opens only where the reply starts (after white
+    #: space), at its first word (a call object itself where there are none), its calls
+    #: must name declared tools when the tools are known, and text after it (but white
+    #: space and the turn's end tokens) makes the whole reply text (:mod:`.wholereply`).
+    whole: bool = False
 
     @property
     def marker(self) -> str:
-        return self.opening[0]
+        """The word the reply is scanned for (a whole reply's call object: its brace)."""
+        return self.opening[0] if self.opening else "{"
 
     @property
     def typed_mid(self) -> Words:
@@ -163,7 +178,11 @@ class DerivedShape:
     def trigger(self) -> str:
         """What a lazy grammar waits for: the marker, or a plain marker with the opening
         word after it, any white space between (``{space}``, :mod:`.gbnf`)."""
-        return self.marker + "{space}" + self.opening[1] if self.plain_marker else self.marker
+        if self.plain_marker:
+            return self.marker + "{space}" + self.opening[1]
+        if self.text_recipients:  # the marker opens text too: a declared name makes a call
+            return "".join((*self.opening, "{name}", *self.name_end))
+        return self.marker
 
     def describe(self) -> str:
         """The shape written out with placeholders, for labels and ``detect --json``."""
@@ -175,6 +194,8 @@ class DerivedShape:
             payload = "NAME" + " ".join(self.name_end) + "{...}"
         elif self.kind == "name-python":
             payload = "NAME(key=value, ...)"
+        elif self.kind == "code":
+            payload = "CODE"
         else:
             arg = " ".join(self.key_open) + "KEY" + " ".join(self.key_mid) + "VALUE"
             payload = "NAME" + " ".join(self.name_end) + arg + " ".join(self.value_end) + "..."

@@ -13,6 +13,7 @@ from .blockends import UNOPENED
 from .markerstream import DONE, Body, MarkerStream
 from .scan import Markers, markers
 from .shapereader import DerivedBody
+from .wholereply import WholeReply
 
 if TYPE_CHECKING:
     from .derived import DerivedShape
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["DerivedStream", "TurnOpener"]
 
 
-class DerivedStream(MarkerStream):
+class DerivedStream(WholeReply):
     """The reply stream of one :class:`DerivedShape`, or of a family's several forms, each a
     shape of its own (a subclass sets them): the word that opens a block chooses its shape."""
 
@@ -34,15 +35,21 @@ class DerivedStream(MarkerStream):
     _sharing: ClassVar[dict[str, tuple[DerivedShape, ...]]]
     #: What a call opens at, strict and not; and right after a closed call, the marker or
     #: an unopened call.
-    _strict: ClassVar[Markers]
-    _lenient: ClassVar[Markers]
-    _after_call: ClassVar[Markers]
+    _strict: ClassVar[Markers | None]
+    _lenient: ClassVar[Markers | None]
+    _after_call: ClassVar[Markers | None]
+    #: The template's generation prompt ends with the marker (Functionary v3.2's ``>>>``):
+    #: a reply starts as if it had just been read (see Syntax.primed).
+    primed: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if "shape" not in cls.__dict__ and "forms" not in cls.__dict__:
             return
-        shapes = (cls.shape, *cls.forms)
+        every = (cls.shape, *cls.forms)
+        # a whole reply's form opens only where the reply starts (:mod:`.wholereply`)
+        cls._whole = {s.marker: s for s in every if s.whole}
+        shapes = tuple(s for s in every if not s.whole)
         opened = [s.marker for s in shapes]
         bare = [s.opening[s.left_out] for s in shapes if s.left_out]
         cls._by_word = {}
@@ -54,20 +61,28 @@ class DerivedStream(MarkerStream):
         cls._sharing = {
             m: tuple(s for s in shapes if s.marker == m) for m in opened if opened.count(m) > 1
         }
-        cls._strict = markers(tuple(opened))
-        cls._lenient = markers((*opened, *bare))
-        cls._after_call = markers((*opened, UNOPENED))
+        cls._strict = markers(tuple(opened)) if opened else None
+        cls._lenient = markers((*opened, *bare)) if opened else None
+        cls._after_call = markers((*opened, UNOPENED)) if opened else None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         #: The form of the block being read, or of the last one (an unopened call's).
         self.last = self.shape
         self._first_opening()
+        self._whole_start()
+        #: A body is being opened where the reply starts (see ``primed``).
+        self.primed_now = self.primed
+        if self.primed:
+            self.opened_by = self.shape.marker
+            self._body = self.new_body()
+            self._raw = []
+            self.primed_now = False
 
     @property
     def call_stops(self) -> tuple[str, ...]:
         """Every form's marker (see ReplyStream.call_stops)."""
-        return self._strict.markers
+        return self._strict.markers if self._strict is not None else ()
 
     def forms_of(self, marker: str) -> tuple[DerivedShape, ...]:
         """Every form opening with ``marker`` (several: the opening's next words choose)."""
@@ -75,14 +90,14 @@ class DerivedStream(MarkerStream):
 
     def shape_for(self, opened: str) -> DerivedShape:
         """The form a block opening with ``opened`` is read in."""
-        shape = self._by_word.get(opened, self.last)
+        shape = self.whole_form or self._by_word.get(opened, self.last)
         self.last = shape
         return shape
 
     def _first_opening(self) -> None:
         """What a call opens at: each form's marker, and unless strict the word a call may
         open at with the words before it left out (DerivedShape.left_out)."""
-        self._opening = self._strict if self.strict else self._lenient  # type: ignore[misc]
+        self._opening = self._strict if self.strict else self._lenient  # type: ignore[misc,assignment]
 
     def new_body(self) -> Body:
         self._first_opening()  # (after a call, _close may widen it for the next scan)
@@ -91,6 +106,8 @@ class DerivedStream(MarkerStream):
     def _close(self, body: Body) -> None:
         if not isinstance(body, DerivedBody) or body.status != DONE:
             super()._close(body)
+            return
+        if self.hold_whole(body):
             return
         for code, message in body.told:
             self._notice(code, message)
@@ -107,11 +124,17 @@ class DerivedStream(MarkerStream):
             self._text(text if body.shape.next_call else text + "\n")
         self._text(body.rest)  # what the reply ended on after the calls
         if isinstance(body, DerivedBody) and body.status == DONE and body.then_unopened:
-            self._opening = self._after_call  # type: ignore[misc]
+            self._opening = self._after_call  # type: ignore[misc,assignment]
 
     def _give_back(self, body: Body) -> None:
-        if isinstance(body, DerivedBody) and body.shape.plain_marker and body.marker_only:
-            # a plain word the opening's next word did not follow: prose, with no notice
+        if isinstance(body, DerivedBody) and (
+            (body.shape.plain_marker and body.marker_only)
+            or (body.deferred and not body.started)
+            or (body.shape.whole and body.shape.kind != "json" and not body.started)
+        ):
+            # a plain word the opening's next word did not follow (Command R+'s ``Action:``),
+            # or a marker that opens text too no call's name and words (``>>>`` in prose), or
+            # no call after the prompt's marker: prose, with no notice
             self._text("".join(self._raw))
             self._body = None
             self._raw = []

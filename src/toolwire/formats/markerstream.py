@@ -264,13 +264,19 @@ class MarkerStream(ReplyStream):
             self._abort(index, cid, body.reason)
         self._notice(
             "call-not-read",
-            f"text opening with {self.marker} is not a call ({body.reason}); it stays reply text",
+            f"text opening with {self.opened_by or self.marker} is not a call ({body.reason});"
+            " it stays reply text",
         )
         self._text("".join(self._raw))
         self._body = None
         self._raw = []
 
     def _content_end(self) -> None:
+        self._end_body()
+        self._end_tail()
+
+    def _end_body(self) -> None:
+        """The reply is over: the body being read ends with it, or the text held goes out."""
         body = self._body
         if body is not None:
             self._raw.append(self._take_held())
@@ -278,6 +284,10 @@ class MarkerStream(ReplyStream):
             self._close(body)
         else:
             self._text(self._take_held())
+
+    def _end_tail(self) -> None:
+        """The reply is over: the text held while it may be an end token goes out, unless
+        it is one."""
         tail, self._tail = self._tail, ""
         if not any(tail.startswith(e) and not tail[len(e) :].strip(WS) for e in self.turn_ends):
             super()._text(tail)  # not the turn's end token: it is text

@@ -23,6 +23,8 @@ from .declared import (
     DEEPSEEK_V31,
     FIREFUNCTION,
     FUNCTION_GEMMA,
+    FUNCTIONARY_V31,
+    FUNCTIONARY_V32,
     GEMMA4,
     GIGACHAT,
     GLM,
@@ -49,7 +51,6 @@ from .declared import (
     TAGGED_PYTHONIC,
 )
 from .deepseek_dsml import DeepSeekDsml, GigaChatGcml
-from .functionary import FunctionaryV31, FunctionaryV32
 from .glimmer import Glimmer
 from .harmony import GptOss
 from .inkling import Inkling
@@ -97,8 +98,8 @@ _FAMILIES: dict[str, Family] = {
         MINICPM3.family,
         GEMMA4.family,
         Pythonic(),
-        FunctionaryV31(),
-        FunctionaryV32(),
+        FUNCTIONARY_V31.family,
+        FUNCTIONARY_V32.family,
         GIGACHAT.family,
         COMMAND_R_PLUS.family,
         MINIMAX_M1.family,

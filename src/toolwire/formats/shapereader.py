@@ -20,6 +20,7 @@ from ..messages import ToolCall
 from .attributes import Attributes, closes_attribute
 from .blockends import UNOPENED, BlockEnds
 from .callshape import NO_TOOL, CallShape
+from .codesteps import CODE_STATES, CodeSteps
 from .dialects import DIALECTS
 from .formsteps import NAMED, FormSteps
 from .jsoncall import JsonCall
@@ -101,7 +102,7 @@ def _stops(shape: DerivedShape) -> tuple[str, str, Markers | None, Markers | Non
     return stops, key_stops, value_ends, drifted or value_ends
 
 
-class DerivedBody(FormSteps, BlockEnds, TagSteps, PySteps, TextBody):
+class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
     """One block of calls in a :class:`DerivedShape`, read one step at a time."""
 
     stream: DerivedStream
@@ -117,6 +118,13 @@ class DerivedBody(FormSteps, BlockEnds, TagSteps, PySteps, TextBody):
         #: The call opened at ``opening[left_out]``, the words before it left out (see
         #: DerivedShape.left_out), or at its JSON object right after a closed call.
         self.bare = opened not in (shape.marker, UNOPENED)
+        #: Opened where the reply starts, its marker written by the prompt (see
+        #: Syntax.primed): no call markup until its arguments begin; ``primed_start`` while
+        #: the reply may still write the marker itself.
+        self.primed = self.primed_start = self.stream.primed_now
+        #: A call's name and the words after it were read as written (see ``deferred``).
+        self.headed = False
+        self.word_left_out = False
         self.unopened = opened == UNOPENED and shape.marker != UNOPENED
         if self.bare:
             self.todo = list(shape.opening[shape.left_out + 1 :])
@@ -224,6 +232,13 @@ class DerivedBody(FormSteps, BlockEnds, TagSteps, PySteps, TextBody):
             if self.todo[0] == CALL_ID:
                 return self._call_id(s, i)
             word = self.todo[0]
+            if word.isspace():  # white space the template writes: read where it is written
+                status, j = expect_literal(s, i, word)
+                if status == OPEN:
+                    return i, False
+                self.word_left_out = self.word_left_out or status == FAILED
+                self.todo.pop(0)
+                return self._then(j) if not self.todo else (j, True)
             if self.attributes is not None or (s[i] == '"' and closes_attribute(word)):
                 step = self._attributes(s, i)
                 if step is not None:
@@ -347,6 +362,8 @@ class DerivedBody(FormSteps, BlockEnds, TagSteps, PySteps, TextBody):
             return i, True
         if state == _CDATA:
             return self._cdata(s, i)
+        if state in CODE_STATES:
+            return self.code_step(s, i)
         if state == _HELD:
             return self._held(s, i)
         return self._next(s, i)
@@ -361,8 +378,10 @@ class DerivedBody(FormSteps, BlockEnds, TagSteps, PySteps, TextBody):
                 "recovered-unopened-call", f"read a call written{after} without its opening {left}"
             )
         self.state = self.then
-        if self.then == _ARGS and self.index < 0:  # the words after the name held its id
-            self._announce()
+        if self.then == _ARGS and self.index < 0:
+            self.headed = not self.word_left_out
+            if not self.deferred:  # (the words after the name held its id, or it is headed)
+                self._announce()
         if self.then == _END:
             if self.left and not self.calls:  # no item was a call: no list of calls
                 return self.fail(i, self.left[0][1]), False
@@ -371,10 +390,19 @@ class DerivedBody(FormSteps, BlockEnds, TagSteps, PySteps, TextBody):
         return i, True
 
     def _call(self, s: str, i: int) -> tuple[int, bool]:
-        if s[i] in WS:
-            return i + 1, True
         shape = self.shape
         kind = shape.kind
+        if self.primed_start:  # does the reply write the marker the prompt wrote?
+            status, j = expect_literal(s, i, shape.marker)
+            if status == OPEN:
+                return i, False
+            self.primed_start = False
+            self.primed = status != DONE
+            return j, True
+        if kind == "code":  # (its white space is the code's)
+            return self.code_start(i)
+        if s[i] in WS:
+            return i + 1, True
         if kind == "name-python" and self.calls and shape.trail and s[i] == shape.trail[0][0]:
             self.words(shape.trail, _END)  # a trailing comma, as Python writes one
             return i, True
@@ -424,7 +452,11 @@ class DerivedBody(FormSteps, BlockEnds, TagSteps, PySteps, TextBody):
         if name is None:
             return i, False
         tools = self.stream.tools
-        if self.bare and tools.known and not tools.has(name):  # nothing else says it is a call
+        if name in self.shape.text_recipients and not tools.has(name):
+            self.words(self.shape.name_end, _END)  # what follows is reply text
+            return i, True
+        if (self.bare or self.primed) and tools.known and not tools.has(name):  # (nothing else
+            # says it is a call)
             return self.fail(i, f"{name!r} is not a declared tool"), False
         self.escaped_newline = False
         if self.shape.kind == "tags":
@@ -434,7 +466,7 @@ class DerivedBody(FormSteps, BlockEnds, TagSteps, PySteps, TextBody):
         else:
             self.call_name = name
             self.index = -1
-            if CALL_ID not in self.shape.name_end:  # else once its id is read (see _then)
+            if CALL_ID not in self.shape.name_end and not self.deferred:  # (else see _then)
                 self._announce()
             if self.shape.kind == "name-python":
                 self.py_start()
@@ -450,6 +482,17 @@ class DerivedBody(FormSteps, BlockEnds, TagSteps, PySteps, TextBody):
             self.words(self.shape.name_end, _ARGS)
         return i, True
 
+    @property
+    def deferred(self) -> bool:
+        """Whether a name kind's call is not yet announced: the prompt wrote the marker
+        (``primed``), or the marker opens text as well as calls (``text_recipients``) and a
+        call's name and the words after it were not yet read as written (``>>> print(1)``
+        in prose). Such a call is announced once its arguments begin; a block that fails
+        before is prose, given back with no notice."""
+        if self.shape.kind in ("json", "code"):
+            return False
+        return self.primed or (bool(self.shape.text_recipients) and not self.headed)
+
     def _announce(self) -> None:
         """Start the call read so far on the stream, with the id its framing gave it."""
         self.index, self.id = self.announce(self.call_name, self.model_id or None)
@@ -463,6 +506,10 @@ class DerivedBody(FormSteps, BlockEnds, TagSteps, PySteps, TextBody):
             return self.python_args(s, i, _NEXT)
         if not scanner.parts and s[i] in WS:  # (parts: no join a character)
             return i + 1, True
+        if self.index < 0:  # a deferred call is one once its arguments begin
+            if s[i] != "{":
+                return self.fail(i, "the arguments are not a JSON object"), False
+            self._announce()
         i = scanner.feed(s, i)  # its raw controls and stops set once (see _name)
         if scanner.failed:
             return self.fail(i, "the arguments are not a JSON object"), False

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -35,7 +35,7 @@ from .base import Family
 from .derived import CALL_ID, NUMBER, DerivedShape, DerivedStream, special_words
 from .derivedstream import TurnOpener
 from .dialects import DIALECTS
-from .grammar import AnyOf
+from .grammar import AnyOf, CallForm, Form
 from .markerstream import MarkerStream
 from .reasoning import ReasoningTags
 from .samples import Sample
@@ -69,6 +69,16 @@ class Syntax:
     #: The template's own turn opener, dropped where a reply opens with it (a reader of the
     #: raw output sees it: Command R+'s ``<|CHATBOT_TOKEN|>``); a token the family keeps.
     turn_opener: str = ""
+    #: The template's generation prompt ends with the marker (Functionary v3.2's ``>>>``):
+    #: a reply starts as if the model had just written it, a call there only when a
+    #: declared tool's name and its arguments follow (else the reply is prose, no notice),
+    #: and the grammar may start the calls at the reply's first token.
+    primed: bool = False
+
+    @property
+    def writes(self) -> tuple[DerivedShape, ...]:
+        """The forms that write any call (a ``code`` form writes one tool's code only)."""
+        return tuple(s for s in self.forms if s.kind != "code")
 
     @property
     def forms(self) -> tuple[DerivedShape, ...]:
@@ -133,6 +143,7 @@ class Syntax:
                 "forms": self.also,
                 "turn_ends": self.end_tokens,
                 "turn_opener": self.turn_opener,
+                "primed": self.primed,
             },
         )
         syntax = self
@@ -151,20 +162,30 @@ class Syntax:
                 "label": self.label,
                 "markers": self.markers,
                 "stream_class": stream,
-                "grammar": (
-                    AnyOf(tuple(f.grammar for f in self.forms)) if self.also else self.shape.grammar
-                ),
+                "grammar": self.grammar,
                 "call_ids": self.call_ids,
                 "one_call_per_message": self.one_call_per_message,
                 "reasoning": self.reasoning,
                 "end_tokens": self.end_tokens,
                 "kept_tokens": self.kept_tokens,
                 "prompt_markers": self.prompt_markers,
-                "samples": tuple(sampler(form) for form in range(len(self.forms))),
+                "samples": tuple(
+                    sampler(form) for form, s in enumerate(self.forms) if s.kind != "code"
+                ),
                 "drops_tokens": self.stream_layer is not None or bool(self.turn_opener),
             },
         )
         return made()
+
+    @cached_property
+    def grammar(self) -> Form:
+        """Every form's grammar (a ``code`` form's text is free: none), and with a primed
+        marker the calls' form from the reply's first token too."""
+        forms: list[Form] = [f.grammar for f in self.writes]
+        if self.primed and isinstance(forms[0], CallForm):
+            start = "".join(("{name}", *self.shape.name_end))
+            forms.append(replace(forms[0], open='""', triggers=(), starts=(start,)))
+        return forms[0] if len(forms) == 1 else AnyOf(tuple(forms))
 
 
 def _payload(s: DerivedShape, name: str, arguments: Mapping[str, Any], index: int) -> str:

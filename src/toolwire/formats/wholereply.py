@@ -1,0 +1,150 @@
+"""A family whose calls are the whole reply, with no marker (``DerivedShape.whole``): the
+steps of the engine's stream (a mixin of :class:`~.derivedstream.DerivedStream`).
+
+Llama 3 answers a call with the JSON object alone, Llama 4 with a bare Python list, others
+with a bare JSON list. With no marker, a reply that merely starts like one may be meant for
+the user, so such a block is read only where it cannot be anything else:
+
+- it opens only where the reply starts (after white space), at its first word (``[``; a
+  call object's brace where the form has no words before it);
+- when the tools are known, each call must name a declared tool;
+- the block must be the whole reply: its calls are held until the reply ends, and text
+  after it (but white space and the family's end tokens) makes all of it text — named
+  ``call-not-read`` when a call was begun, else given back with no notice
+  (``[link](url)`` never looked like a call).
+
+After prose, unless strict, the reply's last block may still be such a call: a ``{`` or
+``[`` line, held back while it streams (:class:`~.trailing.TrailingBlock`) and read at the
+reply's end as a whole reply, kept only when every call names a declared tool with
+arguments that fit its schema (``recovered-trailing-call``). The family's tagged forms (a
+marker, ``<|python_tag|>``) are read anywhere as any marker is.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from .markerstream import WS, Body, MarkerStream
+from .trailing import TrailingBlock, end_trailing
+
+if TYPE_CHECKING:
+    from .derived import DerivedShape
+
+__all__ = ["WholeReply"]
+
+
+class WholeReply(MarkerStream):
+    """The whole-reply steps of the engine's stream."""
+
+    #: The forms whose block is the whole reply, by their first word (one character).
+    _whole: ClassVar[dict[str, DerivedShape]] = {}
+
+    def _whole_start(self) -> None:
+        """Set up reading (call once, from the stream's constructor)."""
+        #: Nothing but white space has come yet: a whole form may still open.
+        self._starting = bool(self._whole)
+        self._lead = ""
+        #: The whole form a body is being opened in (read by ``shape_for``).
+        self.whole_form: DerivedShape | None = None
+        #: A whole block read, its calls held until the reply ends, with its text; and
+        #: the white space (and end tokens) after it, held.
+        self._held_block: Body | None = None
+        self._held_raw: list[str] = []
+        self._after = ""
+        self._ended = False
+        #: After prose, the reply's last block, held back (see the module's doc).
+        self._trail = TrailingBlock() if self._whole and not self.strict else None
+
+    def _content(self, text: str) -> None:
+        if self._held_block is not None:
+            text = self._after_whole(text)
+            if not text:
+                return
+        if self._starting:
+            j = 0
+            while j < len(text) and text[j] in WS:
+                j += 1
+            self._lead += text[:j]
+            if j == len(text):
+                return
+            self._starting = False
+            lead, self._lead = self._lead, ""
+            form = self._whole.get(text[j])
+            if form is None:
+                text = lead + text[j:]
+            else:
+                self.opened_by = form.marker
+                self.whole_form = form
+                self._body = self.new_body()
+                self.whole_form = None
+                self._raw = [lead + form.marker]
+                text = text[j + len(form.marker) :]
+        if self._opening is None and self._body is None:  # no marker opens a call mid-reply
+            self._text(self._take_held() + text)
+            return
+        super()._content(text)
+
+    def hold_whole(self, body: Body) -> bool:
+        """A whole block is read: hold its calls until the reply ends (True), else False."""
+        if self._ended or not getattr(body, "shape", None) or not body.shape.whole:  # type: ignore[attr-defined]
+            return False
+        self._held_block, self._held_raw = body, self._raw
+        self._body = None
+        self._raw = []
+        return True
+
+    def _after_whole(self, text: str) -> str:
+        """Text after a whole block: white space and end tokens are held; anything else
+        makes the block text, and is returned to be read on."""
+        s = self._after + text
+        rest = s.lstrip(WS)
+        if not rest or any(
+            e.startswith(rest) or (rest.startswith(e) and not rest[len(e) :].strip(WS))
+            for e in self.turn_ends
+        ):
+            self._after = s
+            return ""
+        body, self._held_block, self._after = self._held_block, None, ""
+        assert body is not None
+        for index, cid in body.started:
+            self._abort(index, cid, "text after the calls")
+        if body.started:
+            self._notice(
+                "call-not-read",
+                "the reply is not only its calls (text follows them); it stays reply text",
+            )
+        self._text("".join(self._held_raw))
+        self._held_raw = []
+        return s
+
+    def _release_tail(self) -> None:
+        if self._trail is not None:  # a call follows: the block held back was prose
+            MarkerStream._text(self, self._trail.flush())
+        super()._release_tail()
+
+    def _text(self, text: str) -> None:
+        if self._trail is not None:
+            text = self._trail.feed(text)
+        super()._text(text)
+
+    def _content_end(self) -> None:
+        if self._starting:  # nothing but white space
+            self._text(self._lead)
+            self._starting = False
+        self._end_body()
+        self._ended = True
+        body = self._held_block
+        if body is not None:  # the whole block ended the reply: its calls stand
+            self._held_block = None
+            self._raw = self._held_raw
+            self._close(body)
+        trail, self._trail = self._trail, None
+        if trail is not None:
+            end_trailing(self, trail, self._whole_reply)
+        self._end_tail()
+
+    def _whole_reply(self) -> MarkerStream:
+        """A reader of the held block as a whole reply, with no trailing block of its own."""
+        reader = type(self)(self.tools, make_id=self._make_id, strict=self.strict)
+        reader._trail = None
+        return reader
