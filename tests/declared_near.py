@@ -608,3 +608,99 @@ NEAR["functionary-v3.2"] = [
     "search\n{}",
     ">>>nope\n{}",
 ]
+
+_PW = "get_weather(city='Paris', days=3)"
+_PS = "<|python_start|>"
+_PE = "<|python_end|>"
+
+NEAR["pythonic"] = [
+    f"[{_PW}]",
+    f"\n  [{_PW}, get_time()]\n",
+    f"{_PS}[{_PW}]{_PE}",
+    f"{_PS}[{_PW}]",
+    f"{_PS}[{_PW}]{_PE} and then prose",
+    f"Sure. {_PS}[{_PW}]{_PE} done",
+    f"Sure. {_PS}[{_PW}]",
+    f"<think>plan</think>[{_PW}]",
+    f"[\n  {_PW},\n  get_time(),\n]",
+    f"[{_PW}]<|eom|>",
+    f"[{_PW}]<|eot|>",
+    f"[{_PW}]\n",
+    "[link text](url) and more",
+    "[Wikipedia](https://www.wikipedia.org)",
+    "[1] A footnote.",
+    "[1, 2, 3]",
+    '["a", "b"]',
+    "[]",
+    "[get_weather]",
+    "[get_weather](https://example.com)",
+    "[get_weather (city='Paris')]",
+    "Sure: [get_weather(city='Paris')]",
+    f"{_PS}print('hi')",
+    "<|python_st",
+    "   ",
+    "",
+    "[get_weather(city='Paris')] Done.",
+    "[get_weather(city='Paris')][get_time()]",
+    "[get_weather('Paris')]",
+    "[unknown_tool(a=1)]",
+    "[get_weather(city='Paris'), unknown_tool()]",
+    "[get_weather(city='Par",
+    "[get_weather(city='Paris'",
+    f"{_PS}[get_weather(city='Paris')]<|python_e",
+    "[get_weather(city=Paris)]",  # unquoted text
+    '[get_weather(city="say "hi"")]',  # quotes left unescaped
+    "[get_weather(city='Paris'days=3)]",  # a comma left out
+    "get_weather(city='Paris'), get_time()",  # the list without its brackets
+    "get_weather(city='Paris')",
+    "I think so.\n[get_weather(city='Paris')]",  # a trailing call after prose
+    "I think so.\n[get_weather(city='Paris')]\nmore",
+    "I think so.\n[get_weather(citi=3)]",
+    "I think so.\n[nope()]",
+    f"Text. {_PS}[nope()]{_PE}",
+    "[get_weather(city='Paris'); get_time()]",
+    "[search(query={'a': [1, 2]}), get_time()]",
+    "  \n",
+]
+
+_LJ = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+_LT = "<|python_tag|>"
+
+NEAR["llama3"] = [
+    _LJ,
+    "  " + _LJ + "\n",
+    _LT + _LJ,
+    _LT + _LJ + _LT + '{"name": "get_time", "parameters": {}}',
+    _LJ + '; {"name": "get_time", "parameters": {}}',
+    _LJ + ' {"name": "get_time", "parameters": {}}',
+    _LJ + '\n{"name": "get_time", "parameters": {}}',
+    _LJ + " and text after",
+    _LT + _LJ + " and text after",
+    "Sure. " + _LT + _LJ,
+    "Sure. " + _LT + _LJ + " after",
+    '{"name": "get_weather", "arguments": {"city": "Paris"}}',
+    '{"type": "function", "name": "get_weather", "parameters": {"city": "Paris"}}',
+    '{"type": "other", "name": "get_weather", "parameters": {}}',
+    '{"name": "nope", "parameters": {}}',
+    _LT + '{"name": "nope", "parameters": {}}',
+    '{"a": 1}',
+    "{not json}",
+    '{"name": "get_weather", "parameters": {"city": "Par',
+    '{"name": "get_weather", "parameters": {"city": "Paris"}',
+    _LJ + "<|eot_id|>",
+    _LJ + "<|eom_id|>",
+    "<|python_ta",
+    _LT,
+    _LT + "   ",
+    _LT + "print(1)",
+    "<think>plan</think>" + _LJ,
+    "I will check.\n" + _LJ,
+    "I will check.\n" + _LJ + "\nmore",
+    'I will check.\n{"name": "get_weather", "parameters": {"city": 3}}',
+    "I will check.\n" + '{"name": "nope", "parameters": {}}',
+    '{"name": "get_weather", "parameters": {"city": "a\nb"}}',
+    "",
+    "   ",
+    '{"name": "get_weather", "parameters": "{\\"city\\": \\"Paris\\"}"}',
+    '[{"name": "get_weather", "parameters": {}}]',
+]

@@ -229,7 +229,73 @@ _PRIMED_SPACE = (
     " call; the hand-written reader gave it back as prose"
 )
 
+_TAG_BLOCKS = (
+    "calls after the family's token end each with its block, as it closes, where the"
+    " hand-written reader ended every call with the reply: the same calls, ended sooner"
+)
+_ARGS_ALSO = (
+    "the arguments under 'arguments': the declaration takes them as its own (args_also, as"
+    " vLLM and SGLang read Llama 3's calls), with no notice, strict or not; the hand-written"
+    " reader named them (recovered-arguments-key) and strict reading refused them"
+)
+_TEXT_AFTER_BLOCK = (
+    "text after a block the family's token opened (and its end tag closed): reply text with"
+    " no notice, strict or not, as after every syntax's block; the hand-written reader named"
+    " it (recovered-text-after-call) and strict reading refused the calls"
+)
+_TOKEN_ALONE = (
+    "the family's token with no call after it: one call-not-read notice, as for every"
+    " syntax; the hand-written reader gave two"
+)
+_TOKEN_NO_CALL = (
+    "the family's own token followed by what is no call: named (call-not-read), as for every"
+    " syntax whose marker is a special token; the hand-written reader gave it back quietly"
+)
+_UNDECLARED_AFTER_TOKEN = (
+    "a call to a tool not declared, after the family's own token: read, as for every syntax"
+    " whose marker makes a call certain (the argument pipeline answers a call to an unknown"
+    " tool); the hand-written reader refused any undeclared name there too"
+)
+_END_TAG_CUT = (
+    "the list closed and the reply ended inside its end tag: the turn's end closes the block"
+    " (ends_with_turn), so its calls are read; the hand-written reader gave it back as text"
+)
+
 KNOWN: dict[str, dict[str, str]] = {
+    "llama3": {
+        "sglang:sglang:test_function_call_parser:TestLlama32Detector"
+        ".test_multiple_json_with_separator_customized": _TAG_BLOCKS,
+        "near:3": _TAG_BLOCKS,
+        "sglang:sglang:test_llama32_detector:TestLlama32Detector"
+        ".test_single_tool_call_with_python_tag": _ARGS_ALSO,
+        "sglang:sglang:test_llama32_detector:TestLlama32Detector"
+        ".test_normal_text_before_python_tag": _ARGS_ALSO,
+        "sglang:sglang:test_llama32_detector:TestLlama32Detector"
+        ".test_tool_call_with_multiple_arguments": _ARGS_ALSO,
+        "near:11": _ARGS_ALSO,
+        "near:8": _TEXT_AFTER_BLOCK,
+        "near:10": _TEXT_AFTER_BLOCK,
+        "near:20": _END_TOKEN,
+        "near:21": _END_TOKEN,
+        "near:23": _TOKEN_ALONE,
+        "near:24": _TOKEN_ALONE,
+        "near:25": _TOKEN_ALONE,
+        "near:34": _TWICE,
+    },
+    "pythonic": {
+        "vllm:llama4_pythonic:python_tag": _UNDECLARED_AFTER_TOKEN,
+        "vllm:llama4_pythonic:parallel_calls_python_start": _UNDECLARED_AFTER_TOKEN,
+        "vllm:llama4_pythonic:parallel_calls_python_start_spaced": _UNDECLARED_AFTER_TOKEN,
+        "vllm:llama4_pythonic:streaming_tool_call_with_large_steps": _UNDECLARED_AFTER_TOKEN,
+        "near:43": _UNDECLARED_AFTER_TOKEN,
+        "sglang:sglang:test_function_call_parser:TestPythonicDetector"
+        ".test_detect_and_parse_with_python_start_and_end_token": _TEXT_AFTER_BLOCK,
+        "near:4": _TEXT_AFTER_BLOCK,
+        "near:5": _TEXT_AFTER_BLOCK,
+        "near:10": _END_TOKEN,
+        "near:22": _TOKEN_NO_CALL,
+        "near:33": _END_TAG_CUT,
+    },
     "functionary-v3.1": {
         "near:3": _ANNOUNCED_AT_NAME,
         "near:4": _UNCLOSED,
@@ -269,6 +335,7 @@ KNOWN: dict[str, dict[str, str]] = {
         "sglang:sglang:test_function_call_parser:TestLfm2Detector."
         "test_detect_and_parse_json_with_parameters_key": _PARAMETERS,
         "near:2": _UNCLOSED,
+        "near:3": _UNCLOSED,
         "near:7": _PARAMETERS,
         "near:14": _NAME_AT_SPACE,
     },
@@ -423,6 +490,9 @@ LISTED = {
     # the hand-written family listed none: <|eom_id|> ends the interpreter's code (a token
     # the reader must see), and </function> is no special token in Llama 3.1's vocabulary
     "functionary-v3.1": (("<function=", "<|python_tag|>"), ("</function>", "<|eom_id|>")),
+    "llama3": (("<|python_tag|>", "{"), ()),
+    # the list's end tag, which the hand-written family did not list: a special token
+    "pythonic": (("<|python_start|>", "["), ("<|python_end|>",)),
     "functionary-v3.2": ((">>>",), ()),
     "hermes": (("<tool_call>",), ("</tool_call>",)),
     "granite": (("<|tool_call|>",), ()),

@@ -144,7 +144,6 @@ PLAIN: dict[str, list[str]] = {
         "[get_weather](https://example.com)",
         "[get_weather (city='Paris')]",
         "Sure: [get_weather(city='Paris')]",
-        "<|python_start|>print('hi')",
         "<|python_st",
         "   ",
         "",
@@ -181,7 +180,8 @@ MY_NEAR_MISSES: dict[str, list[str]] = {
         "[get_weather(city='Par",
         "[get_weather(city='Paris'",
         # text after <|python_end|> is read under a notice: tests/test_families_round3b.py
-        "<|python_start|>[get_weather(city='Paris')]<|python_e",
+        # (the list closed, the reply ended in its end tag: read, the turn's end closing it)
+        "<|python_start|>print('hi')",  # the family's token, no list after it: named
     ],
     # (a call the reply ended in after its mapping closed is read by the engine for every
     # declared syntax: tests/test_engine_behaviours.py)

@@ -85,14 +85,13 @@ def test_llama3_bare_json_in_prose_stays_prose(reply: str) -> None:
 
 
 @pytest.mark.parametrize("lead", ["", "Let me look. "])
-def test_llama3_text_after_a_tagged_call_is_a_named_tolerance(lead: str) -> None:
+def test_llama3_text_after_a_tagged_call_is_reply_text(lead: str) -> None:
+    # the tag makes the call certain: text after it is the reply's, as after any block
     reply = lead + '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Oslo"}} Done.'
-    got = parse("llama3", reply, tools=[WEATHER, SIGHTS])
-    assert [(c.name, c.arguments) for c in got.calls] == [("get_weather", {"city": "Oslo"})]
-    assert got.content == lead + " Done."
-    assert _codes("llama3", reply, tools=[WEATHER, SIGHTS]) == ["recovered-text-after-call"]
-    strict = parse("llama3", reply, tools=[WEATHER, SIGHTS], strict=True)
-    assert strict.calls == [] and strict.content == reply
+    for strict in (False, True):
+        got = parse("llama3", reply, tools=[WEATHER, SIGHTS], strict=strict)
+        assert [(c.name, c.arguments) for c in got.calls] == [("get_weather", {"city": "Oslo"})]
+        assert got.content == lead + " Done." and not got.notices
     _streams("llama3", reply, tools=[WEATHER, SIGHTS])
 
 
@@ -129,9 +128,10 @@ def test_pythonic_tagged_list_in_the_middle_of_text() -> None:
     assert got.content == (
         "User wants to get the weather in Mars.  In this way we will get the weather in Mars."
     )
-    assert _codes("pythonic", MARS, tools=[MARS_TOOL]) == ["recovered-text-after-call"]
+    # the tags mark exactly where the list is: the text after it is the reply's, strict too
+    assert _codes("pythonic", MARS, tools=[MARS_TOOL]) == []
     strict = parse("pythonic", MARS, tools=[MARS_TOOL], strict=True)
-    assert strict.calls == [] and strict.content == MARS
+    assert strict.calls == got.calls and strict.content == got.content
     _streams("pythonic", MARS, tools=[MARS_TOOL])
 
 

@@ -51,6 +51,8 @@ class BlockEnds(Body):
 
         def end_call(self) -> None: ...
 
+        def python_ends(self) -> None: ...
+
     def _left_item(self, item: ItemEnd, i: int) -> tuple[int, bool]:
         """Unless strict, an item of a list that is not a call (the body failed on it) is
         left out: its call, if announced, withdrawn; the rest of it read up to the next
@@ -97,9 +99,13 @@ class BlockEnds(Body):
         return i
 
     def end_of_reply(self) -> None:
+        self.python_ends()
         shape = self.shape
         ends = shape.ends_with_turn or shape.trail_optional or not shape.trail
-        if self.state == _NEXT and ends and self.calls:
+        # (with the turn's end closing the block, its closing words may have begun: Llama
+        # 4's list closed, its <|python_end|> not written)
+        closing = self.state == _LITS and self.then == _END and len(self.todo) < len(shape.trail)
+        if (self.state == _NEXT or (closing and shape.ends_with_turn)) and ends and self.calls:
             self.status = DONE
             self._rest_is_text()
             return

@@ -55,6 +55,7 @@ __all__ = [
     "INVOKE_XML",
     "K2V3_IFM",
     "LFM2",
+    "LLAMA3",
     "LONGCAT",
     "MINICPM3",
     "MINICPM5",
@@ -63,6 +64,7 @@ __all__ = [
     "MISTRAL",
     "NEMOTRON_V2",
     "OLMO3",
+    "PYTHONIC",
     "QWEN_XML",
     "SEED_OSS",
     "SOLAR_OPEN",
@@ -552,6 +554,68 @@ FUNCTIONARY_V32 = Syntax(
     primed=True,
 )
 
+_PY_START = "<|python_start|>"
+
+#: Llama 4's Python call list (``pythonic``), ``[NAME(key=value), ...]``: the whole reply
+#: (values Python literals, read by hand, never evaluated), or anywhere after
+#: ``<|python_start|>`` (its ``<|python_end|>`` may be left out where the reply ends).
+PYTHONIC = Syntax(
+    name="pythonic",
+    label="Python call list [NAME(key=value), ...] as the whole reply (Llama 4)",
+    shape=DerivedShape(
+        kind="name-python",
+        opening=(_PY_START, "["),
+        next_call=(",",),
+        trail=("]", "<|python_end|>"),
+        ends_with_turn=True,
+    ),
+    also=(
+        DerivedShape(
+            kind="name-python", opening=("[",), next_call=(",",), trail=("]",), whole=True
+        ),
+        # the list without its brackets (SGLang's Llama 4 template), tools known, or after
+        # the token: read, never written
+        DerivedShape(kind="name-python", opening=(), next_call=(",",), whole=True, written=False),
+        DerivedShape(
+            kind="name-python",
+            opening=(_PY_START,),
+            next_call=(",",),
+            trail=("<|python_end|>",),
+            ends_with_turn=True,
+            written=False,
+        ),
+    ),
+    end_tokens=("<|eot|>",),
+    message_ends=("<|eom|>",),
+)
+
+
+def _llama3(*opening: str, whole: bool = False) -> DerivedShape:
+    """Llama 3's call object, after ``opening`` (or the whole reply)."""
+    return DerivedShape(
+        kind="json",
+        opening=opening,
+        args_key="parameters",
+        args_also=("arguments",),
+        allowed=(("type", "function"),),
+        whole=whole,
+    )
+
+
+#: Llama 3.1–3.3: the whole reply is ``{"name": NAME, "parameters": {...}}`` (several calls
+#: one after another, white space or ``;`` between), or such calls anywhere after
+#: ``<|python_tag|>``, the model's token for "a call follows". The arguments may come under
+#: ``"arguments"`` (what most JSON grammars write, and Llama models often answer with), and
+#: ``"type": "function"`` may stand beside them.
+LLAMA3 = Syntax(
+    name="llama3",
+    label='Llama 3 JSON reply {"name", "parameters"} (Llama 3.1–3.3)',
+    shape=_llama3("<|python_tag|>"),
+    also=(_llama3(whole=True),),
+    end_tokens=("<|eot_id|>", "<|eom_id|>", "<|end_of_text|>"),
+    one_call_per_message=True,
+)
+
 #: Every declared family, by name.
 DECLARED: dict[str, Syntax] = {
     s.name: s
@@ -590,5 +654,7 @@ DECLARED: dict[str, Syntax] = {
         K2V3_IFM,
         FUNCTIONARY_V31,
         FUNCTIONARY_V32,
+        PYTHONIC,
+        LLAMA3,
     )
 }

@@ -78,8 +78,9 @@ class DerivedShape:
     next_call: Words = ()
     #: The words that close the block of calls (none: the block ends after a call).
     trail: Words = ()
-    #: The turn's end closes the block too (a template that writes one call's block without
-    #: its trail, as DeepSeek R1's do): no repair, the family's own grammar.
+    #: The turn's end closes the block too, wherever its closing words were due (a template
+    #: that writes one call's block without its trail, as DeepSeek R1's do; Llama 4's list
+    #: without its ``<|python_end|>``): no repair, the family's own grammar.
     ends_with_turn: bool = False
     #: The block's closing words may be left out anywhere: text after a call ends the block
     #: and is reply text (Solar Open's ``<|calls|>``, which its template writes to end a turn
@@ -95,6 +96,9 @@ class DerivedShape:
     #: ``json``: other keys the family writes the arguments under, as much its own.
     args_also: tuple[str, ...] = ()
     constants: tuple[tuple[str, str], ...] = ()
+    #: ``json``: keys a call object may hold besides, each only with this text, never
+    #: written (Llama 3's ``"type": "function"``, which its template does not write).
+    allowed: tuple[tuple[str, str], ...] = ()
     #: ``json``: keys holding a text that differs from call to call (an id).
     strings: tuple[str, ...] = ()
     #: ``json``: the key of the model's own call id, kept when the model writes it before the
@@ -152,11 +156,16 @@ class DerivedShape:
     #: must name declared tools when the tools are known, and text after it (but white
     #: space and the turn's end tokens) makes the whole reply text (:mod:`.wholereply`).
     whole: bool = False
+    #: The family's templates write this form: the writer and the grammar take it. A form
+    #: only read (a tolerance, as Llama 4's list without its brackets) is not written.
+    written: bool = True
 
     @property
     def marker(self) -> str:
         """The word the reply is scanned for (a whole reply's call object: its brace)."""
-        return self.opening[0] if self.opening else "{"
+        if self.opening:
+            return self.opening[0]
+        return "{" if self.kind == "json" else ""  # (a name kind's: any name, see .wholereply)
 
     @property
     def typed_mid(self) -> Words:
@@ -264,13 +273,22 @@ class DerivedShape:
                 each,
                 open=_words(self.opening),
                 call_close=_words(self.post),
-                sep=_words(self.next_call),
+                # calls one after another, nothing closing them: ``;`` may part two (Llama 3)
+                sep=(
+                    '";"?'
+                    if self.kind == "json" and not (self.next_call or self.post or self.trail)
+                    else _words(self.next_call)
+                ),
                 close=(
                     f"({_words(self.trail)})?"
                     if self.ends_with_turn or self.trail_optional
                     else _words(self.trail)
                 ),
-                triggers=(self.trigger,),
+                # a whole reply's form starts the calls only at the reply's start
+                triggers=() if self.whole else (self.trigger,),
+                starts=(self.marker + "{name}(",)
+                if self.whole and self.kind == "name-python"
+                else (),
             )
             for each in bodies
         ]

@@ -130,7 +130,7 @@ class DerivedStream(WholeReply):
         if isinstance(body, DerivedBody) and (
             (body.shape.plain_marker and body.marker_only)
             or (body.deferred and not body.started)
-            or (body.shape.whole and body.shape.kind != "json" and not body.started)
+            or (body.shape.whole and not (body.started or body.looked))
         ):
             # a plain word the opening's next word did not follow (Command R+'s ``Action:``),
             # or a marker that opens text too no call's name and words (``>>>`` in prose), or

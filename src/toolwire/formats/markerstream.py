@@ -213,6 +213,9 @@ class MarkerStream(ReplyStream):
     opened_by: str = ""
     #: Reply text held back while it may be ``turn_end`` at the reply's end.
     _tail: str = ""
+    #: Set by a stream that reads what follows the block just closed its own way (a whole
+    #: reply's calls, held): the rest of the piece goes to ``_content`` again.
+    _diverted: bool = False
 
     def new_body(self) -> Body:
         return self.body_class(self)
@@ -236,16 +239,18 @@ class MarkerStream(ReplyStream):
                 i = j + len(marker)
                 continue
             k = body.feed(s, i)
+            self._raw.append(s[i:k])
             if body.status == OPEN:
-                self._raw.append(s[i:k])
                 if n - k > MAX_HELD:  # a body must not hoard text
                     raise AssertionError("call body held back too much")
                 self._held = s[k:]
                 return
-            if body.status != DONE:
-                self._raw.append(s[i:k])
             self._close(body)
             i = k
+            if self._diverted:  # the stream reads what follows the block its own way
+                self._diverted = False
+                self._content(s[i:])
+                return
 
     def _close(self, body: Body) -> None:
         """The body is over: its calls end, or its text goes back to the reply."""

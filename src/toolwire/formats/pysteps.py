@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..events import NoticeCode
 from ..messages import ToolCall
 from .dialects import DIALECTS, PYTHON
-from .markerstream import WS, Body, MarkerStream
+from .markerstream import OPEN, WS, Body, MarkerStream
 from .pyliteral import LiteralReader
 from .textargs import NameReader
 
@@ -68,6 +68,8 @@ class PySteps(Body):
         if state == _VALUE:
             return self._py_value(s, i)
         if state == _KEY and (self.py_keys.pending or s[i] not in WS + ")"):
+            if not self.py_keys.pending and not (s[i].isalpha() or s[i] == "_"):
+                return self.fail(i, "a positional argument; only key=value arguments"), False
             key, j = self.py_keys.read(self, s, i)
             if key is None:
                 return j, False
@@ -113,6 +115,19 @@ class PySteps(Body):
             self.py_keys = NameReader("=,)" + WS, "argument name")
             self.py_state = _KEY
         return i + 1, True
+
+    def python_ends(self) -> None:
+        """The reply ended in a Python call's value: what was held back to see what follows
+        it (a value read loosely, its quote perhaps not its end) is read knowing nothing
+        does, so a call the reply ends with is whole (a whole reply's last call)."""
+        if getattr(self, "py_value", None) is None or self.status != OPEN:
+            return
+        assert self.py_value is not None
+        self.py_value.final = True
+        raw = self.stream._raw
+        held = raw[-1]
+        k = self.feed(held, 0)
+        raw[-1:] = [held[:k], held[k:]]  # what is left, for the reply's end to decide
 
     def _py_value(self, s: str, i: int) -> tuple[int, bool]:
         reader = self.py_value

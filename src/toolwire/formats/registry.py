@@ -35,6 +35,7 @@ from .declared import (
     INVOKE_XML,
     K2V3_IFM,
     LFM2,
+    LLAMA3,
     LONGCAT,
     MINICPM3,
     MINICPM5,
@@ -43,6 +44,7 @@ from .declared import (
     MISTRAL,
     NEMOTRON_V2,
     OLMO3,
+    PYTHONIC,
     QWEN_XML,
     SEED_OSS,
     SOLAR_OPEN,
@@ -56,9 +58,7 @@ from .harmony import GptOss
 from .inkling import Inkling
 from .kimi import KimiK2
 from .kimi_k3 import KimiK3
-from .llama3 import Llama3
 from .minimax_m3 import MiniMaxM3
-from .pythonic import Pythonic
 
 __all__ = [
     "FORMAT_SETTINGS",
@@ -76,7 +76,7 @@ _FAMILIES: dict[str, Family] = {
     for f in (
         QWEN_XML.family,
         HERMES.family,
-        Llama3(),
+        LLAMA3.family,
         MISTRAL.family,
         DEEPSEEK_R1.family,
         DEEPSEEK_V31.family,
@@ -97,7 +97,7 @@ _FAMILIES: dict[str, Family] = {
         LFM2.family,
         MINICPM3.family,
         GEMMA4.family,
-        Pythonic(),
+        PYTHONIC.family,
         FUNCTIONARY_V31.family,
         FUNCTIONARY_V32.family,
         GIGACHAT.family,

@@ -122,10 +122,14 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
         #: Syntax.primed): no call markup until its arguments begin; ``primed_start`` while
         #: the reply may still write the marker itself.
         self.primed = self.primed_start = self.stream.primed_now
+        #: A call's name was read where a call was due (see ``_name``): whatever fails after
+        #: it is named, even in a whole reply (see :mod:`.wholereply`).
+        self.looked = self.shape.kind == "json"
         #: A call's name and the words after it were read as written (see ``deferred``).
         self.headed = False
         self.word_left_out = False
         self.unopened = opened == UNOPENED and shape.marker != UNOPENED
+        self.at_object = shape.whole and not shape.opening and shape.kind == "json"
         if self.bare:
             self.todo = list(shape.opening[shape.left_out + 1 :])
         self.then = _CALL
@@ -173,7 +177,7 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
         self.shape = shape
         self.todo: list[str] = list(shape.opening[1:])
         #: The word a call's payload comes after (named when no payload follows it).
-        self.opened_by = shape.opening[-1]
+        self.opened_by = shape.opening[-1] if shape.opening else ""
         #: A list of calls (``[…, …]``): an item that is not a call is left out (see _left).
         self.listed = shape.kind == "json" and bool(shape.trail) and not shape.trail_optional
         # what ends a name, a key and a value: the shape's, worked out once a shape
@@ -218,8 +222,9 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
             return i, complete
         if state == _JSON:
             return self._json(s, i)
-        if self.unopened and self.json_call is None:
-            # opened at the object itself, right after a closed call (see _after)
+        if (self.unopened or self.at_object) and self.json_call is None:
+            # opened at the object itself, right after a closed call (see _after), or where
+            # a whole reply's call object starts (see .wholereply)
             self._call(UNOPENED, 0)
             assert self.json_call is not None
             self.feed_json_call(self.json_call, UNOPENED, 0, _NOT_OBJECT)
@@ -289,6 +294,9 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
         assert self.json_call is not None
         start = i
         i, ended = self.feed_json_call(self.json_call, s, i, _NOT_OBJECT)
+        rejected = self.json_call.rejected
+        if not ended and self.status == OPEN and self.shape.whole and rejected:
+            return self.fail(i, rejected), False  # (its name said so: prose from here on)
         if ended:
             self.words(self.shape.post, _NEXT)
         elif self.status == FAILED and self.reason == NO_TOOL:
@@ -424,11 +432,13 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
                 name_key=shape.name_key,
                 args_keys=(shape.args_key, *shape.args_also),
                 args_alike=True,
-                constants=dict(shape.constants),
+                constants=dict(shape.constants) | dict(shape.allowed),
                 strings=frozenset(shape.strings),
                 id_key=shape.id_key,
                 name_is_key=shape.name_is_key,
                 no_tools=frozenset(shape.no_tools),
+                # a whole reply's call: nothing but a declared name says it is one
+                declared_only=shape.whole and self.stream.tools.known,
                 # a behaviour of every JSON syntax, learned or declared: arguments encoded
                 # twice are read (a named repair; strict refuses it)
                 args_in_string=True,
@@ -452,10 +462,16 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
         if name is None:
             return i, False
         tools = self.stream.tools
+        # a Python call's name and its parenthesis: it looked like a call (a JSON one always)
+        self.looked = self.shape.kind != "name-python" or s[i] == "("
+        if self.shape.whole and not self.looked:  # a whole reply's call: a name and its (
+            return self.fail(i, "no ( after the name"), False
         if name in self.shape.text_recipients and not tools.has(name):
             self.words(self.shape.name_end, _END)  # what follows is reply text
             return i, True
-        if (self.bare or self.primed) and tools.known and not tools.has(name):  # (nothing else
+        if (
+            (self.bare or self.primed or self.shape.whole) and tools.known and not tools.has(name)
+        ):  # (nothing else
             # says it is a call)
             return self.fail(i, f"{name!r} is not a declared tool"), False
         self.escaped_newline = False
@@ -554,7 +570,7 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
     def _next(self, s: str, i: int) -> tuple[int, bool]:
         """After a call: the next call, the block's closing words, or (with none) the end."""
         shape = self.shape
-        if not shape.trail and shape.next_call == shape.opening:
+        if not shape.trail and shape.next_call == shape.opening and shape.opening:
             if shape.kind == "json" and not self.stream.strict:
                 return self._after(s, i), False
             self.status = DONE  # every call is its own block: the marker finds the next
@@ -577,11 +593,18 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
         if status == DONE:  # the turn ended here, if nothing follows: the reply's end decides
             self.turn_ended = True
             return j, True
-        if shape.kind == "name-python" and not shape.next_call and s[k] == ";":
+        # a JSON call that nothing closes may be followed by another as Python's are (Llama 3's)
+        bare_json = shape.kind == "json" and not (shape.trail or shape.post)
+        if (shape.kind == "name-python" or bare_json) and not shape.next_call and s[k] == ";":
             self.state = _CALL  # Python's statement separator: two calls on one line
             return k + 1, True
         follows = s[k] == "{" if shape.kind == "json" else bool(NAMED.match(s[k]))
-        if not shape.next_call and shape.trail and follows and s[k] != shape.trail[0][0]:
+        if (
+            not shape.next_call
+            and (shape.trail or bare_json)
+            and follows
+            and not (shape.trail and s[k] == shape.trail[0][0])
+        ):
             # nothing between two calls (one a line: Olmo 3's, MiniMax M1's): the next begins
             self.state = _CALL
             return k, True

@@ -57,6 +57,11 @@ class Syntax:
     also: tuple[DerivedShape, ...] = ()
     reasoning: ReasoningTags = field(default_factory=ReasoningTags)
     end_tokens: tuple[str, ...] = ()
+    #: Tokens that end a message whose turn goes on with the calls' results (Llama 4's
+    #: ``<|eom|>`` after its calls): where the reply ends, where it stopped, not text, as an
+    #: end token; not the end of a turn a template's analysis looks for (other families
+    #: write the same token between the messages of one turn).
+    message_ends: tuple[str, ...] = ()
     call_ids: CallIds = "keep"
     #: The templates render one call per assistant message (see ``Family``).
     one_call_per_message: bool = False
@@ -77,8 +82,9 @@ class Syntax:
 
     @property
     def writes(self) -> tuple[DerivedShape, ...]:
-        """The forms that write any call (a ``code`` form writes one tool's code only)."""
-        return tuple(s for s in self.forms if s.kind != "code")
+        """The forms the family's templates write, each writing any call (a ``code`` form
+        writes one tool's code only; a form only read, none)."""
+        return tuple(s for s in self.forms if s.kind != "code" and s.written)
 
     @property
     def forms(self) -> tuple[DerivedShape, ...]:
@@ -90,7 +96,7 @@ class Syntax:
         """What a reply is scanned for: each form's opening's first word (and the turn
         opener it drops)."""
         found = [s.marker for s in self.forms] + ([self.turn_opener] if self.turn_opener else [])
-        return tuple(dict.fromkeys(found))
+        return tuple(dict.fromkeys(m for m in found if m))  # (a bare name opens none)
 
     @cached_property
     def kept_tokens(self) -> tuple[str, ...]:
@@ -141,7 +147,7 @@ class Syntax:
                 "marker": self.shape.marker,
                 "shape": self.shape,
                 "forms": self.also,
-                "turn_ends": self.end_tokens,
+                "turn_ends": (*self.end_tokens, *self.message_ends),
                 "turn_opener": self.turn_opener,
                 "primed": self.primed,
             },
@@ -170,7 +176,7 @@ class Syntax:
                 "kept_tokens": self.kept_tokens,
                 "prompt_markers": self.prompt_markers,
                 "samples": tuple(
-                    sampler(form) for form, s in enumerate(self.forms) if s.kind != "code"
+                    sampler(form) for form, s in enumerate(self.forms) if s in self.writes
                 ),
                 "drops_tokens": self.stream_layer is not None or bool(self.turn_opener),
             },

@@ -6,7 +6,8 @@ with a bare JSON list. With no marker, a reply that merely starts like one may b
 the user, so such a block is read only where it cannot be anything else:
 
 - it opens only where the reply starts (after white space), at its first word (``[``; a
-  call object's brace where the form has no words before it);
+  call object's brace where the form has no words before it; a call's name, only when the
+  tools are known and not strict: nothing but a declared name says it is a call);
 - when the tools are known, each call must name a declared tool;
 - the block must be the whole reply: its calls are held until the reply ends, and text
   after it (but white space and the family's end tokens) makes all of it text — named
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
+from .formsteps import NAMED
 from .markerstream import WS, Body, MarkerStream
 from .trailing import TrailingBlock, end_trailing
 
@@ -70,6 +72,8 @@ class WholeReply(MarkerStream):
             self._starting = False
             lead, self._lead = self._lead, ""
             form = self._whole.get(text[j])
+            if form is None and NAMED.match(text, j) and self.tools.known and not self.strict:
+                form = self._whole.get("")  # a form whose calls begin with their name
             if form is None:
                 text = lead + text[j:]
             else:
@@ -91,6 +95,7 @@ class WholeReply(MarkerStream):
         self._held_block, self._held_raw = body, self._raw
         self._body = None
         self._raw = []
+        self._diverted = True
         return True
 
     def _after_whole(self, text: str) -> str:
@@ -109,9 +114,11 @@ class WholeReply(MarkerStream):
         for index, cid in body.started:
             self._abort(index, cid, "text after the calls")
         if body.started:
+            opened = self._held_raw[0].lstrip(WS)[:1] if self._held_raw else ""
             self._notice(
                 "call-not-read",
-                "the reply is not only its calls (text follows them); it stays reply text",
+                f"text opening with {opened or 'a call'} is not a call (text follows its calls,"
+                " which must be the whole reply); it stays reply text",
             )
         self._text("".join(self._held_raw))
         self._held_raw = []
