@@ -454,6 +454,7 @@ NEW = (
     "tagged-harmony",
     "invoke-xml",
     "k2v3-ifm",
+    "xlam",
 )
 MIGRATED = sorted(set(DECLARED) - set(NEW))
 

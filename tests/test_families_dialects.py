@@ -2,7 +2,9 @@
 ``<tool_call>`` (``tagged-pythonic``), gpt-oss's Harmony header with JSON arguments there
 (``tagged-harmony``), and MiniMax M2's invokes in a plain ``<tool_calls>`` block, each value's
 type in its tag where written (``invoke-xml``), as SGLang's multi-format reader reads them;
-and K2 Horizon's ``<ifm|…>`` tags (``k2v3-ifm``), as SGLang's K2-v3 reader reads them.
+and K2 Horizon's ``<ifm|…>`` tags (``k2v3-ifm``), as SGLang's K2-v3 reader reads them; and
+xLAM's JSON call list (``xlam``), bare as the whole reply or after a tag, as vLLM's xLAM
+reader reads it.
 
 The replies below are written from that reader's grammar and its tests' replies; the peers'
 own cases are read in ``tests/test_peer_cases.py`` (SGLang's development set). Each family
@@ -71,7 +73,18 @@ def k2v3(*calls: Call, section: bool = True) -> str:
     return f"<ifm|tool_calls>\n{body}\n</ifm|tool_calls>"
 
 
+def xlam(*calls: Call, lead: str = "", tail: str = "") -> str:
+    items = ", ".join(json.dumps({"name": n, "arguments": a}) for n, a in calls)
+    return f"{lead}[{items}]{tail}"
+
+
 MY_VALID: dict[str, list[tuple[str, str, list[Call]]]] = {
+    "xlam": [
+        (xlam(WEATHER), "", [WEATHER]),
+        ("\n " + xlam(WRITE, FLAGS) + "\n", "", [WRITE, FLAGS]),
+        ("Sure." + xlam(FLAGS, lead="<tool_call>", tail="</tool_call>"), "Sure.", [FLAGS]),
+        ("<think>plan</think>" + xlam(WEATHER), "", [WEATHER]),
+    ],
     "tagged-pythonic": [
         (tagged_pythonic(WEATHER), "", [WEATHER]),
         ("Sure. " + tagged_pythonic(WRITE, FLAGS), "Sure. ", [WRITE, FLAGS]),
@@ -109,6 +122,13 @@ MY_VALID: dict[str, list[tuple[str, str, list[Call]]]] = {
 }
 
 MY_NEAR_MISSES: dict[str, list[str]] = {
+    "xlam": [
+        xlam(WEATHER) + " and some text after it",  # a bare list must be the whole reply
+        '[{"name": "get_weather", "arguments": {"city": "Par',
+        '[{"name": "nope", "arguments": {}}]',  # a whole reply names declared tools only
+        "[TOOL_CALLS]not a list",
+        '<tool_call>[{"name": "get_weather", "arguments": [1]}]</tool_call>',
+    ],
     "tagged-pythonic": [
         "<tool_call>\nget_weather('Paris')\n</tool_call>",  # positional
         "<tool_call>\nget_weather(city='Par",
@@ -165,6 +185,43 @@ def test_a_call_to_a_tool_not_declared_is_read_as_sglang_forwards_it() -> None:
     assert [c.name for c in parse("tagged-harmony", reply, TOOLS).calls] == ["not_registered"]
     python = '<tool_call>not_registered(x="NYC")</tool_call>'
     assert [c.name for c in parse("tagged-pythonic", python, TOOLS).calls] == ["not_registered"]
+
+
+@pytest.mark.parametrize(
+    "reply", ["[1, 2, 3]", "[1] A footnote.", "[link](https://example.com)", '[{"a": 1}]', "[]"]
+)
+def test_xlam_a_bracket_that_never_names_a_call_is_text_without_a_notice(reply: str) -> None:
+    result = parse("xlam", reply, TOOLS)
+    assert (result.content, result.calls, result.notices) == (reply, [], [])
+
+
+def test_xlam_reads_mistral_s_list_as_vllm_s_xlam_reader_does() -> None:
+    reply = "I'll check. " + xlam(WEATHER, lead="[TOOL_CALLS]")
+    result = parse("xlam", reply, TOOLS)
+    assert [(c.name, c.arguments) for c in result.calls] == [WEATHER]
+    assert result.content == "I'll check. " and not result.notices
+    # the form is read, never written: Mistral's own
+    assert all("[TOOL_CALLS]" not in get_family("xlam").sample(i) for i in range(2))
+
+
+def test_xlam_one_malformed_item_loses_only_itself() -> None:
+    reply = xlam(WEATHER)[:-1] + ", 15:30]"
+    result = parse("xlam", reply, TOOLS)
+    assert [(c.name, c.arguments) for c in result.calls] == [WEATHER]
+    assert result.content == "15:30" and len(result.notices) == 1
+    assert parse("xlam", reply, TOOLS, strict=True).calls == []
+
+
+def test_xlam_a_last_block_after_prose_must_fit_its_tools() -> None:
+    """After prose the list is a guess: read only when every call fits its tool's schema."""
+    result = parse("xlam", "Let me look that up.\n" + xlam(WEATHER), TOOLS)
+    assert [(c.name, c.arguments) for c in result.calls] == [WEATHER]
+    assert result.content == "Let me look that up.\n"
+    assert result.notices == ["read the call to get_weather the reply ends with, after its prose"]
+    reply = 'Here it is:\n[{"name": "get_weather", "arguments": {"days": "many"}}]'
+    result = parse("xlam", reply, TOOLS)
+    assert result.calls == [] and result.content == reply
+    assert parse("xlam", "Here it is:\n" + xlam(WEATHER), TOOLS, strict=True).calls == []
 
 
 @pytest.mark.parametrize("name", ["tagged-pythonic", "tagged-harmony"])

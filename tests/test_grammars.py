@@ -323,6 +323,9 @@ def _own() -> dict[str, str]:
             for c in DERIVE_CALLS
         )
         + "</tool_calls>",
+        "xlam": "["
+        + ", ".join(json.dumps({"name": c.name, "arguments": c.arguments}) for c in DERIVE_CALLS)
+        + "]",
         "tagged-harmony": kv(
             f"<tool_call>assistant to=functions.{c.name} json\n{_args(c)}\n</tool_call>"
             for c in DERIVE_CALLS

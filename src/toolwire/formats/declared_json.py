@@ -5,6 +5,8 @@ call object alone in its tags, a list of them, or a name before a JSON object of
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .derived import CALL_ID, DerivedShape
 from .reasoning import THINK, ReasoningTags
 from .syntax import Syntax
@@ -19,10 +21,12 @@ __all__ = [
     "GRANITE",
     "HERMES",
     "INTERNLM2",
+    "LLAMA3",
     "LONGCAT",
     "MINIMAX_M1",
     "MISTRAL",
     "NEMOTRON_V2",
+    "XLAM",
 ]
 
 #: Hermes: ``<tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>``, each call in
@@ -240,4 +244,58 @@ COMMAND_R_PLUS = Syntax(
     # a call's turn is written without its end: the next turn's start ends it
     end_tokens=("<|END_OF_TURN_TOKEN|>", "<|START_OF_TURN_TOKEN|>"),
     turn_opener="<|CHATBOT_TOKEN|>",
+)
+
+
+def _llama3(*opening: str, whole: bool = False) -> DerivedShape:
+    """Llama 3's call object, after ``opening`` (or the whole reply)."""
+    return DerivedShape(
+        kind="json",
+        opening=opening,
+        args_key="parameters",
+        args_also=("arguments",),
+        allowed=(("type", "function"),),
+        whole=whole,
+    )
+
+
+#: Llama 3.1–3.3: the whole reply is ``{"name": NAME, "parameters": {...}}`` (several calls
+#: one after another, white space or ``;`` between), or such calls anywhere after
+#: ``<|python_tag|>``, the model's token for "a call follows". The arguments may come under
+#: ``"arguments"`` (what most JSON grammars write, and Llama models often answer with), and
+#: ``"type": "function"`` may stand beside them.
+LLAMA3 = Syntax(
+    name="llama3",
+    label='Llama 3 JSON reply {"name", "parameters"} (Llama 3.1–3.3)',
+    shape=_llama3("<|python_tag|>"),
+    also=(_llama3(whole=True),),
+    end_tokens=("<|eot_id|>", "<|eom_id|>", "<|end_of_text|>"),
+    one_call_per_message=True,
+)
+
+
+def _json_list(*opening: str, trail: tuple[str, ...] = (), whole: bool = False) -> DerivedShape:
+    """A list of JSON call objects, after ``opening`` (or the whole reply)."""
+    return DerivedShape(
+        kind="json",
+        opening=(*opening, "["),
+        next_call=(",",),
+        trail=("]", *trail),
+        whole=whole,
+    )
+
+
+#: xLAM (Salesforce): ``[{"name": NAME, "arguments": {...}}, ...]``, the whole reply, or
+#: anywhere after ``[TOOL_CALLS]`` or in ``<tool_call>…</tool_call>`` (as vLLM's xLAM reader
+#: takes it); an item that is no call is left out, the list's other calls read.
+XLAM = Syntax(
+    name="xlam",
+    label='JSON call list [{"name", "arguments"}], bare or after a tag (Salesforce xLAM)',
+    shape=_json_list(whole=True),
+    also=(
+        _json_list("<tool_call>", trail=("</tool_call>",)),
+        # Mistral's syntax, which vLLM's xLAM reader takes too: read, never written
+        replace(_json_list("[TOOL_CALLS]"), written=False),
+    ),
+    reasoning=THINK,
 )

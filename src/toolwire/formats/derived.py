@@ -212,6 +212,17 @@ class DerivedShape:
         more = " ".join(self.next_call) + "..." + " ".join(self.post) + " ".join(self.trail)
         return f"{one} {more}".strip().replace(NUMBER, "0").replace(CALL_ID, "ID")
 
+    @property
+    def _starts(self) -> tuple[str, ...]:
+        """What says a whole reply's calls have begun, at its start (``{name}``: a declared
+        tool's name): a Python call's name and parenthesis, a listed call object's name (a
+        bare call object's the grammar knows itself)."""
+        if not self.whole:
+            return ()
+        if self.kind == "name-python":
+            return (self.marker + "{name}(",)
+        return (self.marker + '{"' + self.name_key + '": "{name}"',) if self.opening else ()
+
     @cached_property
     def grammar(self) -> g.Form:
         """The shape's call form (:mod:`toolwire.formats.grammar`): the learned words, white
@@ -286,9 +297,7 @@ class DerivedShape:
                 ),
                 # a whole reply's form starts the calls only at the reply's start
                 triggers=() if self.whole else (self.trigger,),
-                starts=(self.marker + "{name}(",)
-                if self.whole and self.kind == "name-python"
-                else (),
+                starts=self._starts,
             )
             for each in bodies
         ]

@@ -51,6 +51,7 @@ from .declared import (
     STEP3,
     TAGGED_HARMONY,
     TAGGED_PYTHONIC,
+    XLAM,
 )
 from .deepseek_dsml import DeepSeekDsml, GigaChatGcml
 from .glimmer import Glimmer
@@ -118,6 +119,7 @@ _FAMILIES: dict[str, Family] = {
         TAGGED_HARMONY.family,
         INVOKE_XML.family,
         K2V3_IFM.family,
+        XLAM.family,
     )
 }
 

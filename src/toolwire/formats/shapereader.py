@@ -124,7 +124,7 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
         self.primed = self.primed_start = self.stream.primed_now
         #: A call's name was read where a call was due (see ``_name``): whatever fails after
         #: it is named, even in a whole reply (see :mod:`.wholereply`).
-        self.looked = self.shape.kind == "json"
+        self.looked = self.shape.kind == "json" and not (self.shape.whole and self.shape.opening)
         #: A call's name and the words after it were read as written (see ``deferred``).
         self.headed = False
         self.word_left_out = False
@@ -295,6 +295,7 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
         start = i
         i, ended = self.feed_json_call(self.json_call, s, i, _NOT_OBJECT)
         rejected = self.json_call.rejected
+        self.looked = self.looked or bool(self.json_call.name or rejected)  # (a call's name)
         if not ended and self.status == OPEN and self.shape.whole and rejected:
             return self.fail(i, rejected), False  # (its name said so: prose from here on)
         if ended:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from .formsteps import NAMED
-from .markerstream import WS, Body, MarkerStream
+from .markerstream import FAILED, OPEN, WS, Body, MarkerStream, expect_any
 from .trailing import TrailingBlock, end_trailing
 
 if TYPE_CHECKING:
@@ -63,19 +63,25 @@ class WholeReply(MarkerStream):
             if not text:
                 return
         if self._starting:
+            text, self._lead = self._lead + text, ""
             j = 0
             while j < len(text) and text[j] in WS:
                 j += 1
-            self._lead += text[:j]
-            if j == len(text):
+            scanned = self._opening.markers if self._opening is not None else ()
+            status = expect_any(text, j, scanned)[0] if scanned and j < len(text) else FAILED
+            if j == len(text) or status == OPEN:  # white space, or perhaps a marker: wait
+                self._lead = text
                 return
             self._starting = False
-            lead, self._lead = self._lead, ""
-            form = self._whole.get(text[j])
+            lead, text = text[:j], text[j:]
+            j = 0
+            # a marker of another form where the reply starts (Mistral's ``[TOOL_CALLS]``
+            # beside a bare ``[``): that form's
+            form = self._whole.get(text[j]) if status == FAILED else None
             if form is None and NAMED.match(text, j) and self.tools.known and not self.strict:
                 form = self._whole.get("")  # a form whose calls begin with their name
             if form is None:
-                text = lead + text[j:]
+                text = lead + text
             else:
                 self.opened_by = form.marker
                 self.whole_form = form
@@ -135,9 +141,11 @@ class WholeReply(MarkerStream):
         super()._text(text)
 
     def _content_end(self) -> None:
-        if self._starting:  # nothing but white space
-            self._text(self._lead)
+        if self._starting:  # nothing but white space, or a marker's start: read as such
             self._starting = False
+            lead, self._lead = self._lead, ""
+            if lead:
+                self._content(lead)
         self._end_body()
         self._ended = True
         body = self._held_block

@@ -1,0 +1,164 @@
+"""The families that write a call's name before a JSON object of its arguments, declared as
+syntax values (:mod:`.syntax`): DeepSeek R1 and V3.1, Solar Open, SGLang's tagged Harmony
+dialect and Functionary. Gathered with the others in :mod:`.declared`.
+"""
+
+from __future__ import annotations
+
+from .derived import CALL_ID, DerivedShape
+from .reasoning import THINK
+from .syntax import Syntax
+
+__all__ = [
+    "DEEPSEEK_R1",
+    "DEEPSEEK_V31",
+    "FUNCTIONARY_V31",
+    "FUNCTIONARY_V32",
+    "SOLAR_OPEN",
+    "TAGGED_HARMONY",
+]
+
+_CALLS_BEGIN = "<｜tool▁calls▁begin｜>"
+
+_CALLS_END = "<｜tool▁calls▁end｜>"
+
+_CALL_BEGIN = "<｜tool▁call▁begin｜>"
+
+_CALL_END = "<｜tool▁call▁end｜>"
+
+_R1_TYPE = "function<｜tool▁sep｜>"
+
+#: DeepSeek R1 and its distills: ``<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>``
+#: ``function<｜tool▁sep｜>NAME\n```json\n{...}\n```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>``. The
+#: templates close the block only after a second call, so one call's turn ends right after
+#: its ``<｜tool▁call▁end｜>``: that is the family's grammar, not a repair.
+DEEPSEEK_R1 = Syntax(
+    name="deepseek-r1",
+    label="DeepSeek R1 function<｜tool▁sep｜>NAME + fenced JSON (DeepSeek R1 and its distills)",
+    shape=DerivedShape(
+        kind="name-json",
+        opening=(_CALLS_BEGIN, _CALL_BEGIN, _R1_TYPE),
+        name_end=("```json",),
+        post=("```", _CALL_END),
+        next_call=(_CALL_BEGIN, _R1_TYPE),
+        trail=(_CALLS_END,),
+        ends_with_turn=True,
+    ),
+    reasoning=THINK,
+    end_tokens=("<｜end▁of▁sentence｜>",),
+)
+
+#: DeepSeek V3.1: R1's block without the type and the fence,
+#: ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>``.
+DEEPSEEK_V31 = Syntax(
+    name="deepseek-v3.1",
+    label="DeepSeek V3.1 NAME<｜tool▁sep｜>JSON (DeepSeek V3.1)",
+    shape=DerivedShape(
+        kind="name-json",
+        opening=(_CALLS_BEGIN, _CALL_BEGIN),
+        name_end=("<｜tool▁sep｜>",),
+        post=(_CALL_END,),
+        next_call=(_CALL_BEGIN,),
+        trail=(_CALLS_END,),
+    ),
+    reasoning=THINK,
+    end_tokens=("<｜end▁of▁sentence｜>",),
+)
+
+
+_SOLAR_CALL = ("<|tool_call:begin|>", CALL_ID, "<|tool_call:name|>")
+
+#: Solar Open (Upstage): ``<|tool_calls|><|tool_call:begin|>ID<|tool_call:name|>NAME``
+#: ``<|tool_call:args|>{...}<|tool_call:end|>``, each call's part repeated, and ``<|calls|>``,
+#: with which the template ends a turn of calls, after the last (the reply may stop before it:
+#: text after a call is reply text). The model's id is kept (a fresh one when it writes none).
+SOLAR_OPEN = Syntax(
+    name="solar-open",
+    label=(
+        "Solar Open <|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{...} (Solar Open)"
+    ),
+    shape=DerivedShape(
+        kind="name-json",
+        opening=("<|tool_calls|>", *_SOLAR_CALL),
+        name_end=("<|tool_call:args|>",),
+        post=("<|tool_call:end|>",),
+        next_call=_SOLAR_CALL,
+        trail=("<|calls|>",),
+        trail_optional=True,
+    ),
+)
+
+
+def _tagged_harmony(lead: tuple[str, ...], name_end: tuple[str, ...]) -> DerivedShape:
+    """A Harmony header in Qwen's tags, with or without its ``assistant`` and ``json``."""
+    opening = ("<tool_call>", *lead, "to=functions.")
+    return DerivedShape(
+        kind="name-json",
+        opening=opening,
+        name_end=name_end,
+        post=("</tool_call>",),
+        next_call=opening,
+    )
+
+
+#: SGLang's tagged Harmony dialect: ``<tool_call>assistant to=functions.NAME json\n{...}``
+#: ``\n</tool_call>``, gpt-oss's call header and JSON arguments in Qwen's tags; ``assistant``
+#: and ``json`` may each be left out (four forms, the words after the marker and after the
+#: name telling them apart).
+TAGGED_HARMONY = Syntax(
+    name="tagged-harmony",
+    label="Harmony to=functions.NAME in <tool_call> (models served with SGLang's"
+    " multi-format reader)",
+    shape=_tagged_harmony(("assistant",), ("json",)),
+    also=(
+        _tagged_harmony(("assistant",), ()),
+        _tagged_harmony((), ("json",)),
+        _tagged_harmony((), ()),
+    ),
+    reasoning=THINK,
+    end_tokens=("<|im_end|>", "<|endoftext|>"),
+)
+
+
+_FUNCTION = "<function="
+
+#: Functionary v3.1 (MeetKai, Llama 3.1 based): ``<function=NAME>{...}</function>``, several in
+#: a row. The template writes a call to a tool named ``python`` as ``<|python_tag|>`` and
+#: then the code itself, up to ``<|eom_id|>`` or the reply's end: a form of its own, read only
+#: when a ``python`` tool is declared (the code interpreter its "Environment: ipython" line
+#: announces), ``{"code": CODE}``; a JSON object there is the arguments.
+FUNCTIONARY_V31 = Syntax(
+    name="functionary-v3.1",
+    label="Functionary <function=NAME>{...}</function> (Functionary v3.1 Llama 3.1)",
+    shape=DerivedShape(
+        kind="name-json",
+        opening=(_FUNCTION,),
+        name_end=(">",),
+        post=("</function>",),
+        next_call=(_FUNCTION,),
+    ),
+    also=(
+        DerivedShape(
+            kind="code", opening=("<|python_tag|>",), post=("<|eom_id|>",), code=("python", "code")
+        ),
+    ),
+    end_tokens=("<|eot_id|>", "<|eom_id|>"),
+)
+
+#: Functionary v3.2: ``>>>NAME\n{...}``, repeated; ``>>>all\n`` opens text for the user. The
+#: generation prompt ends with ``>>>``, so a reply starts with the recipient itself
+#: (``get_weather\n{...}`` or ``all\nHello``); one that opens with no declared tool's name and
+#: arguments there is prose. The recipient ``python`` takes raw code in v3.2: not read.
+FUNCTIONARY_V32 = Syntax(
+    name="functionary-v3.2",
+    label="Functionary >>>NAME\\n{...} (Functionary v3.2)",
+    shape=DerivedShape(
+        kind="name-json",
+        opening=(">>>",),
+        name_end=("\n",),
+        next_call=(">>>",),
+        text_recipients=("all",),
+    ),
+    end_tokens=("<|eot_id|>",),
+    primed=True,
+)
