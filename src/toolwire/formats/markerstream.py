@@ -9,13 +9,14 @@ failed call gives back its text exactly up to the character that broke it.
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 from ..messages import ToolCall
 from .base import ReplyStream, loads_json
 from .jsoncall import JsonCall, raw_controls_notice
 from .jsonscan import ObjectScanner
-from .scan import Markers
+from .scan import Markers, markers
 
 __all__ = ["WS", "Body", "MarkerStream", "expect_any", "expect_literal"]
 
@@ -197,6 +198,10 @@ class MarkerStream(ReplyStream):
             cls.turn_ends = (cls.turn_end,) if cls.turn_end else ()
         # the characters an end token holds, and white space (which may follow one)
         cls._end_chars = frozenset("".join(cls.turn_ends) + WS)
+        if cls.turn_ends:  # a whole token and white space where the text ends; a token's start
+            tokens = "|".join(map(re.escape, sorted(cls.turn_ends, key=len, reverse=True)))
+            cls._end_at_end = re.compile(rf"(?:{tokens})([ \t\r\n]*)\Z")
+            cls._end_start = markers(cls.turn_ends)
 
     #: The family's end-of-turn tokens, for an engine that leaves one in the reply (SGLang's
     #: tests write GigaChat's ``</s>`` so). At the very end of the reply, after nothing but
@@ -206,6 +211,8 @@ class MarkerStream(ReplyStream):
     #: One such token (a family with one sets this; ``turn_ends`` follows it).
     turn_end: ClassVar[str] = ""
     _end_chars: ClassVar[frozenset[str]] = frozenset()
+    _end_at_end: ClassVar[re.Pattern[str]]
+    _end_start: ClassVar[Markers]
 
     _body: Body | None = None
     _raw: list[str]
@@ -307,15 +314,11 @@ class MarkerStream(ReplyStream):
             self._tail = ""
             super()._text(s)
             return
-        stripped = s.rstrip(WS)
-        whole = next((e for e in ends if stripped.endswith(e)), None)
-        if whole is not None and len(s) - len(stripped) <= MAX_HELD:
-            keep = len(stripped) - len(whole)  # the token and the whitespace after it
+        whole = self._end_at_end.search(s)
+        if whole is not None and len(whole.group(1)) <= MAX_HELD:
+            keep = whole.start()  # the token and the whitespace after it
         else:  # a piece at the end that may still become a token
-            keep = len(s) - max(
-                next((k for k in range(min(len(e) - 1, len(s)), 0, -1) if e.startswith(s[-k:])), 0)
-                for e in ends
-            )
+            keep = len(s) - self._end_start.held(s)
         self._tail = s[keep:]
         super()._text(s[:keep])
 

@@ -32,6 +32,11 @@ class Markers:
         starts = sorted({m[:k] for m in found for k in range(1, len(m))}, key=len, reverse=True)
         self._end = re.compile("(?:" + "|".join(map(re.escape, starts)) + r")\Z").search
         self._longest_start = max(len(m) for m in found) - 1
+        #: The characters a marker's proper start may end with: text ending with none of
+        #: them holds nothing back (most chunks, decided at a glance).
+        self._start_ends: frozenset[str] | None = frozenset(
+            m[k - 1] for m in found for k in range(1, len(m))
+        )
 
     def find(self, text: str, start: int = 0, end: int | None = None) -> tuple[int, str]:
         """The first marker in ``text[start:end]``: ``(position, marker)``, or ``(-1, "")``."""
@@ -61,6 +66,9 @@ class Markers:
         if self._longest_start == 0:
             return 0  # one-character markers: nothing can be partial
         stop = len(text) if end is None else min(end, len(text))
+        ends = self._start_ends
+        if stop <= start or (ends is not None and text[stop - 1] not in ends):
+            return 0
         m = self._end(text, max(start, stop - self._longest_start), stop)
         return 0 if m is None else m.end() - m.start()
 

@@ -69,6 +69,7 @@ class DriftedEnd(Markers):
         held = self._end.__self__.pattern  # type: ignore[attr-defined]  # the closers' starts
         self._end = re.compile(f"{held}|{drifted}(?:\\s{{0,8}}(?:{starts})?)?\\Z").search
         self._longest_start = max(self._longest_start, self._REACH)
+        self._start_ends = None  # (a drifted tag may end with any character)
 
     @classmethod
     def of(cls, shape: DerivedShape, ends: tuple[str, ...]) -> DriftedEnd | None:
