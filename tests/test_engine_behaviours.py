@@ -1,7 +1,7 @@
 """What the one engine reads for every declared or learned syntax, where the hand-written
 readers each did it or did not: a block the reply ended before its closing words, calls
-written in a thinking block that never closed, and a list of calls with one bad item or a
-separator left out.
+written in a thinking block that never closed, a list of calls with one bad item or a
+separator left out, and a block of framed calls with one broken call.
 
 Each case is read whole and streamed at every split point (the two must agree), and strict
 reading refuses each repair.
@@ -250,6 +250,48 @@ def test_a_list_item_that_is_no_call_is_left_out_and_the_others_are_read(
     assert "call-not-read" in [e.code for e in events if isinstance(e, Notice)]
     strict = family.parse(reply, tools, strict=True)
     assert strict.calls == [] and strict.content == reply
+
+
+def _framed() -> list[str]:
+    """The declared families whose block frames each call in words of its own."""
+    from toolwire.formats.blockends import shape_frames
+    from toolwire.formats.declared import DECLARED
+
+    return sorted(n for n, syntax in DECLARED.items() if shape_frames(syntax.shape))
+
+
+@pytest.mark.parametrize("name", _framed())
+@pytest.mark.parametrize("broken", ["name", "arguments"])
+def test_a_broken_call_in_a_framed_block_is_left_out_and_the_others_are_read(
+    name: str, broken: str
+) -> None:
+    """One call that breaks (a name with a space in it, or arguments cut short) inside a
+    block that frames each call in words of its own: its text given back, named, the
+    block's other calls read, strict refusing it; as Kimi K2's readers in vLLM and SGLang
+    do, for every such syntax."""
+    from toolwire.formats.declared import DECLARED
+
+    syntax = DECLARED[name]
+    reply = syntax.reply([("get_weather", {"city": "Paris"}), ("get_time", {"zone": "UTC"})])
+    if broken == "name":
+        reply = reply.replace("get_weather", "get weather", 1)
+    elif syntax.shape.kind == "tags":  # a value is any text up to its closing tag
+        pytest.skip("a tagged value cannot be cut short: the closing tag ends it")
+    else:  # the first call's JSON arguments left unclosed (Kimi K2's peers' case)
+        reply = reply.replace('"Paris"}', '"Paris" ', 1)
+    family = get_family(name)
+    events = _every_split(family, TOOLS, reply, False)
+    result = assemble(events)
+    assert [(c.name, c.arguments) for c in result.calls] == [("get_time", {"zone": "UTC"})]
+    assert "Par" in result.content and "get_time" not in result.content
+    notices = [e for e in events if isinstance(e, Notice)]
+    assert [e.code for e in notices] == ["call-not-read"], notices
+    # strict refuses the repair: the block is text up to where it broke (a family that also
+    # writes each call alone, K2 Horizon, reads the next call so, as its own block)
+    strict = family.parse(reply, TOOLS, strict=True)
+    alone = any(form.opening == syntax.shape.next_call for form in syntax.forms)
+    assert [c.name for c in strict.calls] == (["get_time"] if alone else [])
+    assert strict.content.startswith(reply[: reply.index("Par")])
 
 
 @pytest.mark.parametrize(

@@ -14,18 +14,29 @@ from ..events import NoticeCode
 from ..messages import ToolCall
 from .listitems import ItemEnd
 from .markerstream import DONE, OPEN, WS, Body, MarkerStream
-from .tagsteps import _BETWEEN, _END, _LITS, _NEXT, _SKIP
+from .scan import markers
+from .tagsteps import _BETWEEN, _END, _LITS, _NEXT, _RESYNC, _SKIP
 from .textargs import TextArgs
 
 if TYPE_CHECKING:
     from .derived import DerivedShape
 
-__all__ = ["UNOPENED", "BlockEnds"]
+__all__ = ["UNOPENED", "BlockEnds", "shape_frames"]
 
 #: The object that opens a call whose opening words were left out, right after a closed call.
 UNOPENED = "{"
 #: How much white space after a closed call is looked through for such a call.
 _MAX_GAP = 32
+
+
+def shape_frames(shape: DerivedShape) -> bool:
+    """Whether a block of ``shape`` frames each call in words of its own inside a block its
+    own words close (Kimi K2's section of ``<|tool_call_begin|>…<|tool_call_end|>``, MiniMax
+    M2's invokes): a call that breaks there can be left out, the block read on from the next
+    call's words (a list's items are found by :mod:`.listitems` instead)."""
+    if not shape.trail or shape.trail_optional or not shape.next_call:
+        return False
+    return shape.next_call[0] not in (",", ";") and shape.next_call != shape.opening
 
 
 class BlockEnds(Body):
@@ -46,6 +57,12 @@ class BlockEnds(Body):
     item_end: ItemEnd | None
     item_problem: str
     rest: str
+    call_text: list[str]
+    calls_before: int
+    resynced: bool
+    index: int
+    model_id: str
+    json_call: object
 
     if TYPE_CHECKING:  # the body's own, which this mixin's steps call
 
@@ -68,6 +85,45 @@ class BlockEnds(Body):
         self.item_end = item
         self.state = _SKIP
         return i, True
+
+    def leave_call(self, text: str) -> bool:
+        """Unless strict, a call that broke inside a block that frames each call
+        (:func:`shape_frames`) is left out: its call, if announced, withdrawn, its rest read
+        up to its own end or the next call's or the block's words (``_RESYNC``), its text
+        given back once the block is read, the block's other calls read (one malformed call
+        does not lose them). ``text``: the piece of its text read since the last was kept.
+        False where the body did not break inside a call (between calls, or in the block's
+        closing words): the block then fails whole, as before."""
+        if self.state in (_NEXT, _END) or (self.state == _LITS and self.then == _END):
+            return False
+        if self.bare or self.unopened or self.item_end is not None:
+            return False
+        self.call_text.append(text)
+        self.item_problem = self.reason
+        self.status, self.reason = OPEN, ""
+        del self.calls[self.calls_before :]  # (read whole, its closing words broken)
+        read = {index for index, _ in self.calls}
+        for index, cid in self.started:
+            if index not in read:
+                self.stream._abort(index, cid, self.item_problem)
+        self.started = [(index, cid) for index, cid in self.started if index in read]
+        self.call = None
+        self.json_call = None
+        self.index, self.model_id, self.key = -1, "", ""
+        self.state = _RESYNC
+        return True
+
+    def resync(self, s: str, i: int) -> tuple[int, bool]:
+        """A broken call's rest: up to its own last closing word (taken), or the next
+        call's or the block's words (left for ``_NEXT``)."""
+        shape = self.shape
+        j, end = markers((*shape.post[-1:], *shape.next_call[:1], *shape.trail[:1])).scan(s, i)
+        if not end:
+            return j, False
+        stop = j + len(end) if shape.post and end == shape.post[-1] else j
+        self.resynced = True
+        self.state = _NEXT
+        return stop, True
 
     def _bare_read(self, i: int) -> int:
         """A call opened where words were left out, none of their closing words written, is

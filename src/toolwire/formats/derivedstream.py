@@ -114,11 +114,12 @@ class DerivedStream(WholeReply):
         if body.no_tool and not body.calls:
             self._notice("directly-answer", "the model chose to answer in text, not a tool")
         super()._close(body)
+        whole = "list" if body.listed else "block"
         for text, problem in body.left:
             self._notice(
                 "call-not-read",
-                f"an item of the list of calls is not a call ({problem}); it stays text, the "
-                "list's other calls are read",
+                f"an item of the {whole} of calls is not a call ({problem}); it stays text, the "
+                f"{whole}'s other calls are read",
             )
             # one a line where nothing is written between two calls (each on its line)
             self._text(text if body.shape.next_call else text + "\n")

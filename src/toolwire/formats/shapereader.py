@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..events import NoticeCode
 from ..messages import ToolCall
 from .attributes import Attributes, closes_attribute
-from .blockends import UNOPENED, BlockEnds
+from .blockends import UNOPENED, BlockEnds, shape_frames
 from .callshape import NO_TOOL, CallShape
 from .codesteps import CODE_STATES, CodeSteps
 from .dialects import DIALECTS
@@ -51,6 +51,7 @@ from .tagsteps import (
     _LITS,
     _NAME,
     _NEXT,
+    _RESYNC,
     _SKIP,
     _VALUE,
     _VALUE_FIRST,
@@ -151,6 +152,12 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
         self.rest = ""
         #: The items left out, and why: given back as text once the block is read.
         self.left: list[tuple[str, str]] = []
+        #: The text of the call being read where a block may leave a broken one out (see
+        #: ``framed``), and where in the piece being read the next call began (-1: not in it).
+        self.call_text: list[str] = []
+        self.call_mark = -1
+        self.resynced = False
+        self.calls_before = 0
         self.digits = 0
         #: ``json_too``: the list's calls are JSON objects (its first call says; None before).
         self.list_json: bool | None = None
@@ -184,6 +191,9 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
         self.name_stops, self.key_stops, strict_ends, lenient_ends = _stops(shape)
         self.value_ends = strict_ends if self.stream.strict else lenient_ends
         self.keys = Name(self.key_stops, "argument name")
+        #: Each call is framed by words in a block: a broken one may be left out (see
+        #: BlockEnds.leave_call).
+        self.framed = shape_frames(shape) and not self.stream.strict
 
     def words(self, words: Words, then: int) -> None:
         """Match ``words`` next, then go on in state ``then``."""
@@ -195,9 +205,11 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
 
     def feed(self, s: str, i: int) -> int:
         """:meth:`Body.feed`, the states most characters are read in (a name's arguments, a
-        JSON call object) called straight: a step less per chunk."""
+        JSON call object) called straight: a step less per chunk. The text of the call being
+        read is kept where a block may leave a broken call out (see BlockEnds.leave_call)."""
         n = len(s)
         going = True
+        mark = i  # where this piece's part of the current call starts
         while i < n and going:
             state = self.state
             if state == _ARGS:
@@ -206,6 +218,18 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
                 i, going = self._json(s, i)
             else:
                 i, going = self.step(s, i)
+            if self.framed:
+                if self.call_mark >= 0:  # the next call's words began there
+                    self.call_text, mark, self.call_mark = [], self.call_mark, -1
+                    self.calls_before = len(self.calls)
+                if self.status == FAILED and self.leave_call(s[mark:i]):
+                    mark, going = i, True
+                elif self.resynced:  # the broken call's text, to be given back
+                    text = "".join(self.call_text) + s[mark:i]
+                    self.left.append((text.strip(WS), self.item_problem))
+                    self.call_text, mark, self.resynced = [], i, False
+        if self.framed and self.status == OPEN:
+            self.call_text.append(s[mark:i])
         return i
 
     def step(self, s: str, i: int) -> tuple[int, bool]:
@@ -328,6 +352,8 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
     def _rest(self, s: str, i: int) -> tuple[int, bool]:
         """The states of the words between calls and of a tagged call's arguments."""
         state = self.state
+        if state == _RESYNC:
+            return self.resync(s, i)
         if state == _SKIP:
             assert self.item_end is not None
             j = self.item_end.feed(s, i)
@@ -626,6 +652,7 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
             if status == DONE:
                 if then == _CALL:
                     self.opened_by = words[-1]
+                    self.call_mark = k  # (the next call's text starts here: see feed)
                 self.words(words[1:], then)
                 return j, self.status == OPEN
         if shape.trail and not shape.trail_optional:

@@ -26,6 +26,8 @@ __all__ = ["DriftedEnd", "Name", "TagSteps"]
 
 _LITS, _CALL, _JSON, _NAME, _ARGS, _BETWEEN, _KEY = range(7)
 _VALUE_WS, _VALUE_FIRST, _VALUE, _HELD, _NEXT, _END, _SKIP, _CDATA = range(7, 15)
+#: (15–17: codesteps.py's) A broken call's rest, skipped to its end or the next call's words.
+_RESYNC = 18
 
 CDATA_OPEN = "<![CDATA["
 #: What an id written in the framing may hold, and its longest (the CALL_ID word).
