@@ -202,6 +202,11 @@ class MarkerStream(ReplyStream):
             tokens = "|".join(map(re.escape, sorted(cls.turn_ends, key=len, reverse=True)))
             cls._end_at_end = re.compile(rf"(?:{tokens})([ \t\r\n]*)\Z")
             cls._end_start = markers(cls.turn_ends)
+            # a token's first character, within reach of the end (white space after it too)
+            cls._end_first = re.compile(
+                "[" + "".join(sorted({re.escape(t[0]) for t in cls.turn_ends})) + "]"
+            )
+            cls._end_reach = max(map(len, cls.turn_ends)) + MAX_HELD
 
     #: The family's end-of-turn tokens, for an engine that leaves one in the reply (SGLang's
     #: tests write GigaChat's ``</s>`` so). At the very end of the reply, after nothing but
@@ -213,6 +218,8 @@ class MarkerStream(ReplyStream):
     _end_chars: ClassVar[frozenset[str]] = frozenset()
     _end_at_end: ClassVar[re.Pattern[str]]
     _end_start: ClassVar[Markers]
+    _end_first: ClassVar[re.Pattern[str]]
+    _end_reach: ClassVar[int]
 
     _body: Body | None = None
     _raw: list[str]
@@ -310,7 +317,10 @@ class MarkerStream(ReplyStream):
             super()._text(text)
             return
         s = self._tail + text
-        if s and s[-1] not in self._end_chars:  # (fast: no end token can end or begin here)
+        if s and (
+            s[-1] not in self._end_chars  # (fast: no end token can end or begin here)
+            or not self._end_first.search(s, max(0, len(s) - self._end_reach))
+        ):
             self._tail = ""
             super()._text(s)
             return

@@ -37,6 +37,8 @@ class Markers:
         self._start_ends: frozenset[str] | None = frozenset(
             m[k - 1] for m in found for k in range(1, len(m))
         )
+        #: A marker's first character: a start within reach of the text's end holds one.
+        self._first = re.compile("[" + "".join(sorted({re.escape(m[0]) for m in found})) + "]")
 
     def find(self, text: str, start: int = 0, end: int | None = None) -> tuple[int, str]:
         """The first marker in ``text[start:end]``: ``(position, marker)``, or ``(-1, "")``."""
@@ -67,9 +69,13 @@ class Markers:
             return 0  # one-character markers: nothing can be partial
         stop = len(text) if end is None else min(end, len(text))
         ends = self._start_ends
-        if stop <= start or (ends is not None and text[stop - 1] not in ends):
+        reach = max(start, stop - self._longest_start)
+        if stop <= start or (
+            ends is not None
+            and (text[stop - 1] not in ends or not self._first.search(text, reach, stop))
+        ):
             return 0
-        m = self._end(text, max(start, stop - self._longest_start), stop)
+        m = self._end(text, reach, stop)
         return 0 if m is None else m.end() - m.start()
 
 
