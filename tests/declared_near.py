@@ -704,3 +704,40 @@ NEAR["llama3"] = [
     '{"name": "get_weather", "parameters": "{\\"city\\": \\"Paris\\"}"}',
     '[{"name": "get_weather", "parameters": {}}]',
 ]
+
+_KS = "<|tool_calls_section_begin|>"
+_KE = "<|tool_calls_section_end|>"
+
+
+def _k2(call_id: str, args: str = '{"city": "Paris"}', end: str = "<|tool_call_end|>") -> str:
+    return f"<|tool_call_begin|>{call_id}<|tool_call_argument_begin|>{args}{end}"
+
+
+NEAR["kimi-k2"] = [
+    _KS + _k2("functions.get_weather:0") + _KE,
+    "Sure. " + _KS + _k2("functions.get_weather:0") + _k2("functions.get_time:1", "{}") + _KE,
+    _KS + " " + _k2("functions.get_weather:0") + " " + _KE + " done",
+    _KS + _k2("functions.get_weather:0"),  # the section left open
+    _KS + _k2("functions.get_weather:0", end=""),
+    _KS + _k2("functions.get_weather:0", '{"city": "Par'),
+    _KS + _k2("functions.get_weather:0", '{"city": "Paris"') + _k2("functions.get_time:1", "{}")
+    + _KE,
+    _KS + _k2("functions.get_weather.0") + _k2("functions.get_time:1", "{}") + _KE,
+    _KS + _k2("get_weather:0") + _KE,  # the namespace left out
+    _KS + _k2("0") + _KE,  # a bare counter, several tools it may be for
+    _KS + _k2("functions.nope:0") + _KE,
+    _KS + _KE,
+    _KS,
+    _k2("functions.get_weather:0"),  # no section
+    _k2("functions.get_weather:0") + " and then text",
+    _k2("functions.get_weather:0", end="") + _k2("functions.get_time:1", "{}", end=""),
+    "<think>plan" + _KS + _k2("functions.get_weather:0") + _KE,
+    "<think>plan" + _k2("functions.get_weather:0"),
+    "<think>plan</think>" + _KS + _k2("functions.get_weather:0") + _KE,
+    _KS + _k2("functions.get weather:0") + _KE,
+    _KS + _k2("functions.get_weather:x") + _KE,
+    _KS + _k2("functions.get_weather:0", "[1]") + _KE,
+    "Write <|tool_call in prose.",
+    _KS + _k2("functions.get_weather:0") + _k2("functions.get_weather:0") + _KE,  # id twice
+    _KS + _k2("functions.get_weather:0") + "junk" + _KE,
+]

@@ -261,7 +261,50 @@ _END_TAG_CUT = (
     " (ends_with_turn), so its calls are read; the hand-written reader gave it back as text"
 )
 
+_THINK_NOTICE = (
+    "calls after a thinking block the model never closed: read, named as for every syntax"
+    " (recovered-call-ended-thinking; calls without their section, recovered-unopened-call"
+    " per block), where the hand-written reader named recovered-thinking-unclosed (and"
+    " recovered-section-missing once)"
+)
+_SECTION_LEFT_OUT = (
+    "calls written without their section: read unless strict, named recovered-unopened-call"
+    " per block, as for every syntax whose opening words may be left out; strict reading opens"
+    " no call there and so names none, where the hand-written reader named"
+    " recovered-section-missing once and, strict, called the text no call"
+)
+_LEFT_OUT_STRICT = (
+    "a broken call in a section: left out unless strict, the section's other calls read, as"
+    " for every block that frames its calls; strict reading refuses that repair (the section"
+    " is text up to the break), where the hand-written reader read the other calls strict or"
+    " not; the broken call's text follows the calls, where it came before the last's end"
+)
+_ID_TWICE = (
+    "a call id written twice: both calls read (the second given a fresh id, as every stream"
+    " gives a repeated one), where the hand-written reader refused the section"
+)
+
 KNOWN: dict[str, dict[str, str]] = {
+    "kimi-k2": {
+        "llama:Kimi-K2-Thinking:4687": _THINK_NOTICE,
+        "llama:Kimi-K2-Thinking:4706": _THINK_NOTICE,
+        "near:16": _THINK_NOTICE,
+        "near:17": _THINK_NOTICE,
+        "llama:Kimi-K2-Thinking:4723": _SECTION_LEFT_OUT,
+        "near:13": _SECTION_LEFT_OUT,
+        "near:14": _SECTION_LEFT_OUT,
+        "near:15": _SECTION_LEFT_OUT,
+        "vllm:kimi_k2:tool_call_with_content_before": _ARGS_LEAD,
+        "vllm:kimi_k2:multi_tool_call_with_content_before": _ARGS_LEAD,
+        "vllm:kimi_k2:mixed_spacing_tool_calls": _ARGS_LEAD,
+        "vllm:kimi_k2:invalid_json": _LEFT_OUT_STRICT,
+        "vllm:kimi_k2:invalid_funcall": _LEFT_OUT_STRICT,
+        "near:6": _LEFT_OUT_STRICT,
+        "near:7": _LEFT_OUT_STRICT,
+        "near:3": _UNCLOSED,
+        "near:4": _UNCLOSED,
+        "near:23": _ID_TWICE,
+    },
     "llama3": {
         "sglang:sglang:test_function_call_parser:TestLlama32Detector"
         ".test_multiple_json_with_separator_customized": _TAG_BLOCKS,
@@ -492,6 +535,17 @@ LISTED = {
     # the reader must see), and </function> is no special token in Llama 3.1's vocabulary
     "functionary-v3.1": (("<function=", "<|python_tag|>"), ("</function>", "<|eom_id|>")),
     "llama3": (("<|python_tag|>", "{"), ()),
+    # the hand-written family also scanned for a call opened without its section: the
+    # engine reads one where the section's words were left out, its token kept
+    "kimi-k2": (
+        ("<|tool_calls_section_begin|>",),
+        (
+            "<|tool_call_begin|>",
+            "<|tool_call_end|>",
+            "<|tool_calls_section_end|>",
+            "<|tool_call_argument_begin|>",
+        ),
+    ),
     # the list's end tag, which the hand-written family did not list: a special token
     "pythonic": (("<|python_start|>", "["), ("<|python_end|>",)),
     "functionary-v3.2": ((">>>",), ()),

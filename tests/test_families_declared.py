@@ -14,7 +14,7 @@ import pytest
 from toolwire import family_names, get_family
 from toolwire.cli import main
 from toolwire.cli.families import END, START, markdown, update
-from toolwire.formats import declared, declared_json, reasoning, registry
+from toolwire.formats import declared, declared_json, declared_named, reasoning, registry
 from toolwire.formats.declared import DECLARED
 from toolwire.formats.detect import COMMON_END_TOKENS, GENERIC_END_TOKENS
 from toolwire.formats.samples import sample_arguments
@@ -124,7 +124,7 @@ def test_a_splitter_given_one_familys_tags_reads_only_those() -> None:
 def _declared_in(name: str) -> str:
     """The module whose top level declares the syntax called ``name``."""
     syntax = DECLARED[name]
-    for module in (declared_json, declared):
+    for module in (declared_json, declared_named, declared):
         if any(value is syntax for value in vars(module).values()):
             return module.__name__
     raise AssertionError(name)
@@ -210,9 +210,9 @@ def test_no_family_module_imports_another_or_a_private_name() -> None:
 
 def test_the_check_sees_a_cross_import() -> None:
     modules = _family_modules()
-    source = "from .kimi import KimiK2\nfrom .reasoning import _START, THINK\n"
+    source = "from .glimmer import Glimmer\nfrom .reasoning import _START, THINK\n"
     assert _cross_imports("toolwire.formats.mistral", source, modules) == [
-        "toolwire.formats.mistral imports toolwire.formats.kimi",
+        "toolwire.formats.mistral imports toolwire.formats.glimmer",
         "toolwire.formats.mistral imports _START from toolwire.formats.reasoning",
     ]
     own = "from .base import Family\nfrom .textargs import TextBody\n"

@@ -134,11 +134,8 @@ MY_NEAR_MISSES: dict[str, list[str]] = {
         '<|tool_call_argument_begin|>["Paris"]<|tool_call_end|><|tool_calls_section_end|>',
         "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
         '<|tool_call_argument_begin|>{"a": NaN}<|tool_call_end|><|tool_calls_section_end|>',
-        "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
-        '<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|>',
-        "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>"
-        "{}<|tool_call_end|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{}"
-        "<|tool_call_end|><|tool_calls_section_end|>",
+        # (a section the reply ended in after a whole call is read, as for every declared
+        # syntax; a call id written twice, both calls, the second given a fresh id)
         "<|tool_calls_section_begin|>",
         "<|tool_calls_sec",
     ],

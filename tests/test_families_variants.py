@@ -92,7 +92,7 @@ def test_kimi_thinking_left_open_ends_at_the_call_tokens() -> None:
         ("python", {"code": "print('hey')"}),
     ]
     assert result.reasoning == "I need to call two functions" and result.content == ""
-    assert _codes("kimi-k2", K2_THINK_OPEN) == ["recovered-thinking-unclosed"]
+    assert _codes("kimi-k2", K2_THINK_OPEN) == ["recovered-call-ended-thinking"]
 
 
 def test_kimi_calls_without_their_section() -> None:
@@ -102,9 +102,12 @@ def test_kimi_calls_without_their_section() -> None:
         ("python", {"code": "print('hey')"}),
     ]
     assert result.reasoning == "I need to call two functions" and result.content == ""
+    # each call without its section named, as for every syntax whose opening words may be
+    # left out (the second opens a block of its own)
     assert _codes("kimi-k2", K2_THINK_BARE) == [
-        "recovered-thinking-unclosed",
-        "recovered-section-missing",
+        "recovered-call-ended-thinking",
+        "recovered-unopened-call",
+        "recovered-unopened-call",
     ]
     result = parse("kimi-k2", K2_BARE)
     assert _calls(result) == [

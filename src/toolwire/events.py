@@ -66,7 +66,6 @@ NoticeCode = Literal[
     "recovered-function-tag",
     "recovered-repairs",
     "recovered-section-missing",
-    "recovered-thinking-unclosed",
     "recovered-unopened-call",
     "recovered-tool-calls-object",
     "recovered-trailing-call",
@@ -138,7 +137,6 @@ NOTICES: dict[NoticeCode, str] = {
     "recovered-function-tag": "a call written as <function=…> was read",
     "recovered-repairs": "a call in words needed its JSON repaired",
     "recovered-section-missing": "a call outside its calls section was read",
-    "recovered-thinking-unclosed": "a thinking block never closed was ended at a call",
     "recovered-unopened-call": "a call written without its opening tag was read",
     "recovered-tool-calls-object": "the engine sent tool_calls as one object, not a list",
     "recovered-trailing-call": "a call that is the reply's last block, after prose, was read; "

@@ -220,6 +220,12 @@ class ReplyStream:
     marker: ClassVar[str] = ""
 
     @property
+    def thinking_stops(self) -> tuple[str, ...]:
+        """The markers that end a thinking block the model never closed when a call follows
+        (see :mod:`.reasoning`): the family's marker."""
+        return (self.marker,) if self.marker else ()
+
+    @property
     def call_stops(self) -> tuple[str, ...]:
         """What a call's JSON string cut short (a raw line break in it) never runs across:
         the markers that open calls, so a call after a broken one is still seen."""
@@ -246,7 +252,7 @@ class ReplyStream:
         self.strict = strict
         self._make_id = make_id or random_call_id
         self._out: list[Event] = []
-        ends = () if strict or not self.marker else (self.marker,)
+        ends = () if strict else self.thinking_stops
         #: The generation prompt opened a thinking block: the reply starts inside it.
         self.reasoning_open = reasoning_open
         self._reasoning = self.splitter_class(

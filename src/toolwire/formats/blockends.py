@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING
 
 from ..events import NoticeCode
 from ..messages import ToolCall
+from .formsteps import NAMED
 from .listitems import ItemEnd
-from .markerstream import DONE, OPEN, WS, Body, MarkerStream
+from .markerstream import DONE, OPEN, WS, Body, MarkerStream, expect_any, expect_literal
 from .scan import markers
-from .tagsteps import _BETWEEN, _END, _LITS, _NEXT, _RESYNC, _SKIP
+from .tagsteps import _BETWEEN, _CALL, _END, _LITS, _NEXT, _RESYNC, _SKIP
 from .textargs import TextArgs
 
 if TYPE_CHECKING:
@@ -52,8 +53,10 @@ class BlockEnds(Body):
     then: int
     key: str
     bare: bool
+    certain: bool
     unopened: bool
     then_unopened: bool
+    told_unopened: bool
     item_end: ItemEnd | None
     item_problem: str
     rest: str
@@ -64,9 +67,16 @@ class BlockEnds(Body):
     model_id: str
     json_call: object
 
+    listed: bool
+    opened_by: str
+    turn_ended: bool
+    call_mark: int
+
     if TYPE_CHECKING:  # the body's own, which this mixin's steps call
 
         def end_call(self) -> None: ...
+
+        def words(self, words: tuple[str, ...], then: int) -> None: ...
 
         def python_ends(self) -> None: ...
 
@@ -130,11 +140,13 @@ class BlockEnds(Body):
         whole before ``s[i]``: read when it names a declared tool, unless strict (nothing
         else confirms it is a call), else it fails back to text."""
         tools = self.stream.tools
-        if not (tools.known and tools.has(self.calls[-1][1].name)):
+        named = self.certain or (tools.known and tools.has(self.calls[-1][1].name))
+        if not named:  # (a special token opened it: certain; else a declared name says so)
             return self.fail(i, f"text after the call before {self.todo[0]}")
-        left = " ".join(self.shape.opening[: self.shape.left_out])
-        what = f"read a call written with neither {left} nor its closing words"
-        self.told.append(("recovered-unopened-call", what))
+        if not self.told_unopened:  # (named once, its own closing words written or not)
+            left = " ".join(self.shape.opening[: self.shape.left_out])
+            what = f"read a call written with neither {left} nor its closing words"
+            self.told.append(("recovered-unopened-call", what))
         self.status = DONE
         return i
 
@@ -166,7 +178,8 @@ class BlockEnds(Body):
             self._rest_is_text()
             return
         if self.bare:  # a call opened so is read only when whole, no other repair with it
-            if self.state == _LITS and self.then == _NEXT and self.calls:
+            after = self.state == _NEXT or (self.state == _LITS and self.then == _NEXT)
+            if after and self.calls:
                 self._bare_read(0)
                 if self.status == DONE:
                     self._rest_is_text()  # (another call's start, cut short)
@@ -218,3 +231,71 @@ class BlockEnds(Body):
         if state == _LITS and self.then in (_NEXT, _END) and self.calls:
             return True
         return state == _NEXT and bool(self.calls)
+
+    def _next(self, s: str, i: int) -> tuple[int, bool]:
+        """After a call: the next call, the block's closing words, or (with none) the end."""
+        shape = self.shape
+        if not shape.trail and shape.next_call == shape.opening and shape.opening:
+            if shape.kind == "json" and not self.stream.strict:
+                return self._after(s, i), False
+            self.status = DONE  # every call is its own block: the marker finds the next
+            return i, False
+        if shape.trail and not shape.trail_optional and s[i] in WS and not self.bare:
+            return i + 1, True  # the block must close
+        k = i
+        while k < len(s) and s[k] in WS and k - i <= 8:
+            k += 1
+        if k - i > 8:  # a paragraph break: the block is over
+            self.status = DONE
+            return i, False
+        if k == len(s):
+            return i, False  # wait: what follows the whitespace decides
+        if self.turn_ended:
+            return self.fail(k, "text after the turn's end token"), False
+        status, j, _ = expect_any(s, k, self.stream.turn_ends)
+        if status == OPEN:
+            return i, False
+        if status == DONE:  # the turn ended here, if nothing follows: the reply's end decides
+            self.turn_ended = True
+            return j, True
+        # a JSON call that nothing closes may be followed by another as Python's are (Llama 3's)
+        bare_json = shape.kind == "json" and not (shape.trail or shape.post)
+        if (shape.kind == "name-python" or bare_json) and not shape.next_call and s[k] == ";":
+            self.state = _CALL  # Python's statement separator: two calls on one line
+            return k + 1, True
+        follows = s[k] == "{" if shape.kind == "json" else bool(NAMED.match(s[k]))
+        if (
+            not shape.next_call
+            and (shape.trail or bare_json)
+            and follows
+            and not (shape.trail and s[k] == shape.trail[0][0])
+        ):
+            # nothing between two calls (one a line: Olmo 3's, MiniMax M1's): the next begins
+            self.state = _CALL
+            return k, True
+        if self.listed and s[k] == "{" and not self.stream.strict:
+            # the separator left out between two items: the next call is here
+            self.told.append(
+                ("recovered-list-separator", f"read calls listed without {shape.next_call[0]}")
+            )
+            self.opened_by = shape.next_call[-1]
+            self.state = _CALL
+            return k, True
+        for then, words in ((_CALL, shape.next_call), (_END, shape.trail)):
+            if not words:
+                continue
+            status, j = expect_literal(s, k, words[0])
+            if status == OPEN:
+                return i, False
+            if status == DONE:
+                if then == _CALL:
+                    self.opened_by = words[-1]
+                    self.call_mark = k  # (the next call's text starts here: see feed)
+                self.words(words[1:], then)
+                return j, self.status == OPEN
+        if self.bare and self.calls:  # calls opened with the block's words left out: whole
+            return self._bare_read(i), False
+        if shape.trail and not shape.trail_optional:
+            return self.fail(k, f"expected {shape.trail[0]} after the call"), False
+        self.status = DONE  # text after the calls: reply text
+        return i, False

@@ -35,6 +35,7 @@ from .declared_named import (
     DEEPSEEK_V31,
     FUNCTIONARY_V31,
     FUNCTIONARY_V32,
+    KIMI_K2,
     SOLAR_OPEN,
     TAGGED_HARMONY,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "INTERNLM2",
     "INVOKE_XML",
     "K2V3_IFM",
+    "KIMI_K2",
     "LFM2",
     "LLAMA3",
     "LONGCAT",
@@ -500,5 +502,6 @@ DECLARED: dict[str, Syntax] = {
         PYTHONIC,
         LLAMA3,
         XLAM,
+        KIMI_K2,
     )
 }

@@ -5,7 +5,7 @@ dialect and Functionary. Gathered with the others in :mod:`.declared`.
 
 from __future__ import annotations
 
-from .derived import CALL_ID, DerivedShape
+from .derived import CALL_ID, NUMBER, DerivedShape
 from .reasoning import THINK
 from .syntax import Syntax
 
@@ -14,6 +14,7 @@ __all__ = [
     "DEEPSEEK_V31",
     "FUNCTIONARY_V31",
     "FUNCTIONARY_V32",
+    "KIMI_K2",
     "SOLAR_OPEN",
     "TAGGED_HARMONY",
 ]
@@ -161,4 +162,30 @@ FUNCTIONARY_V32 = Syntax(
     ),
     end_tokens=("<|eot_id|>",),
     primed=True,
+)
+
+
+_K2_CALL = ("<|tool_call_begin|>", "functions.")
+
+#: Kimi K2: ``<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0``
+#: ``<|tool_call_argument_begin|>{...}<|tool_call_end|>…<|tool_calls_section_end|>``. The id
+#: the model writes names the tool and is kept as the call's (its templates read a call's
+#: tool back from it: a conversation's ids are reshaped so). Kimi K2 Thinking writes calls
+#: with no section around them, and ids without their ``functions.`` (or only the counter:
+#: the call is then to the one declared tool its arguments fit), each read, named.
+KIMI_K2 = Syntax(
+    name="kimi-k2",
+    label="Kimi K2 <|tool_calls_section_begin|> functions.NAME:N + JSON (Kimi K2)",
+    shape=DerivedShape(
+        kind="name-json",
+        opening=("<|tool_calls_section_begin|>", *_K2_CALL),
+        left_out=1,
+        name_end=(":", NUMBER, "<|tool_call_argument_begin|>"),
+        post=("<|tool_call_end|>",),
+        next_call=_K2_CALL,
+        trail=("<|tool_calls_section_end|>",),
+        id_words=True,
+    ),
+    reasoning=THINK,
+    call_ids="functions",
 )

@@ -25,7 +25,6 @@ declared as a shape, in :mod:`toolwire.formats.syntax`.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -35,26 +34,10 @@ from .base import Family
 from .derivedstream import DerivedStream
 from .dialects import DIALECTS
 from .grammar_literals import Gemma, Pythonic
+from .scan import special_words
 from .shapereader import CALL_ID, MAX_WORD, NUMBER, Words
 
 __all__ = ["CALL_ID", "MAX_WORD", "NUMBER", "DerivedShape", "DerivedStream", "special_words"]
-
-
-#: A word that reads as a special token: ``<|…|>``, ``<｜…｜>``, ``[…]`` in capitals, or a
-#: closing tag ``</…>`` (models are trained to write these as one token each).
-_SPECIAL = re.compile(
-    r"<\|[^<>]*\|>|<｜[^<>]*｜>|\[[A-Z_]+\]|</?[A-Za-z_][\w:|-]*>"
-    # Gemma's half-barred tokens: <|tool_call>, <tool_call|>
-    r"|<\|[A-Za-z_][\w:-]*>|<[A-Za-z_][\w:-]*\|>"
-)
-
-
-def special_words(words: tuple[str, ...]) -> tuple[str, ...]:
-    """The special tokens among ``words``, each once, in order."""
-    found: list[str] = []
-    for word in words:
-        found.extend(m.group(0) for m in _SPECIAL.finditer(word))
-    return tuple(dict.fromkeys(found))
 
 
 @dataclass(frozen=True)
@@ -96,6 +79,12 @@ class DerivedShape:
     #: ``json``: other keys the family writes the arguments under, as much its own.
     args_also: tuple[str, ...] = ()
     constants: tuple[tuple[str, str], ...] = ()
+    #: ``name-json`` and ``tags``: the words from the last opening word to the number after
+    #: the name are the call's id, kept as the model wrote it (Kimi K2's
+    #: ``functions.NAME:0``, from which its templates read a call's tool back). A call whose
+    #: name is left out there, only its number written, is named by its arguments (see
+    #: :mod:`.namedby`).
+    id_words: bool = False
     #: ``json``: keys a call object may hold besides, each only with this text, never
     #: written (Llama 3's ``"type": "function"``, which its template does not write).
     allowed: tuple[tuple[str, str], ...] = ()

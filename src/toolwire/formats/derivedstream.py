@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from .blockends import UNOPENED
 from .markerstream import DONE, Body, MarkerStream
-from .scan import Markers, markers
+from .scan import Markers, markers, special_words
 from .shapereader import DerivedBody
 from .wholereply import WholeReply
 
@@ -84,6 +84,13 @@ class DerivedStream(WholeReply):
         """Every form's marker (see ReplyStream.call_stops)."""
         return self._strict.markers if self._strict is not None else ()
 
+    @property
+    def thinking_stops(self) -> tuple[str, ...]:
+        """Every form's marker, and the special token a call opens at with the words before
+        it left out (Kimi K2's ``<|tool_call_begin|>`` with no section around it)."""
+        bare = tuple(s.opening[s.left_out] for s in (self.shape, *self.forms) if s.left_out)
+        return (*self.call_stops, *(w for w in special_words(bare) if w in bare))
+
     def forms_of(self, marker: str) -> tuple[DerivedShape, ...]:
         """Every form opening with ``marker`` (several: the opening's next words choose)."""
         return self._sharing.get(marker, ())
@@ -140,7 +147,7 @@ class DerivedStream(WholeReply):
             self._body = None
             self._raw = []
             return
-        if isinstance(body, DerivedBody) and (body.unopened or body.bare):
+        if isinstance(body, DerivedBody) and (body.unopened or (body.bare and not body.certain)):
             # opened where a call's opening words were left out: no call markup by itself,
             # so given back quietly, unless a call was announced (then withdrawn, named)
             for index, cid in body.started:

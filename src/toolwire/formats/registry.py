@@ -34,6 +34,7 @@ from .declared import (
     INTERNLM2,
     INVOKE_XML,
     K2V3_IFM,
+    KIMI_K2,
     LFM2,
     LLAMA3,
     LONGCAT,
@@ -57,7 +58,6 @@ from .deepseek_dsml import DeepSeekDsml, GigaChatGcml
 from .glimmer import Glimmer
 from .harmony import GptOss
 from .inkling import Inkling
-from .kimi import KimiK2
 from .kimi_k3 import KimiK3
 from .minimax_m3 import MiniMaxM3
 
@@ -84,7 +84,7 @@ _FAMILIES: dict[str, Family] = {
         DeepSeekDsml(),
         GigaChatGcml(),
         GLM.family,
-        KimiK2(),
+        KIMI_K2.family,
         MINIMAX.family,
         GRANITE.family,
         NEMOTRON_V2.family,

@@ -14,7 +14,7 @@ import functools
 import re
 from collections.abc import Iterable
 
-__all__ = ["Markers", "markers"]
+__all__ = ["Markers", "markers", "special_words"]
 
 
 class Markers:
@@ -85,3 +85,20 @@ def markers(texts: tuple[str, ...]) -> Markers:
     reply (one per request in the gateway) would otherwise compile the same patterns for
     every reply. Markers hold no state of a reading, so one serves every reader."""
     return Markers(texts)
+
+
+#: A word that reads as a special token: ``<|…|>``, ``<｜…｜>``, ``[…]`` in capitals, or a
+#: closing tag ``</…>`` (models are trained to write these as one token each).
+_SPECIAL = re.compile(
+    r"<\|[^<>]*\|>|<｜[^<>]*｜>|\[[A-Z_]+\]|</?[A-Za-z_][\w:|-]*>"
+    # Gemma's half-barred tokens: <|tool_call>, <tool_call|>
+    r"|<\|[A-Za-z_][\w:-]*>|<[A-Za-z_][\w:-]*\|>"
+)
+
+
+def special_words(words: tuple[str, ...]) -> tuple[str, ...]:
+    """The special tokens among ``words``, each once, in order."""
+    found: list[str] = []
+    for word in words:
+        found.extend(m.group(0) for m in _SPECIAL.finditer(word))
+    return tuple(dict.fromkeys(found))

@@ -22,7 +22,7 @@ from .blockends import UNOPENED, BlockEnds, shape_frames
 from .callshape import NO_TOOL, CallShape
 from .codesteps import CODE_STATES, CodeSteps
 from .dialects import DIALECTS
-from .formsteps import NAMED, FormSteps
+from .formsteps import FormSteps
 from .jsoncall import JsonCall
 from .jsonscan import ObjectScanner
 from .listitems import ItemEnd
@@ -36,9 +36,10 @@ from .markerstream import (
     expect_any,
     expect_literal,
 )
+from .namedby import NameSteps
 from .pyliteral import LiteralReader
 from .pysteps import PySteps
-from .scan import Markers
+from .scan import Markers, special_words
 from .tagsteps import (
     _ARGS,
     _BETWEEN,
@@ -56,6 +57,8 @@ from .tagsteps import (
     _VALUE,
     _VALUE_FIRST,
     _VALUE_WS,
+    CALL_ID,
+    NUMBER,
     DriftedEnd,
     Name,
     TagSteps,
@@ -74,12 +77,6 @@ Words = tuple[str, ...]
 _NOT_OBJECT = "the call is not a JSON object"
 #: The longest learned word: a body may wait for a whole word, and must not hold much.
 MAX_WORD = MAX_HELD - 16
-#: The word standing for a number that counts the calls (Kimi's ``functions.NAME:0``).
-NUMBER = "\x00#"
-#: The word standing for a call's id written in the framing (a template that writes the whole
-#: call object, ``{"id": "call_1", "type": "function", "function": {...}}``): the model's
-#: id, kept as the call's.
-CALL_ID = "\x00id"
 
 
 @functools.lru_cache(maxsize=256)  # bounded: learned shapes come and go
@@ -103,7 +100,7 @@ def _stops(shape: DerivedShape) -> tuple[str, str, Markers | None, Markers | Non
     return stops, key_stops, value_ends, drifted or value_ends
 
 
-class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
+class DerivedBody(FormSteps, NameSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
     """One block of calls in a :class:`DerivedShape`, read one step at a time."""
 
     stream: DerivedStream
@@ -119,6 +116,9 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
         #: The call opened at ``opening[left_out]``, the words before it left out (see
         #: DerivedShape.left_out), or at its JSON object right after a closed call.
         self.bare = opened not in (shape.marker, UNOPENED)
+        #: Opened so at a special token the family writes for calls only (Kimi K2's
+        #: ``<|tool_call_begin|>`` with no section): certain as a marker is, its name any.
+        self.certain = self.bare and bool(special_words((shape.opening[shape.left_out],)))
         #: Opened where the reply starts, its marker written by the prompt (see
         #: Syntax.primed): no call markup until its arguments begin; ``primed_start`` while
         #: the reply may still write the marker itself.
@@ -159,6 +159,10 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
         self.resynced = False
         self.calls_before = 0
         self.digits = 0
+        self.number = ""
+        #: The call's name is left out, only its number written (see DerivedShape.id_words):
+        #: it is named by its arguments once they are whole.
+        self.counter = False
         #: ``json_too``: the list's calls are JSON objects (its first call says; None before).
         self.list_json: bool | None = None
         self.json_call: JsonCall | None = None
@@ -291,6 +295,10 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
                 went = self.no_separator(s, i, word)  # the words after a name left out?
                 if went is not None:
                     return i, went
+            if self.then == _CALL and len(self.todo) == 1 and word.endswith("."):
+                went = self._no_namespace(s, i, word)
+                if went is not None:
+                    return i, went
             if expect_literal(s, i, word)[0] == FAILED:
                 went = self._other_form(s, i)
                 if went is not None:
@@ -320,8 +328,10 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
         i, ended = self.feed_json_call(self.json_call, s, i, _NOT_OBJECT)
         rejected = self.json_call.rejected
         self.looked = self.looked or bool(self.json_call.name or rejected)  # (a call's name)
-        if not ended and self.status == OPEN and self.shape.whole and rejected:
-            return self.fail(i, rejected), False  # (its name said so: prose from here on)
+        if not ended and self.shape.whole and rejected:
+            # its name said so, however the object went on: prose from here (the same
+            # reason whether the name and the break came in one piece or two)
+            return self.fail(i, rejected), False
         if ended:
             self.words(self.shape.post, _NEXT)
         elif self.status == FAILED and self.reason == NO_TOOL:
@@ -415,7 +425,7 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
         self.state = self.then
         if self.then == _ARGS and self.index < 0:
             self.headed = not self.word_left_out
-            if not self.deferred:  # (the words after the name held its id, or it is headed)
+            if not (self.deferred or self.counter):  # (its words held its id, or it is headed)
                 self._announce()
         if self.then == _END:
             if self.left and not self.calls:  # no item was a call: no list of calls
@@ -496,10 +506,9 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
         if name in self.shape.text_recipients and not tools.has(name):
             self.words(self.shape.name_end, _END)  # what follows is reply text
             return i, True
-        if (
-            (self.bare or self.primed or self.shape.whole) and tools.known and not tools.has(name)
-        ):  # (nothing else
-            # says it is a call)
+        # nothing else says it is a call: a declared name must
+        guessed = (self.bare and not self.certain) or self.primed or self.shape.whole
+        if guessed and tools.known and not tools.has(name):
             return self.fail(i, f"{name!r} is not a declared tool"), False
         self.escaped_newline = False
         if self.shape.kind == "tags":
@@ -509,7 +518,8 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
         else:
             self.call_name = name
             self.index = -1
-            if CALL_ID not in self.shape.name_end and not self.deferred:  # (else see _then)
+            # (else once the id its words hold is read, or its arguments begin: see _then)
+            if CALL_ID not in self.shape.name_end and not (self.deferred or self.shape.id_words):
                 self._announce()
             if self.shape.kind == "name-python":
                 self.py_start()
@@ -525,17 +535,6 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
             self.words(self.shape.name_end, _ARGS)
         return i, True
 
-    @property
-    def deferred(self) -> bool:
-        """Whether a name kind's call is not yet announced: the prompt wrote the marker
-        (``primed``), or the marker opens text as well as calls (``text_recipients``) and a
-        call's name and the words after it were not yet read as written (``>>> print(1)``
-        in prose). Such a call is announced once its arguments begin; a block that fails
-        before is prose, given back with no notice."""
-        if self.shape.kind in ("json", "code"):
-            return False
-        return self.primed or (bool(self.shape.text_recipients) and not self.headed)
-
     def _announce(self) -> None:
         """Start the call read so far on the stream, with the id its framing gave it."""
         self.index, self.id = self.announce(self.call_name, self.model_id or None)
@@ -549,21 +548,22 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
             return self.python_args(s, i, _NEXT)
         if not scanner.parts and s[i] in WS:  # (parts: no join a character)
             return i + 1, True
-        if self.index < 0:  # a deferred call is one once its arguments begin
+        if self.index < 0 and not self.counter:  # a deferred call is one once its arguments begin
             if s[i] != "{":
                 return self.fail(i, "the arguments are not a JSON object"), False
             self._announce()
         i = scanner.feed(s, i)  # its raw controls and stops set once (see _name)
         if scanner.failed:
             return self.fail(i, "the arguments are not a JSON object"), False
-        self.stream._args(self.index, scanner.piece)
+        if not self.counter:  # (a call named by its arguments is passed on once named)
+            self.stream._args(self.index, scanner.piece)
         if scanner.raw_count:
             self.raw_controls.add(self.index)
         if not scanner.done:
             return i, False
         text = scanner.text().strip()
         args = self.json_args(text, i)
-        if args is None:
+        if args is None or (self.counter and not self._named_by(args, text, i)):
             return i, False
         self.calls.append((self.index, ToolCall(self.id, self.call_name, args, text)))
         self.words(self.shape.post, _NEXT)
@@ -593,69 +593,3 @@ class DerivedBody(FormSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
             return j, True
         self.words(shape.post, _NEXT)
         return i, True
-
-    def _next(self, s: str, i: int) -> tuple[int, bool]:
-        """After a call: the next call, the block's closing words, or (with none) the end."""
-        shape = self.shape
-        if not shape.trail and shape.next_call == shape.opening and shape.opening:
-            if shape.kind == "json" and not self.stream.strict:
-                return self._after(s, i), False
-            self.status = DONE  # every call is its own block: the marker finds the next
-            return i, False
-        if shape.trail and not shape.trail_optional and s[i] in WS:  # the block must close
-            return i + 1, True
-        k = i
-        while k < len(s) and s[k] in WS and k - i <= 8:
-            k += 1
-        if k - i > 8:  # a paragraph break: the block is over
-            self.status = DONE
-            return i, False
-        if k == len(s):
-            return i, False  # wait: what follows the whitespace decides
-        if self.turn_ended:
-            return self.fail(k, "text after the turn's end token"), False
-        status, j, _ = expect_any(s, k, self.stream.turn_ends)
-        if status == OPEN:
-            return i, False
-        if status == DONE:  # the turn ended here, if nothing follows: the reply's end decides
-            self.turn_ended = True
-            return j, True
-        # a JSON call that nothing closes may be followed by another as Python's are (Llama 3's)
-        bare_json = shape.kind == "json" and not (shape.trail or shape.post)
-        if (shape.kind == "name-python" or bare_json) and not shape.next_call and s[k] == ";":
-            self.state = _CALL  # Python's statement separator: two calls on one line
-            return k + 1, True
-        follows = s[k] == "{" if shape.kind == "json" else bool(NAMED.match(s[k]))
-        if (
-            not shape.next_call
-            and (shape.trail or bare_json)
-            and follows
-            and not (shape.trail and s[k] == shape.trail[0][0])
-        ):
-            # nothing between two calls (one a line: Olmo 3's, MiniMax M1's): the next begins
-            self.state = _CALL
-            return k, True
-        if self.listed and s[k] == "{" and not self.stream.strict:
-            # the separator left out between two items: the next call is here
-            self.told.append(
-                ("recovered-list-separator", f"read calls listed without {shape.next_call[0]}")
-            )
-            self.opened_by = shape.next_call[-1]
-            self.state = _CALL
-            return k, True
-        for then, words in ((_CALL, shape.next_call), (_END, shape.trail)):
-            if not words:
-                continue
-            status, j = expect_literal(s, k, words[0])
-            if status == OPEN:
-                return i, False
-            if status == DONE:
-                if then == _CALL:
-                    self.opened_by = words[-1]
-                    self.call_mark = k  # (the next call's text starts here: see feed)
-                self.words(words[1:], then)
-                return j, self.status == OPEN
-        if shape.trail and not shape.trail_optional:
-            return self.fail(k, f"expected {shape.trail[0]} after the call"), False
-        self.status = DONE  # text after the calls: reply text
-        return i, False

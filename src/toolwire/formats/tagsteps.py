@@ -22,12 +22,19 @@ from .textargs import NameReader, TextArgs, read_held
 if TYPE_CHECKING:
     from .derived import DerivedShape
 
-__all__ = ["DriftedEnd", "Name", "TagSteps"]
+__all__ = ["CALL_ID", "NUMBER", "DriftedEnd", "Name", "TagSteps"]
 
 _LITS, _CALL, _JSON, _NAME, _ARGS, _BETWEEN, _KEY = range(7)
 _VALUE_WS, _VALUE_FIRST, _VALUE, _HELD, _NEXT, _END, _SKIP, _CDATA = range(7, 15)
 #: (15–17: codesteps.py's) A broken call's rest, skipped to its end or the next call's words.
 _RESYNC = 18
+
+#: The word standing for a number that counts the calls (Kimi's ``functions.NAME:0``).
+NUMBER = "\x00#"
+#: The word standing for a call's id written in the framing (a template that writes the whole
+#: call object, ``{"id": "call_1", "type": "function", "function": {...}}``): the model's
+#: id, kept as the call's.
+CALL_ID = "\x00id"
 
 CDATA_OPEN = "<![CDATA["
 #: What an id written in the framing may hold, and its longest (the CALL_ID word).
@@ -116,6 +123,8 @@ class TagSteps(Body):
     escaped_newline: bool
     digits: int
     model_id: str
+    number: str
+    opened_by: str
     call_name: str
     value_type: str
     type_name: str | None
@@ -337,6 +346,7 @@ class TagSteps(Body):
         while j < len(s) and j - i < room and s[j].isdigit():
             j += 1
         self.digits += j - i
+        self.number += s[i:j]
         if self.digits > _MAX_DIGITS:  # fail where the limit is passed, however cut
             return self.fail(j - 1, "a number too long"), False
         if j == len(s):
@@ -344,6 +354,11 @@ class TagSteps(Body):
         if not self.digits:
             return self.fail(j, "expected a number"), False
         self.digits = 0
+        if self.shape.id_words:  # the words so far are the call's id
+            read = self.shape.name_end[: len(self.shape.name_end) - len(self.todo)]
+            head = self.opened_by + self.call_name + "".join(read) if self.call_name else ""
+            self.model_id = head + self.number
+        self.number = ""
         self.todo.pop(0)
         return self._then(j) if not self.todo else (j, True)
 
