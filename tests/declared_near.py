@@ -720,7 +720,9 @@ NEAR["kimi-k2"] = [
     _KS + _k2("functions.get_weather:0"),  # the section left open
     _KS + _k2("functions.get_weather:0", end=""),
     _KS + _k2("functions.get_weather:0", '{"city": "Par'),
-    _KS + _k2("functions.get_weather:0", '{"city": "Paris"') + _k2("functions.get_time:1", "{}")
+    _KS
+    + _k2("functions.get_weather:0", '{"city": "Paris"')
+    + _k2("functions.get_time:1", "{}")
     + _KE,
     _KS + _k2("functions.get_weather.0") + _k2("functions.get_time:1", "{}") + _KE,
     _KS + _k2("get_weather:0") + _KE,  # the namespace left out
