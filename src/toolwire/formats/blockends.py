@@ -63,6 +63,7 @@ class BlockEnds(Body):
     call_text: list[str]
     calls_before: int
     resynced: bool
+    resync_at: int
     index: int
     model_id: str
     json_call: object
@@ -131,9 +132,9 @@ class BlockEnds(Body):
         if not end:
             return j, False
         stop = j + len(end) if shape.post and end == shape.post[-1] else j
-        self.resynced = True
+        self.resynced, self.resync_at = True, stop
         self.state = _NEXT
-        return stop, True
+        return stop, False  # (the piece's text up to here is the broken call's: see feed)
 
     def _bare_read(self, i: int) -> int:
         """A call opened where words were left out, none of their closing words written, is
@@ -291,6 +292,7 @@ class BlockEnds(Body):
                 if then == _CALL:
                     self.opened_by = words[-1]
                     self.call_mark = k  # (the next call's text starts here: see feed)
+                    self.calls_before = len(self.calls)
                 self.words(words[1:], then)
                 return j, self.status == OPEN
         if self.bare and self.calls:  # calls opened with the block's words left out: whole

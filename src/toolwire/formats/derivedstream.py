@@ -13,7 +13,6 @@ from .blockends import UNOPENED
 from .markerstream import DONE, Body, MarkerStream
 from .scan import Markers, markers, special_words
 from .shapereader import DerivedBody
-from .wholereply import WholeReply
 
 if TYPE_CHECKING:
     from .derived import DerivedShape
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["DerivedStream", "TurnOpener"]
 
 
-class DerivedStream(WholeReply):
+class DerivedStream(MarkerStream):
     """The reply stream of one :class:`DerivedShape`, or of a family's several forms, each a
     shape of its own (a subclass sets them): the word that opens a block chooses its shape."""
 
@@ -38,6 +37,11 @@ class DerivedStream(WholeReply):
     _strict: ClassVar[Markers | None]
     _lenient: ClassVar[Markers | None]
     _after_call: ClassVar[Markers | None]
+    #: The forms whose block is the whole reply, by their first word (read by the
+    #: :class:`~.wholereply.WholeReply` layer, which a syntax with one has).
+    _whole: ClassVar[dict[str, DerivedShape]] = {}
+    #: The whole form a body is being opened in (see WholeReply).
+    whole_form: DerivedShape | None = None
     #: The template's generation prompt ends with the marker (Functionary v3.2's ``>>>``):
     #: a reply starts as if it had just been read (see Syntax.primed).
     primed: ClassVar[bool] = False
@@ -70,7 +74,6 @@ class DerivedStream(WholeReply):
         #: The form of the block being read, or of the last one (an unopened call's).
         self.last = self.shape
         self._first_opening()
-        self._whole_start()
         #: A body is being opened where the reply starts (see ``primed``).
         self.primed_now = self.primed
         if self.primed:
@@ -133,6 +136,10 @@ class DerivedStream(WholeReply):
         self._text(body.rest)  # what the reply ended on after the calls
         if isinstance(body, DerivedBody) and body.status == DONE and body.then_unopened:
             self._opening = self._after_call  # type: ignore[misc,assignment]
+
+    def hold_whole(self, body: Body) -> bool:
+        """A whole reply's block is read: held until the reply ends (see WholeReply)."""
+        return False
 
     def _give_back(self, body: Body) -> None:
         if isinstance(body, DerivedBody) and (

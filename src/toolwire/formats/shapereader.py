@@ -157,6 +157,7 @@ class DerivedBody(FormSteps, NameSteps, CodeSteps, BlockEnds, TagSteps, PySteps,
         self.call_text: list[str] = []
         self.call_mark = -1
         self.resynced = False
+        self.resync_at = 0
         self.calls_before = 0
         self.digits = 0
         self.number = ""
@@ -212,29 +213,34 @@ class DerivedBody(FormSteps, NameSteps, CodeSteps, BlockEnds, TagSteps, PySteps,
         JSON call object) called straight: a step less per chunk. The text of the call being
         read is kept where a block may leave a broken call out (see BlockEnds.leave_call)."""
         n = len(s)
-        going = True
         mark = i  # where this piece's part of the current call starts
-        while i < n and going:
-            state = self.state
-            if state == _ARGS:
-                i, going = self._args(s, i)
-            elif state == _JSON:
-                i, going = self._json(s, i)
-            else:
-                i, going = self.step(s, i)
-            if self.framed:
-                if self.call_mark >= 0:  # the next call's words began there
-                    self.call_text, mark, self.call_mark = [], self.call_mark, -1
-                    self.calls_before = len(self.calls)
-                if self.status == FAILED and self.leave_call(s[mark:i]):
-                    mark, going = i, True
-                elif self.resynced:  # the broken call's text, to be given back
-                    text = "".join(self.call_text) + s[mark:i]
-                    self.left.append((text.strip(WS), self.item_problem))
-                    self.call_text, mark, self.resynced = [], i, False
-        if self.framed and self.status == OPEN:
-            self.call_text.append(s[mark:i])
-        return i
+        while True:
+            going = True
+            while i < n and going:
+                state = self.state
+                if state == _ARGS:
+                    i, going = self._args(s, i)
+                elif state == _JSON:
+                    i, going = self._json(s, i)
+                else:
+                    i, going = self.step(s, i)
+            if not self.framed:
+                return i
+            # (a step that breaks a call stops the loop: the call is kept here, between)
+            if self.resynced:  # a broken call's text, to be given back
+                text = "".join(self.call_text) + s[mark : self.resync_at]
+                self.left.append((text.strip(WS), self.item_problem))
+                self.call_text, mark, self.resynced = [], self.resync_at, False
+                if self.status == OPEN and i < n:
+                    continue  # (resync stops the loop only to keep that text: read on)
+            if self.call_mark >= 0:  # the last call begun in this piece began there
+                self.call_text, mark, self.call_mark = [], self.call_mark, -1
+            if self.status == FAILED and self.leave_call(s[mark:i]):
+                mark = i
+                continue
+            if self.status == OPEN:
+                self.call_text.append(s[mark:i])
+            return i
 
     def step(self, s: str, i: int) -> tuple[int, bool]:
         state = self.state

@@ -39,6 +39,7 @@ from .grammar import AnyOf, CallForm, Form
 from .markerstream import MarkerStream
 from .reasoning import ReasoningTags
 from .samples import Sample
+from .wholereply import WholeReply
 
 __all__ = ["Syntax", "special_words"]
 
@@ -139,6 +140,7 @@ class Syntax:
         layers: tuple[type[MarkerStream], ...] = ()
         layers += (self.stream_layer,) if self.stream_layer is not None else ()
         layers += (TurnOpener,) if self.turn_opener else ()
+        layers += (WholeReply,) if any(f.whole for f in self.forms) else ()
         stream = type(
             f"{_title(self.name)}Stream",
             (*layers, DerivedStream),

@@ -23,31 +23,28 @@ marker, ``<|python_tag|>``) are read anywhere as any marker is.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any
 
+from .derivedstream import DerivedStream
 from .formsteps import NAMED
 from .markerstream import FAILED, OPEN, WS, Body, MarkerStream, expect_any
 from .trailing import TrailingBlock, end_trailing
 
 if TYPE_CHECKING:
-    from .derived import DerivedShape
+    pass
 
 __all__ = ["WholeReply"]
 
 
-class WholeReply(MarkerStream):
-    """The whole-reply steps of the engine's stream."""
+class WholeReply(DerivedStream):
+    """The whole-reply steps of the engine's stream: a layer before it, which only a syntax
+    with a whole-reply form has (no other pays for its checks)."""
 
-    #: The forms whose block is the whole reply, by their first word (one character).
-    _whole: ClassVar[dict[str, DerivedShape]] = {}
-
-    def _whole_start(self) -> None:
-        """Set up reading (call once, from the stream's constructor)."""
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         #: Nothing but white space has come yet: a whole form may still open.
         self._starting = bool(self._whole)
         self._lead = ""
-        #: The whole form a body is being opened in (read by ``shape_for``).
-        self.whole_form: DerivedShape | None = None
         #: A whole block read, its calls held until the reply ends, with its text; and
         #: the white space (and end tokens) after it, held.
         self._held_block: Body | None = None
@@ -158,7 +155,7 @@ class WholeReply(MarkerStream):
             end_trailing(self, trail, self._whole_reply)
         self._end_tail()
 
-    def _whole_reply(self) -> MarkerStream:
+    def _whole_reply(self) -> DerivedStream:
         """A reader of the held block as a whole reply, with no trailing block of its own."""
         reader = type(self)(self.tools, make_id=self._make_id, strict=self.strict)
         reader._trail = None
