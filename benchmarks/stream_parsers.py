@@ -67,8 +67,8 @@ def make_reply(family: str, size: int) -> tuple[str, int]:
     while total < size:
         if family == "llama3":
             piece = ("; " if parts else "") + _call(family, i)
-        elif family == "pythonic":  # the whole reply is one list of calls
-            piece = (", " if parts else "[") + _call(family, i)[1:-1]
+        elif family == "pythonic":  # the whole reply is one list of calls (its bare form's)
+            piece = (", " if parts else "[") + _call(family, 2 * i + 1)[1:-1]
         else:
             piece = f"Now file {i}, as asked.\n" + _call(family, i) + "\n"
         parts.append(piece)

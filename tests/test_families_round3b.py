@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from toolwire.events import Notice
+from toolwire.formats.base import assemble
 
 from .test_formats import check_stream, parse, stream_events
 
@@ -93,6 +94,22 @@ def test_llama3_text_after_a_tagged_call_is_reply_text(lead: str) -> None:
         assert [(c.name, c.arguments) for c in got.calls] == [("get_weather", {"city": "Oslo"})]
         assert got.content == lead + " Done." and not got.notices
     _streams("llama3", reply, tools=[WEATHER, SIGHTS])
+
+
+@pytest.mark.parametrize("cut", [None, 3, 40, 60])
+def test_llama3_calls_parted_by_a_semicolon_and_the_tag_again(cut: int | None) -> None:
+    """``;`` between two calls, the second opened by the tag again (llama.cpp's grammar for
+    Llama 3 allows both): every call read, the ``;`` no text."""
+    call = '{"name": "get_weather", "parameters": {"city": "Oslo"}}'
+    reply = "<|python_tag|>" + call + "; " + call + "; <|python_tag|>" + call
+    got = parse("llama3", reply, tools=[WEATHER, SIGHTS])
+    assert [c.arguments for c in got.calls] == [{"city": "Oslo"}] * 3
+    assert got.content == "" and not got.notices
+    chunks = [reply] if cut is None else [reply[:cut], reply[cut:]]
+    assert assemble(stream_events("llama3", chunks, tools=[WEATHER, SIGHTS])) == got
+    # a semicolon after the calls and prose: the calls stand, the rest is text
+    got = parse("llama3", "<|python_tag|>" + call + "; and more", tools=[WEATHER, SIGHTS])
+    assert len(got.calls) == 1 and got.content == "; and more"
 
 
 def test_llama3_piece_of_a_tag_after_a_tagged_call_is_text() -> None:

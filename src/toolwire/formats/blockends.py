@@ -261,9 +261,11 @@ class BlockEnds(Body):
             return j, True
         # a JSON call that nothing closes may be followed by another as Python's are (Llama 3's)
         bare_json = shape.kind == "json" and not (shape.trail or shape.post)
-        if (shape.kind == "name-python" or bare_json) and not shape.next_call and s[k] == ";":
+        if shape.kind == "name-python" and not shape.next_call and s[k] == ";":
             self.state = _CALL  # Python's statement separator: two calls on one line
             return k + 1, True
+        if bare_json and not shape.next_call and s[k] == ";":
+            return self._semicolon(s, i, k)
         follows = s[k] == "{" if shape.kind == "json" else bool(NAMED.match(s[k]))
         if (
             not shape.next_call
@@ -301,3 +303,22 @@ class BlockEnds(Body):
             return self.fail(k, f"expected {shape.trail[0]} after the call"), False
         self.status = DONE  # text after the calls: reply text
         return i, False
+
+    def _semicolon(self, s: str, i: int, k: int) -> tuple[int, bool]:
+        """``;`` after a JSON call nothing closes (Llama 3's): the next call's object, or its
+        marker opening a block of its own (``; <|python_tag|>{…}``), each after any white
+        space; else the calls are over, the ``;`` the reply's text."""
+        m = k + 1
+        while m < len(s) and s[m] in WS and m - k <= 8:
+            m += 1
+        if m == len(s) and m - k <= 8:
+            return i, False  # wait: what follows decides
+        if m < len(s) and s[m] == "{":
+            self.state = _CALL
+            return m, True
+        shape = self.shape
+        status = expect_literal(s, m, shape.marker)[0] if shape.opening else "failed"
+        if status == OPEN:
+            return i, False
+        self.status = DONE
+        return (m if status == DONE else i), False
