@@ -187,6 +187,15 @@ def test_a_call_to_a_tool_not_declared_is_read_as_sglang_forwards_it() -> None:
     assert [c.name for c in parse("tagged-pythonic", python, TOOLS).calls] == ["not_registered"]
 
 
+def test_xlam_peer_cases_pass() -> None:
+    """vLLM's xLAM reader's own cases (the development set of the later grammars)."""
+    from .test_families_declared_new import NEW_OUT
+
+    xlam_cases = {k: o for k, o in NEW_OUT.items() if o.family == "xlam"}
+    assert len(xlam_cases) >= 6
+    assert all(o.passed for o in xlam_cases.values()), xlam_cases
+
+
 @pytest.mark.parametrize(
     "reply", ["[1, 2, 3]", "[1] A footnote.", "[link](https://example.com)", '[{"a": 1}]', "[]"]
 )
