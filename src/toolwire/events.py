@@ -77,7 +77,6 @@ NoticeCode = Literal[
     "recovered-misspelt-tag",
     "recovered-separator-missing",
     "recovered-list-separator",
-    "recovered-text-after-call",
     "recovered-python-values",
     "calls-kept-apart",
     "arguments-repaired",
@@ -154,8 +153,6 @@ NOTICES: dict[NoticeCode, str] = {
     "recovered-separator-missing": "a call whose name was not followed by the separator token "
     "its family writes after a name was read",
     "recovered-list-separator": "calls listed with the separator left out between two were read",
-    "recovered-text-after-call": "a call its grammar's marker opened was read although text "
-    "followed it, where the grammar ends the reply; the text stays content",
     "recovered-python-values": "a Python call whose values were written as its template "
     "writes them, not as literals (unquoted text, a quote left unescaped, a comma left out), "
     "was read",
