@@ -314,6 +314,14 @@ QUADRATIC = [
     pytest.param(
         "pythonic", lambda n: "get_weather(city=a), " * (n // 21), 7, id="pythonic-bare-calls"
     ),
+    # a whole reply's call after white space, or white space after it, in small pieces: the
+    # whole-reply layer joined all it held again for each piece
+    pytest.param(
+        "llama3", lambda n: " " * n + '{"name": "get_weather", "parameters": {}}', 3, id="lead"
+    ),
+    pytest.param(
+        "llama3", lambda n: '{"name": "get_weather", "parameters": {}}' + " " * n, 3, id="after"
+    ),
 ]
 
 

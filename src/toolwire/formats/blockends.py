@@ -14,7 +14,7 @@ from ..events import NoticeCode
 from ..messages import ToolCall
 from .formsteps import NAMED
 from .listitems import ItemEnd
-from .markerstream import DONE, OPEN, WS, Body, MarkerStream, expect_any, expect_literal
+from .markerstream import DONE, FAILED, OPEN, WS, Body, MarkerStream, expect_any, expect_literal
 from .scan import markers
 from .tagsteps import _BETWEEN, _CALL, _END, _LITS, _NEXT, _RESYNC, _SKIP
 from .textargs import TextArgs
@@ -317,7 +317,7 @@ class BlockEnds(Body):
             self.state = _CALL
             return m, True
         shape = self.shape
-        status = expect_literal(s, m, shape.marker)[0] if shape.opening else "failed"
+        status = expect_literal(s, m, shape.marker)[0] if shape.opening else FAILED
         if status == OPEN:
             return i, False
         self.status = DONE

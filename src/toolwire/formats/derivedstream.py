@@ -137,7 +137,7 @@ class DerivedStream(MarkerStream):
         if isinstance(body, DerivedBody) and body.status == DONE and body.then_unopened:
             self._opening = self._after_call  # type: ignore[misc,assignment]
 
-    def hold_whole(self, body: Body) -> bool:
+    def hold_whole(self, body: DerivedBody) -> bool:
         """A whole reply's block is read: held until the reply ends (see WholeReply)."""
         return False
 

@@ -31,7 +31,7 @@ from .markerstream import FAILED, OPEN, WS, Body, MarkerStream, expect_any
 from .trailing import TrailingBlock, end_trailing
 
 if TYPE_CHECKING:
-    pass
+    from .shapereader import DerivedBody
 
 __all__ = ["WholeReply"]
 
@@ -44,12 +44,19 @@ class WholeReply(DerivedStream):
         super().__init__(*args, **kwargs)
         #: Nothing but white space has come yet: a whole form may still open.
         self._starting = bool(self._whole)
-        self._lead = ""
+        #: The white space the reply starts with, and a marker's start after it, held (each
+        #: piece kept once: a reply of white space costs its length, however it is cut).
+        self._lead: list[str] = []
+        self._lead_tail = ""
         #: A whole block read, its calls held until the reply ends, with its text; and
         #: the white space (and end tokens) after it, held.
         self._held_block: Body | None = None
         self._held_raw: list[str] = []
-        self._after = ""
+        #: The text after it (white space, an end token), each piece kept once; the end
+        #: token begun there (no longer than the longest), or whole.
+        self._after: list[str] = []
+        self._after_token = ""
+        self._after_token_whole = False
         self._ended = False
         #: After prose, the reply's last block, held back (see the module's doc).
         self._trail = TrailingBlock() if self._whole and not self.strict else None
@@ -60,17 +67,18 @@ class WholeReply(DerivedStream):
             if not text:
                 return
         if self._starting:
-            text, self._lead = self._lead + text, ""
+            text, self._lead_tail = self._lead_tail + text, ""
             j = 0
             while j < len(text) and text[j] in WS:
                 j += 1
+            self._lead.append(text[:j])
             scanned = self._opening.markers if self._opening is not None else ()
             status = expect_any(text, j, scanned)[0] if scanned and j < len(text) else FAILED
             if j == len(text) or status == OPEN:  # white space, or perhaps a marker: wait
-                self._lead = text
+                self._lead_tail = text[j:]  # (a marker's start: no longer than a marker)
                 return
             self._starting = False
-            lead, text = text[:j], text[j:]
+            lead, text, self._lead = "".join(self._lead), text[j:], []
             j = 0
             # a marker of another form where the reply starts (Mistral's ``[TOOL_CALLS]``
             # beside a bare ``[``): that form's
@@ -91,9 +99,9 @@ class WholeReply(DerivedStream):
             return
         super()._content(text)
 
-    def hold_whole(self, body: Body) -> bool:
+    def hold_whole(self, body: DerivedBody) -> bool:
         """A whole block is read: hold its calls until the reply ends (True), else False."""
-        if self._ended or not getattr(body, "shape", None) or not body.shape.whole:  # type: ignore[attr-defined]
+        if self._ended or not body.shape.whole:
             return False
         self._held_block, self._held_raw = body, self._raw
         self._body = None
@@ -104,15 +112,23 @@ class WholeReply(DerivedStream):
     def _after_whole(self, text: str) -> str:
         """Text after a whole block: white space and end tokens are held; anything else
         makes the block text, and is returned to be read on."""
-        s = self._after + text
-        rest = s.lstrip(WS)
-        if not rest or any(
-            e.startswith(rest) or (rest.startswith(e) and not rest[len(e) :].strip(WS))
-            for e in self.turn_ends
-        ):
-            self._after = s
-            return ""
-        body, self._held_block, self._after = self._held_block, None, ""
+        self._after.append(text)
+        if self._after_token_whole:  # after a whole end token, only white space
+            if not text.strip(WS):
+                return ""
+        else:
+            token = self._after_token + (text if self._after_token else text.lstrip(WS))
+            if not token:
+                return ""
+            for end in self.turn_ends:
+                if end.startswith(token):  # (no longer than the token)
+                    self._after_token = token
+                    return ""
+                if token.startswith(end) and not token[len(end) :].strip(WS):
+                    self._after_token, self._after_token_whole = "", True
+                    return ""
+        s = "".join(self._after)
+        body, self._held_block, self._after = self._held_block, None, []
         assert body is not None
         for index, cid in body.started:
             self._abort(index, cid, "text after the calls")
@@ -140,7 +156,8 @@ class WholeReply(DerivedStream):
     def _content_end(self) -> None:
         if self._starting:  # nothing but white space, or a marker's start: read as such
             self._starting = False
-            lead, self._lead = self._lead, ""
+            lead = "".join(self._lead) + self._lead_tail
+            self._lead, self._lead_tail = [], ""
             if lead:
                 self._content(lead)
         self._end_body()
