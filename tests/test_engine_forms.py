@@ -402,3 +402,27 @@ def test_a_template_s_pseudo_tool_is_no_call_and_its_turn_opener_is_dropped() ->
     # only at the reply's start: elsewhere the token is the model's text
     inside = _read("command-r-plus", "Hi <|CHATBOT_TOKEN|>")
     assert inside.content == "Hi <|CHATBOT_TOKEN|>"
+
+
+def test_a_code_form_with_no_closing_word_runs_to_the_reply_s_end() -> None:
+    """A code form (``kind="code"``) whose template writes nothing after the code: the code
+    is the rest of the reply, however the reply is cut."""
+    from toolwire.formats.derived import DerivedShape
+    from toolwire.formats.syntax import Syntax
+
+    shape = DerivedShape(kind="name-json", opening=("<call>",), name_end=(">",))
+    code = DerivedShape(kind="code", opening=("<run>",), code=("python", "code"))
+    family = Syntax(name="coded", label="a code form (tests)", shape=shape, also=(code,)).family
+    tools = [{"type": "function", "function": {"name": "python", "parameters": {}}}]
+    reply = "Running it.<run>print('a <b>')\nx = 1"
+    whole = family.parse(reply, tools)
+    assert [(c.name, c.arguments) for c in whole.calls] == [
+        ("python", {"code": "print('a <b>')\nx = 1"})
+    ]
+    assert whole.content == "Running it."
+    for k in range(len(reply) + 1):
+        stream = family.stream(tools)
+        events = stream.feed(reply[:k]) + stream.feed(reply[k:]) + stream.finish()
+        assert [(c.name, c.arguments) for c in assemble(events).calls] == [
+            (c.name, c.arguments) for c in whole.calls
+        ]

@@ -65,6 +65,9 @@ class CodeSteps(Body):
             return i, True
         if self.state == _CODE_JSON:
             return self._code_json(s, i)
+        if not self.shape.post:  # the code runs to the reply's end
+            self.code.append(s[i:])
+            return len(s), False
         j, end = markers(self.shape.post[:1]).scan(s, i)
         self.code.append(s[i:j])
         if not end:

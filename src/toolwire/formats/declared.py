@@ -427,34 +427,39 @@ K2V3_IFM = Syntax(
 
 _PY_START = "<|python_start|>"
 
+
+def _py_list(
+    *opening: str,
+    trail: tuple[str, ...] = (),
+    whole: bool = False,
+    written: bool = True,
+    ends_with_turn: bool = False,
+) -> DerivedShape:
+    """Llama 4's Python calls after ``opening``, a comma between two."""
+    return DerivedShape(
+        kind="name-python",
+        opening=opening,
+        next_call=(",",),
+        trail=trail,
+        whole=whole,
+        written=written,
+        ends_with_turn=ends_with_turn,
+    )
+
+
 #: Llama 4's Python call list (``pythonic``), ``[NAME(key=value), ...]``: the whole reply
 #: (values Python literals, read by hand, never evaluated), or anywhere after
 #: ``<|python_start|>`` (its ``<|python_end|>`` may be left out where the reply ends).
 PYTHONIC = Syntax(
     name="pythonic",
     label="Python call list [NAME(key=value), ...] as the whole reply (Llama 4)",
-    shape=DerivedShape(
-        kind="name-python",
-        opening=(_PY_START, "["),
-        next_call=(",",),
-        trail=("]", "<|python_end|>"),
-        ends_with_turn=True,
-    ),
+    shape=_py_list(_PY_START, "[", trail=("]", "<|python_end|>"), ends_with_turn=True),
     also=(
-        DerivedShape(
-            kind="name-python", opening=("[",), next_call=(",",), trail=("]",), whole=True
-        ),
+        _py_list("[", trail=("]",), whole=True),
         # the list without its brackets (SGLang's Llama 4 template), tools known, or after
         # the token: read, never written
-        DerivedShape(kind="name-python", opening=(), next_call=(",",), whole=True, written=False),
-        DerivedShape(
-            kind="name-python",
-            opening=(_PY_START,),
-            next_call=(",",),
-            trail=("<|python_end|>",),
-            ends_with_turn=True,
-            written=False,
-        ),
+        _py_list(whole=True, written=False),
+        _py_list(_PY_START, trail=("<|python_end|>",), ends_with_turn=True, written=False),
     ),
     end_tokens=("<|eot|>",),
     message_ends=("<|eom|>",),
