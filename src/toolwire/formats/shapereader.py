@@ -12,7 +12,6 @@ list that is not a call, a separator left out between two items.
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING
 
 from ..events import NoticeCode
@@ -39,7 +38,7 @@ from .markerstream import (
 from .namedby import NameSteps
 from .pyliteral import LiteralReader
 from .pysteps import PySteps
-from .scan import Markers, special_words
+from .scan import special_words
 from .tagsteps import (
     _ARGS,
     _BETWEEN,
@@ -59,9 +58,9 @@ from .tagsteps import (
     _VALUE_WS,
     CALL_ID,
     NUMBER,
-    DriftedEnd,
     Name,
     TagSteps,
+    shape_stops,
 )
 from .textargs import HELD, NameReader, TextArgs, TextBody
 
@@ -77,27 +76,6 @@ Words = tuple[str, ...]
 _NOT_OBJECT = "the call is not a JSON object"
 #: The longest learned word: a body may wait for a whole word, and must not hold much.
 MAX_WORD = MAX_HELD - 16
-
-
-@functools.lru_cache(maxsize=256)  # bounded: learned shapes come and go
-def _stops(shape: DerivedShape) -> tuple[str, str, Markers | None, Markers | None]:
-    """What ends a name, a key and a value in ``shape`` (a value: strict, and not)."""
-    followers = (shape.name_end, shape.key_open, shape.post, shape.next_call, shape.trail)
-    # a backslash ends a name (no tool name holds one): \\n may follow it (see _escaped)
-    stops = WS + "\\" + "".join(w[0][0] for w in followers if w)
-    if shape.kind == "name-python":
-        stops += "("
-    if shape.kind in ("name-json", "name-literal"):
-        stops += "{"  # (with words due after the name: they may be left out, see _left_out)
-    key_stops = WS + (shape.key_mid[0][0] if shape.key_mid else "")
-    ends = shape.value_end[0] if shape.value_end else ""
-    # (one marker where the template writes no white space before the end: half the scan)
-    # a line break written \r\n (Windows line endings) is the template's \n
-    tails = (shape.value_tail, "\r\n") if shape.value_tail == "\n" else (shape.value_tail,)
-    found = (*(tail + ends for tail in tails), ends)
-    value_ends = Markers(tuple(dict.fromkeys(found))) if ends else None
-    drifted = DriftedEnd.of(shape, value_ends.markers) if value_ends else None
-    return stops, key_stops, value_ends, drifted or value_ends
 
 
 class DerivedBody(FormSteps, NameSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
@@ -193,7 +171,7 @@ class DerivedBody(FormSteps, NameSteps, CodeSteps, BlockEnds, TagSteps, PySteps,
         #: A list of calls (``[…, …]``): an item that is not a call is left out (see _left).
         self.listed = shape.kind == "json" and bool(shape.trail) and not shape.trail_optional
         # what ends a name, a key and a value: the shape's, worked out once a shape
-        self.name_stops, self.key_stops, strict_ends, lenient_ends = _stops(shape)
+        self.name_stops, self.key_stops, strict_ends, lenient_ends = shape_stops(shape)
         self.value_ends = strict_ends if self.stream.strict else lenient_ends
         self.keys = Name(self.key_stops, "argument name")
         #: Each call is framed by words in a block: a broken one may be left out (see

@@ -10,6 +10,7 @@ the family writes values so (its inside is the value, whatever it holds).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING
 
@@ -22,7 +23,7 @@ from .textargs import NameReader, TextArgs, read_held
 if TYPE_CHECKING:
     from .derived import DerivedShape
 
-__all__ = ["CALL_ID", "NUMBER", "DriftedEnd", "Name", "TagSteps"]
+__all__ = ["CALL_ID", "NUMBER", "DriftedEnd", "Name", "TagSteps", "shape_stops"]
 
 _LITS, _CALL, _JSON, _NAME, _ARGS, _BETWEEN, _KEY = range(7)
 _VALUE_WS, _VALUE_FIRST, _VALUE, _HELD, _NEXT, _END, _SKIP, _CDATA = range(7, 15)
@@ -375,3 +376,24 @@ class TagSteps(Body):
         # none written: the call is given a fresh id, as for a syntax with no id
         self.todo.pop(0)
         return self._then(j) if not self.todo else (j, True)
+
+
+@functools.lru_cache(maxsize=256)  # bounded: learned shapes come and go
+def shape_stops(shape: DerivedShape) -> tuple[str, str, Markers | None, Markers | None]:
+    """What ends a name, a key and a value in ``shape`` (a value: strict, and not)."""
+    followers = (shape.name_end, shape.key_open, shape.post, shape.next_call, shape.trail)
+    # a backslash ends a name (no tool name holds one): \\n may follow it (see _escaped)
+    stops = WS + "\\" + "".join(w[0][0] for w in followers if w)
+    if shape.kind == "name-python":
+        stops += "("
+    if shape.kind in ("name-json", "name-literal"):
+        stops += "{"  # (with words due after the name: they may be left out, see _left_out)
+    key_stops = WS + (shape.key_mid[0][0] if shape.key_mid else "")
+    ends = shape.value_end[0] if shape.value_end else ""
+    # (one marker where the template writes no white space before the end: half the scan)
+    # a line break written \r\n (Windows line endings) is the template's \n
+    tails = (shape.value_tail, "\r\n") if shape.value_tail == "\n" else (shape.value_tail,)
+    found = (*(tail + ends for tail in tails), ends)
+    value_ends = Markers(tuple(dict.fromkeys(found))) if ends else None
+    drifted = DriftedEnd.of(shape, value_ends.markers) if value_ends else None
+    return stops, key_stops, value_ends, drifted or value_ends
