@@ -222,3 +222,70 @@ MORE["kimi-k2"] = [
     _KS + _k2("functions.get_weather:0") + _k2("functions.get_weather:0") + _KE,  # id twice
     _KS + _k2("functions.get_weather:0") + "junk" + _KE,
 ]
+
+
+def _dsml(word: str, block: str = "tool_calls") -> list[str]:
+    """Near misses of the DSML grammar under one prefix (DeepSeek's ``DSML``, GigaChat's
+    ``GCML``): the shapes the models write beside their templates', and the breaks."""
+    m, e = f"<｜{word}｜", f"</｜{word}｜"
+    p = f'{m}parameter name="city" string="true">Paris{e}parameter>\n'
+    n = f'{m}parameter name="days" string="false">3{e}parameter>\n'
+    inv = f'{m}invoke name="get_weather">\n{p}{n}{e}invoke>\n'
+    two = inv + f'{m}invoke name="get_time">\n{e}invoke>\n'
+    open_, close = f"{m}{block}>\n", f"{e}{block}>"
+    return [
+        "Sure. " + open_ + two + close + " done",
+        open_ + inv + close + "\n\nMore text after.",
+        open_ + f'{m}invoke name="get_time"/>\n' + close,  # self-closed
+        open_ + inv + f'{m}invoke name="get_time"/>\n' + close,
+        open_
+        + f'{m}invoke name="get_weather">\n{{"city": "Paris", "days": 3}}\n{e}invoke>\n'
+        + close,  # the arguments as one JSON object
+        open_ + f'{m}invoke name="get_weather">\n{p}{{"days": 3}}\n{e}invoke>\n' + close,
+        open_ + f'{m}invoke name="get_weather">\n{{"city": "Paris"}} x\n{e}invoke>\n' + close,
+        f"{m}toolcalls>\n" + inv + close,  # a damaged block tag
+        f"{m}tool_calls\n" + inv + close,
+        f"{m} word>\n{m}{block}>\n" + inv + close,
+        f"{m}toolcalls>\nno call after it",
+        inv,  # a bare invoke of a declared tool
+        inv.replace("get_weather", "nope"),
+        open_
+        + f'{m}invoke name="get_weather">\n{m}parameter name="city">x{e}parameter>\n'
+        + f"{e}invoke>\n"
+        + close
+        + "\n"
+        + inv,  # a block that broke, then a bare invoke
+        "```\n" + open_ + inv + close + "\n```\nThat is how it looks.",
+        "~~~\n" + inv + "~~~\n" + open_ + inv + close,
+        open_ + inv.replace(' string="true"', ""),
+        open_ + inv.replace('string="true"', 'string="yes"') + close,
+        open_ + inv.replace(">3<", ">three<") + close,
+        open_ + inv,  # the block's closer left out
+        open_ + inv[:-12],  # cut inside the invoke
+        open_ + f'{m}invoke name="get_weather">\n{m}parameter name="city" string="true">Par',
+        open_ + inv + f"{e}function_calls>",
+        f"Write {m} in prose.",
+        open_ + inv + close + "<｜end▁of▁sentence｜>",
+        open_ + inv + close + "</s>",
+        "<think>plan</think>" + open_ + inv + close,
+        open_ + inv.replace('name="days"', 'name="city"') + close,  # a parameter twice
+        open_ + f'{m}invoke name="get weather">\n{e}invoke>\n' + close,
+        open_ + f'{m}invoke name="get_weather" x="1">\n{e}invoke>\n' + close,
+        open_ + inv + "junk\n" + close,
+        open_
+        + f'{m}invoke name="search">\n{m}parameter name="q" string="false">'
+        + f'{{"a": [1, 2]}}{e}parameter>\n{m}parameter name="r" string="true">a < b & c'
+        + f"{e}parameter>\n{e}invoke>\n"
+        + close,
+        open_ + close,
+    ]
+
+
+MORE["deepseek-dsml"] = _dsml("DSML", "function_calls") + _dsml("DSML")[:4]
+MORE["gigachat-gcml"] = [
+    *_dsml("GCML"),
+    '<｜GCML｜tool_calls>\n<｜GCML｜invoke name="get_time">\n</｜GCML｜invoke>\n'
+    "</｜DSML｜tool_calls>",  # the prefixes never mix
+    '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="get_time">\n</｜DSML｜invoke>\n'
+    "</｜DSML｜tool_calls>",
+]

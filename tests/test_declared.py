@@ -87,6 +87,8 @@ LISTED = {
     "llama3": (("<|python_tag|>", "{"), ()),
     # the hand-written family also scanned for a call opened without its section: the
     # engine reads one where the section's words were left out, its token kept
+    "deepseek-dsml": (("<｜DSML｜",), ()),
+    "gigachat-gcml": (("<｜GCML｜",), ()),
     "kimi-k2": (
         ("<|tool_calls_section_begin|>",),
         (

@@ -9,6 +9,7 @@ reading refuses each repair.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -449,3 +450,99 @@ def test_thinking_long_after_a_marker_streams_on_and_is_thinking() -> None:
     result = assemble(first + stream.feed(reply[len(reply) - 8 :]) + stream.finish())
     assert result.calls == [] and result.content == ""
     assert result.reasoning == reply.removeprefix("<think>")
+
+
+#: A call closed in its own tag (no arguments), for every syntax writing its name as an
+#: attribute: (family, reply). DeepSeek V4 writes it; SGLang reads it.
+SELF_CLOSED = [
+    ("minimax", '<minimax:tool_call>\n<invoke name="get_weather"/>\n</minimax:tool_call>'),
+    ("minicpm5", '<function name="get_weather"/>'),
+    (
+        "deepseek-dsml",
+        '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="get_weather"/>\n</｜DSML｜tool_calls>',
+    ),
+    (
+        "gigachat-gcml",
+        '<｜GCML｜tool_calls>\n<｜GCML｜invoke name="get_weather"/>\n</｜GCML｜tool_calls>',
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "reply"), SELF_CLOSED)
+def test_a_call_closed_in_its_own_tag_is_a_call_with_no_arguments(name: str, reply: str) -> None:
+    family, tools = _family(name)
+    result = assemble(_every_split(family, tools, reply, False))
+    assert [(c.name, c.arguments) for c in result.calls] == [("get_weather", {})]
+    assert result.content.strip() == ""
+    assert "recovered-self-closing" in [n.code for n in _notices(family, tools, reply)]
+    strict = family.parse(reply, tools, strict=True)
+    assert not strict.calls and strict.content == reply
+
+
+#: A tagged call's arguments written as one JSON object where its first tag was due.
+JSON_BODY = [
+    (
+        "minimax",
+        '<minimax:tool_call>\n<invoke name="get_weather">\n{"city": "Paris", "n": 2}\n'
+        "</invoke>\n</minimax:tool_call>",
+    ),
+    ("glm", '<tool_call>get_weather\n{"city": "Paris", "n": 2}\n</tool_call>'),
+    (
+        "qwen-xml",
+        '<tool_call>\n<function=get_weather>\n{"city": "Paris", "n": 2}\n</function>\n</tool_call>',
+    ),
+    (
+        "deepseek-dsml",
+        '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="get_weather">\n'
+        '{"city": "Paris", "n": 2}\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>',
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "reply"), JSON_BODY)
+def test_a_tagged_call_s_arguments_as_one_json_object_are_read(name: str, reply: str) -> None:
+    family, tools = _family(name)
+    result = assemble(_every_split(family, tools, reply, False))
+    assert [(c.name, c.arguments) for c in result.calls] == [
+        ("get_weather", {"city": "Paris", "n": 2})
+    ]
+    assert json.loads(result.calls[0].arguments_text) == {"city": "Paris", "n": 2}
+    assert "recovered-json-arguments" in [n.code for n in _notices(family, tools, reply)]
+    assert not family.parse(reply, tools, strict=True).calls
+    # tags and a JSON body never mix; text after the object breaks the call
+    for broken in (
+        reply.replace('{"city": "Paris", "n": 2}', '{"city": "Paris"} x'),
+        reply.replace('{"city": "Paris", "n": 2}', '{"city": "Paris"}{"n": 2}'),
+    ):
+        assert not family.parse(broken, tools).calls, broken
+
+
+def test_a_value_its_tag_says_is_json_is_read_as_json_and_strictly() -> None:
+    family, tools = _family("deepseek-dsml")
+    p = '<｜DSML｜parameter name="{}" string="{}">{}</｜DSML｜parameter>\n'
+    body = p.format("n", "false", "[1, 2]") + p.format("city", "true", "[1, 2]")
+    reply = f'<｜DSML｜tool_calls>\n<｜DSML｜invoke name="get_weather">\n{body}</｜DSML｜invoke>'
+    (call,) = assemble(_every_split(family, tools, reply, False)).calls
+    assert call.arguments == {"n": [1, 2], "city": "[1, 2]"} and not call.text_values
+    bad = reply.replace(">[1, 2]<", ">[1, 2<", 1)
+    assert not family.parse(bad, tools).calls
+
+
+def test_a_damaged_block_tag_is_read_past_only_where_a_call_follows() -> None:
+    family, tools = _family("deepseek-dsml")
+    call = (
+        '<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter name="city" string="true">'
+        "Paris</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>"
+    )
+    reply = "Checking.\n<｜DSML｜toolcalls>\n" + call
+    result = assemble(_every_split(family, tools, reply, False))
+    assert [c.arguments for c in result.calls] == [{"city": "Paris"}]
+    assert result.content == "Checking.\n"
+    prose = "Write <｜DSML｜toolcalls> in prose.\nAnd more."
+    assert family.parse(prose, tools).content == prose
+    fenced = "```\n<｜DSML｜tool_calls>\n" + call + "\n```\n"
+    assert family.parse(fenced, tools).content == fenced and not family.parse(fenced, tools).calls
+
+
+def _notices(family: Family, tools: Any, reply: str) -> list[Notice]:
+    return [e for e in _events(family, tools, [reply], False) if isinstance(e, Notice)]

@@ -142,13 +142,10 @@ NEAR: dict[str, list[str]] = {
         dsml(WEATHER)[:-30],
         dsml(WEATHER).replace("</｜DSML｜function_calls>", "</｜DSML｜tool_calls>"),
         dsml(WEATHER).replace('string="false">3', 'string="false">three'),
-        dsml(WEATHER).replace(' string="true"', ""),
-        dsml(WEATHER).replace('string="true"', 'string="yes"'),
         dsml(WEATHER).replace("invoke name", "call name", 1),
         dsml(("f", {"a": "x"})).replace("</｜DSML｜parameter>", "</｜DSML｜parameter>" * 2, 1),
         dsml(("f", {"a": "x", "b": "y"})).replace('name="b"', 'name="a"'),
         "\n\n<｜DSML｜function_calls>\n</｜DSML｜function_calls>",
-        '<｜DSML｜invoke name="f">\n</｜DSML｜invoke>',
         "<｜DSML｜parameter",
         "<｜DSML｜",
     ],
@@ -309,7 +306,21 @@ def test_near_misses_stay_text_with_a_notice(family: str, reply: str) -> None:
     assert result.calls == []
     assert result.content == reply
     if family == "deepseek-dsml" or "<｜tool▁calls▁begin｜>" in reply:
-        assert any("is not a call" in n for n in result.notices), reply
+        said = ("is not a call", "was not one")
+        assert any(w in n for n in result.notices for w in said), reply
+
+
+@pytest.mark.parametrize("attribute", ["", ' string="yes"'])
+def test_a_dsml_value_whose_tag_does_not_say_its_type_is_text_typed_by_the_schema(
+    attribute: str,
+) -> None:
+    """As for every syntax writing a name as an attribute: the value is text, typed by the
+    tool's schema, another attribute read past and named; strict refuses."""
+    reply = dsml(WEATHER).replace(' string="true"', attribute)
+    (call,) = parse("deepseek-dsml", reply).calls
+    assert call.arguments == {"city": "Paris", "days": 3} and call.text_values
+    # no attribute is no repair (the value is text); another one is, which strict refuses
+    assert len(parse("deepseek-dsml", reply, strict=True).calls) == (0 if attribute else 1)
 
 
 # ------------------------------------------------------------------ streaming

@@ -139,7 +139,7 @@ GCML_NEAR: list[tuple[str, str, list[Call], list[str]]] = [
         f'{START}{G}parameter name="x">1</｜GCML｜parameter>',
         f'{START}{G}parameter name="x">1</｜GCML｜parameter>',
         [],
-        ["call-not-read", "call-not-read"],  # the block, then the parameter's own marker
+        ["call-not-read"],  # the block given back, its markers text with it
     ),
     (START + END, START + END, [], ["call-not-read"]),
     # the prefixes never mix: a GCML block closed with DSML's tags is no call
@@ -204,7 +204,7 @@ BARE = invoke("get_weather", ("city", "Tokyo", True), sep="\n")
             block(f'{G}invoke name="store">{{"payload": 1}}</｜GCML｜invoke>'),
             "recovered-json-arguments",
         ),
-        ("Looking it up.\n" + BARE, "recovered-section-missing"),
+        ("Looking it up.\n" + BARE, "recovered-unopened-call"),
         (f"{G}toolcalls>\n{BARE}\n{END}", "recovered-misspelt-tag"),
     ],
 )

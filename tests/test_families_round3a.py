@@ -112,7 +112,7 @@ def test_dsml_damaged_wrapper_before_a_call_is_read_past(reply: str, content: st
 def test_dsml_bare_invoke_is_read_under_a_notice_only_for_a_declared_tool() -> None:
     reply = f"Looking it up.\n{INVOKE}"
     assert calls("deepseek-dsml", reply, tools=TOOLS) == [SF]
-    assert "recovered-section-missing" in codes("deepseek-dsml", reply, tools=TOOLS)
+    assert "recovered-unopened-call" in codes("deepseek-dsml", reply, tools=TOOLS)
     assert calls("deepseek-dsml", reply, tools=TOOLS, strict=True) == []
     assert calls("deepseek-dsml", reply) == []  # no declared tools: nothing confirms a call
     other = [{"type": "function", "function": {"name": "search", "parameters": {}}}]

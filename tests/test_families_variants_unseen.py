@@ -134,22 +134,30 @@ def test_dsml_variants_stream_as_they_read_whole(reply: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "reply",
+    ("reply", "read"),
     [
-        # parameters and a JSON body in one invoke: neither shape
-        DSML_MIXED.replace("</｜DSML｜parameter>\n", '</｜DSML｜parameter>\n{"city": "x"}\n'),
-        # a JSON body that is not an object, or is broken
-        DSML_JSON.replace('{\n                "city": "San Francisco"\n            }', "[1]"),
-        DSML_JSON.replace('"San Francisco"\n', '"San Francisco"\n,'),
+        # parameters and a JSON body in one invoke: neither shape; the block's other call read
+        (
+            DSML_MIXED.replace("</｜DSML｜parameter>\n", '</｜DSML｜parameter>\n{"city": "x"}\n'),
+            ["submit"],
+        ),
+        # a JSON body that is not an object, or is broken; the block's other call read
+        (
+            DSML_JSON.replace('{\n                "city": "San Francisco"\n            }', "[1]"),
+            ["search"],
+        ),
+        (DSML_JSON.replace('"San Francisco"\n', '"San Francisco"\n,'), ["search"]),
         # a self-closed invoke cut short
-        DSML_SELF_CLOSED.replace('"/>', '"/'),
+        (DSML_SELF_CLOSED.replace('"/>', '"/'), []),
     ],
 )
-def test_dsml_near_variants_stay_text_with_a_notice(reply: str) -> None:
+def test_dsml_near_variants_are_no_call_with_a_notice(reply: str, read: list[str]) -> None:
+    """A call that breaks in a block that frames each call is left out, its text kept and
+    named, the block's other calls read, as for every such syntax; strict reads none."""
     result = parse("deepseek-dsml", reply, DSML_TOOLS)
-    assert result.calls == []
-    assert result.content == reply
-    assert any("is not a call" in n for n in result.notices)
+    assert [c.name for c in result.calls] == read
+    assert "call-not-read" in _codes("deepseek-dsml", reply, DSML_TOOLS)
+    assert parse("deepseek-dsml", reply, DSML_TOOLS, strict=True).calls == []
 
 
 def test_dsml_a_tolerance_of_a_block_that_breaks_later_is_not_told() -> None:

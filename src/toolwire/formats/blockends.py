@@ -143,7 +143,8 @@ class BlockEnds(Body):
         tools = self.stream.tools
         named = self.certain or (tools.known and tools.has(self.calls[-1][1].name))
         if not named:  # (a special token opened it: certain; else a declared name says so)
-            return self.fail(i, f"text after the call before {self.todo[0]}")
+            name = self.calls[-1][1].name
+            return self.fail(i, f"{name!r}, opened with the words before it left out, is no tool")
         if not self.told_unopened:  # (named once, its own closing words written or not)
             left = " ".join(self.shape.opening[: self.shape.left_out])
             what = f"read a call written with neither {left} nor its closing words"

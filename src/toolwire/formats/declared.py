@@ -31,10 +31,12 @@ from .declared_json import (
     XLAM,
 )
 from .declared_named import (
+    DEEPSEEK_DSML,
     DEEPSEEK_R1,
     DEEPSEEK_V31,
     FUNCTIONARY_V31,
     FUNCTIONARY_V32,
+    GIGACHAT_GCML,
     KIMI_K2,
     SOLAR_OPEN,
     TAGGED_HARMONY,
@@ -50,6 +52,7 @@ __all__ = [
     "COMMAND_R7B",
     "COMMAND_R_PLUS",
     "DECLARED",
+    "DEEPSEEK_DSML",
     "DEEPSEEK_R1",
     "DEEPSEEK_V31",
     "FIREFUNCTION",
@@ -58,6 +61,7 @@ __all__ = [
     "FUNCTION_GEMMA",
     "GEMMA4",
     "GIGACHAT",
+    "GIGACHAT_GCML",
     "GLM",
     "GRANITE",
     "HERMES",
@@ -508,5 +512,7 @@ DECLARED: dict[str, Syntax] = {
         LLAMA3,
         XLAM,
         KIMI_K2,
+        DEEPSEEK_DSML,
+        GIGACHAT_GCML,
     )
 }

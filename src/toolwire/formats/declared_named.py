@@ -1,6 +1,7 @@
 """The families that write a call's name before a JSON object of its arguments, declared as
 syntax values (:mod:`.syntax`): DeepSeek R1 and V3.1, Solar Open, SGLang's tagged Harmony
-dialect and Functionary. Gathered with the others in :mod:`.declared`.
+dialect and Functionary; and DeepSeek's DSML grammar (V3.2, V4, GigaChat 3.5). Gathered with
+the others in :mod:`.declared`.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ from .reasoning import THINK
 from .syntax import Syntax
 
 __all__ = [
+    "DEEPSEEK_DSML",
     "DEEPSEEK_R1",
     "DEEPSEEK_V31",
     "FUNCTIONARY_V31",
     "FUNCTIONARY_V32",
+    "GIGACHAT_GCML",
     "KIMI_K2",
     "SOLAR_OPEN",
     "TAGGED_HARMONY",
@@ -188,4 +191,53 @@ KIMI_K2 = Syntax(
     ),
     reasoning=THINK,
     call_ids="functions",
+)
+
+
+def _dsml(word: str, block: str) -> DerivedShape:
+    """DSML's calls block under the prefix ``<｜word｜`` (``DSML``, ``GCML``), opened by
+    ``block``."""
+    m = f"<｜{word}｜"
+    return DerivedShape(
+        kind="tags",
+        opening=(m, f"{block}>", f"{m}invoke", 'name="'),
+        left_out=2,
+        name_end=('">',),
+        key_open=(f"{m}parameter", 'name="'),
+        key_mid=('">',),
+        value_end=(f"</｜{word}｜parameter>",),
+        post=(f"</｜{word}｜invoke>",),
+        next_call=(f"{m}invoke", 'name="'),
+        trail=(f"</｜{word}｜{block}>",),
+        type_attr="string",
+        damaged_opening=True,
+    )
+
+
+#: DeepSeek V3.2 and V4 "DSML": ``<｜DSML｜function_calls>`` (V3.2; V4 writes ``tool_calls``)
+#: holding ``<｜DSML｜invoke name="NAME">`` calls, each value in ``<｜DSML｜parameter name="K"``
+#: ``string="true|false">V</｜DSML｜parameter>``: ``true``, the text exactly; ``false``, JSON
+#: (the grammar's own types, read strictly). What V4 writes besides, as SGLang reads it: an
+#: invoke with no calls block around it (a declared tool's), a damaged block tag, an invoke
+#: closed in its own tag, its arguments as one JSON object; DSML quoted in a code fence is
+#: prose.
+DEEPSEEK_DSML = Syntax(
+    name="deepseek-dsml",
+    label="DeepSeek DSML <｜DSML｜invoke>/<｜DSML｜parameter> (DeepSeek V3.2, V4)",
+    shape=_dsml("DSML", "tool_calls"),
+    also=(_dsml("DSML", "function_calls"),),
+    reasoning=THINK,
+    end_tokens=("<｜end▁of▁sentence｜>",),
+    quoted_in_fences=True,
+)
+
+#: GigaChat 3.5 "GCML": DSML's grammar under ``<｜GCML｜``, its block ``tool_calls`` only, its
+#: turn ended by ``</s>``; a block opened with one prefix is never closed with the other's.
+GIGACHAT_GCML = Syntax(
+    name="gigachat-gcml",
+    label="GigaChat GCML <｜GCML｜invoke>/<｜GCML｜parameter> (GigaChat 3.5)",
+    shape=_dsml("GCML", "tool_calls"),
+    reasoning=THINK,
+    end_tokens=("</s>",),
+    quoted_in_fences=True,
 )

@@ -69,6 +69,11 @@ class DerivedShape:
     #: and is reply text (Solar Open's ``<|calls|>``, which its template writes to end a turn
     #: of calls; the reply may stop before it).
     trail_optional: bool = False
+    #: The opening's word after its marker comes damaged (DeepSeek V4's ``<｜DSML｜toolcalls>``,
+    #: a tag that lost its ``>``, a stray ``<｜DSML｜ word>`` line), as SGLang reads it: unless
+    #: strict, the rest of that line is read past when the marker comes again right after it
+    #: with the block, or a call with the block left out (``recovered-misspelt-tag``).
+    damaged_opening: bool = False
     #: ``name-python`` and ``tags``: a call may also be a JSON object (``name_key``,
     #: ``args_key``) where one is due, its first character deciding (LFM2 writes its list
     #: either way, one list one way; K2 Horizon each call in its tags either way).

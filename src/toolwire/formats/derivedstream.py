@@ -160,9 +160,12 @@ class DerivedStream(MarkerStream):
             for index, cid in body.started:
                 self._abort(index, cid, body.reason)
             if body.started:
+                # (the word it opened at, however the reply was cut: see bare_after_marker)
+                shape = body.shape
+                word = shape.opening[shape.left_out] if body.bare else self._raw[0]
                 self._notice(
                     "call-abandoned",
-                    f"a call opening with {self._raw[0]} was not one ({body.reason}); its "
+                    f"a call opening with {word} was not one ({body.reason}); its "
                     "text follows as text",
                 )
             self._text("".join(self._raw))

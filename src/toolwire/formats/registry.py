@@ -19,6 +19,7 @@ from .declared import (
     APRIEL,
     COMMAND_R7B,
     COMMAND_R_PLUS,
+    DEEPSEEK_DSML,
     DEEPSEEK_R1,
     DEEPSEEK_V31,
     FIREFUNCTION,
@@ -27,6 +28,7 @@ from .declared import (
     FUNCTIONARY_V32,
     GEMMA4,
     GIGACHAT,
+    GIGACHAT_GCML,
     GLM,
     GRANITE,
     HERMES,
@@ -54,7 +56,6 @@ from .declared import (
     TAGGED_PYTHONIC,
     XLAM,
 )
-from .deepseek_dsml import DeepSeekDsml, GigaChatGcml
 from .glimmer import Glimmer
 from .harmony import GptOss
 from .inkling import Inkling
@@ -81,8 +82,8 @@ _FAMILIES: dict[str, Family] = {
         MISTRAL.family,
         DEEPSEEK_R1.family,
         DEEPSEEK_V31.family,
-        DeepSeekDsml(),
-        GigaChatGcml(),
+        DEEPSEEK_DSML.family,
+        GIGACHAT_GCML.family,
         GLM.family,
         KIMI_K2.family,
         MINIMAX.family,

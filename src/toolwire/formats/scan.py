@@ -87,10 +87,11 @@ def markers(texts: tuple[str, ...]) -> Markers:
     return Markers(texts)
 
 
-#: A word that reads as a special token: ``<|…|>``, ``<｜…｜>``, ``[…]`` in capitals, or a
-#: closing tag ``</…>`` (models are trained to write these as one token each).
+#: A word that reads as a special token: ``<|…|>``, ``<｜…｜>`` (or its head ``<｜…｜``, DSML's
+#: prefix of every tag), ``[…]`` in capitals, or a closing tag ``</…>`` (models are trained to
+#: write these as one token each).
 _SPECIAL = re.compile(
-    r"<\|[^<>]*\|>|<｜[^<>]*｜>|\[[A-Z_]+\]|</?[A-Za-z_][\w:|-]*>"
+    r"<\|[^<>]*\|>|<｜[^<>｜]*｜>?|\[[A-Z_]+\]|</?[A-Za-z_][\w:|-]*>"
     # Gemma's half-barred tokens: <|tool_call>, <tool_call|>
     r"|<\|[A-Za-z_][\w:-]*>|<[A-Za-z_][\w:-]*\|>"
 )

@@ -39,6 +39,7 @@ from .namedby import NameSteps
 from .pyliteral import LiteralReader
 from .pysteps import PySteps
 from .scan import special_words
+from .tagforms import DAMAGED, OBJECT, TagForms
 from .tagsteps import (
     _ARGS,
     _BETWEEN,
@@ -78,7 +79,9 @@ _NOT_OBJECT = "the call is not a JSON object"
 MAX_WORD = MAX_HELD - 16
 
 
-class DerivedBody(FormSteps, NameSteps, CodeSteps, BlockEnds, TagSteps, PySteps, TextBody):
+class DerivedBody(
+    FormSteps, NameSteps, CodeSteps, BlockEnds, TagForms, TagSteps, PySteps, TextBody
+):
     """One block of calls in a :class:`DerivedShape`, read one step at a time."""
 
     stream: DerivedStream
@@ -96,7 +99,8 @@ class DerivedBody(FormSteps, NameSteps, CodeSteps, BlockEnds, TagSteps, PySteps,
         self.bare = opened not in (shape.marker, UNOPENED)
         #: Opened so at a special token the family writes for calls only (Kimi K2's
         #: ``<|tool_call_begin|>`` with no section): certain as a marker is, its name any.
-        self.certain = self.bare and bool(special_words((shape.opening[shape.left_out],)))
+        word = shape.opening[shape.left_out] if self.bare else ""
+        self.certain = self.bare and word in special_words((word,))  # (a token, all of it)
         #: Opened where the reply starts, its marker written by the prompt (see
         #: Syntax.primed): no call markup until its arguments begin; ``primed_start`` while
         #: the reply may still write the marker itself.
@@ -161,6 +165,8 @@ class DerivedBody(FormSteps, NameSteps, CodeSteps, BlockEnds, TagSteps, PySteps,
         self.value_type = ""
         #: An item named the template's pseudo-tool (DerivedShape.no_tools), left out.
         self.no_tool = False
+        self.args_whole = False
+        self.damage: list[str] | None = None
 
     def _use(self, shape: DerivedShape) -> None:
         """Read the block in ``shape`` (the form its opening chose)."""
@@ -256,6 +262,10 @@ class DerivedBody(FormSteps, NameSteps, CodeSteps, BlockEnds, TagSteps, PySteps,
                 self.word_left_out = self.word_left_out or status == FAILED
                 self.todo.pop(0)
                 return self._then(j) if not self.todo else (j, True)
+            if s[i] == '"' and self.then == _BETWEEN and self._after_name():
+                step = self.self_closed(s, i, word, _NEXT)
+                if step is not None:
+                    return step
             if self.attributes is not None or (s[i] == '"' and closes_attribute(word)):
                 step = self._attributes(s, i)
                 if step is not None:
@@ -287,6 +297,10 @@ class DerivedBody(FormSteps, NameSteps, CodeSteps, BlockEnds, TagSteps, PySteps,
                 went = self._other_form(s, i)
                 if went is not None:
                     return i, went
+                if self.then == _CALL:  # a call with its block left out, or a damaged tag
+                    step = self.bare_after_marker(s, i, _CALL) or self.damaged(s, i, _CALL)
+                    if step is not None:
+                        return step
             if self.bare and self.then == _NEXT:  # the left-out words' closers were due
                 status, j = expect_literal(s, i, self.shape.opening[self.shape.left_out])
                 if status == OPEN:
@@ -359,13 +373,17 @@ class DerivedBody(FormSteps, NameSteps, CodeSteps, BlockEnds, TagSteps, PySteps,
             return j, True
         if state == _NAME:
             return self._name(s, i)
+        if state == OBJECT:
+            return self.json_body(s, i, _BETWEEN)
+        if state == DAMAGED:
+            return self.damaged_step(s, i, _CALL)
         if state == _BETWEEN:
             return self._between(s, i)
         if state == _KEY:
             return self._key(s, i)
         if state == _VALUE_WS:
             if self.key:  # the key's value opens: the key is given
-                if not self.named(self.key, False, i):
+                if not self.named(self.key, False, i, self.value_type):
                     return i, False
                 self.value_key, self.key = self.key, ""
             lead = self.shape.value_lead
@@ -384,7 +402,7 @@ class DerivedBody(FormSteps, NameSteps, CodeSteps, BlockEnds, TagSteps, PySteps,
             # a value its tag types (DerivedShape.type_attr) is read so, strict or not
             kind = self.value_type
             verbatim = self.shape.verbatim or kind == "text"
-            held = s[i] in HELD and (kind == "json" or not (self.stream.strict or verbatim))
+            held = kind == "json" or (s[i] in HELD and not (self.stream.strict or verbatim))
             if not held:
                 self.value_type = ""  # (its tag said so for this value only)
             self.state = _HELD if held else _VALUE
@@ -496,7 +514,9 @@ class DerivedBody(FormSteps, NameSteps, CodeSteps, BlockEnds, TagSteps, PySteps,
             return self.fail(i, f"{name!r} is not a declared tool"), False
         self.escaped_newline = False
         if self.shape.kind == "tags":
-            self.call = TextArgs.start(self, name, self.model_id or None)
+            typed = bool(self.shape.type_attr or self.shape.type_tag)
+            self.call = TextArgs.start(self, name, self.model_id or None, typed)
+            self.args_whole = False
             self.model_id = ""
             self.words(self.shape.name_end, _BETWEEN)
         else:
@@ -561,8 +581,12 @@ class DerivedBody(FormSteps, NameSteps, CodeSteps, BlockEnds, TagSteps, PySteps,
         if j != i:
             return max(j, i), j > i
         shape = self.shape
-        opener = shape.key_open[0]
-        status, j, word = expect_any(s, i, (opener, *shape.post[:1]))
+        if self.json_opens(s, i):
+            self.scanner = None  # (a new object: see json_body)
+            self.state = OBJECT
+            return i, True
+        opener = "" if self.args_whole else shape.key_open[0]  # (only the call's end now)
+        status, j, word = expect_any(s, i, (opener, *shape.post[:1]) if opener else shape.post[:1])
         if status == OPEN:
             return i, False
         if status == DONE and word == opener:

@@ -35,6 +35,7 @@ from .base import Family
 from .derived import CALL_ID, NUMBER, DerivedShape, DerivedStream, special_words
 from .derivedstream import TurnOpener
 from .dialects import DIALECTS
+from .fences import QuotedInFences
 from .grammar import AnyOf, CallForm, Form
 from .markerstream import MarkerStream
 from .reasoning import ReasoningTags
@@ -72,6 +73,9 @@ class Syntax:
     #: family's own (Gemma's thinking channel, :mod:`.gemma_channel`): it drops the
     #: family's tokens from the text.
     stream_layer: type[MarkerStream] | None = None
+    #: The family's markup inside a ``` or ``~~~`` code fence is quoted prose, never a
+    #: call (:mod:`.fences`).
+    quoted_in_fences: bool = False
     #: The template's own turn opener, dropped where a reply opens with it (a reader of the
     #: raw output sees it: Command R+'s ``<|CHATBOT_TOKEN|>``); a token the family keeps.
     turn_opener: str = ""
@@ -140,6 +144,7 @@ class Syntax:
         layers: tuple[type[MarkerStream], ...] = ()
         layers += (self.stream_layer,) if self.stream_layer is not None else ()
         layers += (TurnOpener,) if self.turn_opener else ()
+        layers += (QuotedInFences,) if self.quoted_in_fences else ()
         layers += (WholeReply,) if any(f.whole for f in self.forms) else ()
         stream = type(
             f"{_title(self.name)}Stream",

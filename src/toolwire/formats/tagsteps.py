@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..events import NoticeCode
 from .attributes import Attributes
+from .base import loads_json
 from .markerstream import FAILED, OPEN, WS, Body, MarkerStream, expect_any, expect_literal
 from .scan import Markers
 from .textargs import NameReader, TextArgs, read_held
@@ -141,7 +142,7 @@ class TagSteps(Body):
 
         def fail(self, i: int, problem: str) -> int: ...
 
-        def named(self, name: str, is_tool: bool, i: int) -> bool: ...
+        def named(self, name: str, is_tool: bool, i: int, said: str = "") -> bool: ...
 
     def _key(self, s: str, i: int) -> tuple[int, bool]:
         key, i = self.keys.read(self, s, i)
@@ -167,11 +168,17 @@ class TagSteps(Body):
         if not end.endswith(self.shape.value_end[0]):
             self.drifted(s, j + len(end))
         text = "".join(self.held)
-        value, repair = read_held(text)
         self.held = []
-        # a JSON string where the value's tag says JSON: the grammar's own, no repair
-        as_said, self.value_type = self.value_type == "json" and text.startswith('"'), ""
-        if repair and not as_said:
+        if self.value_type == "json":  # its tag says JSON: the grammar's own, read strictly
+            self.value_type = ""
+            try:
+                self.call.json_value(loads_json(text), text)
+            except (ValueError, RecursionError) as exc:
+                return self.fail(j, f"a value its tag says is JSON is not JSON ({exc})"), False
+            self.words(self.shape.value_end[1:], _BETWEEN)
+            return j + len(end), True
+        value, repair = read_held(text)
+        if repair:
             what = f"the argument {self.value_key!r} of {self.call.name}: {repair}"
             self.told.append(("arguments-repaired", what))
         self.call.value(value)

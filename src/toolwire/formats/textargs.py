@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from typing import Any
 
 from ..messages import ToolCall
 from .base import ReplyStream, loads_json
@@ -44,6 +45,10 @@ def _stop_or_bad(stops: str, bad: str) -> re.Pattern[str]:
     """The first character that ends a name (one of ``stops``) or that no name holds."""
     return re.compile("[" + re.escape(stops) + "]|" + bad)
 
+
+#: A text as a JSON string, quotes and all: the standard library's own encoder (C), what
+#: ``json.dumps`` calls for a string without setting an encoder up each time.
+_escaped = json.encoder.encode_basestring
 
 #: A text value opening with one of these is held until whole: it may be JSON to read.
 HELD = '"{['
@@ -162,20 +167,29 @@ class NameReader:
 class TextArgs:
     """The arguments of one call in progress: announced, streamed, then finished."""
 
-    def __init__(self, stream: ReplyStream, name: str, call_id: str | None = None) -> None:
+    def __init__(
+        self, stream: ReplyStream, name: str, call_id: str | None = None, typed: bool = False
+    ) -> None:
         self.stream = stream
         self.name = name
         self.index, self.id = stream._new_call(name, call_id)
-        self.args: dict[str, str] = {}
+        self.args: dict[str, Any] = {}
         self._text: list[str] = []
         self._key = ""
         self._value: list[str] = []
+        #: The grammar says each value's type (DSML's ``string="true|false"``): a call all
+        #: of whose values said theirs is typed, not text to type by the schema.
+        self.typed = typed
+        self.untyped = 0
+        self.closed = False  # the arguments' text is whole (see :meth:`whole`)
 
     @classmethod
-    def start(cls, body: Body, name: str, call_id: str | None = None) -> TextArgs:
+    def start(
+        cls, body: Body, name: str, call_id: str | None = None, typed: bool = False
+    ) -> TextArgs:
         """Announce the call ``name`` for ``body``, which aborts it should the body fail
         (with the model's own ``call_id``, when it wrote one)."""
-        call = cls(body.stream, name, call_id)
+        call = cls(body.stream, name, call_id, typed)
         body.started.append((call.index, call.id))
         return call
 
@@ -183,24 +197,43 @@ class TextArgs:
         self._text.append(text)
         self.stream._args(self.index, text)
 
-    def open(self, key: str) -> bool:
-        """Begin the value of ``key``; False when the call already gave it."""
+    def open(self, key: str, said: str = "") -> bool:
+        """Begin the value of ``key`` (of the type its tag ``said``: ``text``, ``json`` or
+        not said); False when the call already gave it."""
         if key in self.args or key == self._key:
             return False
-        self.begin(key)
+        self.begin(key, said)
         return True
 
-    def begin(self, key: str) -> None:
-        """Begin the value of ``key``, even one given before (the last one then counts)."""
+    def begin(self, key: str, said: str = "") -> None:
+        """Begin the value of ``key``, even one given before (the last one then counts); a
+        value said to be JSON is streamed as written, once whole (:meth:`json_value`)."""
         self._key = key
         self._value = []
-        opener = "{" if not self._text else ", "
-        self._delta(opener + json.dumps(key, ensure_ascii=False) + ': "')
+        self.untyped += not said
+        if said != "json":
+            self._delta(self._entry(key) + '"')
+
+    def _entry(self, key: str) -> str:
+        return ("{" if not self._text else ", ") + json.dumps(key, ensure_ascii=False) + ": "
+
+    def json_value(self, value: Any, text: str) -> None:
+        """The current value, said to be JSON, is ``value``, written as ``text``: streamed
+        once whole (its text is JSON only then)."""
+        self.args[self._key] = value
+        self._delta(self._entry(self._key) + text.strip())
+        self._key = ""
+
+    def whole(self, args: dict[str, Any], text: str) -> None:
+        """The arguments came as one JSON object, written as ``text`` (already streamed)."""
+        self.args = args
+        self._text = [text.strip()]
+        self.typed = self.closed = True
 
     def value(self, piece: str) -> None:
         if piece:
             self._value.append(piece)
-            self._delta(json.dumps(piece, ensure_ascii=False)[1:-1])
+            self._delta(_escaped(piece)[1:-1])
 
     def close(self) -> None:
         """The current value is complete."""
@@ -220,8 +253,12 @@ class TextArgs:
         return j + len(end), True
 
     def finish(self) -> ToolCall:
-        self._delta("}" if self._text else "{}")
-        return ToolCall(self.id, self.name, dict(self.args), "".join(self._text), text_values=True)
+        if not self.closed:
+            self._delta("}" if self._text else "{}")
+        text_values = self.untyped > 0 or not self.typed
+        return ToolCall(
+            self.id, self.name, dict(self.args), "".join(self._text), text_values=text_values
+        )
 
 
 class TextBody(Body):
@@ -231,14 +268,14 @@ class TextBody(Body):
         super().__init__(stream)
         self.call: TextArgs | None = None
 
-    def named(self, name: str, is_tool: bool, i: int) -> bool:
-        """A tool's name starts its call; an argument's name opens its value. False when the
-        body failed: the argument was given already."""
+    def named(self, name: str, is_tool: bool, i: int, said: str = "") -> bool:
+        """A tool's name starts its call; an argument's name opens its value (of the type
+        its tag ``said``). False when the body failed: the argument was given already."""
         if is_tool:
             self.call = TextArgs.start(self, name)
             return True
         assert self.call is not None
-        if self.call.open(name):
+        if self.call.open(name, said):
             return True
         self.fail(i, f"the argument {name!r} is given twice")
         return False
