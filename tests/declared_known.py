@@ -505,3 +505,4 @@ KNOWN["deepseek-dsml"] = _dsml(True) | {
     f"{_V4}{_DAMAGED_CASES}[{i}][1]": _DAMAGED_BARE for i in (0, 2, 4, 5)
 }
 KNOWN["gigachat-gcml"] = _dsml(False)
+KNOWN["minimax-m3"] = {"near:11": _UNCLOSED, "near:21": _NAME_AT_SPACE}

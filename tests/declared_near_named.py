@@ -289,3 +289,39 @@ MORE["gigachat-gcml"] = [
     '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="get_time">\n</｜DSML｜invoke>\n'
     "</｜DSML｜tool_calls>",
 ]
+
+_NS = "]<]minimax[>["
+
+
+def _m3(*params: str, name: str = "get_weather") -> str:
+    """A MiniMax M3 call block holding one invoke of ``params`` (each ``key>value``)."""
+    body = "".join(f"{_NS}<{k}>{v}{_NS}</{k}>" for k, v in (p.split(">", 1) for p in params))
+    return f'{_NS}<tool_call>\n{_NS}<invoke name="{name}">{body}{_NS}</invoke>\n{_NS}</tool_call>'
+
+
+MORE["minimax-m3"] = [
+    "Sure. " + _m3("city>Paris", "days>3") + " done",
+    _m3("city>Paris") + "\n" + _m3("zone>UTC", name="get_time"),
+    _m3(f"loc>{_NS}<city>Paris{_NS}</city>{_NS}<n>2{_NS}</n>"),  # an object
+    _m3(f"days>{_NS}<item>1{_NS}</item>{_NS}<item>2{_NS}</item>"),  # a list
+    _m3(f"deep>{_NS}<a>{_NS}<item>x{_NS}</item>{_NS}</a>"),
+    _m3("city>  Paris  ", "empty>"),
+    _m3(f"bad>{_NS}<a>1{_NS}</b>"),  # a closer of another element
+    _m3(f"bad>text{_NS}<a>1{_NS}</a>"),  # an element inside text
+    _m3(f"bad>{_NS}<a>1{_NS}</a>text"),  # text beside elements
+    _m3(f"bad>{_NS}<a>1{_NS}</a>{_NS}<a>2{_NS}</a>"),  # a key given twice
+    _m3("city>Paris", "city>Rome"),
+    _m3("city>Paris")[:-20],  # cut short
+    _m3("city>Par")[: len(_NS) * 2 + 40],
+    f'{_NS}<tool_call>\n{_NS}<invoke name="get_weather">{_NS}<city>Paris{_NS}</invoke>',
+    f"{_NS}<tool_call>\nno invoke{_NS}</tool_call>",
+    "<mm:think>plan</mm:think>" + _m3("city>Paris"),
+    "</mm:think>Hello.",
+    "</mm:think>" + _m3("city>Paris"),
+    "<mm:think>plan without end",
+    "Write ]<]minimax[>[ in prose.",
+    _m3("city>Paris", name="nope"),
+    _m3("city>Paris", name="get weather"),
+    _m3("city>a < b & c"),
+    _m3("n>1.5", "b>true", "z>null", "s>42abc"),
+]

@@ -89,6 +89,11 @@ LISTED = {
     # engine reads one where the section's words were left out, its token kept
     "deepseek-dsml": (("<｜DSML｜",), ()),
     "gigachat-gcml": (("<｜GCML｜",), ()),
+    # (the hand-written family listed none: its tag prefix, a special token, was missing)
+    "minimax-m3": (
+        ("]<]minimax[>[<tool_call>",),
+        ("]<]minimax[>[", "<tool_call>", "</invoke>", "</tool_call>"),
+    ),
     "kimi-k2": (
         ("<|tool_calls_section_begin|>",),
         (

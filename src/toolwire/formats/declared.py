@@ -38,6 +38,7 @@ from .declared_named import (
     FUNCTIONARY_V32,
     GIGACHAT_GCML,
     KIMI_K2,
+    MINIMAX_M3,
     SOLAR_OPEN,
     TAGGED_HARMONY,
 )
@@ -77,6 +78,7 @@ __all__ = [
     "MINICPM5",
     "MINIMAX",
     "MINIMAX_M1",
+    "MINIMAX_M3",
     "MISTRAL",
     "NEMOTRON_V2",
     "OLMO3",
@@ -514,5 +516,6 @@ DECLARED: dict[str, Syntax] = {
         KIMI_K2,
         DEEPSEEK_DSML,
         GIGACHAT_GCML,
+        MINIMAX_M3,
     )
 }

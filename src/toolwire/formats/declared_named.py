@@ -7,7 +7,7 @@ the others in :mod:`.declared`.
 from __future__ import annotations
 
 from .derived import CALL_ID, NUMBER, DerivedShape
-from .reasoning import THINK
+from .reasoning import THINK, ReasoningTags
 from .syntax import Syntax
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "FUNCTIONARY_V32",
     "GIGACHAT_GCML",
     "KIMI_K2",
+    "MINIMAX_M3",
     "SOLAR_OPEN",
     "TAGGED_HARMONY",
 ]
@@ -240,4 +241,29 @@ GIGACHAT_GCML = Syntax(
     reasoning=THINK,
     end_tokens=("</s>",),
     quoted_in_fences=True,
+)
+
+_NS = "]<]minimax[>["
+
+#: MiniMax M3: every tag prefixed by the ``]<]minimax[>[`` token (``NS``), one block of calls,
+#: ``NS<tool_call>\nNS<invoke name="NAME">NS<KEY>VALUE NS</KEY>…NS</invoke>\nNS</tool_call>``.
+#: A parameter's tag is its name, and its value text or, for an object or a list, nested
+#: elements (:mod:`.elements`). Thinking is ``<mm:think>…</mm:think>`` at the reply's start;
+#: a turn without it starts with a bare ``</mm:think>``, which is no text.
+MINIMAX_M3 = Syntax(
+    name="minimax-m3",
+    label="MiniMax M3 ]<]minimax[>[<invoke name=…> with nested XML arguments (MiniMax M3)",
+    shape=DerivedShape(
+        kind="tags",
+        opening=(_NS + "<tool_call>", _NS + "<invoke", 'name="'),
+        name_end=('">',),
+        key_open=(_NS + "<",),
+        key_mid=(">",),
+        value_end=(_NS + "</{key}>",),
+        post=(_NS + "</invoke>",),
+        next_call=(_NS + "<invoke", 'name="'),
+        trail=(_NS + "</tool_call>",),
+        nested=True,
+    ),
+    reasoning=ReasoningTags(blocks={"<mm:think>": "</mm:think>"}),
 )

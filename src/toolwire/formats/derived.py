@@ -115,6 +115,9 @@ class DerivedShape:
     #: ``name-python``: ``json`` where the template writes each value through ``tojson``
     #: (the grammar and the writer follow it; the reader takes Python's and JSON's literals).
     literal: str = ""
+    #: ``tags``: a value may be nested elements keyed by name (MiniMax M3's objects and lists,
+    #: :mod:`.elements`); a value's closing tag names its key (``{key}`` in ``value_end``).
+    nested: bool = False
     #: ``tags``: the family wraps a string value in ``<![CDATA[…]]>`` (one holding ``<``, ``&``
     #: or a line break): its inside is the value, whatever it holds.
     cdata: bool = False
@@ -243,7 +246,10 @@ class DerivedShape:
         else:
             escaped = [
                 tuple(
-                    w.replace("{", "{{").replace("}", "}}").replace("{{type}}", "{type}")
+                    w.replace("{", "{{")
+                    .replace("}", "}}")
+                    .replace("{{type}}", "{type}")
+                    .replace("{{key}}", "{key}")
                     for w in words
                 )
                 for words in (self.key_open, self.typed_mid, self.value_end)

@@ -1,5 +1,9 @@
 """Muse Glimmer "ATEM": messages addressed to a recipient, calls as ``<atem:invoke>`` blocks.
 
+Hand-written, one of the named exceptions to families as declarations (:mod:`.syntax`): each
+message names its recipient (``to=self``, ``to=user``, ``to=TOOL``), and only a message
+addressed to a tool holds calls: the recipient, not a framing, decides what a block is.
+
 The generation prompt ends ``<|start|>assistant``; the model names the recipient of each
 message it writes (``to=self`` is its reasoning, ``to=user`` the answer, ``to=TOOL`` a call)
 and ends it with ``<|eom|>`` (more follows) or ``<|eot|>`` (its turn is over)::

@@ -1,5 +1,10 @@
 """OpenAI gpt-oss "harmony": a reply is a run of messages on channels, calls among them.
 
+Hand-written, one of the named exceptions to families as declarations (:mod:`.syntax`): a reply
+is a run of messages, each with a header naming its channel and its recipient, and a call is a
+message addressed to a tool: no call framing a syntax value describes (its tagged dialect
+inside ``<tool_call>``, ``tagged-harmony``, is one).
+
 The generation prompt ends ``<|start|>assistant``; the model goes on with the rest of the
 message's header and writes one message or several::
 

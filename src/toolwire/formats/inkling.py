@@ -1,5 +1,9 @@
 """Inkling: typed blocks, each ``<|message_model|>[NAME]<|content_KIND|>…<|end_message|>``.
 
+Hand-written, one of the named exceptions to families as declarations (:mod:`.syntax`): every
+block's kind token says what it is (text, thinking, a JSON call, a raw-text invocation, an
+error), so reading is a dispatch on typed blocks, not a call framing.
+
 Every marker is one of the model's special tokens. The kind token says what the block is:
 
 - ``<|content_text|>``: answer text;

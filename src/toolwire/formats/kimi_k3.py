@@ -1,5 +1,10 @@
 """Kimi K3: sections in ``<|open|>TAG<|sep|>…<|close|>TAG<|sep|>`` tags, calls typed by attribute.
 
+Hand-written, one of the named exceptions to families as declarations (:mod:`.syntax`): the
+reply is sections that open and close by name (``think``, ``response``, ``tools``), each
+reading differently, and a value's type is an attribute naming a schema type: sections, not a
+call framing.
+
 The generation prompt opens the assistant's message and its ``think`` section; the model
 writes its reasoning, closes it, then answers and calls::
 

@@ -44,6 +44,7 @@ from .declared import (
     MINICPM5,
     MINIMAX,
     MINIMAX_M1,
+    MINIMAX_M3,
     MISTRAL,
     NEMOTRON_V2,
     OLMO3,
@@ -60,7 +61,6 @@ from .glimmer import Glimmer
 from .harmony import GptOss
 from .inkling import Inkling
 from .kimi_k3 import KimiK3
-from .minimax_m3 import MiniMaxM3
 
 __all__ = [
     "FORMAT_SETTINGS",
@@ -95,7 +95,7 @@ _FAMILIES: dict[str, Family] = {
         COMMAND_R7B.family,
         SEED_OSS.family,
         MINICPM5.family,
-        MiniMaxM3(),
+        MINIMAX_M3.family,
         LFM2.family,
         MINICPM3.family,
         GEMMA4.family,

@@ -92,8 +92,8 @@ def markers(texts: tuple[str, ...]) -> Markers:
 #: write these as one token each).
 _SPECIAL = re.compile(
     r"<\|[^<>]*\|>|<｜[^<>｜]*｜>?|\[[A-Z_]+\]|</?[A-Za-z_][\w:|-]*>"
-    # Gemma's half-barred tokens: <|tool_call>, <tool_call|>
-    r"|<\|[A-Za-z_][\w:-]*>|<[A-Za-z_][\w:-]*\|>"
+    # Gemma's half-barred tokens: <|tool_call>, <tool_call|>; MiniMax M3's ]<]minimax[>[
+    r"|<\|[A-Za-z_][\w:-]*>|<[A-Za-z_][\w:-]*\|>|\]<\][a-z]+\[>\["
 )
 
 

@@ -21,6 +21,7 @@ from .blockends import UNOPENED, BlockEnds, shape_frames
 from .callshape import NO_TOOL, CallShape
 from .codesteps import CODE_STATES, CodeSteps
 from .dialects import DIALECTS
+from .elements import Elements
 from .formsteps import FormSteps
 from .jsoncall import JsonCall
 from .jsonscan import ObjectScanner
@@ -32,14 +33,13 @@ from .markerstream import (
     OPEN,
     WS,
     MarkerStream,
-    expect_any,
     expect_literal,
 )
 from .namedby import NameSteps
 from .pyliteral import LiteralReader
 from .pysteps import PySteps
 from .scan import special_words
-from .tagforms import DAMAGED, OBJECT, TagForms
+from .tagforms import DAMAGED, ELEMENTS, OBJECT, TagForms
 from .tagsteps import (
     _ARGS,
     _BETWEEN,
@@ -167,6 +167,7 @@ class DerivedBody(
         self.no_tool = False
         self.args_whole = False
         self.damage: list[str] | None = None
+        self.elements: Elements | None = None
 
     def _use(self, shape: DerivedShape) -> None:
         """Read the block in ``shape`` (the form its opening chose)."""
@@ -375,10 +376,12 @@ class DerivedBody(
             return self._name(s, i)
         if state == OBJECT:
             return self.json_body(s, i, _BETWEEN)
+        if state == ELEMENTS:
+            return self.nested_value(s, i, _BETWEEN)
         if state == DAMAGED:
             return self.damaged_step(s, i, _CALL)
         if state == _BETWEEN:
-            return self._between(s, i)
+            return self.between(s, i)
         if state == _KEY:
             return self._key(s, i)
         if state == _VALUE_WS:
@@ -393,6 +396,11 @@ class DerivedBody(
             self.state = _VALUE_FIRST
             return (j if status == DONE else i), True
         if state == _VALUE_FIRST:
+            if self.shape.nested:  # its text, or elements, up to its own closing tag
+                assert self.call is not None
+                self.elements = Elements(self.call, self.value_key, self.shape.key_open[0])
+                self.state = ELEMENTS
+                return i, True
             j = self._cdata_start(s, i) if self.shape.cdata else i
             if j < 0:
                 return i, False  # wait: is it the CDATA opener?
@@ -571,33 +579,4 @@ class DerivedBody(
             return i, False
         self.calls.append((self.index, ToolCall(self.id, self.call_name, args, text)))
         self.words(self.shape.post, _NEXT)
-        return i, True
-
-    def _between(self, s: str, i: int) -> tuple[int, bool]:
-        """After the name or a value: the next key, or the end of the call."""
-        if s[i] in WS:
-            return i + 1, True
-        j = self._escaped(s, i)
-        if j != i:
-            return max(j, i), j > i
-        shape = self.shape
-        if self.json_opens(s, i):
-            self.scanner = None  # (a new object: see json_body)
-            self.state = OBJECT
-            return i, True
-        opener = "" if self.args_whole else shape.key_open[0]  # (only the call's end now)
-        status, j, word = expect_any(s, i, (opener, *shape.post[:1]) if opener else shape.post[:1])
-        if status == OPEN:
-            return i, False
-        if status == DONE and word == opener:
-            self.keys = Name(self.key_stops, "argument name")
-            self.words(shape.key_open[1:], _KEY)
-            return j, True
-        if status == FAILED and shape.post:
-            return self.fail(i, f"expected {opener} or {shape.post[0]}"), False
-        self.end_call()  # the call's own closing words came (or it has none)
-        if status == DONE:
-            self.words(shape.post[1:], _NEXT)
-            return j, True
-        self.words(shape.post, _NEXT)
         return i, True

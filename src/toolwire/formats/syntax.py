@@ -238,7 +238,7 @@ def _payload(s: DerivedShape, name: str, arguments: Mapping[str, Any], index: in
             + s.value_lead
             + text
             + s.value_tail
-            + _joined(s.value_end)
+            + _joined(s.value_end).replace("{key}", key)
         )
     return "".join(parts)
 

@@ -21,20 +21,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..events import NoticeCode
+from .elements import Elements
 from .jsonscan import ObjectScanner
-from .markerstream import FAILED, OPEN, WS, Body, expect_any, expect_literal
+from .markerstream import DONE, FAILED, OPEN, WS, Body, expect_any, expect_literal
 from .scan import markers
+from .tagsteps import _KEY, _NEXT, Name
 from .textargs import TextArgs
 
 if TYPE_CHECKING:
     from .derived import DerivedShape
 
-__all__ = ["DAMAGED", "OBJECT", "TagForms"]
+__all__ = ["DAMAGED", "ELEMENTS", "OBJECT", "TagForms"]
 
 #: The state of a JSON object of the arguments being read (15–18: the other modules').
 OBJECT = 19
-#: The state of a damaged opening tag being read past (see MendedOpening).
+#: The state of a damaged opening tag being read past.
 DAMAGED = 20
+#: The state of a value written as nested elements (:mod:`.elements`).
+ELEMENTS = 21
 #: A damaged tag runs to the end of its line, at most this long.
 MAX_DAMAGED = 200
 
@@ -53,12 +57,18 @@ class TagForms(Body):
     args_whole: bool
     #: The damaged tag's text while it is read (None: no damaged tag met in this block).
     damage: list[str] | None
+    elements: Elements | None
+
+    keys: Name
+    key_stops: str
 
     if TYPE_CHECKING:
 
         def words(self, words: tuple[str, ...], then: int) -> None: ...
 
         def end_call(self) -> None: ...
+
+        def _escaped(self, s: str, i: int) -> int: ...
 
     def self_closed(self, s: str, i: int, word: str, then: int) -> tuple[int, bool] | None:
         """At a name's closing ``">`` (``word``): the tag closed in itself instead, which
@@ -79,6 +89,51 @@ class TagForms(Body):
         )
         self.end_call()
         self.words(self.shape.post[1:], then)
+        return j, True
+
+    def between(self, s: str, i: int) -> tuple[int, bool]:
+        """After the name or a value: the next key, or the end of the call."""
+        if s[i] in WS:
+            return i + 1, True
+        j = self._escaped(s, i)
+        if j != i:
+            return max(j, i), j > i
+        shape = self.shape
+        if self.json_opens(s, i):
+            self.scanner = None  # (a new object: see json_body)
+            self.state = OBJECT
+            return i, True
+        opener = "" if self.args_whole else shape.key_open[0]  # (only the call's end now)
+        # the call's end first: a key's opening word may begin it (MiniMax M3's NS<)
+        status, j, word = expect_any(s, i, shape.post[:1])
+        if status == FAILED and opener:
+            status, j, word = expect_any(s, i, (opener,))
+        if status == OPEN:
+            return i, False
+        if status == DONE and word == opener:
+            self.keys = Name(self.key_stops, "argument name")
+            self.words(shape.key_open[1:], _KEY)
+            return j, True
+        if status == FAILED and shape.post:
+            return self.fail(i, f"expected {opener} or {shape.post[0]}"), False
+        self.end_call()  # the call's own closing words came (or it has none)
+        if status == DONE:
+            self.words(shape.post[1:], _NEXT)
+            return j, True
+        self.words(shape.post, _NEXT)
+        return i, True
+
+    def nested_value(self, s: str, i: int, then: int) -> tuple[int, bool]:
+        """A value that may be nested elements (DerivedShape.nested), up to its own closing
+        tag; then state ``then``."""
+        assert self.elements is not None
+        j = self.elements.feed(s, i)
+        if self.elements.problem:
+            return self.fail(j, self.elements.problem), False
+        if not self.elements.done:
+            return j, False
+        self.elements = None
+        self.state = then
         return j, True
 
     def json_body(self, s: str, i: int, then: int) -> tuple[int, bool]:
