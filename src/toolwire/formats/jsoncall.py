@@ -112,8 +112,7 @@ class JsonCall:
             )
         if order is not None:
             order.stops = stops
-        self.scanner = _Scanner(
-            order,
+        kwargs: dict[str, Any] = dict(
             name_key=shape.name_key,
             stream_key=None
             if shape.name_is_key
@@ -123,8 +122,12 @@ class JsonCall:
             key_is_name=shape.name_is_key,
             raw_controls=not stream.strict,
         )
+        # (a scanner of its own where an id may come before the name; else the plain one,
+        # a call less for every piece of the reply)
+        self.scanner = _Scanner(order, **kwargs) if order is not None else ObjectScanner(**kwargs)
         self.scanner.stops = stops
         self.index = -1
+        self._noted = False  # (index, id) is in the body's started calls
         self.id = ""
         self.name = ""
         self.rejected = ""  # set when the name alone already rules the call out
@@ -146,7 +149,10 @@ class JsonCall:
 
     def note_started(self, started: list[tuple[int, str]]) -> None:
         """Add ``(index, id)`` to ``started`` once the call is announced, for an abort later."""
-        if self.started and (self.index, self.id) not in started[-1:]:
+        if self._noted or self.index < 0:
+            return
+        self._noted = True
+        if (self.index, self.id) not in started[-1:]:
             started.append((self.index, self.id))
 
     def _on_id(self, value: str) -> None:

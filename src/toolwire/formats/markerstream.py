@@ -133,6 +133,10 @@ class Body:
         text is no JSON object at all)."""
         k = call.scanner.feed(s, i)
         call.note_started(self.started)
+        return self.json_call_over(call, k, not_object)
+
+    def json_call_over(self, call: JsonCall, k: int, not_object: str) -> tuple[int, bool]:
+        """After a piece of ``call`` was fed (to ``k``): its end, or where it broke."""
         if call.scanner.failed:
             return self.fail(k, not_object), False
         if not call.scanner.done:

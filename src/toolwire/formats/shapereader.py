@@ -322,9 +322,18 @@ class DerivedBody(
 
     def _json(self, s: str, i: int) -> tuple[int, bool]:
         """A call written as one JSON object (``json`` shapes)."""
-        assert self.json_call is not None
+        call = self.json_call
+        assert call is not None
         start = i
-        i, ended = self.feed_json_call(self.json_call, s, i, _NOT_OBJECT)
+        if call.index >= 0 and self.looked:  # announced (most pieces: in its arguments)
+            scanner = call.scanner
+            k = scanner.feed(s, i)
+            call.note_started(self.started)
+            if not (scanner.done or scanner.failed):
+                return k, False
+            i, ended = self.json_call_over(call, k, _NOT_OBJECT)
+        else:
+            i, ended = self.feed_json_call(call, s, i, _NOT_OBJECT)
         rejected = self.json_call.rejected
         self.looked = self.looked or bool(self.json_call.name or rejected)  # (a call's name)
         if not ended and self.shape.whole and rejected:

@@ -21,7 +21,6 @@ from .scan import Markers
 
 __all__ = [
     "HELD",
-    "LOOSE_NAME_BREAKS",
     "MAX_NAME",
     "NameReader",
     "TextArgs",
@@ -35,9 +34,6 @@ MAX_NAME = 256
 
 #: What no name holds, by default: whitespace and markup.
 _BAD_NAME = re.compile(r"[\s<>{}\[\]\"'=]")
-#: What no name holds in grammars whose names may hold ``[]=`` but no backtick (DeepSeek's
-#: three: their names are read so).
-LOOSE_NAME_BREAKS = re.compile(r"[\s<>\"'`{}]")
 
 
 @functools.cache
