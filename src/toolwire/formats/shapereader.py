@@ -334,8 +334,8 @@ class DerivedBody(
             i, ended = self.json_call_over(call, k, _NOT_OBJECT)
         else:
             i, ended = self.feed_json_call(call, s, i, _NOT_OBJECT)
-        rejected = self.json_call.rejected
-        self.looked = self.looked or bool(self.json_call.name or rejected)  # (a call's name)
+        rejected = call.rejected
+        self.looked = self.looked or bool(call.name or rejected)  # (a call's name)
         if not ended and self.shape.whole and rejected:
             # its name said so, however the object went on: prose from here (the same
             # reason whether the name and the break came in one piece or two)
@@ -353,9 +353,9 @@ class DerivedBody(
             and not self.stream.strict
             # broken inside a string: at the family's marker (a string cut short, the next
             # call begun), which the stream must see again, not skip as the item's text
-            and not self.json_call.scanner.in_string
+            and not call.scanner.in_string
         ):
-            scanner = self.json_call.scanner
+            scanner = call.scanner
             broke = scanner.failed  # inside the object: go on from where it broke
             item = ItemEnd(
                 self.shape.trail[0],
