@@ -14,6 +14,7 @@ import secrets
 import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, ClassVar
 
 from ..errors import LimitError, UsageError
@@ -43,6 +44,7 @@ __all__ = [
     "ReplyStream",
     "ToolIndex",
     "assemble",
+    "json_text",
     "loads_json",
     "random_call_id",
 ]
@@ -136,6 +138,14 @@ _DECODER = json.JSONDecoder(parse_constant=_no_constants, parse_float=_finite)
 #: The same, taking raw line breaks and tabs inside strings (``json``'s ``strict=False``).
 _RAW_DECODER = json.JSONDecoder(parse_constant=_no_constants, parse_float=_finite, strict=False)
 _OTHER_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+def json_text(text: str, ascii_only: bool = False) -> str:
+    """``text`` as the inside of a JSON string (escaped, without its quotes): the standard
+    library's own encoder, in C, what ``json.dumps`` calls for a string without setting an
+    encoder up each time (the readers pass every piece of every string value through it)."""
+    encode = encode_basestring_ascii if ascii_only else encode_basestring
+    return str(encode(text))[1:-1]
 
 
 def loads_json(text: str, max_depth: int = MAX_JSON_DEPTH, *, raw_controls: bool = False) -> Any:

@@ -89,7 +89,10 @@ class Elements:
             state = self._state
             if state == _TEXT:
                 j, end = self._text_end.scan(s, i)
-                self._text(s[i:j])
+                if self._streaming and len(self.open) == 1:  # (most pieces: a text value)
+                    self.call.value(s[i:j])
+                else:
+                    self._text(s[i:j])
                 if not end:
                     return j
                 self._state = _TAG_KIND

@@ -127,7 +127,8 @@ class JsonCall:
         self.scanner = _Scanner(order, **kwargs) if order is not None else ObjectScanner(**kwargs)
         self.scanner.stops = stops
         self.index = -1
-        self._noted = False  # (index, id) is in the body's started calls
+        #: ``(index, id)`` is in the body's started calls (see note_started).
+        self.noted = False
         self.id = ""
         self.name = ""
         self.rejected = ""  # set when the name alone already rules the call out
@@ -149,9 +150,9 @@ class JsonCall:
 
     def note_started(self, started: list[tuple[int, str]]) -> None:
         """Add ``(index, id)`` to ``started`` once the call is announced, for an abort later."""
-        if self._noted or self.index < 0:
+        if self.noted or self.index < 0:
             return
-        self._noted = True
+        self.noted = True
         if (self.index, self.id) not in started[-1:]:
             started.append((self.index, self.id))
 

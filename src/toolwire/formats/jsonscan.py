@@ -95,6 +95,11 @@ class ObjectScanner:
         return self._state == _DONE
 
     @property
+    def over(self) -> bool:
+        """Done, or failed: the object reads no more (one look where a reader asks both)."""
+        return self._state >= _DONE
+
+    @property
     def failed(self) -> bool:
         return self._state == _FAILED
 

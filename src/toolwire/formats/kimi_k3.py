@@ -45,7 +45,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..messages import ToolCall
-from .base import Family, loads_json
+from .base import Family, json_text, loads_json
 from .channels import ChannelStream, Route
 from .grammar import CallForm, Tagged, lit
 from .grammar_forms import CALL_INDEX
@@ -212,7 +212,7 @@ class _ToolsBody(Body):
                 if not self.opened:
                     self._entry(self.key)
                     self.opened = True
-                self._delta(json.dumps(s[i:j], ensure_ascii=False)[1:-1])
+                self._delta(json_text(s[i:j]))
         if not end:
             return j, False
         text = "".join(self.value)

@@ -47,7 +47,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .base import MAX_JSON_DEPTH
+from .base import MAX_JSON_DEPTH, json_text
 from .dialects import Dialect
 from .markerstream import DONE, FAILED, WS, expect_literal
 from .scan import Markers
@@ -398,7 +398,7 @@ class LiteralReader:
             self._parts.append(text)
             if not self._is_key:  # a lone surrogate (half of a \u pair) only as an escape
                 ascii_only = self._surrogates and _SURROGATE.search(text) is not None
-                self._emit(json.dumps(text, ensure_ascii=ascii_only)[1:-1])
+                self._emit(json_text(text, ascii_only))
 
     def _string(self, s: str, i: int) -> int:
         if self._delimiter is not None:  # no escapes: the text up to the delimiter

@@ -207,9 +207,16 @@ class DerivedBody(
                     i, going = self._args(s, i)
                 elif state == _JSON:
                     i, going = self._json(s, i)
+                elif state == _VALUE:
+                    i, going = self._value(s, i)
+                elif state == ELEMENTS:
+                    i, going = self.nested_value(s, i, _BETWEEN)
                 else:
                     i, going = self.step(s, i)
             if not self.framed:
+                return i
+            if self.status == OPEN and not self.resynced and self.call_mark < 0:
+                self.call_text.append(s[mark:i])  # (most pieces: inside a call)
                 return i
             # (a step that breaks a call stops the loop: the call is kept here, between)
             if self.resynced:  # a broken call's text, to be given back
@@ -231,14 +238,8 @@ class DerivedBody(
         state = self.state
         if state == _ARGS:  # the states most characters are read in, first
             return self._args(s, i)
-        if state == _VALUE:  # a tagged value's text, up to the words that end it
-            assert self.value_ends is not None
-            i, complete = self.read_value(s, i, self.value_ends, _BETWEEN)
-            if complete:
-                if not s.endswith(self.shape.value_end[0], 0, i):
-                    self.drifted(s, i)
-                self.words(self.shape.value_end[1:], _BETWEEN)
-            return i, complete
+        if state == _VALUE:
+            return self._value(s, i)
         if state == _JSON:
             return self._json(s, i)
         if (self.unopened or self.at_object) and self.json_call is None:
@@ -320,6 +321,16 @@ class DerivedBody(
             return self._call(s, i)
         return self._rest(s, i)
 
+    def _value(self, s: str, i: int) -> tuple[int, bool]:
+        """A tagged value's text, up to the words that end it."""
+        assert self.value_ends is not None
+        i, complete = self.read_value(s, i, self.value_ends, _BETWEEN)
+        if complete:
+            if not s.endswith(self.shape.value_end[0], 0, i):
+                self.drifted(s, i)
+            self.words(self.shape.value_end[1:], _BETWEEN)
+        return i, complete
+
     def _json(self, s: str, i: int) -> tuple[int, bool]:
         """A call written as one JSON object (``json`` shapes)."""
         call = self.json_call
@@ -328,8 +339,9 @@ class DerivedBody(
         if call.index >= 0 and self.looked:  # announced (most pieces: in its arguments)
             scanner = call.scanner
             k = scanner.feed(s, i)
-            call.note_started(self.started)
-            if not (scanner.done or scanner.failed):
+            if not call.noted:
+                call.note_started(self.started)
+            if not scanner.over:
                 return k, False
             i, ended = self.json_call_over(call, k, _NOT_OBJECT)
         else:
@@ -574,13 +586,14 @@ class DerivedBody(
                 return self.fail(i, "the arguments are not a JSON object"), False
             self._announce()
         i = scanner.feed(s, i)  # its raw controls and stops set once (see _name)
-        if scanner.failed:
+        over = scanner.over
+        if over and scanner.failed:
             return self.fail(i, "the arguments are not a JSON object"), False
         if not self.counter:  # (a call named by its arguments is passed on once named)
             self.stream._args(self.index, scanner.piece)
         if scanner.raw_count:
             self.raw_controls.add(self.index)
-        if not scanner.done:
+        if not over:
             return i, False
         text = scanner.text().strip()
         args = self.json_args(text, i)

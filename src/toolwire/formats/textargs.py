@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from ..messages import ToolCall
-from .base import ReplyStream, loads_json
+from .base import ReplyStream, json_text, loads_json
 from .markerstream import Body, MarkerStream
 from .scan import Markers
 
@@ -41,10 +41,6 @@ def _stop_or_bad(stops: str, bad: str) -> re.Pattern[str]:
     """The first character that ends a name (one of ``stops``) or that no name holds."""
     return re.compile("[" + re.escape(stops) + "]|" + bad)
 
-
-#: A text as a JSON string, quotes and all: the standard library's own encoder (C), what
-#: ``json.dumps`` calls for a string without setting an encoder up each time.
-_escaped = json.encoder.encode_basestring
 
 #: A text value opening with one of these is held until whole: it may be JSON to read.
 HELD = '"{['
@@ -229,7 +225,7 @@ class TextArgs:
     def value(self, piece: str) -> None:
         if piece:
             self._value.append(piece)
-            self._delta(_escaped(piece)[1:-1])
+            self._delta(json_text(piece))
 
     def close(self) -> None:
         """The current value is complete."""
