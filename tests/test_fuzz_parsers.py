@@ -319,6 +319,46 @@ QUADRATIC = [
     pytest.param(
         "llama3", lambda n: " " * n + '{"name": "get_weather", "parameters": {}}', 3, id="lead"
     ),
+    # DSML's tolerances: damaged block tags one after another, markup in a long code fence,
+    # invokes closed in their own tags, arguments as JSON objects
+    pytest.param("deepseek-dsml", lambda n: "<｜DSML｜toolcalls" * (n // 17), 3, id="dsml-damaged"),
+    pytest.param(
+        "deepseek-dsml",
+        lambda n: "```\n" + '<｜DSML｜invoke name="get_weather">x\n' * (n // 35),
+        3,
+        id="dsml-fenced",
+    ),
+    pytest.param(
+        "deepseek-dsml",
+        lambda n: "<｜DSML｜tool_calls>" + '<｜DSML｜invoke name="get_weather"/>' * (n // 35),
+        3,
+        id="dsml-self-closed",
+    ),
+    pytest.param(
+        "minimax",
+        lambda n: '<minimax:tool_call><invoke name="get_weather">{"a": [' + "[1], " * (n // 5),
+        3,
+        id="minimax-json-body",
+    ),
+    # MiniMax M3's nested elements: deep, and many siblings
+    pytest.param(
+        "minimax-m3",
+        lambda n: (
+            ']<]minimax[>[<tool_call>]<]minimax[>[<invoke name="get_weather">'
+            + "]<]minimax[>[<a>" * (n // 16)
+        ),
+        3,
+        id="m3-deep",
+    ),
+    pytest.param(
+        "minimax-m3",
+        lambda n: (
+            ']<]minimax[>[<tool_call>]<]minimax[>[<invoke name="get_weather">]<]minimax[>[<v>'
+            + "]<]minimax[>[<item>1]<]minimax[>[</item>" * (n // 40)
+        ),
+        3,
+        id="m3-items",
+    ),
     pytest.param(
         "llama3", lambda n: '{"name": "get_weather", "parameters": {}}' + " " * n, 3, id="after"
     ),

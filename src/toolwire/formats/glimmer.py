@@ -40,8 +40,7 @@ from typing import Any
 
 from .base import Family, ToolIndex
 from .channels import ChannelStream, Route, read_role, valid_name
-from .grammar import CallForm, lit
-from .grammar_forms import xml_invoke
+from .grammar import CallForm, Tagged, lit
 from .markerstream import WS, MarkerStream
 from .samples import as_text
 from .scan import Markers
@@ -170,7 +169,13 @@ def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
 _RECIPIENT_FORM = '"to=" [^<\\n ]{1,128} ' + lit("<|message|>")
 
 _GLIMMER_FORM = CallForm(
-    xml_invoke("atem:", "invoke", "parameter"),
+    Tagged(
+        before=lit('<atem:invoke name="'),
+        between='"\\">"',
+        after=lit("</atem:invoke>"),
+        arg_open=('<atem:parameter name="{key}">',),
+        arg_close=("</atem:parameter>",),
+    ),
     open=lit("<atem:function_calls>"),
     close=lit("</atem:function_calls>"),
     sep=f"{lit('<|eom|><|start|>assistant')} space {_RECIPIENT_FORM}",

@@ -48,7 +48,6 @@ from ..messages import ToolCall
 from .base import Family, json_text, loads_json
 from .channels import ChannelStream, Route
 from .grammar import CallForm, Tagged, lit
-from .grammar_forms import CALL_INDEX
 from .markerstream import DONE, WS, Body, MarkerStream
 from .reasoning import ReasoningTags
 from .samples import as_text
@@ -279,7 +278,7 @@ _K3_OPEN, _K3_CLOSE, _K3_SEP = "<|open|>", "<|close|>", "<|sep|>"
 _KIMI_K3_FORM = CallForm(
     Tagged(
         before=lit(_K3_OPEN + 'call tool="'),
-        between=f'"\\" index=\\"" {CALL_INDEX} {lit(chr(34) + _K3_SEP)}',
+        between=f'"\\" index=\\"" [0-9]{{1,4}} {lit(chr(34) + _K3_SEP)}',
         after=lit(_K3_CLOSE + "call" + _K3_SEP),
         arg_open=(_K3_OPEN + 'argument key="{key}" type="{type}"' + _K3_SEP,),
         arg_close=(_K3_CLOSE + "argument" + _K3_SEP,),
