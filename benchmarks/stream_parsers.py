@@ -69,6 +69,8 @@ def make_reply(family: str, size: int) -> tuple[str, int]:
             piece = ("; " if parts else "") + _call(family, i)
         elif family == "pythonic":  # the whole reply is one list of calls (its bare form's)
             piece = (", " if parts else "[") + _call(family, 2 * i + 1)[1:-1]
+        elif family == "xlam":  # its first form is the whole reply: prose and its tagged form
+            piece = f"Now file {i}, as asked.\n" + _call(family, 2 * i + 1) + "\n"
         else:
             piece = f"Now file {i}, as asked.\n" + _call(family, i) + "\n"
         parts.append(piece)
