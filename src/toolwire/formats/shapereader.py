@@ -235,13 +235,8 @@ class DerivedBody(
             return i
 
     def step(self, s: str, i: int) -> tuple[int, bool]:
+        """The states :meth:`feed` does not call straight."""
         state = self.state
-        if state == _ARGS:  # the states most characters are read in, first
-            return self._args(s, i)
-        if state == _VALUE:
-            return self._value(s, i)
-        if state == _JSON:
-            return self._json(s, i)
         if (self.unopened or self.at_object) and self.json_call is None:
             # opened at the object itself, right after a closed call (see _after), or where
             # a whole reply's call object starts (see .wholereply)
@@ -397,8 +392,6 @@ class DerivedBody(
             return self._name(s, i)
         if state == OBJECT:
             return self.json_body(s, i, _BETWEEN)
-        if state == ELEMENTS:
-            return self.nested_value(s, i, _BETWEEN)
         if state == DAMAGED:
             return self.damaged_step(s, i, _CALL)
         if state == _BETWEEN:

@@ -57,6 +57,7 @@ class TagForms(Body):
     args_whole: bool
     #: The damaged tag's text while it is read (None: no damaged tag met in this block).
     damage: list[str] | None
+    damage_size: int
     elements: Elements | None
 
     keys: Name
@@ -210,7 +211,7 @@ class TagForms(Body):
             or self.todo != list(shape.opening[1:])
         ):
             return None
-        self.damage = []
+        self.damage, self.damage_size = [], 0
         self.state = DAMAGED
         return self.damaged_step(s, i, then)
 
@@ -246,7 +247,8 @@ class TagForms(Body):
         if not stops:  # hold back what may begin the marker: the next piece decides
             stop -= markers((marker,)).held(s, i, stop)
         self.damage.append(s[i:stop])
-        if sum(map(len, self.damage)) > MAX_DAMAGED:
+        self.damage_size += stop - i
+        if self.damage_size > MAX_DAMAGED:
             return self.fail(i, f"no block after {marker}"), False
         if not stops:
             return stop, False
