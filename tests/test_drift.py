@@ -15,7 +15,8 @@ from toolwire.chat import demo_toolbox
 from toolwire.conversation import Conversation
 from toolwire.events import CallEnd, Done, Notice, TextDelta, ToolResult, ToolRun
 from toolwire.formats.base import assemble
-from toolwire.formats.drift import DriftGuard, recover_calls
+from toolwire.formats.drift import DriftGuard
+from toolwire.formats.recovery import recover_calls
 from toolwire.loop import run_loop_sync
 from toolwire.messages import ToolCall
 from toolwire.testing import FakeOpenAIServer, text_deltas

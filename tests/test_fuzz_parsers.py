@@ -47,7 +47,8 @@ from toolwire.events import (
 )
 from toolwire.formats import reasoning
 from toolwire.formats.base import Family, assemble
-from toolwire.formats.drift import DriftGuard, recover_calls
+from toolwire.formats.drift import DriftGuard
+from toolwire.formats.recovery import recover_calls
 
 from .fuzz_material import (
     _CUTS,

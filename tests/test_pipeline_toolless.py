@@ -35,7 +35,7 @@ from toolwire import (
 )
 from toolwire import events as ev
 from toolwire.errors import BackendError
-from toolwire.formats.drift import written_calls
+from toolwire.formats.recovery import written_calls
 from toolwire.pipeline import ModelMemory, Plan, read
 from toolwire.server import create_app
 from toolwire.testing import (

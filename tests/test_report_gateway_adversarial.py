@@ -21,7 +21,8 @@ from toolwire.bench.cases import Case, PromptSet
 from toolwire.bench.run import run_bench
 from toolwire.errors import LabbookError
 from toolwire.events import CallEnd, Done, TextDelta
-from toolwire.formats.drift import DriftGuard, recover_calls
+from toolwire.formats.drift import DriftGuard
+from toolwire.formats.recovery import recover_calls
 from toolwire.messages import ToolCall
 from toolwire.server import create_app
 

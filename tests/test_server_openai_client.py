@@ -13,7 +13,7 @@ import pytest
 from toolwire.backends import OpenAIBackend
 from toolwire.backends.http import new_client
 from toolwire.backends.llamacpp import LlamaCppBackend
-from toolwire.formats.drift import recover_calls
+from toolwire.formats.recovery import recover_calls
 from toolwire.server import create_app
 from toolwire.testing import FakeOpenAIServer, ServedApp, text_deltas, tool_call_deltas
 

@@ -42,7 +42,7 @@ from typing import Any, NamedTuple, TypeVar
 from ..arguments import prepare_arguments
 from ..errors import ArgumentsError, ToolwireError, UsageError
 from ..events import CallEnd, TextDelta
-from ..formats.drift import recover_calls
+from ..formats.recovery import recover_calls
 from ..pipeline import Backend, Request
 from .cases import Case, PromptSet, check_arguments
 from .labbook import JUDGEMENTS, RATE_KEYS, RATES, Judgement

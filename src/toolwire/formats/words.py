@@ -37,8 +37,8 @@ from ..messages import ToolCall
 from .base import Family, ReplyStream
 from .callshape import CallShape
 from .declared import QWEN_XML
-from .drift import recover
 from .jsoncall import raw_controls_notice, read_call_json
+from .recovery import recover
 from .scan import Markers
 from .trailing import TrailingBlock, end_trailing
 
