@@ -282,10 +282,13 @@ class ReplyStream:
     # -- public
 
     def feed(self, chunk: str) -> list[Event]:
-        self._check(len(chunk))
-        self._size += len(chunk)
+        size = self._size + len(chunk)
+        if self._finished or size > self._max_chars:  # (checked here: a step less a chunk)
+            self._check(len(chunk))
+        self._size = size
         self._split(self._reasoning.feed(chunk))
-        return self._take()
+        out, self._out = self._out, []  # (_take, inline)
+        return out
 
     def _check(self, more: int) -> None:
         """Refuse a chunk of ``more`` characters before reading it: after ``finish()``, or

@@ -239,7 +239,7 @@ class MarkerStream(ReplyStream):
         return self.body_class(self)
 
     def _content(self, text: str) -> None:
-        s = self._take_held() + text
+        s, self._held = self._held + text, ""  # (the piece held back, not held: _take_held)
         i = 0
         n = len(s)
         while i < n:

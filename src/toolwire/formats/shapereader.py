@@ -204,13 +204,33 @@ class DerivedBody(
             while i < n and going:
                 state = self.state
                 if state == _ARGS:
-                    i, going = self._args(s, i)
+                    scanner = self.scanner
+                    if scanner is not None and scanner.parts and self.index >= 0:
+                        # (most pieces: in a JSON object of arguments; see _args)
+                        i, going = self._args_read(scanner, scanner.feed(s, i))
+                    else:
+                        i, going = self._args(s, i)
                 elif state == _JSON:
-                    i, going = self._json(s, i)
+                    call = self.json_call
+                    if call is not None and call.noted and call.index >= 0 and self.looked:
+                        # (most pieces: in its arguments, the object not over; see _json)
+                        k = call.scanner.feed(s, i)
+                        if call.scanner.over:
+                            i, going = self._json_over(call, s, i, k)
+                        else:
+                            i, going = k, False
+                    else:
+                        i, going = self._json(s, i)
                 elif state == _VALUE:
                     i, going = self._value(s, i)
                 elif state == ELEMENTS:
-                    i, going = self.nested_value(s, i, _BETWEEN)
+                    elements = self.elements
+                    assert elements is not None
+                    k = elements.feed(s, i)  # (most pieces: a value's text; see nested_value)
+                    if elements.done or elements.problem:
+                        i, going = self.nested_value(s, k, _BETWEEN)
+                    else:
+                        i, going = k, False
                 else:
                     i, going = self.step(s, i)
             if not self.framed:
@@ -330,7 +350,6 @@ class DerivedBody(
         """A call written as one JSON object (``json`` shapes)."""
         call = self.json_call
         assert call is not None
-        start = i
         if call.index >= 0 and self.looked:  # announced (most pieces: in its arguments)
             scanner = call.scanner
             k = scanner.feed(s, i)
@@ -338,9 +357,17 @@ class DerivedBody(
                 call.note_started(self.started)
             if not scanner.over:
                 return k, False
-            i, ended = self.json_call_over(call, k, _NOT_OBJECT)
-        else:
-            i, ended = self.feed_json_call(call, s, i, _NOT_OBJECT)
+            return self._json_over(call, s, i, k)
+        return self._json_read(call, s, i, *self.feed_json_call(call, s, i, _NOT_OBJECT))
+
+    def _json_over(self, call: JsonCall, s: str, start: int, k: int) -> tuple[int, bool]:
+        """The announced call's object is over at ``k`` (its piece began at ``start``)."""
+        return self._json_read(call, s, start, *self.json_call_over(call, k, _NOT_OBJECT))
+
+    def _json_read(
+        self, call: JsonCall, s: str, start: int, i: int, ended: bool
+    ) -> tuple[int, bool]:
+        """What follows a piece of the call object read from ``start`` to ``i``."""
         rejected = call.rejected
         self.looked = self.looked or bool(call.name or rejected)  # (a call's name)
         if not ended and self.shape.whole and rejected:
@@ -578,7 +605,10 @@ class DerivedBody(
             if s[i] != "{":
                 return self.fail(i, "the arguments are not a JSON object"), False
             self._announce()
-        i = scanner.feed(s, i)  # its raw controls and stops set once (see _name)
+        return self._args_read(scanner, scanner.feed(s, i))  # (stops set once: see _name)
+
+    def _args_read(self, scanner: ObjectScanner, i: int) -> tuple[int, bool]:
+        """The JSON object of arguments, read up to ``i``: passed on, and ended if over."""
         over = scanner.over
         if over and scanner.failed:
             return self.fail(i, "the arguments are not a JSON object"), False

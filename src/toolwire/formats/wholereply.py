@@ -60,6 +60,8 @@ class WholeReply(DerivedStream):
         self._ended = False
         #: After prose, the reply's last block, held back (see the module's doc).
         self._trail = TrailingBlock() if self._whole and not self.strict else None
+        #: No layer above this one reads the stream's content: it may be skipped (_content).
+        self._straight = type(self)._content is WholeReply._content
 
     def _content(self, text: str) -> None:
         if self._held_block is not None:
@@ -97,6 +99,10 @@ class WholeReply(DerivedStream):
         if self._opening is None and self._body is None:  # no marker opens a call mid-reply
             self._text(self._take_held() + text)
             return
+        if self._straight and not self._starting and self._opening is not None:
+            # nothing of this layer's is due until a whole block is held (hold_whole): the
+            # stream's own reading is called straight from here on, a step less per chunk
+            self._content = super()._content  # type: ignore[method-assign]
         super()._content(text)
 
     def hold_whole(self, body: DerivedBody) -> bool:
@@ -104,6 +110,7 @@ class WholeReply(DerivedStream):
         if self._ended or not body.shape.whole:
             return False
         self._held_block, self._held_raw = body, self._raw
+        self.__dict__.pop("_content", None)  # this layer reads what follows (see _content)
         self._body = None
         self._raw = []
         self._diverted = True
