@@ -73,6 +73,7 @@ NoticeCode = Literal[
     "recovered-escaped-newline",
     "recovered-self-closing",
     "recovered-json-arguments",
+    "recovered-call-list",
     "recovered-bare-id",
     "recovered-misspelt-tag",
     "recovered-separator-missing",
@@ -146,6 +147,8 @@ NOTICES: dict[NoticeCode, str] = {
     "recovered-self-closing": "a call written as one self-closing tag, with no arguments, was read",
     "recovered-json-arguments": "a call whose arguments came as one JSON object, not its "
     "grammar's argument tags, was read",
+    "recovered-call-list": "calls written as a JSON list where their framing holds one call "
+    "object were read",
     "recovered-bare-id": "a call whose id lacks its tool's namespace, or names no tool, was "
     "read: the tool it names, or the one declared tool its arguments fit",
     "recovered-misspelt-tag": "a call with a damaged tag (a closing or wrapper tag misspelt, "

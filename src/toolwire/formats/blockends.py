@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..events import NoticeCode
 from ..messages import ToolCall
+from .calllist import IN_LIST
 from .formsteps import NAMED
 from .listitems import ItemEnd
 from .markerstream import DONE, FAILED, OPEN, WS, Body, MarkerStream, expect_any, expect_literal
@@ -72,6 +73,7 @@ class BlockEnds(Body):
     opened_by: str
     turn_ended: bool
     call_mark: int
+    in_list: bool
 
     if TYPE_CHECKING:  # the body's own, which this mixin's steps call
 
@@ -232,6 +234,8 @@ class BlockEnds(Body):
             return True
         if state == _LITS and self.then in (_NEXT, _END) and self.calls:
             return True
+        if self.in_list and state in (IN_LIST, _CALL):  # a list of calls cut after one
+            return bool(self.calls)
         return state == _NEXT and bool(self.calls)
 
     def _next(self, s: str, i: int) -> tuple[int, bool]:

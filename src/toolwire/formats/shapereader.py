@@ -18,6 +18,7 @@ from ..events import NoticeCode
 from ..messages import ToolCall
 from .attributes import Attributes, closes_attribute
 from .blockends import UNOPENED, BlockEnds, shape_frames
+from .calllist import IN_LIST, CallList
 from .callshape import NO_TOOL, CallShape
 from .codesteps import CODE_STATES, CodeSteps
 from .dialects import DIALECTS
@@ -80,7 +81,7 @@ MAX_WORD = MAX_HELD - 16
 
 
 class DerivedBody(
-    FormSteps, NameSteps, CodeSteps, BlockEnds, TagForms, TagSteps, PySteps, TextBody
+    FormSteps, NameSteps, CodeSteps, BlockEnds, CallList, TagForms, TagSteps, PySteps, TextBody
 ):
     """One block of calls in a :class:`DerivedShape`, read one step at a time."""
 
@@ -375,7 +376,7 @@ class DerivedBody(
             # reason whether the name and the break came in one piece or two)
             return self.fail(i, rejected), False
         if ended:
-            self.words(self.shape.post, _NEXT)
+            self.call_read()
         elif self.status == FAILED and self.reason == NO_TOOL:
             self.status = OPEN  # a whole item naming the template's pseudo-tool: no call
             self.no_tool = True
@@ -419,6 +420,8 @@ class DerivedBody(
             return self._name(s, i)
         if state == OBJECT:
             return self.json_body(s, i, _BETWEEN)
+        if state == IN_LIST:
+            return self.list_step(s, i)
         if state == DAMAGED:
             return self.damaged_step(s, i, _CALL)
         if state == _BETWEEN:
@@ -508,6 +511,8 @@ class DerivedBody(
                 self.list_json = as_json
             elif as_json != self.list_json:
                 return self.fail(i, "a list of calls written both as Python and JSON"), False
+        if (kind == "json" or (kind == "tags" and shape.json_too)) and self.list_opens(s, i):
+            return i + 1, True
         if kind == "json" or (shape.json_too and s[i] == "{"):
             if s[i] != "{":
                 after = self.opened_by.replace(NUMBER, "0")

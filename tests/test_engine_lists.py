@@ -1,0 +1,145 @@
+"""A JSON list of call objects where a syntax's framing holds one call object
+(``<tool_call>[{…}, {…}]</tool_call>``), read by the engine for every such syntax, declared
+or learned: each object a call, named ``recovered-call-list``, refused by strict reading.
+SGLang's JSON readers take a list wherever an object is due (its K2 Horizon tests write one
+in ``<ifm|tool_call>``); a model trained on a list family or on OpenAI's ``tool_calls`` array
+writes it.
+
+The replies are built from each syntax's own words, so a family declared later is covered
+too; each is read whole and at every split point.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from toolwire import get_family
+from toolwire.events import Notice
+from toolwire.formats.base import Family, assemble
+from toolwire.formats.declared import DECLARED
+from toolwire.formats.derived import DerivedShape
+from toolwire.formats.detect import detect_format
+from toolwire.templates import ChatTemplate
+
+from .replies import TOOLS
+from .test_engine_behaviours import _events, _every_split
+
+
+def _framed_one(shape: DerivedShape) -> bool:
+    """A form whose framing holds one call object (not a list form, not a whole reply)."""
+    listed = shape.kind == "json" and bool(shape.trail) and not shape.trail_optional
+    json_call = shape.kind == "json" or (shape.kind == "tags" and shape.json_too)
+    plain = not (shape.name_is_key or shape.id_key or shape.constants or shape.strings)
+    return json_call and plain and not listed and not shape.whole
+
+
+def _own_list(forms: tuple[DerivedShape, ...], shape: DerivedShape) -> bool:
+    """Another form at the same marker opens a list: a list there is the family's own
+    grammar (LFM2 writes its call list either as Python or as JSON), no repair."""
+    return any(f.marker == shape.marker and "[" in f.opening for f in forms)
+
+
+#: (family, form) of every declared form that frames one call object.
+FORMS = [
+    (name, i)
+    for name, syntax in DECLARED.items()
+    for i, shape in enumerate(syntax.forms)
+    if _framed_one(shape) and not _own_list(syntax.forms, shape)
+]
+
+
+def _joined(words: tuple[str, ...]) -> str:
+    return "".join(words)
+
+
+def _list_reply(shape: DerivedShape, objects: list[str]) -> str:
+    block = _joined(shape.opening) + "\n[" + ", ".join(objects) + "]\n" + _joined(shape.post)
+    return block + ("\n" + _joined(shape.trail) if shape.trail else "")
+
+
+def _object(shape: DerivedShape, city: str) -> str:
+    return json.dumps({shape.name_key: "get_weather", shape.args_key: {"city": city}})
+
+
+def _codes(family: Family, tools: Any, reply: str) -> list[str]:
+    return [e.code for e in _events(family, tools, [reply], False) if isinstance(e, Notice)]
+
+
+def test_the_forms_are_those_expected() -> None:
+    # (the list is computed: this says it holds the families peers read a list in)
+    assert {name for name, _ in FORMS} >= {"hermes", "k2v3-ifm", "internlm2", "longcat"}
+
+
+@pytest.mark.parametrize(("name", "form"), FORMS)
+def test_a_list_of_call_objects_in_one_call_s_framing_is_read(name: str, form: int) -> None:
+    shape = DECLARED[name].forms[form]
+    family = get_family(name)
+    reply = _list_reply(shape, [_object(shape, "Paris"), _object(shape, "Rome")])
+    result = assemble(_every_split(family, TOOLS, reply, False))
+    assert [(c.name, c.arguments) for c in result.calls] == [
+        ("get_weather", {"city": "Paris"}),
+        ("get_weather", {"city": "Rome"}),
+    ], reply
+    assert result.content.strip() == ""
+    assert _codes(family, TOOLS, reply).count("recovered-call-list") == 1
+    strict = family.parse(reply, TOOLS, strict=True)
+    assert not strict.calls and strict.content == reply
+
+
+@pytest.mark.parametrize(("name", "form"), FORMS)
+def test_a_list_that_is_not_one_of_call_objects_is_text(name: str, form: int) -> None:
+    shape = DECLARED[name].forms[form]
+    family = get_family(name)
+    good = _object(shape, "Paris")
+    for objects in ([good + " x"], ["1", good], []):
+        reply = _list_reply(shape, objects)
+        result = family.parse(reply, TOOLS)
+        assert not result.calls, reply
+        assert result.content == reply
+        assert "call-not-read" in _codes(family, TOOLS, reply)
+
+
+def test_a_list_the_reply_cut_after_a_whole_call_gives_that_call() -> None:
+    family = get_family("hermes")
+    paris = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+    for reply in (f"<tool_call>\n[{paris}, ", f"<tool_call>\n[{paris}]"):
+        result = assemble(_every_split(family, TOOLS, reply, False))
+        assert [c.arguments for c in result.calls] == [{"city": "Paris"}], reply
+        assert "recovered-unclosed-tag" in _codes(family, TOOLS, reply)
+    # cut inside the second object: the list is no whole call list, and stays text
+    cut = f'<tool_call>\n[{paris}, {{"name": "get_w'
+    assert not family.parse(cut, TOOLS).calls
+
+
+def test_a_family_whose_calls_are_a_list_reads_no_list_in_a_list() -> None:
+    # Mistral's [TOOL_CALLS] list is its grammar: a list inside it is no call
+    family = get_family("mistral")
+    reply = '[TOOL_CALLS][[{"name": "get_weather", "arguments": {"city": "Paris"}}]]'
+    assert not family.parse(reply, TOOLS).calls
+
+
+#: A template no family reads, whose calls are each one JSON object in ``<<call>>`` tags.
+_TAGGED_JSON = (
+    "{% for m in messages %}{% if m.role == 'assistant' %}<|a|>{{ m.content or '' }}"
+    "{% for c in m.tool_calls or [] %}<<call>>"
+    '{"name": {{ c.function.name | tojson }}, "arguments": {{ c.function.arguments | tojson }}}'
+    "<</call>>{% endfor %}<|end|>"
+    "{% else %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}<|a|>{% endif %}"
+)
+
+
+def test_a_learned_syntax_reads_a_list_in_its_framing_too() -> None:
+    found = detect_format(ChatTemplate(_TAGGED_JSON, eos_token="<|end|>"), families=())
+    assert found.format == "derived" and found.family is not None
+    shape = found.shape
+    assert isinstance(shape, DerivedShape) and shape.kind == "json"
+    family = found.family
+    reply = '<<call>>[{"name": "get_weather", "arguments": {"city": "Paris"}},'
+    reply += ' {"name": "get_weather", "arguments": {"city": "Rome"}}]<</call>>'
+    result = assemble(_every_split(family, TOOLS, reply, False))
+    assert [c.arguments for c in result.calls] == [{"city": "Paris"}, {"city": "Rome"}]
+    assert "recovered-call-list" in _codes(family, TOOLS, reply)
