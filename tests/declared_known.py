@@ -217,6 +217,12 @@ _TEXT_AFTER_BLOCK = (
     " no notice, strict or not, as after every syntax's block; the hand-written reader named"
     " it (recovered-text-after-call) and strict reading refused the calls"
 )
+_LEADING = (
+    "a whole-reply form's calls to declared tools whose arguments fit, prose set apart after"
+    " them: the engine reads the calls for every whole-reply syntax and the prose is content"
+    " (recovered-leading-call, as SGLang reads Llama 3.2's; the mirror of a trailing call);"
+    " strict refuses; the hand-written reader gave the whole reply back as text"
+)
 _TOKEN_ALONE = (
     "the family's token with no call after it: one call-not-read notice, as for every"
     " syntax; the hand-written reader gave two"
@@ -298,6 +304,7 @@ KNOWN: dict[str, dict[str, str]] = {
         "near:24": _TOKEN_ALONE,
         "near:25": _TOKEN_ALONE,
         "near:34": _TWICE,
+        "near:7": _LEADING,
     },
     "pythonic": {
         "vllm:llama4_pythonic:python_tag": _UNDECLARED_AFTER_TOKEN,
@@ -312,6 +319,7 @@ KNOWN: dict[str, dict[str, str]] = {
         "near:10": _END_TOKEN,
         "near:22": _TOKEN_NO_CALL,
         "near:33": _END_TAG_CUT,
+        "near:26": _LEADING,
     },
     "functionary-v3.1": {
         "near:3": _ANNOUNCED_AT_NAME,

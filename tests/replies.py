@@ -172,7 +172,8 @@ NEAR_MISSES: dict[str, list[str]] = {
         '{"name": "Alice", "age": 30}',
         '{"type": "function", "function": '
         '{"name": "get_weather", "parameters": {"city": "Paris"}}}',
-        '{"name": "get_weather", "parameters": {"city": "Paris"}} Hope that helps!',
+        # (a call set apart from prose after it is read: tests/test_families_round3b.py)
+        '{"name": "get_weather", "parameters": {"city": "Paris"}}Hope that helps!',
         'Here you go: {"name": "get_weather", "parameters": {"city": "Paris"}}',
         '{"name": "get_weather", "parameters": {"city": "Par',
         '{"type": "tool", "name": "get_weather", "parameters": {}}',

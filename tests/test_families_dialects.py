@@ -123,7 +123,7 @@ MY_VALID: dict[str, list[tuple[str, str, list[Call]]]] = {
 
 MY_NEAR_MISSES: dict[str, list[str]] = {
     "xlam": [
-        xlam(WEATHER) + " and some text after it",  # a bare list must be the whole reply
+        xlam(WEATHER) + "and some text after it",  # a bare list, prose not set apart
         '[{"name": "get_weather", "arguments": {"city": "Par',
         '[{"name": "nope", "arguments": {}}]',  # a whole reply names declared tools only
         "[TOOL_CALLS]not a list",

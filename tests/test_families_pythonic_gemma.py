@@ -172,7 +172,7 @@ MY_NEAR_MISSES: dict[str, list[str]] = {
         S,
     ],
     "pythonic": [
-        "[get_weather(city='Paris')] Done.",
+        "[get_weather(city='Paris')]Done.",  # (set apart, it is read: test_families_round3b)
         "[get_weather(city='Paris')][set_flags()]",
         "[get_weather('Paris')]",
         "[unknown_tool(a=1)]",

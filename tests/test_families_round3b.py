@@ -152,10 +152,48 @@ def test_pythonic_tagged_list_in_the_middle_of_text() -> None:
     _streams("pythonic", MARS, tools=[MARS_TOOL])
 
 
-def test_pythonic_text_after_an_untagged_list_stays_text() -> None:
-    """Without its tags the list has no end but the reply's: text after it makes it prose."""
-    reply = "[get_weather(location='Mars')] In this way we will know."
-    got = parse("pythonic", reply, tools=[MARS_TOOL])
+_PARIS = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+LEADING = [
+    # SGLang TestLlama32Detector.test_json_with_trailing_text
+    ("llama3", _PARIS + " Some follow-up text", "Some follow-up text"),
+    ("llama3", _PARIS + "\n\nI will wait.", "I will wait."),
+    (
+        "pythonic",
+        "[get_weather(city='Paris')] In this way we will know.",
+        "In this way we will know.",
+    ),
+    ("xlam", '[{"name": "get_weather", "arguments": {"city": "Paris"}}] and then', "and then"),
+]
+
+
+@pytest.mark.parametrize(("family", "reply", "prose"), LEADING)
+def test_a_whole_reply_form_s_calls_set_apart_from_prose_after_them_are_read(
+    family: str, reply: str, prose: str
+) -> None:
+    """A reply that opens with calls to declared tools whose arguments fit, then prose set
+    apart by white space: the calls stand and the prose is content, named (the mirror of a
+    trailing call); strict keeps the whole reply text."""
+    got = parse(family, reply, tools=[WEATHER, SIGHTS])
+    assert [(c.name, c.arguments) for c in got.calls] == [("get_weather", {"city": "Paris"})]
+    assert got.content.strip() == prose
+    assert _codes(family, reply, tools=[WEATHER, SIGHTS]) == ["recovered-leading-call"]
+    strict = parse(family, reply, tools=[WEATHER, SIGHTS], strict=True)
+    assert strict.calls == [] and strict.content == reply
+    _streams(family, reply, tools=[WEATHER, SIGHTS])
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"name": "get_weather", "parameters": {"city": 3}} Some follow-up text',  # no fit
+        '{"name": "get_weather", "parameters": {}} Some follow-up text',  # city required
+        '{"name": "get_weather", "parameters": {"city": "Paris"}}Hope that helps!',
+        '{"name": "get_weather", "parameters": {"city": "Paris"}} {"a": 1}',
+        '{"name": "nope", "parameters": {}} Some follow-up text',
+    ],
+)
+def test_a_leading_call_that_does_not_fit_or_is_not_set_apart_is_text(reply: str) -> None:
+    got = parse("llama3", reply, tools=[WEATHER, SIGHTS])
     assert got.calls == [] and got.content == reply
 
 

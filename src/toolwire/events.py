@@ -69,6 +69,7 @@ NoticeCode = Literal[
     "recovered-unopened-call",
     "recovered-tool-calls-object",
     "recovered-trailing-call",
+    "recovered-leading-call",
     "recovered-raw-controls",
     "recovered-escaped-newline",
     "recovered-self-closing",
@@ -141,6 +142,8 @@ NOTICES: dict[NoticeCode, str] = {
     "recovered-tool-calls-object": "the engine sent tool_calls as one object, not a list",
     "recovered-trailing-call": "a call that is the reply's last block, after prose, was read; "
     "the prose stays content",
+    "recovered-leading-call": "a call that opens the reply, text after it, was read; the "
+    "text stays content",
     "recovered-raw-controls": "a call whose JSON strings held raw line breaks or tabs was read",
     "recovered-escaped-newline": "a call whose tags were parted by an escaped newline (a "
     "backslash and n) instead of a line break was read",

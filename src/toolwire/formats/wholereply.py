@@ -12,7 +12,11 @@ the user, so such a block is read only where it cannot be anything else:
 - the block must be the whole reply: its calls are held until the reply ends, and text
   after it (but white space and the family's end tokens) makes all of it text — named
   ``call-not-read`` when a call was begun, else given back with no notice
-  (``[link](url)`` never looked like a call).
+  (``[link](url)`` never looked like a call) — unless, not strict, every call names a
+  declared tool with arguments that fit its schema and white space sets the text after
+  them apart (not another ``[`` or ``{``): then the calls stand and that text is the reply's
+  (``recovered-leading-call``, as SGLang reads Llama 3.2's ``{"name": …} Some follow-up
+  text``; the mirror of the trailing call below).
 
 After prose, unless strict, the reply's last block may still be such a call: a ``{`` or
 ``[`` line, held back while it streams (:class:`~.trailing.TrailingBlock`) and read at the
@@ -28,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from .derivedstream import DerivedStream
 from .formsteps import NAMED
 from .markerstream import FAILED, OPEN, WS, Body, MarkerStream, expect_any
-from .trailing import TrailingBlock, end_trailing
+from .trailing import TrailingBlock, end_trailing, fit_calls
 
 if TYPE_CHECKING:
     from .shapereader import DerivedBody
@@ -137,6 +141,20 @@ class WholeReply(DerivedStream):
         s = "".join(self._after)
         body, self._held_block, self._after = self._held_block, None, []
         assert body is not None
+        rest = s.lstrip(WS)
+        apart = len(rest) < len(s) and rest[:1] not in ("[", "{")  # prose, set apart
+        if apart and not self.strict and fit_calls([c for _, c in body.calls], self.tools):
+            # the reply opens with calls to declared tools whose arguments fit, then prose:
+            # the calls stand, the text after them is the reply's (a trailing call's mirror)
+            self._raw = self._held_raw
+            self._close(body)
+            names = ", ".join(dict.fromkeys(c.name[:100] for _, c in body.calls))[:300]
+            self._notice(
+                "recovered-leading-call",
+                f"read the call to {names} the reply opens with; the text after it is content",
+            )
+            self._held_raw = []
+            return s
         for index, cid in body.started:
             self._abort(index, cid, "text after the calls")
         if body.started:
