@@ -73,8 +73,6 @@ def test_llama3_tag_after_a_bare_call_opens_the_only_call() -> None:
 @pytest.mark.parametrize(
     "reply",
     [
-        # SGLang test_json_with_trailing_text: bare JSON followed by prose is not the last block
-        '{"name": "get_weather", "parameters": {}} Some follow-up text',
         # vLLM llama3_json:simple: bare JSON in the middle of prose stays prose
         'Here is the result: {"name": "get_weather", "parameters": {}} Would you like more?',
     ],
@@ -185,16 +183,25 @@ def test_a_whole_reply_form_s_calls_set_apart_from_prose_after_them_are_read(
 @pytest.mark.parametrize(
     "reply",
     [
-        '{"name": "get_weather", "parameters": {"city": 3}} Some follow-up text',  # no fit
-        '{"name": "get_weather", "parameters": {}} Some follow-up text',  # city required
         '{"name": "get_weather", "parameters": {"city": "Paris"}}Hope that helps!',
         '{"name": "get_weather", "parameters": {"city": "Paris"}} {"a": 1}',
         '{"name": "nope", "parameters": {}} Some follow-up text',
     ],
 )
-def test_a_leading_call_that_does_not_fit_or_is_not_set_apart_is_text(reply: str) -> None:
+def test_a_leading_call_not_set_apart_or_to_no_declared_tool_is_text(reply: str) -> None:
     got = parse("llama3", reply, tools=[WEATHER, SIGHTS])
     assert got.calls == [] and got.content == reply
+
+
+def test_a_leading_call_whose_arguments_do_not_fit_is_read_and_checked_as_any_call() -> None:
+    # SGLang TestLlama32Detector.test_json_with_trailing_text: no arguments for a tool that
+    # requires one; the call is the model's, and its arguments' check tells it what is missing
+    reply = '{"name": "get_weather", "parameters": {}} Some follow-up text'
+    got = parse("llama3", reply, tools=[WEATHER, SIGHTS])
+    assert [(c.name, c.arguments) for c in got.calls] == [("get_weather", {})]
+    assert got.content.strip() == "Some follow-up text"
+    # a tool not declared: nothing says the block is a call, and it stays text
+    assert parse("llama3", reply, tools=[SIGHTS]).calls == []
 
 
 def test_pythonic_positional_argument_stays_text_with_a_notice() -> None:

@@ -13,10 +13,12 @@ the user, so such a block is read only where it cannot be anything else:
   after it (but white space and the family's end tokens) makes all of it text — named
   ``call-not-read`` when a call was begun, else given back with no notice
   (``[link](url)`` never looked like a call) — unless, not strict, every call names a
-  declared tool with arguments that fit its schema and white space sets the text after
-  them apart (not another ``[`` or ``{``): then the calls stand and that text is the reply's
-  (``recovered-leading-call``, as SGLang reads Llama 3.2's ``{"name": …} Some follow-up
-  text``; the mirror of the trailing call below).
+  declared tool and white space sets the text after them apart (not another ``[`` or
+  ``{``): then the calls stand and that text is the reply's (``recovered-leading-call``, as
+  SGLang reads Llama 3.2's ``{"name": …} Some follow-up text``). Unlike a trailing call
+  (below), their arguments need not fit to be read: a block where the reply starts is the
+  family's own form, no example quoted in prose, and a call's arguments are checked as
+  every call's are, an error the model can act on.
 
 After prose, unless strict, the reply's last block may still be such a call: a ``{`` or
 ``[`` line, held back while it streams (:class:`~.trailing.TrailingBlock`) and read at the
@@ -32,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from .derivedstream import DerivedStream
 from .formsteps import NAMED
 from .markerstream import FAILED, OPEN, WS, Body, MarkerStream, expect_any
-from .trailing import TrailingBlock, end_trailing, fit_calls
+from .trailing import TrailingBlock, end_trailing
 
 if TYPE_CHECKING:
     from .shapereader import DerivedBody
@@ -143,9 +145,15 @@ class WholeReply(DerivedStream):
         assert body is not None
         rest = s.lstrip(WS)
         apart = len(rest) < len(s) and rest[:1] not in ("[", "{")  # prose, set apart
-        if apart and not self.strict and fit_calls([c for _, c in body.calls], self.tools):
-            # the reply opens with calls to declared tools whose arguments fit, then prose:
-            # the calls stand, the text after them is the reply's (a trailing call's mirror)
+        tools = self.tools
+        if (
+            apart
+            and not self.strict
+            and tools.known
+            and all(tools.has(c.name) for _, c in body.calls)
+        ):
+            # the reply opens with calls to declared tools, then prose: the calls stand (their
+            # arguments are checked as every call's are), the text after them is the reply's
             self._raw = self._held_raw
             self._close(body)
             names = ", ".join(dict.fromkeys(c.name[:100] for _, c in body.calls))[:300]
