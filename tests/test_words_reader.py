@@ -1,4 +1,5 @@
-"""The reader for tools in words: its reply limit, and work linear in the reply (counted)."""
+"""The reader for tools in words: its reply limit, work linear in the reply (counted), and a
+list of call objects in one block."""
 
 from __future__ import annotations
 
@@ -120,3 +121,40 @@ def test_work_is_linear_in_the_reply(kind: str, chunk: int) -> None:
     assert ratio < 4 * 1.5, ratio
     # and never much more than the text itself
     assert _work(large, chunk) < 8 * len(large)
+
+
+_PARIS = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+_ROME = '{"name": "get_weather", "arguments": {"city": "Rome"}}'
+
+
+@pytest.mark.parametrize(
+    ("reply", "strict"),
+    [
+        # strict: the asked form holds one call object: this one is unreadable, and said so
+        (f"<tool_call>\n[{_PARIS}, {_ROME}]\n</tool_call>", ["unreadable_tool_call"]),
+        (f"```json\n[{_PARIS}, {_ROME}]\n```", []),  # strict: a fence is text
+    ],
+)
+def test_a_list_of_call_objects_in_one_block_is_read_as_every_family_reads_it(
+    reply: str, strict: list[str]
+) -> None:
+    """One decision for every reader: a list of call objects where one is due is read, named
+    (recovered-call-list), as the engine reads it in a family's framing; strict refuses."""
+    for cut in _cuts(reply):
+        s = Words().stream(TOOLS)
+        events = [e for piece in cut for e in s.feed(piece)] + s.finish()
+        result = assemble(events)
+        assert [(c.name, c.arguments) for c in result.calls] == [
+            ("get_weather", {"city": "Paris"}),
+            ("get_weather", {"city": "Rome"}),
+        ]
+        assert result.content == ""
+        assert "recovered-call-list" in [getattr(e, "code", "") for e in events]
+    assert [c.name for c in Words().parse(reply, TOOLS, strict=True).calls] == strict
+
+
+def test_a_list_with_an_item_that_is_no_call_is_no_list_of_calls() -> None:
+    tagged = Words().parse(f"<tool_call>\n[{_PARIS}, 3]\n</tool_call>", TOOLS)
+    assert [c.name for c in tagged.calls] == ["unreadable_tool_call"]  # (its result says how)
+    fenced = f"```json\n[{_PARIS}, 3]\n```"
+    assert Words().parse(fenced, TOOLS).content == fenced

@@ -191,20 +191,25 @@ class WordsStream(ReplyStream):
             self._stop_holding()
             self._text(raw)
             return
+        calls: list[ToolCall] | None
         if opener == "```":  # a fence that is not a call is text, whatever its length
-            call = self._fenced(body) if readable else None
-            if call is None:
+            calls = self._fenced(body) if readable else None
+            if calls is None:
                 self._stop_holding()
                 self._text(raw)
                 return
         elif not readable:
-            call = None
+            calls = None
         elif opener == "<tool_call>":
-            call = self._tagged(body)
+            calls = self._tagged(body)
         else:
             call = self._function(body)
+            calls = None if call is None else [call]
         self._stop_holding()
-        self._emit(call, raw)
+        if not calls:
+            self._emit(None, raw)  # (an unreadable call: its result says how to write one)
+        for call in calls or ():
+            self._emit(call, raw)
 
     def _emit(self, call: ToolCall | None, raw: str) -> None:
         if call is None:
@@ -216,10 +221,26 @@ class WordsStream(ReplyStream):
 
     # -- the shapes
 
-    def _json_call(self, text: str, shape: CallShape) -> ToolCall | None:
+    def _json_calls(self, text: str, shape: CallShape) -> list[ToolCall] | None:
+        """The call the block's JSON is; unless strict, the calls of a list of call objects
+        in it (``recovered-call-list``, as the engine reads one where a family frames one
+        call). None when it is no call, or an item is none."""
         if self.strict:
             shape = _ASKED
         obj, repairs, raw = _almost_json(text.strip(), strict=self.strict)
+        if not isinstance(obj, list) or self.strict:
+            call = self._json_call(obj, repairs, raw, shape)
+            return None if call is None else [call]
+        calls = [self._json_call(item, repairs, raw, shape) for item in obj]
+        if not calls or any(call is None for call in calls):
+            return None
+        names = ", ".join(dict.fromkeys(call.name for call in calls if call is not None))
+        self._notice("recovered-call-list", f"read a list of calls to {names[:300]} in one block")
+        return [call for call in calls if call is not None]
+
+    def _json_call(
+        self, obj: Any, repairs: tuple[str, ...], raw: bool, shape: CallShape
+    ) -> ToolCall | None:
         found = shape.read(obj, self.tools)
         if isinstance(found, str):
             return None
@@ -238,13 +259,14 @@ class WordsStream(ReplyStream):
             )
         return ToolCall("", name, args, json.dumps(args, ensure_ascii=False))
 
-    def _tagged(self, body: str) -> ToolCall | None:
+    def _tagged(self, body: str) -> list[ToolCall] | None:
         inner = body.strip()
         if inner.startswith("<function="):
             if self.strict:
                 return None
-            return self._function(inner[len("<function=") :].removesuffix("</function>"))
-        return self._json_call(inner, _SHAPE)
+            call = self._function(inner[len("<function=") :].removesuffix("</function>"))
+            return None if call is None else [call]
+        return self._json_calls(inner, _SHAPE)
 
     def _function(self, body: str) -> ToolCall | None:
         call = self._function_call(body)
@@ -276,15 +298,17 @@ class WordsStream(ReplyStream):
         parsed = _QWEN_XML.parse(xml)
         return parsed.calls[0] if len(parsed.calls) == 1 else None
 
-    def _fenced(self, body: str) -> ToolCall | None:
+    def _fenced(self, body: str) -> list[ToolCall] | None:
         m = _FENCE_INFO.match(body)
         info = m.group(1).lower() if m else ""
         if info not in ("", "json", "tool_call"):
             return None
-        call = self._json_call(body[m.end() :] if m else body, _FENCED)
-        if call is not None:
-            self._notice("recovered-fenced-json", f"read a call to {call.name} from a code fence")
-        return call
+        calls = self._json_calls(body[m.end() :] if m else body, _FENCED)
+        if calls:
+            self._notice(
+                "recovered-fenced-json", f"read a call to {calls[0].name} from a code fence"
+            )
+        return calls
 
     def _content_end(self) -> None:
         if self._opener:
