@@ -3,7 +3,9 @@
 The cases are data (``tests/fixtures/peer/*.json``): llama.cpp's ``tests/test-chat.cpp``
 (extracted by ``scripts/peer_cases.py``), vLLM's tool-parser tests and SGLang's function-call
 parser tests (transcribed), and the peers' cases of grammars added later
-(``new_family_cases.json``: InternLM2, Olmo 3, FunctionGemma, xLAM, Step3, LongCat, ...). Each
+(``new_family_cases.json``: InternLM2, Olmo 3, FunctionGemma, xLAM, Step3, LongCat, ...), and
+the parser tests of Ollama, LMDeploy and TensorRT-LLM collected later (``ollama_cases.json``,
+``engines_cases.json``). Each
 names a template (llama.cpp) or a parser (vLLM, SGLang); the tables below say which toolwire
 family reads it. The SGLang and the later cases are split by a fixed rule into development
 (``tests/fixtures/peer/``) and held out (``tests/fixtures/held_out/``, read here and by no
@@ -153,6 +155,12 @@ READ_AS: dict[str, str] = {
 }
 
 
+#: The collections split into development and held out by the hash rule
+#: (``tests/fixtures/held_out/README.md``); the later ones were collected after the engine was
+#: built: Ollama's parser tests, and LMDeploy's and TensorRT-LLM's.
+SPLIT = ("sglang_cases.json", "new_family_cases.json", "ollama_cases.json", "engines_cases.json")
+
+
 def family_of(case: Mapping[str, Any]) -> str:
     """The toolwire family that reads a case: from its template, or named by the case."""
     if "family" in case:
@@ -274,7 +282,7 @@ def main() -> None:
     for name in ("llama_cpp_cases.json", "vllm_cases.json"):
         if (FIXTURES / name).exists():
             _print(name, run_all(load(name)), args.failures)
-    for name in ("sglang_cases.json", "new_family_cases.json"):
+    for name in SPLIT:
         for title, directory in (("development", FIXTURES), ("held out", HELD_OUT)):
             if (directory / name).exists():
                 outcomes = run_all(load(name, directory))
