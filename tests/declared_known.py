@@ -223,6 +223,11 @@ _LEADING = (
     " (recovered-leading-call, as SGLang reads Llama 3.2's; the mirror of a trailing call);"
     " strict refuses; the hand-written reader gave the whole reply back as text"
 )
+_OPENER_AGAIN = (
+    "the prompt opened thinking and the reply writes the opener again: dropped as the"
+    " template's own token by the splitter every family uses; the hand-written reader kept it"
+    " as thinking"
+)
 _TOKEN_ALONE = (
     "the family's token with no call after it: one call-not-read notice, as for every"
     " syntax; the hand-written reader gave two"
@@ -391,6 +396,7 @@ KNOWN: dict[str, dict[str, str]] = {
     },
     "qwen-xml": {
         **dict.fromkeys(_QWEN_TOLD, _TOLD_WHEN_READ),
+        "llama:Qwen3.5-4B:2342": _OPENER_AGAIN,
         "near:2": _UNCLOSED_CODE,
         "near:3": _END_TOKEN,
         "near:4": _ABANDONED,

@@ -388,6 +388,23 @@ def test_a_reply_opening_with_a_thinking_closer_drops_it(name: str) -> None:
         assert assemble(_every_split(family, tools, reply, False)).content == reply
 
 
+@pytest.mark.parametrize("name", ["hermes", "glm", "qwen-xml", "learned:semi-list"])
+def test_the_opener_written_again_in_a_block_the_prompt_opened_is_dropped(name: str) -> None:
+    # Qwen3.5, Nemotron 3 and Laguna write <think> though their prompt ends in it (Ollama's
+    # parser tests): the template's own token, not thinking
+    family, tools = _family(name)
+    for reply in ("<think>\nplan</think>The answer.", "\n<think>plan</think>The answer."):
+        result = assemble(_every_split(family, tools, reply, True))
+        assert (result.reasoning.strip(), result.content) == ("plan", "The answer."), reply
+    # not the opener, or later in the block: thinking as written
+    for reply, thinking in [
+        ("<thinking>plan</think>The answer.", "<thinking>plan"),
+        ("plan <think> more</think>The answer.", "plan <think> more"),
+    ]:
+        result = assemble(_every_split(family, tools, reply, True))
+        assert (result.reasoning, result.content) == (thinking, "The answer."), reply
+
+
 def test_a_declared_family_s_end_token_at_the_reply_s_end_is_no_text() -> None:
     family = get_family("hermes")  # <|im_end|>, <|endoftext|>
     for reply, content, calls in [

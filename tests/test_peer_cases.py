@@ -60,6 +60,11 @@ GIGACHAT_NO_TOKENS = (
     "vLLM's parser now also needs function call<|role_sep|>\\n or <|function_call|>"
 )
 TRUNCATED_CALL = "a call the reply cuts short stays reply text with a notice; the peer drops it"
+OPENER_AGAIN = (
+    "the prompt opened thinking and the model wrote <think> again: toolwire drops the"
+    " template's own token (as Ollama's Qwen3.5, Nemotron 3 and Laguna parsers do); the peer"
+    " keeps it as reasoning"
+)
 NO_SCHEMA = (
     "values are typed by the tool's schema and the case declares none (the peer decodes "
     "JSON-looking text without one)"
@@ -71,6 +76,7 @@ KNOWN_FAILURES: dict[str, str] = {
     "Apriel-1.6-15b-Thinker-fixed:5815": APRIEL_THINKING,
     "openai-gpt-oss-120b:6119": BUILTIN_RECIPIENT,
     "openai-gpt-oss-120b:6128": BUILTIN_RECIPIENT,
+    "Qwen3.5-4B:2342": OPENER_AGAIN,
 }
 
 KNOWN_FAILURES_VLLM: dict[str, str] = {
@@ -304,7 +310,7 @@ LATER = {name: bench.load(name) for name in ("ollama_cases.json", "engines_cases
 LATER_OUT = {name: bench.run_all(doc) for name, doc in LATER.items()}
 #: The development cases that pass: a floor, raised as the engine reads more (first measured,
 #: before any change for them: Ollama 231/278, LMDeploy and TensorRT-LLM 110/117).
-LATER_FLOOR = {"ollama_cases.json": 231, "engines_cases.json": 110}
+LATER_FLOOR = {"ollama_cases.json": 236, "engines_cases.json": 110}
 
 
 @pytest.mark.parametrize("name", sorted(LATER))

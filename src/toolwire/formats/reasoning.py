@@ -7,6 +7,10 @@ Everything inside is reasoning: it is returned as such and never read for calls.
 block at the very start of the reply (after whitespace) counts; ``<think>`` later in the text
 is ordinary text.
 
+Where the generation prompt opened the block, a model may write the opener again at the
+reply's start (Qwen3.5, Nemotron 3, Laguna): it is the template's own token, dropped, as
+Ollama's parsers drop it.
+
 Two things end a block besides its closer:
 
 - a family's call marker at the start of a line inside a block the generation prompt opened,
@@ -200,6 +204,9 @@ class ReasoningSplitter:
         self._block_closers = self._closers
         #: What :meth:`finish` found of a call written in a block that never closed.
         self.unclosed_call = ""
+        #: The prompt opened the block and nothing of it came yet: the model may write the
+        #: opener again (see _reopened).
+        self._reopen = opened
         if opened:
             self._enter(self._t.any_closer, self._calls)
 
@@ -304,8 +311,33 @@ class ReasoningSplitter:
             break
         return out
 
+    def _reopened(self, buf: str) -> str | None:
+        """The block the prompt opened, its start: a model that writes the opener again
+        (``<think>`` after a prompt that ends in it, as Qwen3.5, Nemotron 3 and Laguna do)
+        has it dropped, as the template's own token, with the white space before it. The
+        text to read on, or None while it may still be the opener (held)."""
+        body = buf.lstrip()
+        if not body:
+            return None if len(buf) <= PENDING_CHARS else buf
+        opener = next((o for o in self._t.openers if body.startswith(o)), None)
+        if opener is not None:
+            self._reopen = False
+            return body[len(opener) :]
+        if any(o.startswith(body) for o in self._t.openers):
+            return None
+        self._reopen = False
+        return buf
+
     def _reasoning(self, buf: str, out: list[tuple[bool, str]]) -> str:
         """Read thinking from ``buf``: what is left once the block ends, else ``""``."""
+        if self._reopen:
+            rest = self._reopened(buf)
+            if rest is None:
+                self._held = buf
+                return ""
+            buf = rest
+            if not buf:
+                return ""
         if self._line_start:  # a call marker at the block's very start
             if any(buf.startswith(m) for m in self._line_calls):
                 return self._call_ends(buf, 0, out)
