@@ -228,6 +228,11 @@ _OPENER_AGAIN = (
     " template's own token by the splitter every family uses; the hand-written reader kept it"
     " as thinking"
 )
+_JSON_IN_TAG = (
+    "Hermes' JSON call object in the family's own tag, where its name was due: the engine"
+    " reads it for every tagged syntax whose name follows a tag (recovered-json-call, as"
+    " peers read GLM's); strict refuses; the hand-written reader kept it as text"
+)
 _TOKEN_ALONE = (
     "the family's token with no call after it: one call-not-read notice, as for every"
     " syntax; the hand-written reader gave two"
@@ -465,6 +470,7 @@ KNOWN: dict[str, dict[str, str]] = {
     },
     "glm": {
         "near:19": _SPACE_BEFORE_NAME,
+        "near:10": _JSON_IN_TAG,
     },
     "granite": {"near:3": _UNCLOSED, "near:5": _ITEM, "near:6": _SEPARATOR, "near:13": _ITEM},
     "firefunction": {"near:7": _ITEM},

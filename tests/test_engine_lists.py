@@ -1,9 +1,13 @@
-"""A JSON list of call objects where a syntax's framing holds one call object
-(``<tool_call>[{…}, {…}]</tool_call>``), read by the engine for every such syntax, declared
-or learned: each object a call, named ``recovered-call-list``, refused by strict reading.
-SGLang's JSON readers take a list wherever an object is due (its K2 Horizon tests write one
-in ``<ifm|tool_call>``); a model trained on a list family or on OpenAI's ``tool_calls`` array
-writes it.
+"""Call objects where a syntax's framing holds a call written otherwise, read by the engine
+for every such syntax, declared or learned, each named and refused by strict reading:
+
+- a JSON list of call objects where the framing holds one call object
+  (``<tool_call>[{…}, {…}]</tool_call>``, ``recovered-call-list``): SGLang's JSON readers
+  take a list wherever an object is due (its K2 Horizon tests write one in
+  ``<ifm|tool_call>``); a model trained on a list family or on OpenAI's ``tool_calls`` array
+  writes it;
+- a call object where a tagged syntax's name is due, right after a tag (Hermes' body in
+  GLM's ``<tool_call>``, ``recovered-json-call``), and a list of them.
 
 The replies are built from each syntax's own words, so a family declared later is covered
 too; each is read whole and at every split point.
@@ -143,3 +147,54 @@ def test_a_learned_syntax_reads_a_list_in_its_framing_too() -> None:
     result = assemble(_every_split(family, TOOLS, reply, False))
     assert [c.arguments for c in result.calls] == [{"city": "Paris"}, {"city": "Rome"}]
     assert "recovered-call-list" in _codes(family, TOOLS, reply)
+
+
+def _tag_named(shape: DerivedShape) -> bool:
+    """A tagged or Python-call form whose name comes right after a tag (not an attribute)."""
+    last = shape.opening[-1] if shape.opening else ""
+    kinds = ("tags", "name-python")
+    return shape.kind in kinds and not shape.json_too and last.endswith((">", "|"))
+
+
+#: (family, form) of every declared form whose name comes right after a tag.
+TAGGED = [
+    (name, i)
+    for name, syntax in DECLARED.items()
+    for i, shape in enumerate(syntax.forms)
+    if _tag_named(shape)
+]
+
+
+def _in_tags(shape: DerivedShape, body: str) -> str:
+    post = _joined(shape.post) + ("\n" + _joined(shape.trail) if shape.trail else "")
+    return _joined(shape.opening) + body + post
+
+
+def test_the_tagged_forms_are_those_expected() -> None:
+    assert {name for name, _ in TAGGED} >= {"glm", "tagged-pythonic", "hunyuan"}
+    assert "minimax" not in {name for name, _ in TAGGED}  # its name is an attribute's value
+
+
+@pytest.mark.parametrize(("name", "form"), TAGGED)
+def test_a_call_object_where_a_tagged_syntax_s_name_is_due_is_read(name: str, form: int) -> None:
+    shape = DECLARED[name].forms[form]
+    family = get_family(name)
+    paris = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+    rome = '{"name": "get_weather", "parameters": {"city": "Rome"}}'
+    bodies = [(paris, ["Paris"]), (f"[{paris}, {rome}]", ["Paris", "Rome"])]
+    if _own_list(DECLARED[name].forms, shape):  # a [ there opens the family's own list
+        bodies = bodies[:1]
+    for body, cities in bodies:
+        reply = _in_tags(shape, body)
+        result = assemble(_every_split(family, TOOLS, reply, False))
+        assert [(c.name, c.arguments["city"]) for c in result.calls] == [
+            ("get_weather", city) for city in cities
+        ], reply
+        assert result.content.strip() == ""
+        assert "recovered-json-call" in _codes(family, TOOLS, reply)
+        strict = family.parse(reply, TOOLS, strict=True)
+        assert not strict.calls and strict.content == reply
+    # an object that is no call stays text
+    for body in ('{"city": "Paris"}', '{"name": "get_weather"} x', "{not json}"):
+        reply = _in_tags(shape, body)
+        assert not family.parse(reply, TOOLS).calls, reply

@@ -22,7 +22,7 @@ import pytest
 
 from toolwire import get_family
 
-from .family_checks import check_near_miss, check_valid
+from .family_checks import check_foreign, check_near_miss, check_valid
 from .replies import FLAGS, TOOLS, WEATHER, WRITE
 from .test_formats import check_stream, parse
 
@@ -133,7 +133,8 @@ MY_NEAR_MISSES: dict[str, list[str]] = {
         "<tool_call>\nget_weather('Paris')\n</tool_call>",  # positional
         "<tool_call>\nget_weather(city='Par",
         "<tool_call>\nget_weather(city='Paris', city='Rome')\n</tool_call>",
-        '<tool_call>\n{"name": "get_weather", "arguments": {}}\n</tool_call>',  # Hermes's
+        # (Hermes' JSON body in the tag is read, named: tests/test_engine_lists.py)
+        '<tool_call>\n{"name": "get_weather", "arguments": {}} x\n</tool_call>',
     ],
     "tagged-harmony": [
         "<tool_call>assistant to=functions.get_weather json\nnot json\n</tool_call>",
@@ -236,7 +237,8 @@ def test_xlam_a_last_block_after_prose_must_fit_its_tools() -> None:
 @pytest.mark.parametrize("name", ["tagged-pythonic", "tagged-harmony"])
 def test_the_dialects_never_read_the_families_sharing_their_marker(name: str) -> None:
     """Hermes's JSON, Qwen XML's tags and GLM's keys in the same ``<tool_call>``: none is a
-    call of these dialects, and none of their calls is a call of those families."""
+    call of these dialects (Hermes' JSON body only under the named sibling repair), and none
+    of their calls is a call of those families."""
     others = {
         "hermes": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n'
         "</tool_call>",
@@ -246,7 +248,7 @@ def test_the_dialects_never_read_the_families_sharing_their_marker(name: str) ->
         "</tool_call>",
     }
     for other, reply in others.items():
-        assert parse(name, reply).calls == [], other
+        check_foreign(name, reply)  # (Hermes' JSON in the tag: a named repair only)
         own = MY_VALID[name][0][0]
         assert get_family(other).parse(own, TOOLS).calls == [], other
 

@@ -15,6 +15,7 @@ from toolwire.formats.detect import assistant_text
 from toolwire.messages import ToolCall
 
 from .family_cases import text_kept
+from .family_checks import check_foreign
 from .prepared import typed
 from .replies import CODE, FLAGS, NEAR_MISSES, ONE_CALL, TOOLS, VALID, WEATHER, WRITE
 from .test_formats import check_stream, parse
@@ -205,8 +206,9 @@ def test_cross_family_matrix(family: str, other: str) -> None:
         if family == other:
             assert [c.name for c in result.calls] == ["get_weather"], reply
             assert typed(result.calls[0]) == {"city": "Paris", "days": 3}
+        elif result.calls:  # its body in this family's framing: a named repair only
+            check_foreign(family, reply)
         else:
-            assert result.calls == [], (family, reply)
             assert result.content == reply
 
 
@@ -215,7 +217,7 @@ def test_other_families_replies_are_no_calls(family: str) -> None:
     others = [r for f, cases in VALID.items() for r, _, _ in cases]
     others += [r for rs in NEAR_MISSES.values() for r in rs]
     for reply in others:
-        assert parse(family, reply).calls == [], reply
+        check_foreign(family, reply)
 
 
 # ----------------------------------------------------------------------- streaming

@@ -28,9 +28,17 @@ def test_every_family_has_a_sample_call() -> None:
 
 #: (writer, reader): the writer's call is the reader's own framing around a body the reader
 #: reads as a named repair, as peers read it (xLAM's ``<tool_call>[{…}]</tool_call>`` is
-#: Hermes' tag holding a list of call objects: SGLang's Hermes reader takes it). The reader
-#: must name the repair, and strict reading refuses it.
-SIBLINGS = {("xlam", "hermes"): "read a list of calls in one <tool_call>"}
+#: Hermes' tag holding a list of call objects: SGLang's Hermes reader takes it; Hermes' JSON
+#: body in GLM's and the tagged Python dialect's ``<tool_call>``). The reader must name the
+#: repair, and strict reading refuses it.
+_JSON_IN_TAG = "read a call written as JSON in <tool_call>"
+SIBLINGS = {
+    ("xlam", "hermes"): "read a list of calls in one <tool_call>",
+    ("hermes", "glm"): _JSON_IN_TAG,
+    ("hermes", "tagged-pythonic"): _JSON_IN_TAG,
+    ("xlam", "glm"): _JSON_IN_TAG,
+    ("xlam", "tagged-pythonic"): _JSON_IN_TAG,
+}
 
 
 @pytest.mark.parametrize("writer", NAMES)

@@ -75,6 +75,7 @@ NoticeCode = Literal[
     "recovered-self-closing",
     "recovered-json-arguments",
     "recovered-call-list",
+    "recovered-json-call",
     "recovered-bare-id",
     "recovered-misspelt-tag",
     "recovered-separator-missing",
@@ -152,6 +153,8 @@ NOTICES: dict[NoticeCode, str] = {
     "grammar's argument tags, was read",
     "recovered-call-list": "calls written as a JSON list where their framing holds one call "
     "object were read",
+    "recovered-json-call": "a call written as a JSON object where its family's tags write "
+    "its name was read",
     "recovered-bare-id": "a call whose id lacks its tool's namespace, or names no tool, was "
     "read: the tool it names, or the one declared tool its arguments fit",
     "recovered-misspelt-tag": "a call with a damaged tag (a closing or wrapper tag misspelt, "

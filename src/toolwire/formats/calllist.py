@@ -1,13 +1,20 @@
-"""A list of call objects where a syntax frames one: ``<tool_call>[{…}, {…}]</tool_call>``.
+"""Call objects in a framing that holds a call written otherwise: a model's JSON habit.
 
-A JSON syntax whose tag holds one call object (Hermes, K2 Horizon, InternLM2, …) sometimes
-gets a JSON list of them in that tag: the model's habit from a list family (Mistral,
-Llama 3, Functionary) or from OpenAI's ``tool_calls`` array. SGLang's JSON readers take a
-list wherever an object is due. The engine reads it for every such syntax, learned or
-declared: each object a call, as if each had its own tag (``recovered-call-list``, named once
-the block is read; strict refuses it). Not for a syntax whose calls are a list already
-(its own ``[`` is its grammar), nor a whole-reply form (a bare list there is that family's
-own, or prose).
+- A list of call objects where a syntax frames one: ``<tool_call>[{…}, {…}]</tool_call>``. A
+  JSON syntax whose tag holds one call object (Hermes, K2 Horizon, InternLM2, …) sometimes
+  gets a JSON list of them in that tag: the model's habit from a list family (Mistral,
+  Llama 3, Functionary) or from OpenAI's ``tool_calls`` array. SGLang's JSON readers take a
+  list wherever an object is due. Each object is a call, as if each had its own tag
+  (``recovered-call-list``). Not for a syntax whose calls are a list already (its own ``[``
+  is its grammar), nor a whole-reply form (a bare list there is that family's own, or prose).
+- A call object where a tagged syntax's name is due, right after a tag:
+  ``<tool_call>{"name": …, "arguments": {…}}</tool_call>`` in GLM's framing, which writes the
+  name and ``<arg_key>`` tags there — Hermes' body in a sibling's tag, as peers read it
+  (``recovered-json-call``); its list too. Not where the name is an attribute's value
+  (``<invoke name="``): a ``{`` there is no call.
+
+Both for every syntax, learned or declared, each repair named once the block is read;
+strict refuses them.
 """
 
 from __future__ import annotations
@@ -42,6 +49,23 @@ class CallList(Body):
     if TYPE_CHECKING:  # the body's own, which these steps call
 
         def words(self, words: tuple[str, ...], then: int) -> None: ...
+
+    def sibling_json(self, s: str, i: int) -> bool:
+        """A call object where this tagged syntax's name is due, right after a tag (see the
+        module's doc): named, and read as a JSON call."""
+        shape = self.shape
+        if self.in_list:  # (a list this step opened: its items are call objects)
+            return s[i] == "{"
+        if s[i] not in "{[" or self.stream.strict or shape.json_too:
+            return False
+        last = shape.opening[-1] if shape.opening else ""
+        if shape.kind not in ("tags", "name-python") or not last.endswith((">", "|")):
+            return False
+        if not any(code == "recovered-json-call" for code, _ in self.told):
+            self.told.append(
+                ("recovered-json-call", f"read a call written as JSON in {shape.marker}")
+            )
+        return True
 
     def list_opens(self, s: str, i: int) -> bool:
         """A ``[`` where a call object is due opens a list of them (see the module's doc)."""

@@ -511,9 +511,12 @@ class DerivedBody(
                 self.list_json = as_json
             elif as_json != self.list_json:
                 return self.fail(i, "a list of calls written both as Python and JSON"), False
-        if (kind == "json" or (kind == "tags" and shape.json_too)) and self.list_opens(s, i):
+        sibling = kind != "json" and self.sibling_json(s, i)  # (a call object: calllist)
+        if (kind == "json" or sibling or (kind == "tags" and shape.json_too)) and self.list_opens(
+            s, i
+        ):
             return i + 1, True
-        if kind == "json" or (shape.json_too and s[i] == "{"):
+        if kind == "json" or sibling or (shape.json_too and s[i] == "{"):
             if s[i] != "{":
                 after = self.opened_by.replace(NUMBER, "0")
                 self.fail(i, f"no JSON object after {after}")
@@ -523,7 +526,7 @@ class DerivedBody(
                 return i, False
             call_shape = CallShape(
                 name_key=shape.name_key,
-                args_keys=(shape.args_key, *shape.args_also),
+                args_keys=(shape.args_key, *shape.args_also, *(("parameters",) if sibling else ())),
                 args_alike=True,
                 constants=dict(shape.constants) | dict(shape.allowed),
                 strings=frozenset(shape.strings),
