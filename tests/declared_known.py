@@ -233,6 +233,10 @@ _JSON_IN_TAG = (
     " reads it for every tagged syntax whose name follows a tag (recovered-json-call, as"
     " peers read GLM's); strict refuses; the hand-written reader kept it as text"
 )
+_ECHOED = (
+    "the block's closer written again right after it: dropped for every syntax, named"
+    " (recovered-echoed-markup); strict keeps it; the hand-written reader kept it as text"
+)
 _TOKEN_ALONE = (
     "the family's token with no call after it: one call-not-read notice, as for every"
     " syntax; the hand-written reader gave two"
@@ -410,7 +414,12 @@ KNOWN: dict[str, dict[str, str]] = {
         "near:14": _NAME_AT_SPACE,
         "near:21": _UNOPENED_ABANDONED,
     },
-    "gemma4": {"near:2": _UNCLOSED, "near:3": _END_TOKEN, "near:8": _NAME_AT_SPACE},
+    "gemma4": {
+        "near:2": _UNCLOSED,
+        "near:3": _END_TOKEN,
+        "near:8": _NAME_AT_SPACE,
+        "near:14": _ECHOED,
+    },
     "minimax-m1": {
         "vllm:minimax_m1:tool_call_incomplete_tag": _UNCLOSED_CODE,
         "vllm:minimax_m1:invalid_json": _ITEM_STRICT,

@@ -76,6 +76,7 @@ NoticeCode = Literal[
     "recovered-json-arguments",
     "recovered-call-list",
     "recovered-json-call",
+    "recovered-echoed-markup",
     "recovered-bare-id",
     "recovered-misspelt-tag",
     "recovered-separator-missing",
@@ -155,6 +156,8 @@ NOTICES: dict[NoticeCode, str] = {
     "object were read",
     "recovered-json-call": "a call written as a JSON object where its family's tags write "
     "its name was read",
+    "recovered-echoed-markup": "a closer of the family's written again right after its calls "
+    "was dropped",
     "recovered-bare-id": "a call whose id lacks its tool's namespace, or names no tool, was "
     "read: the tool it names, or the one declared tool its arguments fit",
     "recovered-misspelt-tag": "a call with a damaged tag (a closing or wrapper tag misspelt, "

@@ -45,7 +45,7 @@ from .declared_named import (
 from .derived import DerivedShape
 from .gemma_channel import GemmaChannel
 from .reasoning import THINK, ReasoningTags
-from .syntax import Syntax
+from .syntax import TOOL_RESPONSE, Syntax
 
 __all__ = [
     "APERTUS",
@@ -101,6 +101,7 @@ __all__ = [
 #: as ``\\n``) the engine reads for every tagged syntax, each repair named.
 GLM = Syntax(
     name="glm",
+    tool_outputs=TOOL_RESPONSE,
     label="GLM <tool_call>NAME<arg_key>…<arg_value>… (GLM 4.5/4.6/4.7, poolside Laguna)",
     shape=DerivedShape(
         kind="tags",
@@ -124,6 +125,7 @@ GLM = Syntax(
 #: a declared tool and the reply ends or another such call follows.
 QWEN_XML = Syntax(
     name="qwen-xml",
+    tool_outputs=TOOL_RESPONSE,
     label="Qwen XML <function=…><parameter=…> (Qwen3-Coder, Qwen3.5/3.6, Nemotron-3-Nano)",
     shape=DerivedShape(
         kind="tags",
@@ -196,6 +198,7 @@ MINIMAX = Syntax(
 #: Jinja's rendering (``True``, Python's lists), typed by the tool's schema.
 MINICPM5 = Syntax(
     name="minicpm5",
+    tool_outputs=TOOL_RESPONSE,
     label="MiniCPM5 <function name=…><param name=…> (openbmb MiniCPM5)",
     shape=DerivedShape(
         kind="tags",
@@ -311,6 +314,7 @@ def _hunyuan(namespace: str = "") -> DerivedShape:
 #: syntax whose separator after a name is a tag. (Hunyuan A13B writes Apriel's grammar.)
 HUNYUAN = Syntax(
     name="hunyuan",
+    tool_outputs=TOOL_RESPONSE,
     label="Hunyuan <tool_calls><tool_call>NAME<tool_sep><arg_key>…<arg_value>… (Hunyuan hy_v3)",
     shape=_hunyuan(),
     also=(_hunyuan(":opensource"),),
@@ -344,6 +348,7 @@ _LFM2_START = "<|tool_call_start|>"
 #: the list's first call says which (one list, one way), the token's next character which form.
 LFM2 = Syntax(
     name="lfm2",
+    tool_outputs=(("<|tool_response_start|>", "<|tool_response_end|>"),),
     label="LFM2 <|tool_call_start|>[NAME(key=value)]<|tool_call_end|> (LFM2, LFM2.5)",
     shape=DerivedShape(
         kind="name-python",
@@ -371,6 +376,7 @@ LFM2 = Syntax(
 #: hand, never evaluated).
 TAGGED_PYTHONIC = Syntax(
     name="tagged-pythonic",
+    tool_outputs=TOOL_RESPONSE,
     label="Python calls in <tool_call> (models served with SGLang's multi-format reader)",
     shape=DerivedShape(kind="name-python", opening=("<tool_call>",), trail=("</tool_call>",)),
     reasoning=THINK,

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from .derived import CALL_ID, DerivedShape
 from .reasoning import THINK, ReasoningTags
-from .syntax import Syntax
+from .syntax import TOOL_RESPONSE, Syntax
 
 __all__ = [
     "APERTUS",
@@ -33,6 +33,7 @@ __all__ = [
 #: its own tags (Qwen2.5, Qwen3, Hermes 2/3, Granite 4 and many fine-tunes of them).
 HERMES = Syntax(
     name="hermes",
+    tool_outputs=TOOL_RESPONSE,
     label="Hermes <tool_call> JSON (Qwen2.5, Qwen3, Hermes 2/3, Granite 4)",
     shape=DerivedShape(
         kind="json",

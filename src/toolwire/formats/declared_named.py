@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .derived import CALL_ID, NUMBER, DerivedShape
 from .reasoning import THINK, ReasoningTags
-from .syntax import Syntax
+from .syntax import TOOL_RESPONSE, Syntax
 
 __all__ = [
     "DEEPSEEK_DSML",
@@ -37,8 +37,15 @@ _R1_TYPE = "function<｜tool▁sep｜>"
 #: ``function<｜tool▁sep｜>NAME\n```json\n{...}\n```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>``. The
 #: templates close the block only after a second call, so one call's turn ends right after
 #: its ``<｜tool▁call▁end｜>``: that is the family's grammar, not a repair.
+#: How DeepSeek's templates frame the tools' results (R1's and V3's; V3.1's the inner pair).
+_DEEPSEEK_OUTPUTS = (
+    ("<｜tool▁outputs▁begin｜>", "<｜tool▁outputs▁end｜>"),
+    ("<｜tool▁output▁begin｜>", "<｜tool▁output▁end｜>"),
+)
+
 DEEPSEEK_R1 = Syntax(
     name="deepseek-r1",
+    tool_outputs=_DEEPSEEK_OUTPUTS,
     label="DeepSeek R1 function<｜tool▁sep｜>NAME + fenced JSON (DeepSeek R1 and its distills)",
     shape=DerivedShape(
         kind="name-json",
@@ -57,6 +64,7 @@ DEEPSEEK_R1 = Syntax(
 #: ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>``.
 DEEPSEEK_V31 = Syntax(
     name="deepseek-v3.1",
+    tool_outputs=_DEEPSEEK_OUTPUTS,
     label="DeepSeek V3.1 NAME<｜tool▁sep｜>JSON (DeepSeek V3.1)",
     shape=DerivedShape(
         kind="name-json",
@@ -112,6 +120,7 @@ def _tagged_harmony(lead: tuple[str, ...], name_end: tuple[str, ...]) -> Derived
 #: name telling them apart).
 TAGGED_HARMONY = Syntax(
     name="tagged-harmony",
+    tool_outputs=TOOL_RESPONSE,
     label="Harmony to=functions.NAME in <tool_call> (models served with SGLang's"
     " multi-format reader)",
     shape=_tagged_harmony(("assistant",), ("json",)),

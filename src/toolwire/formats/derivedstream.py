@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .blockends import UNOPENED
-from .markerstream import DONE, Body, MarkerStream
+from .echoes import Echo, ToolOutput, echo_words
+from .markerstream import DONE, WS, Body, MarkerStream
 from .scan import Markers, markers, special_words
 from .shapereader import DerivedBody
 
@@ -45,6 +46,17 @@ class DerivedStream(MarkerStream):
     #: The template's generation prompt ends with the marker (Functionary v3.2's ``>>>``):
     #: a reply starts as if it had just been read (see Syntax.primed).
     primed: ClassVar[bool] = False
+    #: A tool's output the model writes itself, (opener, closer) as its template frames a
+    #: tool's result (Syntax.tool_outputs; :mod:`.echoes`).
+    tool_outputs: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: The closers a model may write again right after a block, computed from the forms,
+    #: and the tool outputs' closers by their opener (:mod:`.echoes`).
+    _echoes: ClassVar[frozenset[str]] = frozenset()
+    _outputs: ClassVar[dict[str, str]] = {}
+    #: What a call opens at right after a block (unless strict): a closer again too.
+    _after_block: ClassVar[Markers | None] = None
+    #: Only white space came since the last block of calls closed.
+    after_block = False
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -65,9 +77,20 @@ class DerivedStream(MarkerStream):
         cls._sharing = {
             m: tuple(s for s in shapes if s.marker == m) for m in opened if opened.count(m) > 1
         }
+        # (a closer that a block's opening words begin with, or that begins them, is theirs)
+        words = (*opened, *bare)
+        echoes = tuple(
+            w
+            for w in echo_words(shapes)
+            if not any(m.startswith(w) or w.startswith(m) for m in words)
+        )
+        cls._echoes = frozenset(echoes)
+        cls._outputs = dict(cls.tool_outputs)
+        outputs = tuple(cls._outputs)
         cls._strict = markers(tuple(opened)) if opened else None
-        cls._lenient = markers((*opened, *bare)) if opened else None
-        cls._after_call = markers((*opened, UNOPENED)) if opened else None
+        cls._lenient = markers((*opened, *bare, *outputs)) if opened else None
+        cls._after_call = markers((*opened, *outputs, *echoes, UNOPENED)) if opened else None
+        cls._after_block = markers((*opened, *bare, *outputs, *echoes)) if opened else None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -111,9 +134,34 @@ class DerivedStream(MarkerStream):
 
     def new_body(self) -> Body:
         self._first_opening()  # (after a call, _close may widen it for the next scan)
+        opened = self.opened_by
+        if opened in self._echoes:
+            return Echo(self)
+        if opened in self._outputs:
+            return ToolOutput(self, self._outputs[opened])
         return super().new_body()
 
+    def _text(self, text: str) -> None:
+        if self.after_block and text.strip(WS):
+            self.after_block = False
+        super()._text(text)
+
     def _close(self, body: Body) -> None:
+        if isinstance(body, (Echo, ToolOutput)) and body.status == DONE:
+            if isinstance(body, Echo):
+                self._notice(
+                    "recovered-echoed-markup",
+                    f"dropped {self.opened_by} written again after the calls",
+                )
+                self._opening = self._after_block  # type: ignore[misc,assignment]
+            else:
+                self._notice(
+                    "ignored-tool-response",
+                    "the model wrote a tool's output itself; it was not shown or believed",
+                )
+            self._body = None
+            self._raw = []
+            return
         if not isinstance(body, DerivedBody) or body.status != DONE:
             super()._close(body)
             return
@@ -134,20 +182,29 @@ class DerivedStream(MarkerStream):
             # one a line where nothing is written between two calls (each on its line)
             self._text(text if body.shape.next_call else text + "\n")
         self._text(body.rest)  # what the reply ended on after the calls
-        if isinstance(body, DerivedBody) and body.status == DONE and body.then_unopened:
+        if self.strict:
+            return
+        self.after_block = not body.left and not body.rest.strip(WS)
+        if body.then_unopened:
             self._opening = self._after_call  # type: ignore[misc,assignment]
+        else:  # a closer may come again (see .echoes)
+            self._opening = self._after_block  # type: ignore[misc,assignment]
 
     def hold_whole(self, body: DerivedBody) -> bool:
         """A whole reply's block is read: held until the reply ends (see WholeReply)."""
         return False
 
     def _give_back(self, body: Body) -> None:
-        if isinstance(body, DerivedBody) and (
-            (body.shape.plain_marker and body.marker_only)
-            or (body.deferred and not body.started)
-            or (body.shape.whole and not (body.started or body.looked))
+        if isinstance(body, Echo) or (
+            isinstance(body, DerivedBody)
+            and (
+                (body.shape.plain_marker and body.marker_only)
+                or (body.deferred and not body.started)
+                or (body.shape.whole and not (body.started or body.looked))
+            )
         ):
-            # a plain word the opening's next word did not follow (Command R+'s ``Action:``),
+            # a closer after text (see .echoes), a plain word the opening's next word did
+            # not follow (Command R+'s ``Action:``),
             # or a marker that opens text too no call's name and words (``>>>`` in prose), or
             # no call after the prompt's marker: prose, with no notice
             self._text("".join(self._raw))

@@ -42,7 +42,11 @@ from .reasoning import ReasoningTags
 from .samples import Sample
 from .wholereply import WholeReply
 
-__all__ = ["Syntax", "special_words"]
+__all__ = ["TOOL_RESPONSE", "Syntax", "special_words"]
+
+
+#: How Qwen's and Hermes' templates, and many after them, frame a tool's result.
+TOOL_RESPONSE = (("<tool_response>", "</tool_response>"),)
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,9 @@ class Syntax:
     #: declared tool's name and its arguments follow (else the reply is prose, no notice),
     #: and the grammar may start the calls at the reply's first token.
     primed: bool = False
+    #: How the family's template frames a tool's result, (opener, closer) each: a model that
+    #: writes one itself has it dropped, never shown nor believed (:mod:`.echoes`).
+    tool_outputs: tuple[tuple[str, str], ...] = ()
 
     @property
     def writes(self) -> tuple[DerivedShape, ...]:
@@ -157,6 +164,7 @@ class Syntax:
                 "turn_ends": (*self.end_tokens, *self.message_ends),
                 "turn_opener": self.turn_opener,
                 "primed": self.primed,
+                "tool_outputs": self.tool_outputs,
             },
         )
         syntax = self
