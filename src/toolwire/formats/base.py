@@ -286,7 +286,12 @@ class ReplyStream:
         if self._finished or size > self._max_chars:  # (checked here: a step less a chunk)
             self._check(len(chunk))
         self._size = size
-        self._split(self._reasoning.feed(chunk))
+        reasoning = self._reasoning
+        if reasoning.passing and (self._told_call_ended or not reasoning.ended_by_call):
+            if chunk:  # (past the thinking: the answer's, a step less a chunk; see _split)
+                self._content(chunk)
+        else:
+            self._split(reasoning.feed(chunk))
         out, self._out = self._out, []  # (_take, inline)
         return out
 

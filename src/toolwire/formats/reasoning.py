@@ -189,6 +189,8 @@ class ReasoningSplitter:
         self._t = (tags or known_tags())._tables
         self._calls = tuple(m for m in call_markers if m)
         self._state = _START
+        #: The reply is past its thinking for good: every chunk from here is the answer's.
+        self.passing = False
         self._lead: list[str] = []  # whitespace seen at the start, held until we know
         self._held = ""  # a partial opener (at the start) or closer (inside reasoning)
         self._closers = markers(self._t.any_closer)
@@ -245,6 +247,7 @@ class ReasoningSplitter:
             self._held = body
             return ""
         self._state = _CONTENT
+        self.passing = True
         out.append((False, lead + body))
         return ""
 
@@ -305,6 +308,7 @@ class ReasoningSplitter:
                     self._held = buf[found:]
                     break
                 self._state = _CONTENT
+                self.passing = True
                 buf = buf[found + len(closer) :]
                 continue
             out.append((False, buf))  # _CONTENT
@@ -389,6 +393,7 @@ class ReasoningSplitter:
         """A call at ``buf[at]`` ends the thinking: the rest is the answer, call first."""
         self.ended_by_call = True
         self._state = _CONTENT
+        self.passing = True
         out.append((False, buf[at:]))
         return ""
 
