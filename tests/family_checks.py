@@ -15,8 +15,12 @@ from .test_formats import check_stream, parse, stream_events
 __all__ = ["SIBLING_REPAIRS", "check_foreign", "check_near_miss", "check_valid"]
 
 #: The repairs that read another family's call body written in this family's framing (a
-#: JSON call object or a list of them in a tag: toolwire.formats.calllist).
-SIBLING_REPAIRS = frozenset({"recovered-json-call", "recovered-call-list"})
+#: JSON call object or a list of them in a tag: toolwire.formats.calllist), or this family's
+#: own body without its framing, as a sibling writes it (LFM2's list without its token is
+#: Llama 4's list).
+SIBLING_REPAIRS = frozenset(
+    {"recovered-json-call", "recovered-call-list", "recovered-unopened-call"}
+)
 
 
 def check_valid(family: str, reply: str, content: str, calls: list[Any]) -> None:

@@ -156,7 +156,8 @@ LISTED = {
         ),
     ),
     "minicpm3": (("<|tool_call_start|>",), ("<|tool_call_end|>",)),
-    "lfm2": (("<|tool_call_start|>",), ("<|tool_call_end|>",)),
+    # (its list without the token, read as a repair where the reply starts: "[" as Llama 4's)
+    "lfm2": (("<|tool_call_start|>", "["), ("<|tool_call_end|>",)),
     # the same tokens, in the framing's order
     "mistral": (("[TOOL_CALLS]",), ("[CALL_ID]", "[ARGS]")),
     "command-r-plus": (("Action:", "<|CHATBOT_TOKEN|>"), ()),

@@ -18,6 +18,7 @@ from toolwire.formats.pyliteral import LiteralReader
 from toolwire.messages import ToolCall
 
 from .family_cases import text_kept
+from .family_checks import check_foreign
 from .prepared import typed
 from .replies import CODE, NEAR_MISSES, ONE_CALL, TOOLS, VALID
 from .replies import FLAGS as FLAGS_CALL
@@ -148,7 +149,9 @@ PLAIN: dict[str, list[str]] = {
         "   ",
         "",
     ],
-    "lfm2": ["[get_weather(city='Paris')]", "<|tool_call_sta"],
+    # (its list without the token, where the reply starts, is read as a named repair:
+    # test_lfm2_list_without_its_token_is_read_as_a_repair; in prose it is text)
+    "lfm2": ["Sure: [get_weather(city='Paris')] then more", "<|tool_call_sta", "[1, 2]"],
     "gemma4": ["call:get_weather{city:1}", "<|tool_cal", "<|channel"],
 }
 
@@ -376,7 +379,7 @@ def test_other_families_replies_are_no_calls(family: str) -> None:
     others += [r for rs in ONE_CALL.values() for r in rs]
     others += [_one(f) for f in MINE if f != family]
     for reply in others:
-        assert parse(family, reply).calls == [], reply
+        check_foreign(family, reply)  # (none, or another's body as a named repair only)
 
 
 # ------------------------------------------------------------------ streaming
@@ -507,3 +510,25 @@ def test_gemma4_prompt_closes_an_empty_thought_and_ends_turns_with_its_tokens() 
 def test_flags_sample_reads_back_typed() -> None:
     (call,) = parse("lfm2", lfm2(FLAGS_CALL)).calls
     assert typed(call) == FLAGS_CALL[1]
+
+
+@pytest.mark.parametrize(
+    ("reply", "content"),
+    [
+        ("[get_weather(city='Paris')]", ""),
+        ("I will look.\n[get_weather(city='Paris')]", "I will look.\n"),
+        ('[{"name": "get_weather", "arguments": {"city": "Paris"}}]', ""),
+    ],
+)
+def test_lfm2_list_without_its_token_is_read_as_a_repair(reply: str, content: str) -> None:
+    """LFM2 writes its list without <|tool_call_start|> (Ollama's parser tests): read where
+    the reply starts or as its last block, calls to declared tools only, named; strict and
+    an undeclared tool keep it text."""
+    got = parse("lfm2", reply)
+    assert [(c.name, c.arguments) for c in got.calls] == [("get_weather", {"city": "Paris"})]
+    assert got.content == content
+    assert any("without the family's opening <|tool_call_start|>" in n for n in got.notices)
+    assert parse("lfm2", reply, strict=True).calls == []
+    assert parse("lfm2", reply.replace("get_weather", "unknown_tool")).calls == []
+    for k in range(len(reply) + 1):
+        check_stream("lfm2", reply, [reply[:k], reply[k:]])

@@ -366,6 +366,19 @@ LFM2 = Syntax(
             next_call=(_LFM2_START,),
             args_also=("parameters",),
         ),
+        # the list without its <|tool_call_start|> (as Ollama and peers read it): the whole
+        # reply's, or a trailing block's, calls to declared tools only; a named repair
+        DerivedShape(
+            kind="name-python",
+            opening=("[",),
+            next_call=(",",),
+            trail=("]",),
+            json_too=True,
+            args_also=("parameters",),
+            whole=True,
+            written=False,
+            repair="recovered-unopened-call",
+        ),
     ),
     # LFM2 8B's template shows no calls; its prompt lists the tools between these tokens
     prompt_markers=("<|tool_list_start|>",),

@@ -156,6 +156,9 @@ class DerivedShape:
     #: The family's templates write this form: the writer and the grammar take it. A form
     #: only read (a tolerance, as Llama 4's list without its brackets) is not written.
     written: bool = True
+    #: A form only read as a named repair (LFM2's list without its ``<|tool_call_start|>``):
+    #: a block read in it is named with this notice, and strict reading does not read it.
+    repair: str = ""
 
     @property
     def marker(self) -> str:

@@ -169,6 +169,11 @@ class DerivedStream(MarkerStream):
             return
         for code, message in body.told:
             self._notice(code, message)
+        if body.shape.repair:  # a form only read as a repair (DerivedShape.repair)
+            self._notice(
+                body.shape.repair,  # type: ignore[arg-type]
+                f"read calls written without the family's opening {self.shape.marker}",
+            )
         if body.no_tool and not body.calls:
             self._notice("directly-answer", "the model chose to answer in text, not a tool")
         super()._close(body)

@@ -32,6 +32,7 @@ from typing import Any
 
 from ..arguments import prepare_arguments
 from ..errors import ArgumentsError, FormatError, LimitError, TemplateError
+from ..events import TOLERANCES, Notice
 from ..messages import ToolCall
 from ..templates import ChatTemplate, TemplateBudget
 from ..templates.shaping import CallIds
@@ -253,6 +254,13 @@ def _read(
     return True
 
 
+def _repairs(family: Family, text: str, reasoning_open: bool) -> int:
+    """How many kinds of repair ``family`` names reading ``text``."""
+    stream = family.stream(DERIVE_TOOLS, reasoning_open=reasoning_open)
+    events = stream.feed(text) + stream.finish()
+    return len({e.code for e in events if isinstance(e, Notice) and e.code in TOLERANCES})
+
+
 def assistant_text(
     template: ChatTemplate,
     before: Sequence[Mapping[str, Any]],
@@ -407,6 +415,13 @@ def _probe(template: ChatTemplate, families: Sequence[Family], budget: TemplateB
             )
             refuted += [fam.name for fam in found if fam.name not in (*proven, *refuted)]
             if proven:
+                # the family that reads it with the fewest repairs claims it: its own grammar
+                # before a family's tolerance of it (LFM2's list without its token is Llama
+                # 4's list)
+                by_name = {fam.name: fam for fam in found}
+                proven = tuple(
+                    sorted(proven, key=lambda n: _repairs(by_name[n], text, reasoning_open))
+                )
                 return Detection(
                     proven[0],
                     text,

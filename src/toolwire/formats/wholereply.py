@@ -91,6 +91,8 @@ class WholeReply(DerivedStream):
             # a marker of another form where the reply starts (Mistral's ``[TOOL_CALLS]``
             # beside a bare ``[``): that form's
             form = self._whole.get(text[j]) if status == FAILED else None
+            if form is not None and form.repair and self.strict:
+                form = None  # (a form read only as a repair: see DerivedShape.repair)
             if form is None and NAMED.match(text, j) and self.tools.known and not self.strict:
                 form = self._whole.get("")  # a form whose calls begin with their name
             if form is None:
