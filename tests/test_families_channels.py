@@ -480,3 +480,49 @@ def test_any_text_reads_the_same_however_it_is_cut(
     cuts = sorted(data.draw(st.lists(st.integers(0, len(reply)), max_size=8)))
     chunks = [reply[a:b] for a, b in zip([0, *cuts], [*cuts, len(reply)], strict=True)]
     check_stream(family, reply, chunks, reasoning_open=opened)
+
+
+_ATEM = (
+    '<atem:function_calls>\n<atem:invoke name="get_weather">\n'
+    '<atem:parameter name="city">Paris</atem:parameter>\n</atem:invoke>\n</atem:function_calls>'
+)
+
+
+@pytest.mark.parametrize(
+    ("reply", "content", "reasoning"),
+    [
+        # Ollama's parser tests: a well-formed block under a fumbled header
+        (f"<|message|>{_ATEM}<|eom|>", "", ""),
+        (f" to=user<|message|>{_ATEM}<|eot|>", "", ""),
+        (f" to=atem:function_calls<|message|>{_ATEM}<|eom|>", "", ""),
+        (
+            f" to=self<|message|>let me look<|eom|><|start|>assistant<|message|>{_ATEM}",
+            "",
+            "let me look",
+        ),
+        (f"<|message|>{_ATEM}<|start|>assistant to=user<|message|>Done<|eot|>", "Done", ""),
+    ],
+)
+def test_glimmer_reads_a_call_block_in_a_message_not_addressed_to_a_tool(
+    reply: str, content: str, reasoning: str
+) -> None:
+    result = parse("glimmer", reply)
+    assert [(c.name, typed(c)) for c in result.calls] == [("get_weather", {"city": "Paris"})]
+    assert (result.content, result.reasoning) == (content, reasoning)
+    assert any("not addressed to it" in n for n in result.notices)
+    assert parse("glimmer", reply, strict=True).calls == []
+    for k in range(len(reply) + 1):
+        check_stream("glimmer", reply, [reply[:k], reply[k:]])
+
+
+def test_glimmer_a_message_to_the_user_is_its_text_however_it_starts() -> None:
+    for reply, content in [
+        (" to=user<|message|>Hello there<|eot|>", "Hello there"),
+        (f" to=user<|message|>Here is how: {_ATEM}<|eot|>", f"Here is how: {_ATEM}"),
+        ("<|message|><atem:function_calls", "<atem:function_calls"),
+    ]:
+        result = parse("glimmer", reply)
+        assert (result.calls, result.content) == ([], content), reply
+    # a block in a stray message names declared tools only
+    undeclared = f" to=user<|message|>{_ATEM.replace('get_weather', 'nope')}<|eot|>"
+    assert parse("glimmer", undeclared).calls == []

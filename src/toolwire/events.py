@@ -77,6 +77,7 @@ NoticeCode = Literal[
     "recovered-call-list",
     "recovered-json-call",
     "recovered-echoed-markup",
+    "recovered-recipient",
     "recovered-bare-id",
     "recovered-misspelt-tag",
     "recovered-separator-missing",
@@ -158,6 +159,8 @@ NOTICES: dict[NoticeCode, str] = {
     "its name was read",
     "recovered-echoed-markup": "a closer of the family's written again right after its calls "
     "was dropped",
+    "recovered-recipient": "a call block in a message its header did not address to a tool "
+    "was read, its invokes naming the tools",
     "recovered-bare-id": "a call whose id lacks its tool's namespace, or names no tool, was "
     "read: the tool it names, or the one declared tool its arguments fit",
     "recovered-misspelt-tag": "a call with a damaged tag (a closing or wrapper tag misspelt, "

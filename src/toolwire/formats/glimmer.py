@@ -15,6 +15,11 @@ and ends it with ``<|eom|>`` (more follows) or ``<|eot|>`` (its turn is over)::
     </atem:invoke>
     </atem:function_calls><|eot|>
 
+Unless strict, a message its header addresses to no tool (its recipient left out, ``user``,
+or a malformed one such as the block's own tag) that opens with a call block is read as one,
+each invoke naming a declared tool (``recovered-recipient``), as Ollama reads a fumbled
+recipient; any other text in it is the message's.
+
 The reply's first header may come without its leading blank (``to=self<|message|>…``, as a
 detokenizer that trims the reply's start gives it): it is the same header. A message with no
 recipient is the answer. A call's message holds one ``<atem:function_calls>``
@@ -41,7 +46,7 @@ from typing import Any
 from .base import Family, ToolIndex
 from .channels import ChannelStream, Route, read_role, valid_name
 from .grammar import CallForm, Tagged, lit
-from .markerstream import WS, MarkerStream
+from .markerstream import DONE, WS, Body, MarkerStream
 from .samples import as_text
 from .scan import Markers
 from .textargs import NameReader, TextBody
@@ -56,6 +61,8 @@ _PARAMETER = '<atem:parameter name="'
 _VALUE_END = Markers(("</atem:parameter>",))
 _NAME_END = '">'
 _RECIPIENT = re.compile(r"(?:\s*to=([^\s<]+))?\s*")
+#: A recipient that is markup (the block's own tag, ``atem:function_calls``): no tool's name.
+_TAG = re.compile(r"^atem:")
 
 _OPENING, _NEXT, _NAME, _IN_INVOKE, _PNAME, _CLOSE_NAME, _VALUE = range(7)
 
@@ -73,11 +80,14 @@ def tool_named(tools: ToolIndex, written: str) -> str:
 
 
 class _AtemBody(TextBody):
-    """A message to a tool: its ``<atem:function_calls>`` block, each invoke one call."""
+    """A message to a tool: its ``<atem:function_calls>`` block, each invoke one call.
+    ``recipient`` empty: a message its header addressed to no tool (``misaddressed``), a call
+    block in it read only when it opens the message, its invokes naming declared tools."""
 
     def __init__(self, stream: MarkerStream, recipient: str) -> None:
         super().__init__(stream)
         self.recipient = recipient
+        self.misaddressed = not recipient
         self.names = NameReader('"', "tool name")
         #: The state after the ``">`` closing the name just read.
         self.after_name = _IN_INVOKE
@@ -124,7 +134,9 @@ class _AtemBody(TextBody):
         is_tool = self.state == _NAME
         if is_tool:
             name = tool_named(self.stream.tools, name)
-        if is_tool and name != self.recipient:
+        if is_tool and self.misaddressed and not self.stream.tools.has(name):
+            return self.fail(i, f"{name} is not a declared tool"), False
+        if is_tool and name != self.recipient and not self.misaddressed:
             return self.fail(i, f"the invoke names {name}, the message {self.recipient}"), False
         if not self.named(name, is_tool, i):
             return i, False
@@ -148,11 +160,33 @@ class GlimmerStream(ChannelStream):
         recipient = m.group(1) or "user"
         if recipient == "self":
             return Route("reasoning")
-        if recipient == "user":
-            return Route("text")
-        if not valid_name(recipient):
+        tool = tool_named(self.tools, recipient)
+        stray = recipient == "user" or not valid_name(recipient) or _TAG.search(recipient)
+        if stray and not (self.tools.known and self.tools.has(tool)):
+            if not self.strict and self.tools.known:  # a call block may open it all the same
+                return Route("call", _AtemBody(self, ""))
+            if recipient == "user":
+                return Route("text")
             return Route("bad", note=f"a malformed recipient {recipient[:40]!r}")
-        return Route("call", _AtemBody(self, tool_named(self.tools, recipient)))
+        return Route("call", _AtemBody(self, tool))
+
+    def _give_back(self, body: Body) -> None:
+        if isinstance(body, _AtemBody) and body.misaddressed and body.state == _OPENING:
+            # no call block opens it: the message's text (its header, as any header, none)
+            self._text("".join(self._raw[1:]))
+            self._body = None
+            self._raw = []
+            return
+        super()._give_back(body)
+
+    def _close(self, body: Body) -> None:
+        if isinstance(body, _AtemBody) and body.misaddressed and body.status == DONE:
+            names = ", ".join(dict.fromkeys(call.name for _, call in body.calls))
+            self._notice(
+                "recovered-recipient",
+                f"read the call to {names[:200]} in a message not addressed to it",
+            )
+        super()._close(body)
 
 
 def _sample(name: str, args: Mapping[str, Any], index: int) -> str:
