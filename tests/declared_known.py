@@ -237,6 +237,10 @@ _ECHOED = (
     "the block's closer written again right after it: dropped for every syntax, named"
     " (recovered-echoed-markup); strict keeps it; the hand-written reader kept it as text"
 )
+_QUOTED = (
+    "a value in JSON's quotes where the literal dialect delimits its own (<|\"|>): read, named"
+    " (as Ollama's Gemma 4 reader does); strict refuses; the hand-written reader kept it text"
+)
 _TOKEN_ALONE = (
     "the family's token with no call after it: one call-not-read notice, as for every"
     " syntax; the hand-written reader gave two"
@@ -419,6 +423,7 @@ KNOWN: dict[str, dict[str, str]] = {
         "near:3": _END_TOKEN,
         "near:8": _NAME_AT_SPACE,
         "near:14": _ECHOED,
+        "near:5": _QUOTED,
     },
     "minimax-m1": {
         "vllm:minimax_m1:tool_call_incomplete_tag": _UNCLOSED_CODE,

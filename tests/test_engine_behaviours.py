@@ -353,6 +353,32 @@ def test_a_comma_left_out_between_two_entries_of_a_literal_mapping_is_read(
     assert family.parse(reply, tools, strict=True).calls == []
 
 
+@pytest.mark.parametrize(
+    ("name", "reply"),
+    [
+        (
+            "functiongemma",
+            '<start_function_call>call:get_weather{city:"Paris \\"FR\\"",days:3}'
+            "<end_function_call>",
+        ),
+        (  # Ollama's Gemma 4 tests: a JSON string beside the dialect's own
+            "gemma4",
+            '<|tool_call>call:get_weather{city:"Paris \\"FR\\"",days:3}<tool_call|>',
+        ),
+    ],
+)
+def test_a_json_string_where_a_literal_dialect_delimits_its_own_is_read(
+    name: str, reply: str
+) -> None:
+    """A mapping whose keys are bare words, a value in JSON's quotes instead of the dialect's
+    delimiter: read, named; strict refuses."""
+    family, tools = _family(name)
+    result = assemble(_every_split(family, tools, reply, False))
+    assert [c.arguments for c in result.calls] == [{"city": 'Paris "FR"', "days": 3}]
+    assert any("a quoted string" in n for n in result.notices)
+    assert family.parse(reply, tools, strict=True).calls == []
+
+
 def test_a_list_with_no_call_in_it_is_text() -> None:
     family = get_family("nemotron-v2")
     for reply in ("<TOOLCALL>[15:30]</TOOLCALL>", '<TOOLCALL>[15:30, "x"]</TOOLCALL>'):

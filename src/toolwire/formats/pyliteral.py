@@ -144,6 +144,10 @@ class LiteralReader:
         #: ``loosened``): a mapping whose keys are bare words (Gemma's) says where each
         #: entry starts without it.
         self.separators = separators and dialect.bare_keys
+        #: So too a JSON string where the dialect delimits its own (Gemma's ``"a \"b\""``
+        #: beside ``<|"|>…<|"|>``, as Ollama reads it), its escapes read as Python's.
+        delimiter = dialect.string_delimiter
+        self.quoted = self.separators and bool(delimiter) and not delimiter.startswith('"')
         self._emit = emit
         self._max_depth = max_depth
         self._stack: list[_Frame] = []
@@ -361,13 +365,17 @@ class LiteralReader:
 
     def _opens_string(self, s: str, i: int) -> bool:
         delimiter = self.dialect.string_delimiter
-        if delimiter:
-            return s[i] == delimiter[0]
+        if delimiter:  # (loosely, a JSON string too: see _open_string)
+            return s[i] == delimiter[0] or (s[i] == '"' and self.quoted)
         return s[i] in "'\""
 
     def _open_string(self, s: str, i: int, *, is_key: bool) -> int:
         delimiter = self.dialect.string_delimiter
-        if delimiter:
+        if delimiter and s[i] == '"' and self.quoted:  # (a JSON string: see ``quoted``)
+            self._loosen("a quoted string")
+            self._closer = '"'
+            j = i + 1
+        elif delimiter:
             status, j = expect_literal(s, i, delimiter)
             if status == FAILED:
                 return self._fail(i, f"{s[i]!r} does not start a value")
@@ -401,7 +409,8 @@ class LiteralReader:
                 self._emit(json_text(text, ascii_only))
 
     def _string(self, s: str, i: int) -> int:
-        if self._delimiter is not None:  # no escapes: the text up to the delimiter
+        if self._delimiter is not None and self._closer == self.dialect.string_delimiter:
+            # no escapes: the text up to the delimiter
             j, end = self._delimiter.scan(s, i)
             self._piece(s[i:j])
             if not end:
