@@ -241,6 +241,11 @@ _QUOTED = (
     "a value in JSON's quotes where the literal dialect delimits its own (<|\"|>): read, named"
     " (as Ollama's Gemma 4 reader does); strict refuses; the hand-written reader kept it text"
 )
+_OTHER_ARGS = (
+    "the arguments under the other key models write (parameters for arguments): read for"
+    " every JSON syntax, named (recovered-arguments-key), as SGLang's JSON readers and the"
+    " reader for tools in words read it; strict refuses; the hand-written reader kept it text"
+)
 _TOKEN_ALONE = (
     "the family's token with no call after it: one call-not-read notice, as for every"
     " syntax; the hand-written reader gave two"
@@ -486,7 +491,13 @@ KNOWN: dict[str, dict[str, str]] = {
         "near:19": _SPACE_BEFORE_NAME,
         "near:10": _JSON_IN_TAG,
     },
-    "granite": {"near:3": _UNCLOSED, "near:5": _ITEM, "near:6": _SEPARATOR, "near:13": _ITEM},
+    "granite": {
+        "near:3": _UNCLOSED,
+        "near:5": _ITEM,
+        "near:6": _SEPARATOR,
+        "near:13": _ITEM,
+        "near:12": _OTHER_ARGS,
+    },
     "firefunction": {"near:7": _ITEM},
     "hermes": {
         "near:11": _UNOPENED_ABANDONED,

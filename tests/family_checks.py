@@ -15,7 +15,7 @@ from .test_formats import check_stream, parse, stream_events
 __all__ = ["SIBLING_REPAIRS", "check_foreign", "check_near_miss", "check_valid"]
 
 #: The repairs that read another family's call body written in this family's framing (a
-#: JSON call object or a list of them in a tag: toolwire.formats.calllist), or this family's
+#: JSON call object or a list of them in a tag: toolwire.formats.jsonsteps), or this family's
 #: own body without its framing, as a sibling writes it (LFM2's list without its token is
 #: Llama 4's list).
 SIBLING_REPAIRS = frozenset(

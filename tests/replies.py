@@ -149,7 +149,8 @@ NEAR_MISSES: dict[str, list[str]] = {
         "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
         "</function>\n</tool_call>",
         '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par',
-        '<tool_call>\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n</tool_call>',
+        # (``parameters`` for ``arguments`` is read, named: tests/test_engine_lists.py)
+        '<tool_call>\n{"name": "get_weather", "args": {"city": "Paris"}}\n</tool_call>',
         '<tool_call>\n{"name": "get_weather", "arguments": "Paris"}\n</tool_call>',
         '<tool_call>\n{"name": "get_weather", "arguments": {}} trailing\n</tool_call>',
         '<tool_call>["get_weather"]</tool_call>',

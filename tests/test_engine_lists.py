@@ -198,3 +198,42 @@ def test_a_call_object_where_a_tagged_syntax_s_name_is_due_is_read(name: str, fo
     for body in ('{"city": "Paris"}', '{"name": "get_weather"} x', "{not json}"):
         reply = _in_tags(shape, body)
         assert not family.parse(reply, TOOLS).calls, reply
+
+
+@pytest.mark.parametrize(
+    ("name", "reply", "key"),
+    [
+        (
+            "hermes",
+            '<tool_call>\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n</tool_call>',
+            "parameters",
+        ),
+        (
+            "granite",
+            '<|tool_call|>[{"name": "get_weather", "parameters": {"city": "Paris"}}]',
+            "parameters",
+        ),
+        (
+            "longcat",
+            '<longcat_tool_call>{"name": "get_weather", "parameters": {"city": "Paris"}}'
+            "</longcat_tool_call>",
+            "parameters",
+        ),
+        (
+            "mistral",
+            '[TOOL_CALLS][{"name": "get_weather", "parameters": {"city": "Paris"}}]',
+            "parameters",
+        ),
+    ],
+)
+def test_the_arguments_under_the_other_key_models_write_are_read(
+    name: str, reply: str, key: str
+) -> None:
+    """``parameters`` where the family writes ``arguments`` (and back): read for every JSON
+    syntax, named (recovered-arguments-key), as SGLang's JSON readers and tools in words read
+    it; strict refuses it."""
+    family = get_family(name)
+    result = assemble(_every_split(family, TOOLS, reply, False))
+    assert [(c.name, c.arguments) for c in result.calls] == [("get_weather", {"city": "Paris"})]
+    assert "recovered-arguments-key" in _codes(family, TOOLS, reply)
+    assert family.parse(reply, TOOLS, strict=True).calls == []

@@ -90,7 +90,7 @@ NEAR_MISSES: dict[str, list[str]] = {
         '<|tool_call|>{"name": "get_weather", "arguments": {}}',
         "<|tool_call|>[]",
         '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Par',
-        '<|tool_call|>[{"name": "get_weather", "parameters": {}}]',
+        '<|tool_call|>[{"name": "get_weather", "args": {}}]',
         '<|tool_call|>[{"name": "get_weather", "arguments": {"a": NaN}}]',
         "<|tool_call|>",
     ],

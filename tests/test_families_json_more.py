@@ -138,7 +138,7 @@ NEAR_MISSES: dict[str, list[str]] = {
     "gigachat": [
         GIGA_CALL,
         GIGA_CALL + '{"name": "get_weather", "arguments": {}',
-        GIGA_CALL + '{"name": "get_weather", "parameters": {}}',
+        GIGA_CALL + '{"name": "get_weather", "args": {}}',
         GIGA_CALL + "get_weather",
         "<|function_call|>[]",
     ],
@@ -155,7 +155,7 @@ NEAR_MISSES: dict[str, list[str]] = {
         "<tool_calls>\n</tool_calls>",
         '<tool_calls>\n{"name": "get_weather", "arguments": {}}\ntext\n</tool_calls>',
         '<tool_calls>[{"name": "get_weather", "arguments": {}}]</tool_calls>',  # Apriel's
-        '<tool_calls>\n{"name": "get_weather", "parameters": {}}\n</tool_calls>',
+        '<tool_calls>\n{"name": "get_weather", "args": {}}\n</tool_calls>',
     ],
     "solar-open": [
         "<|tool_calls|>",

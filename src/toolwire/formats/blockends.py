@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from ..events import NoticeCode
 from ..messages import ToolCall
-from .calllist import IN_LIST
 from .formsteps import NAMED
+from .jsonsteps import IN_LIST
 from .listitems import ItemEnd
 from .markerstream import DONE, FAILED, OPEN, WS, Body, MarkerStream, expect_any, expect_literal
 from .scan import markers

@@ -50,6 +50,9 @@ class CallShape:
     #: Unless strict, the arguments may be a string holding their JSON object, read strictly
     #: (Hermes models that encode them twice); the reader names that repair.
     args_in_string: bool = False
+    #: The key of ``args_keys`` that is a reader's tolerance, not the family's (``parameters``
+    #: where its template writes ``arguments``): a call that uses it is named.
+    args_repair: str = ""
     #: The key holding the model's own call id (kept when it is a usable id); a string.
     id_key: str = ""
     #: The name must be one of the declared tools.

@@ -31,6 +31,7 @@ from typing import Any
 
 from . import grammar as g
 from .base import Family
+from .callshape import CallShape
 from .derivedstream import DerivedStream
 from .dialects import DIALECTS
 from .grammar_literals import Gemma, Pythonic
@@ -38,6 +39,9 @@ from .scan import special_words
 from .shapereader import CALL_ID, MAX_WORD, NUMBER, Words
 
 __all__ = ["CALL_ID", "MAX_WORD", "NUMBER", "DerivedShape", "DerivedStream", "special_words"]
+
+#: The other key a model writes for a call's arguments (see DerivedShape.call_shape).
+_OTHER_ARGS = {"arguments": "parameters", "parameters": "arguments"}
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,31 @@ class DerivedShape:
     #: A form only read as a named repair (LFM2's list without its ``<|tool_call_start|>``):
     #: a block read in it is named with this notice, and strict reading does not read it.
     repair: str = ""
+
+    def call_shape(self, strict: bool, known: bool) -> CallShape:
+        """What a call object in this ``json`` shape (or ``json_too``) may hold, read
+        ``strict`` or not, the tools ``known`` or not."""
+        # a behaviour of every JSON syntax: the other key models write for the arguments
+        # (``parameters`` for ``arguments``, and back), unless strict, named
+        keys = (self.args_key, *self.args_also)
+        other = _OTHER_ARGS.get(self.args_key, "")
+        other = "" if other in keys or strict else other
+        return CallShape(
+            name_key=self.name_key,
+            args_keys=(*keys, other) if other else keys,
+            args_repair=other,
+            args_alike=True,
+            constants=dict(self.constants) | dict(self.allowed),
+            strings=frozenset(self.strings),
+            id_key=self.id_key,
+            name_is_key=self.name_is_key,
+            no_tools=frozenset(self.no_tools),
+            # a whole reply's call: nothing but a declared name says it is one
+            declared_only=self.whole and known,
+            # a behaviour of every JSON syntax, learned or declared: arguments encoded
+            # twice are read (a named repair; strict refuses it)
+            args_in_string=True,
+        )
 
     @property
     def marker(self) -> str:

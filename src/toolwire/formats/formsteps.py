@@ -73,7 +73,7 @@ class FormSteps(Body):
                 status, _j = expect_literal(s, i, form.opening[1])
             elif form.kind == "json":
                 status = DONE if s[i] == "{" else FAILED
-            else:  # a name, or a call object where the name is due (see .calllist)
+            else:  # a name, or a call object where the name is due (see .jsonsteps)
                 sibling = s[i] == "{" and not (self.stream.strict or form.json_too)
                 status = DONE if NAMED.match(s, i) or sibling else FAILED
             if status == DONE:

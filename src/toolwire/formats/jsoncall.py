@@ -215,6 +215,11 @@ class JsonCall:
         if name != self.name:  # announced one name, the object says another
             return None, "the call names two tools"
         text = "".join(self._args_text).strip()
+        if self.shape.args_repair and self.shape.args_repair in obj:
+            self.stream._notice(
+                "recovered-arguments-key",
+                f"read the arguments of {name} under {self.shape.args_repair!r}",
+            )
         if self._args_string:
             raw = next((obj[k] for k in self.shape.args_keys if k in obj), None)
             text = raw.strip() if isinstance(raw, str) else json.dumps(args, ensure_ascii=False)

@@ -18,14 +18,13 @@ from ..events import NoticeCode
 from ..messages import ToolCall
 from .attributes import Attributes, closes_attribute
 from .blockends import UNOPENED, BlockEnds, shape_frames
-from .calllist import IN_LIST, CallList
-from .callshape import NO_TOOL, CallShape
 from .codesteps import CODE_STATES, CodeSteps
 from .dialects import DIALECTS
 from .elements import Elements
 from .formsteps import FormSteps
 from .jsoncall import JsonCall
 from .jsonscan import ObjectScanner
+from .jsonsteps import IN_LIST, NOT_OBJECT, JsonSteps
 from .listitems import ItemEnd
 from .markerstream import (
     DONE,
@@ -74,14 +73,12 @@ __all__ = ["CALL_ID", "MAX_WORD", "NUMBER", "DerivedBody", "Words"]
 
 Words = tuple[str, ...]
 
-#: Why a call that should be a JSON object is none.
-_NOT_OBJECT = "the call is not a JSON object"
 #: The longest learned word: a body may wait for a whole word, and must not hold much.
 MAX_WORD = MAX_HELD - 16
 
 
 class DerivedBody(
-    FormSteps, NameSteps, CodeSteps, BlockEnds, CallList, TagForms, TagSteps, PySteps, TextBody
+    FormSteps, NameSteps, CodeSteps, BlockEnds, JsonSteps, TagForms, TagSteps, PySteps, TextBody
 ):
     """One block of calls in a :class:`DerivedShape`, read one step at a time."""
 
@@ -263,7 +260,7 @@ class DerivedBody(
             # a whole reply's call object starts (see .wholereply)
             self._call(UNOPENED, 0)
             assert self.json_call is not None
-            self.feed_json_call(self.json_call, UNOPENED, 0, _NOT_OBJECT)
+            self.feed_json_call(self.json_call, UNOPENED, 0, NOT_OBJECT)
             return i, True
         if state == _LITS:
             if not self.todo:
@@ -346,61 +343,6 @@ class DerivedBody(
                 self.drifted(s, i)
             self.words(self.shape.value_end[1:], _BETWEEN)
         return i, complete
-
-    def _json(self, s: str, i: int) -> tuple[int, bool]:
-        """A call written as one JSON object (``json`` shapes)."""
-        call = self.json_call
-        assert call is not None
-        if call.index >= 0 and self.looked:  # announced (most pieces: in its arguments)
-            scanner = call.scanner
-            k = scanner.feed(s, i)
-            if not call.noted:
-                call.note_started(self.started)
-            if not scanner.over:
-                return k, False
-            return self._json_over(call, s, i, k)
-        return self._json_read(call, s, i, *self.feed_json_call(call, s, i, _NOT_OBJECT))
-
-    def _json_over(self, call: JsonCall, s: str, start: int, k: int) -> tuple[int, bool]:
-        """The announced call's object is over at ``k`` (its piece began at ``start``)."""
-        return self._json_read(call, s, start, *self.json_call_over(call, k, _NOT_OBJECT))
-
-    def _json_read(
-        self, call: JsonCall, s: str, start: int, i: int, ended: bool
-    ) -> tuple[int, bool]:
-        """What follows a piece of the call object read from ``start`` to ``i``."""
-        rejected = call.rejected
-        self.looked = self.looked or bool(call.name or rejected)  # (a call's name)
-        if not ended and self.shape.whole and rejected:
-            # its name said so, however the object went on: prose from here (the same
-            # reason whether the name and the break came in one piece or two)
-            return self.fail(i, rejected), False
-        if ended:
-            self.call_read()
-        elif self.status == FAILED and self.reason == NO_TOOL:
-            self.status = OPEN  # a whole item naming the template's pseudo-tool: no call
-            self.no_tool = True
-            self.words(self.shape.post, _NEXT)
-            return i, True
-        elif (
-            self.status == FAILED
-            and self.listed
-            and not self.stream.strict
-            # broken inside a string: at the family's marker (a string cut short, the next
-            # call begun), which the stream must see again, not skip as the item's text
-            and not call.scanner.in_string
-        ):
-            scanner = call.scanner
-            broke = scanner.failed  # inside the object: go on from where it broke
-            item = ItemEnd(
-                self.shape.trail[0],
-                scanner.depth if broke else 0,
-                scanner.in_string if broke else False,
-                lines=not self.shape.next_call,
-            )
-            item.parts.append(scanner.text() + (s[start:i] if broke else ""))
-            return self._left_item(item, i)
-        return i, ended
 
     def _rest(self, s: str, i: int) -> tuple[int, bool]:
         """The states of the words between calls and of a tagged call's arguments."""
@@ -511,7 +453,7 @@ class DerivedBody(
                 self.list_json = as_json
             elif as_json != self.list_json:
                 return self.fail(i, "a list of calls written both as Python and JSON"), False
-        sibling = kind != "json" and self.sibling_json(s, i)  # (a call object: calllist)
+        sibling = kind != "json" and self.sibling_json(s, i)  # (a call object: see .jsonsteps)
         if (kind == "json" or sibling or (kind == "tags" and shape.json_too)) and self.list_opens(
             s, i
         ):
@@ -524,21 +466,7 @@ class DerivedBody(
                     lines = not self.shape.next_call
                     return self._left_item(ItemEnd(self.shape.trail[0], lines=lines), i)
                 return i, False
-            call_shape = CallShape(
-                name_key=shape.name_key,
-                args_keys=(shape.args_key, *shape.args_also, *(("parameters",) if sibling else ())),
-                args_alike=True,
-                constants=dict(shape.constants) | dict(shape.allowed),
-                strings=frozenset(shape.strings),
-                id_key=shape.id_key,
-                name_is_key=shape.name_is_key,
-                no_tools=frozenset(shape.no_tools),
-                # a whole reply's call: nothing but a declared name says it is one
-                declared_only=shape.whole and self.stream.tools.known,
-                # a behaviour of every JSON syntax, learned or declared: arguments encoded
-                # twice are read (a named repair; strict refuses it)
-                args_in_string=True,
-            )
+            call_shape = shape.call_shape(self.stream.strict, self.stream.tools.known)
             # a family that writes its id after the arguments (Mistral Nemo's list): the
             # call is announced once whole, with the model's id, as peers keep it
             late_id = bool(shape.id_key) and not shape.id_first

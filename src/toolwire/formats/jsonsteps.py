@@ -1,4 +1,6 @@
-"""Call objects in a framing that holds a call written otherwise: a model's JSON habit.
+"""The engine's steps for a call written as one JSON object (``json`` shapes, and a tagged
+one's ``json_too``), and for call objects in a framing that holds a call written otherwise,
+a model's JSON habit:
 
 - A list of call objects where a syntax frames one: ``<tool_call>[{…}, {…}]</tool_call>``. A
   JSON syntax whose tag holds one call object (Hermes, K2 Horizon, InternLM2, …) sometimes
@@ -14,7 +16,8 @@
   (``<invoke name="``): a ``{`` there is no call.
 
 Both for every syntax, learned or declared, each repair named once the block is read;
-strict refuses them.
+strict refuses them. (Where the object breaks in a list of calls, the item is left out:
+:meth:`~.blockends.BlockEnds._left_item`.)
 """
 
 from __future__ import annotations
@@ -22,26 +25,33 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..events import NoticeCode
-from .markerstream import WS, Body
+from .callshape import NO_TOOL
+from .listitems import ItemEnd
+from .markerstream import FAILED, OPEN, WS, Body
 from .tagsteps import _CALL, _NEXT
+
+#: Why a call that should be a JSON object is none.
+NOT_OBJECT = "the call is not a JSON object"
 
 if TYPE_CHECKING:
     from .derived import DerivedShape
     from .jsoncall import JsonCall
 
-__all__ = ["IN_LIST", "CallList"]
+__all__ = ["IN_LIST", "NOT_OBJECT", "JsonSteps"]
 
 #: The state between the call objects of a list in one call's framing.
 IN_LIST = 22
 
 
-class CallList(Body):
-    """The steps of a list of call objects in one call's framing: a mixin of the engine's
-    body (see the module's doc)."""
+class JsonSteps(Body):
+    """The steps of a call as one JSON object, and of a list of them in one call's framing:
+    a mixin of the engine's body (see the module's doc)."""
 
     shape: DerivedShape
     told: list[tuple[NoticeCode, str]]
     listed: bool
+    looked: bool
+    no_tool: bool
     json_call: JsonCall | None
     #: A list of call objects is open in this call's framing.
     in_list: bool = False
@@ -49,6 +59,14 @@ class CallList(Body):
     if TYPE_CHECKING:  # the body's own, which these steps call
 
         def words(self, words: tuple[str, ...], then: int) -> None: ...
+
+        def feed_json_call(
+            self, call: JsonCall, s: str, i: int, not_object: str
+        ) -> tuple[int, bool]: ...
+
+        def json_call_over(self, call: JsonCall, k: int, not_object: str) -> tuple[int, bool]: ...
+
+        def _left_item(self, item: ItemEnd, i: int) -> tuple[int, bool]: ...
 
     def sibling_json(self, s: str, i: int) -> bool:
         """A call object where this tagged syntax's name is due, right after a tag (see the
@@ -98,3 +116,58 @@ class CallList(Body):
             self.words(self.shape.post, _NEXT)
             return i + 1, True
         return self.fail(i, "expected , or ] after a call in a list of calls"), False
+
+    def _json(self, s: str, i: int) -> tuple[int, bool]:
+        """A call written as one JSON object (``json`` shapes)."""
+        call = self.json_call
+        assert call is not None
+        if call.index >= 0 and self.looked:  # announced (most pieces: in its arguments)
+            scanner = call.scanner
+            k = scanner.feed(s, i)
+            if not call.noted:
+                call.note_started(self.started)
+            if not scanner.over:
+                return k, False
+            return self._json_over(call, s, i, k)
+        return self._json_read(call, s, i, *self.feed_json_call(call, s, i, NOT_OBJECT))
+
+    def _json_over(self, call: JsonCall, s: str, start: int, k: int) -> tuple[int, bool]:
+        """The announced call's object is over at ``k`` (its piece began at ``start``)."""
+        return self._json_read(call, s, start, *self.json_call_over(call, k, NOT_OBJECT))
+
+    def _json_read(
+        self, call: JsonCall, s: str, start: int, i: int, ended: bool
+    ) -> tuple[int, bool]:
+        """What follows a piece of the call object read from ``start`` to ``i``."""
+        rejected = call.rejected
+        self.looked = self.looked or bool(call.name or rejected)  # (a call's name)
+        if not ended and self.shape.whole and rejected:
+            # its name said so, however the object went on: prose from here (the same
+            # reason whether the name and the break came in one piece or two)
+            return self.fail(i, rejected), False
+        if ended:
+            self.call_read()
+        elif self.status == FAILED and self.reason == NO_TOOL:
+            self.status = OPEN  # a whole item naming the template's pseudo-tool: no call
+            self.no_tool = True
+            self.words(self.shape.post, _NEXT)
+            return i, True
+        elif (
+            self.status == FAILED
+            and self.listed
+            and not self.stream.strict
+            # broken inside a string: at the family's marker (a string cut short, the next
+            # call begun), which the stream must see again, not skip as the item's text
+            and not call.scanner.in_string
+        ):
+            scanner = call.scanner
+            broke = scanner.failed  # inside the object: go on from where it broke
+            item = ItemEnd(
+                self.shape.trail[0],
+                scanner.depth if broke else 0,
+                scanner.in_string if broke else False,
+                lines=not self.shape.next_call,
+            )
+            item.parts.append(scanner.text() + (s[start:i] if broke else ""))
+            return self._left_item(item, i)
+        return i, ended
