@@ -78,6 +78,7 @@ NoticeCode = Literal[
     "recovered-json-call",
     "recovered-echoed-markup",
     "recovered-recipient",
+    "recovered-block-reopened",
     "recovered-bare-id",
     "recovered-misspelt-tag",
     "recovered-separator-missing",
@@ -161,6 +162,8 @@ NOTICES: dict[NoticeCode, str] = {
     "was dropped",
     "recovered-recipient": "a call block in a message its header did not address to a tool "
     "was read, its invokes naming the tools",
+    "recovered-block-reopened": "calls whose block was opened again before it closed were "
+    "read as one block",
     "recovered-bare-id": "a call whose id lacks its tool's namespace, or names no tool, was "
     "read: the tool it names, or the one declared tool its arguments fit",
     "recovered-misspelt-tag": "a call with a damaged tag (a closing or wrapper tag misspelt, "

@@ -304,6 +304,24 @@ class BlockEnds(Body):
                 return j, self.status == OPEN
         if self.bare and self.calls:  # calls opened with the block's words left out: whole
             return self._bare_read(i), False
+        reopens = shape.trail and shape.opening[1:] == shape.next_call and not self.listed
+        if reopens and not self.stream.strict:
+            # the block opened again before it closed (a model that frames each call as a
+            # block of its own, DeepSeek's begin words written again): one block, named
+            status, j = expect_literal(s, k, shape.marker)
+            if status == OPEN:
+                return i, False
+            if status == DONE:
+                if not any(code == "recovered-block-reopened" for code, _ in self.told):
+                    what = (
+                        f"read calls whose block {shape.marker} was opened again before it closed"
+                    )
+                    self.told.append(("recovered-block-reopened", what))
+                self.opened_by = shape.marker
+                self.call_mark = k  # (the next call's text starts here: see feed)
+                self.calls_before = len(self.calls)
+                self.words(shape.next_call, _CALL)
+                return j, True
         if shape.trail and not shape.trail_optional:
             return self.fail(k, f"expected {shape.trail[0]} after the call"), False
         self.status = DONE  # text after the calls: reply text
