@@ -363,6 +363,43 @@ QUADRATIC = [
     pytest.param(
         "llama3", lambda n: '{"name": "get_weather", "parameters": {}}' + " " * n, 3, id="after"
     ),
+    # a list of call objects in one tag, long; a tool's output never closed; a closer
+    # written again and again after a block; a block opened again and again
+    pytest.param(
+        "hermes",
+        lambda n: "<tool_call>[" + '{"name": "get_weather", "arguments": {}}, ' * (n // 43),
+        3,
+        id="hermes-list",
+    ),
+    pytest.param("hermes", lambda n: "<tool_response>" + "x " * (n // 2), 3, id="tool-output"),
+    pytest.param(
+        "hermes",
+        lambda n: (
+            '<tool_call>{"name": "get_weather", "arguments": {}}</tool_call>'
+            + "</tool_call>\n" * (n // 13)
+        ),
+        3,
+        id="closer-again",
+    ),
+    pytest.param(
+        "deepseek-v3.1",
+        lambda n: (
+            "<｜tool▁calls▁begin｜>"
+            + (
+                "<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{}<｜tool▁call▁end｜>"
+                "<｜tool▁calls▁begin｜>"
+            )
+            * (n // 60)
+        ),
+        3,
+        id="block-reopened",
+    ),
+    pytest.param(
+        "glm",
+        lambda n: "<tool_call>[" + '{"name": "x", "arguments": {}}, ' * (n // 32),
+        3,
+        id="glm-json",
+    ),
 ]
 
 
