@@ -57,6 +57,8 @@ class DerivedStream(MarkerStream):
     _after_block: ClassVar[Markers | None] = None
     #: Only white space came since the last block of calls closed.
     after_block = False
+    #: A closer written again was named (once a reply).
+    _told_echo = False
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -79,10 +81,12 @@ class DerivedStream(MarkerStream):
         }
         # (a closer that a block's opening words begin with, or that begins them, is theirs)
         words = (*opened, *bare)
+        # (nor the turn's end tokens: where the reply ends, they are its end, not an echo)
+        ends = (*cls.turn_ends,)
         echoes = tuple(
             w
             for w in echo_words(shapes)
-            if not any(m.startswith(w) or w.startswith(m) for m in words)
+            if not any(m.startswith(w) or w.startswith(m) for m in words) and w not in ends
         )
         cls._echoes = frozenset(echoes)
         cls._outputs = dict(cls.tool_outputs)
@@ -138,7 +142,7 @@ class DerivedStream(MarkerStream):
         if opened in self._echoes:
             return Echo(self)
         if opened in self._outputs:
-            return ToolOutput(self, self._outputs[opened])
+            return ToolOutput(self, self._outputs[opened], self.call_stops)
         return super().new_body()
 
     def _text(self, text: str) -> None:
@@ -149,10 +153,12 @@ class DerivedStream(MarkerStream):
     def _close(self, body: Body) -> None:
         if isinstance(body, (Echo, ToolOutput)) and body.status == DONE:
             if isinstance(body, Echo):
-                self._notice(
-                    "recovered-echoed-markup",
-                    f"dropped {self.opened_by} written again after the calls",
-                )
+                if not self._told_echo:  # (once a reply, however often written)
+                    self._told_echo = True
+                    self._notice(
+                        "recovered-echoed-markup",
+                        f"dropped {self.opened_by} written again after the calls",
+                    )
                 self._opening = self._after_block  # type: ignore[misc,assignment]
             else:
                 self._notice(
@@ -200,7 +206,7 @@ class DerivedStream(MarkerStream):
         return False
 
     def _give_back(self, body: Body) -> None:
-        if isinstance(body, Echo) or (
+        if isinstance(body, (Echo, ToolOutput)) or (
             isinstance(body, DerivedBody)
             and (
                 (body.shape.plain_marker and body.marker_only)

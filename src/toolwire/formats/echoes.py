@@ -35,7 +35,8 @@ def echo_words(shapes: tuple[DerivedShape, ...]) -> tuple[str, ...]:
     words: list[str] = []
     for shape in shapes:
         last = shape.trail[-1:] or shape.post[-1:]
-        words += [w for w in last if len(w.strip()) >= 3]  # markup, not a bracket or comma
+        # a tag or a special token: not a bracket, a comma, or Markdown's ``` fence
+        words += [w for w in last if len(w.strip()) >= 3 and w.lstrip()[0] in "<["]
         marker = shape.marker
         if len(marker) > 2 and marker[0] == "[" and marker[-1] == "]" and marker[1] != "/":
             words.append(f"[/{marker[1:]}")
@@ -63,18 +64,32 @@ class Echo(Body):
 
 
 class ToolOutput(Body):
-    """A tool's output the model writes itself, up to its closer (or the reply's end)."""
+    """A tool's output the model writes itself, up to its closer. Where a call's marker
+    comes first, or the reply ends before the closer, the opener was the reply's own words
+    (``the template wraps results in <tool_response> tags``): given back, the stream reading
+    on — unless it came right after a block of calls, where the engine cut a made-up output
+    short: dropped to the reply's end."""
 
-    def __init__(self, stream: MarkerStream, closer: str) -> None:
+    def __init__(self, stream: MarkerStream, closer: str, stops: tuple[str, ...]) -> None:
         super().__init__(stream)
-        self._end = markers((closer,))
+        self._closer = closer
+        self._end = markers((closer, *stops))
+        self._after_block = bool(getattr(stream, "after_block", False))
 
     def feed(self, s: str, i: int) -> int:
-        j, closer = self._end.scan(s, i)
-        if not closer:
+        j, end = self._end.scan(s, i)
+        if not end:
             return j  # (a closer's start at the piece's end is held back)
+        if end != self._closer:  # a call opens first: no output
+            self.status = FAILED
+            self.reason = "a tool output's opener in the reply's words"
+            return j
         self.status = DONE
-        return j + len(closer)
+        return j + len(end)
 
     def end_of_reply(self) -> None:
-        self.status = DONE  # (its closer never came: the rest of the reply was its output)
+        if self._after_block:
+            self.status = DONE
+        else:
+            self.status = FAILED
+            self.reason = "a tool output's opener in the reply's words"

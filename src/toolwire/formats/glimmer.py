@@ -171,8 +171,11 @@ class GlimmerStream(ChannelStream):
         return Route("call", _AtemBody(self, tool))
 
     def _give_back(self, body: Body) -> None:
-        if isinstance(body, _AtemBody) and body.misaddressed and body.state == _OPENING:
-            # no call block opens it: the message's text (its header, as any header, none)
+        if isinstance(body, _AtemBody) and body.misaddressed:
+            # no call block (or none of declared tools) opens it: the message's text, as a
+            # message to the user shows a call's markup (its header, as any header, none)
+            for index, cid in body.started:
+                self._abort(index, cid, body.reason)
             self._text("".join(self._raw[1:]))
             self._body = None
             self._raw = []

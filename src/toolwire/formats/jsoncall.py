@@ -31,6 +31,7 @@ import json
 import re
 from typing import Any
 
+from ..events import NoticeCode
 from ..messages import ToolCall
 from .base import ReplyStream, loads_json
 from .callshape import CallShape
@@ -94,8 +95,12 @@ class JsonCall:
         *,
         announce_at_end: bool = False,
         call_id: str = "",
+        told: list[tuple[NoticeCode, str]] | None = None,
     ) -> None:
         self.stream = stream
+        #: Where the repairs of the call are told once its block is read (a block given
+        #: back tells none); without one, on the stream at once.
+        self.told = told
         self.shape = shape
         self.args_key = shape.args_key
         self.announce_at_end = announce_at_end
@@ -216,7 +221,7 @@ class JsonCall:
             return None, "the call names two tools"
         text = "".join(self._args_text).strip()
         if self.shape.args_repair and self.shape.args_repair in obj:
-            self.stream._notice(
+            self._tell(
                 "recovered-arguments-key",
                 f"read the arguments of {name} under {self.shape.args_repair!r}",
             )
@@ -224,8 +229,14 @@ class JsonCall:
             raw = next((obj[k] for k in self.shape.args_keys if k in obj), None)
             text = raw.strip() if isinstance(raw, str) else json.dumps(args, ensure_ascii=False)
             self.stream._args(self.index, text)
-            self.stream._notice(
+            self._tell(
                 "recovered-arguments-string",
                 f"read the arguments of {name}, written as a string holding their JSON",
             )
         return ToolCall(call_id or self.id, name, args, text), ""
+
+    def _tell(self, code: NoticeCode, message: str) -> None:
+        if self.told is None:
+            self.stream._notice(code, message)
+        elif (code, message) not in self.told:
+            self.told.append((code, message))

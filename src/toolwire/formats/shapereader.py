@@ -471,7 +471,11 @@ class DerivedBody(
             # call is announced once whole, with the model's id, as peers keep it
             late_id = bool(shape.id_key) and not shape.id_first
             self.json_call = JsonCall(
-                self.stream, call_shape, call_id=self.model_id, announce_at_end=late_id
+                self.stream,
+                call_shape,
+                call_id=self.model_id,
+                announce_at_end=late_id,
+                told=self.told,
             )
             self.model_id = ""
             self.state = _JSON

@@ -64,6 +64,8 @@ class WholeReply(DerivedStream):
         self._after_token = ""
         self._after_token_whole = False
         self._ended = False
+        #: A held block's calls are being released where the reply went on (not held again).
+        self._releasing = False
         #: After prose, the reply's last block, held back (see the module's doc).
         self._trail = TrailingBlock() if self._whole and not self.strict else None
         #: No layer above this one reads the stream's content: it may be skipped (_content).
@@ -91,8 +93,8 @@ class WholeReply(DerivedStream):
             # a marker of another form where the reply starts (Mistral's ``[TOOL_CALLS]``
             # beside a bare ``[``): that form's
             form = self._whole.get(text[j]) if status == FAILED else None
-            if form is not None and form.repair and self.strict:
-                form = None  # (a form read only as a repair: see DerivedShape.repair)
+            if form is not None and form.repair and (self.strict or not self.tools.known):
+                form = None  # (a form read only as a repair, of declared tools: DerivedShape)
             if form is None and NAMED.match(text, j) and self.tools.known and not self.strict:
                 form = self._whole.get("")  # a form whose calls begin with their name
             if form is None:
@@ -115,7 +117,7 @@ class WholeReply(DerivedStream):
 
     def hold_whole(self, body: DerivedBody) -> bool:
         """A whole block is read: hold its calls until the reply ends (True), else False."""
-        if self._ended or not body.shape.whole:
+        if self._ended or self._releasing or not body.shape.whole:
             return False
         self._held_block, self._held_raw = body, self._raw
         self.__dict__.pop("_content", None)  # this layer reads what follows (see _content)
@@ -157,7 +159,9 @@ class WholeReply(DerivedStream):
             # the reply opens with calls to declared tools, then prose: the calls stand (their
             # arguments are checked as every call's are), the text after them is the reply's
             self._raw = self._held_raw
+            self._releasing = True  # (not held again: see hold_whole)
             self._close(body)
+            self._releasing = False
             names = ", ".join(dict.fromkeys(c.name[:100] for _, c in body.calls))[:300]
             self._notice(
                 "recovered-leading-call",
@@ -185,6 +189,8 @@ class WholeReply(DerivedStream):
 
     def _text(self, text: str) -> None:
         if self._trail is not None:
+            if self.after_block and text.strip(WS):
+                self.after_block = False  # (text the trail holds is text after the block)
             text = self._trail.feed(text)
         super()._text(text)
 

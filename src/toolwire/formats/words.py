@@ -224,40 +224,37 @@ class WordsStream(ReplyStream):
     def _json_calls(self, text: str, shape: CallShape) -> list[ToolCall] | None:
         """The call the block's JSON is; unless strict, the calls of a list of call objects
         in it (``recovered-call-list``, as the engine reads one where a family frames one
-        call). None when it is no call, or an item is none."""
+        call). None when it is no call, or an item is none. The repairs the block's JSON
+        took are named once, when every call in it is read."""
         if self.strict:
             shape = _ASKED
         obj, repairs, raw = _almost_json(text.strip(), strict=self.strict)
-        if not isinstance(obj, list) or self.strict:
-            call = self._json_call(obj, repairs, raw, shape)
-            return None if call is None else [call]
-        calls = [self._json_call(item, repairs, raw, shape) for item in obj]
-        if not calls or any(call is None for call in calls):
+        items = obj if isinstance(obj, list) and not self.strict else [obj]
+        found = [shape.read(item, self.tools) for item in items]
+        if not items or any(isinstance(f, str) for f in found):
             return None
-        names = ", ".join(dict.fromkeys(call.name for call in calls if call is not None))
-        self._notice("recovered-call-list", f"read a list of calls to {names[:300]} in one block")
-        return [call for call in calls if call is not None]
-
-    def _json_call(
-        self, obj: Any, repairs: tuple[str, ...], raw: bool, shape: CallShape
-    ) -> ToolCall | None:
-        found = shape.read(obj, self.tools)
-        if isinstance(found, str):
-            return None
-        name, args = found
+        calls = [
+            ToolCall("", f[0], f[1], json.dumps(f[1], ensure_ascii=False))
+            for f in found
+            if not isinstance(f, str)
+        ]
+        names = ", ".join(dict.fromkeys(call.name for call in calls))
         if raw:
-            raw_controls_notice(self, name)
+            raw_controls_notice(self, names)
         if repairs:
             self._notice(
                 "recovered-repairs",
-                f"the call to {name} was read with repairs: {', '.join(repairs)}",
+                f"the call to {names} was read with repairs: {', '.join(repairs)}",
             )
-        if _loose_keys(obj):
+        if any(_loose_keys(item) for item in items):
             self._notice(
                 "recovered-call-keys",
-                f"the call to {name} gave its arguments under another key or as text",
+                f"the call to {names} gave its arguments under another key or as text",
             )
-        return ToolCall("", name, args, json.dumps(args, ensure_ascii=False))
+        if items is not obj or not isinstance(obj, list):
+            return calls
+        self._notice("recovered-call-list", f"read a list of calls to {names[:300]} in one block")
+        return calls
 
     def _tagged(self, body: str) -> list[ToolCall] | None:
         inner = body.strip()
