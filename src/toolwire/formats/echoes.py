@@ -10,7 +10,9 @@
   result (DeepSeek's ``<｜tool▁output▁begin｜>…<｜tool▁output▁end｜>``, Qwen's
   ``<tool_response>…</tool_response>``; ``Syntax.tool_outputs``), anywhere in the reply: never
   shown and never believed, named ``ignored-tool-response``, as the reader for tools in words
-  treats its ``<tool_response>``. A block its closer never ends runs to the reply's end.
+  treats its ``<tool_response>``. Where its closer never comes, or a call's marker comes
+  first, the opener was the reply's own words and stays text (the stream reads on), unless it
+  came right after a block of calls: an output the engine cut short, dropped to the end.
 
 Both are repairs of the reply's text: strict reading keeps it as written. Each body reads
 its text once, so the work stays linear in the reply.
