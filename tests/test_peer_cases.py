@@ -310,7 +310,7 @@ LATER = {name: bench.load(name) for name in ("ollama_cases.json", "engines_cases
 LATER_OUT = {name: bench.run_all(doc) for name, doc in LATER.items()}
 #: The development cases that pass: a floor, raised as the engine reads more (first measured,
 #: before any change for them: Ollama 231/278, LMDeploy and TensorRT-LLM 110/117).
-LATER_FLOOR = {"ollama_cases.json": 245, "engines_cases.json": 113}
+LATER_FLOOR = {"ollama_cases.json": 246, "engines_cases.json": 113}
 
 
 @pytest.mark.parametrize("name", sorted(LATER))
