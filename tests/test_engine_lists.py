@@ -237,3 +237,58 @@ def test_the_arguments_under_the_other_key_models_write_are_read(
     assert [(c.name, c.arguments) for c in result.calls] == [("get_weather", {"city": "Paris"})]
     assert "recovered-arguments-key" in _codes(family, TOOLS, reply)
     assert family.parse(reply, TOOLS, strict=True).calls == []
+
+
+def _python_lists() -> list[str]:
+    """The declared families whose calls are a list of Python calls inside closing words."""
+    return sorted(
+        name
+        for name, syntax in DECLARED.items()
+        if syntax.shape.kind == "name-python" and syntax.shape.trail
+    )
+
+
+def test_the_python_lists_are_those_expected() -> None:
+    assert {"olmo3", "lfm2", "pythonic", "tagged-pythonic"} <= set(_python_lists())
+
+
+#: Values that are no Python literal a call's arguments may hold: a bytes value, a number
+#: past a float's range, and one inside a nested list after a string holding ``)``.
+_NO_LITERAL = ["b'z'", "1e999", "[1, (2, 'a)'), b'']"]
+
+
+@pytest.mark.parametrize("value", _NO_LITERAL)
+@pytest.mark.parametrize("name", _python_lists())
+def test_a_python_call_whose_value_is_no_literal_is_left_out_and_the_others_are_read(
+    name: str, value: str
+) -> None:
+    """Issue 39's one malformed element, for lists of Python calls (Olmo 3's peers read the
+    good calls of ``<function_calls>bad(x=b'z')\\nget_weather(…)``): the broken call given
+    back as text with a ``call-not-read`` notice, the others read, strict refusing it."""
+    import re
+
+    syntax = DECLARED[name]
+    calls = [("get_weather", {"city": "Paris"}), ("get_time", {"zone": "UTC"})]
+    reply = syntax.reply([*calls, ("get_weather", {"city": "Rome"})])
+    reply, n = re.subn(r"""zone=(['"])UTC\1""", f"zone={value}", reply)
+    assert n == 1
+    family = get_family(name)
+    events = _every_split(family, TOOLS, reply, False)
+    result = assemble(events)
+    assert [(c.name, c.arguments) for c in result.calls] == [
+        ("get_weather", {"city": "Paris"}),
+        ("get_weather", {"city": "Rome"}),
+    ]
+    assert result.content.strip() == f"get_time(zone={value})"  # given back, nothing lost
+    assert [e.code for e in events if isinstance(e, Notice)] == ["call-not-read"]
+    strict = family.parse(reply, TOOLS, strict=True)
+    assert strict.calls == [] and strict.content == reply
+
+
+@pytest.mark.parametrize(
+    ("name", "reply"),
+    [("olmo3", "<function_calls>bad(x=b'z')</function_calls>"), ("pythonic", "[bad(x=b'z')]")],
+)
+def test_a_python_list_none_of_whose_calls_is_read_stays_text(name: str, reply: str) -> None:
+    result = get_family(name).parse(reply, TOOLS)
+    assert result.calls == [] and result.content == reply

@@ -223,14 +223,6 @@ KNOWN_FAILURES = {
         "a block the reply ended in after a whole call is read, for every syntax "
         "(recovered-unclosed-tag)"
     ),
-    **dict.fromkeys(
-        (
-            "olmo3:test_bad_sibling_call_does_not_drop_good_calls[False]",
-            "olmo3:test_non_finite_argument_rejected",
-        ),
-        "a call that is no call (a bytes value, a number past a float's range) breaks its "
-        "block: the engine leaves out a bad item only in a JSON list",
-    ),
     "sglang.step3:TestStep3Detector.test_detect_and_parse_non_function_call_ignored": (
         "markup that is no call stays text with a call-not-read notice, for every family; "
         "SGLang drops it"

@@ -17,7 +17,7 @@ from .jsonsteps import IN_LIST
 from .listitems import ItemEnd
 from .markerstream import DONE, FAILED, OPEN, WS, Body, MarkerStream, expect_any, expect_literal
 from .scan import markers
-from .tagsteps import _BETWEEN, _CALL, _END, _LITS, _NEXT, _RESYNC, _SKIP
+from .tagsteps import _ARGS, _BETWEEN, _CALL, _END, _LITS, _NEXT, _RESYNC, _SKIP
 from .textargs import TextArgs
 
 if TYPE_CHECKING:
@@ -70,6 +70,7 @@ class BlockEnds(Body):
     json_call: object
 
     listed: bool
+    py_listed: bool
     opened_by: str
     turn_ended: bool
     call_mark: int
@@ -82,6 +83,8 @@ class BlockEnds(Body):
         def words(self, words: tuple[str, ...], then: int) -> None: ...
 
         def python_ends(self) -> None: ...
+
+        def python_broken(self) -> ItemEnd | None: ...
 
     def _left_item(self, item: ItemEnd, i: int) -> tuple[int, bool]:
         """Unless strict, an item of a list that is not a call (the body failed on it) is
@@ -111,6 +114,11 @@ class BlockEnds(Body):
             return False
         if self.bare or self.unopened or self.item_end is not None:
             return False
+        item = None
+        if self.py_listed:  # (a list of Python calls: the rest of the broken one, found so)
+            item = self.python_broken() if self.state == _ARGS else None
+            if item is None:
+                return False
         self.call_text.append(text)
         self.item_problem = self.reason
         self.status, self.reason = OPEN, ""
@@ -123,6 +131,15 @@ class BlockEnds(Body):
         self.call = None
         self.json_call = None
         self.index, self.model_id, self.key = -1, "", ""
+        if item is not None:
+            text = "".join(self.call_text).lstrip(WS)
+            if self.shape.next_call and text.startswith(self.shape.next_call[0]):
+                text = text[len(self.shape.next_call[0]) :].lstrip(WS)  # (the separator)
+            item.parts.append(text)
+            self.call_text = []
+            self.item_end = item
+            self.state = _SKIP
+            return True
         self.state = _RESYNC
         return True
 
@@ -280,6 +297,8 @@ class BlockEnds(Body):
         ):
             # nothing between two calls (one a line: Olmo 3's, MiniMax M1's): the next begins
             self.state = _CALL
+            self.call_mark = k  # (the next call's text starts here: see feed)
+            self.calls_before = len(self.calls)
             return k, True
         if self.listed and s[k] == "{" and not self.stream.strict:
             # the separator left out between two items: the next call is here

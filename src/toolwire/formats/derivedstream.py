@@ -183,7 +183,7 @@ class DerivedStream(MarkerStream):
         if body.no_tool and not body.calls:
             self._notice("directly-answer", "the model chose to answer in text, not a tool")
         super()._close(body)
-        whole = "list" if body.listed else "block"
+        whole = "list" if body.listed or (body.py_listed and body.shape.next_call) else "block"
         for text, problem in body.left:
             self._notice(
                 "call-not-read",

@@ -7,7 +7,9 @@ object that is no call. Peers read the other calls; so does the engine, unless s
 item is left out, its text given back as text with a ``call-not-read`` notice. To go on, the
 reader must find where the item ends: at the first ``,`` or the list's closing word at the
 item's own level, outside strings (one call a line: where the item's object closes).
-:class:`ItemEnd` finds it, fed the text as it streams, each character looked at once.
+:class:`ItemEnd` finds it, fed the text as it streams, each character looked at once. A list
+of Python calls (Llama 4's, LFM2's, Olmo 3's one a line) is the same with Python's brackets
+and quotes: a call whose value is no literal (``bad(x=b'z')``) is left out so.
 """
 
 from __future__ import annotations
@@ -16,27 +18,39 @@ import re
 
 __all__ = ["ItemEnd"]
 
-_IN_STRING = re.compile(r'["\\]')
+#: What ends a string, or escapes in it, by its quote.
+_IN_STRING = {q: re.compile("[" + re.escape(q) + r"\\]") for q in "\"'"}
 
 
 class ItemEnd:
     """Finds the end of a list item from where its reading broke: ``depth`` objects and
     lists were open there (the item's own included), inside a string or not."""
 
-    __slots__ = ("_depth", "_end", "_escape", "_in_string", "_lines", "_special", "parts")
+    __slots__ = ("_depth", "_end", "_escape", "_lines", "_opens", "_quote", "_special", "parts")
 
     def __init__(
-        self, closer: str, depth: int = 0, in_string: bool = False, *, lines: bool = False
+        self,
+        closer: str,
+        depth: int = 0,
+        in_string: bool = False,
+        *,
+        lines: bool = False,
+        python: bool = False,
     ) -> None:
         self._depth = depth
-        self._in_string = in_string
+        #: The quote of the string the item broke in, "" outside one.
+        self._quote = '"' if in_string else ""
+        #: Python's brackets and quotes (a list of Python calls), else JSON's.
+        self._opens = "{[(" if python else "{["
         #: Nothing is written between two items (one a line, MiniMax M1's): an item ends
         #: where the object or list it opened closes.
         self._lines = lines
         self._escape = False
         #: The first character of the list's closing word: it ends the item at its level.
         self._end = closer[:1] or "]"
-        self._special = re.compile("[" + re.escape('"{}[],' + self._end) + "]")
+        quotes = "\"'" if python else '"'
+        brackets = "{}[]()" if python else "{}[]"
+        self._special = re.compile("[" + re.escape(quotes + brackets + "," + self._end) + "]")
         #: The item's text read so far.
         self.parts: list[str] = []
 
@@ -45,15 +59,15 @@ class ItemEnd:
         consumed), or ``len(s)`` when more is needed."""
         n = len(s)
         start = i
-        if self._lines and self._depth == 0 and not self._in_string:
+        if self._lines and self._depth == 0 and not self._quote:
             return i  # the item is whole already
         while i < n:
-            if self._in_string:
+            if self._quote:
                 if self._escape:
                     self._escape = False
                     i += 1
                     continue
-                m = _IN_STRING.search(s, i)
+                m = _IN_STRING[self._quote].search(s, i)
                 if m is None:
                     i = n
                     break
@@ -61,7 +75,7 @@ class ItemEnd:
                 if m.group() == "\\":
                     self._escape = True
                 else:
-                    self._in_string = False
+                    self._quote = ""
                 continue
             m = self._special.search(s, i)
             if m is None:
@@ -69,14 +83,14 @@ class ItemEnd:
                 break
             c = m.group()
             j = m.start()
-            if c == '"':
-                self._in_string = True
-            elif c in "{[":
+            if c in "\"'":
+                self._quote = c
+            elif c in self._opens:
                 self._depth += 1
             elif self._depth == 0 and c in "," + self._end:
                 self.parts.append(s[start:j])
                 return j
-            elif c in "}]":
+            elif c in "}])":
                 self._depth = max(0, self._depth - 1)
                 if self._lines and self._depth == 0:
                     self.parts.append(s[start : j + 1])

@@ -170,6 +170,16 @@ class LiteralReader:
         self._blank = ""  # unquoted text's trailing white space, emitted once text follows
         self._opened = 0  # the parentheses unquoted text opened and has not closed
 
+    @property
+    def depth(self) -> int:
+        """How many lists and mappings are open where reading stopped."""
+        return len(self._stack)
+
+    @property
+    def in_string(self) -> bool:
+        """Whether reading stopped inside a string (or a raw run of text)."""
+        return self._state in (_STRING, _RAW)
+
     # ------------------------------------------------------------------ feeding
 
     def feed(self, s: str, i: int) -> int:

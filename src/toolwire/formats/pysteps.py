@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..events import NoticeCode
 from ..messages import ToolCall
 from .dialects import DIALECTS, PYTHON
+from .listitems import ItemEnd
 from .markerstream import OPEN, WS, Body, MarkerStream
 from .pyliteral import LiteralReader
 from .textargs import NameReader
@@ -115,6 +116,18 @@ class PySteps(Body):
             self.py_keys = NameReader("=,)" + WS, "argument name")
             self.py_state = _KEY
         return i + 1, True
+
+    def python_broken(self) -> ItemEnd | None:
+        """Where a call of a list of Python calls broke inside its parentheses (a value that
+        is no literal, a positional argument), what finds the rest of it, so that it is left
+        out and the list's other calls read (:mod:`.listitems`); None where it broke before
+        its ``(`` or inside a string, where its end cannot be found for certain."""
+        value = self.py_value
+        if self.py_state == _OPEN or (value is not None and value.in_string):
+            return None
+        shape = self.shape
+        depth = 1 + (value.depth if value is not None else 0)
+        return ItemEnd(shape.trail[0], depth, lines=not shape.next_call, python=True)
 
     def python_ends(self) -> None:
         """The reply ended in a Python call's value: what was held back to see what follows

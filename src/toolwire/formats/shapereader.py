@@ -179,9 +179,13 @@ class DerivedBody(
         self.name_stops, self.key_stops, strict_ends, lenient_ends = shape_stops(shape)
         self.value_ends = strict_ends if self.stream.strict else lenient_ends
         self.keys = Name(self.key_stops, "argument name")
+        #: A list of Python calls: one that breaks in its parentheses is left out (see
+        #: BlockEnds.leave_call).
+        self.py_listed = shape.kind == "name-python" and bool(shape.trail)
+        self.py_listed = self.py_listed and not shape.trail_optional
         #: Each call is framed by words in a block: a broken one may be left out (see
         #: BlockEnds.leave_call).
-        self.framed = shape_frames(shape) and not self.stream.strict
+        self.framed = (shape_frames(shape) or self.py_listed) and not self.stream.strict
 
     def words(self, words: Words, then: int) -> None:
         """Match ``words`` next, then go on in state ``then``."""
