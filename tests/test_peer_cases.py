@@ -315,7 +315,7 @@ LATER_OUT = {name: bench.run_all(doc) for name, doc in LATER.items()}
 #: The development cases that pass: a floor, raised as the engine reads more (first measured,
 #: before any change for them: Ollama 231/278, LMDeploy and TensorRT-LLM 110/117; mlx-lm,
 #: mistral.rs and transformers 55/71).
-LATER_FLOOR = {"ollama_cases.json": 246, "engines_cases.json": 113, "more_cases.json": 55}
+LATER_FLOOR = {"ollama_cases.json": 246, "engines_cases.json": 113, "more_cases.json": 58}
 
 
 @pytest.mark.parametrize("name", sorted(LATER))

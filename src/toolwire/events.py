@@ -79,6 +79,8 @@ NoticeCode = Literal[
     "recovered-echoed-markup",
     "recovered-recipient",
     "recovered-block-reopened",
+    "recovered-calls-one-block",
+    "recovered-closer-missing",
     "recovered-bare-id",
     "recovered-misspelt-tag",
     "recovered-separator-missing",
@@ -164,6 +166,10 @@ NOTICES: dict[NoticeCode, str] = {
     "was read, its invokes naming the tools",
     "recovered-block-reopened": "calls whose block was opened again before it closed were "
     "read as one block",
+    "recovered-calls-one-block": "several calls written in one framing that holds one call "
+    "were read",
+    "recovered-closer-missing": "a call whose own closing word was left out where its "
+    "block's closing word came was read",
     "recovered-bare-id": "a call whose id lacks its tool's namespace, or names no tool, was "
     "read: the tool it names, or the one declared tool its arguments fit",
     "recovered-misspelt-tag": "a call with a damaged tag (a closing or wrapper tag misspelt, "

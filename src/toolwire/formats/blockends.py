@@ -155,6 +155,43 @@ class BlockEnds(Body):
         self.state = _NEXT
         return stop, False  # (the piece's text up to here is the broken call's: see feed)
 
+    def one_block(self, s: str, i: int) -> bool | None:
+        """Unless strict, another call where a block that holds one call was to close, its
+        own closing words written: the call's opening words after the block's
+        (``<|tool_call>call:f{…}call:g{…}<tool_call|>``, Qwen XML's ``<function=`` twice in
+        one ``<tool_call>``), or, where the block's word alone opens a call, a JSON call
+        object (``<tool_call>{…}{…}</tool_call>``). Read in the same block, named
+        (``recovered-calls-one-block``). True when read (the call's words are next), False to
+        wait, None when this is not that."""
+        shape = self.shape
+        if (
+            self.stream.strict
+            or self.bare
+            or self.unopened
+            or shape.trail
+            or not shape.post
+            or shape.next_call != shape.opening
+            or self.todo != list(shape.post[-1:])
+        ):
+            return None
+        inner = shape.opening[1:]
+        if inner:
+            status, _j = expect_literal(s, i, inner[0])
+            if status == OPEN:
+                return False
+            if status == FAILED:
+                return None
+        elif shape.kind != "json" or s[i] != "{":
+            return None
+        if not any(code == "recovered-calls-one-block" for code, _ in self.told):
+            what = f"read calls written one after another in one {shape.marker}"
+            self.told.append(("recovered-calls-one-block", what))
+        self.opened_by = inner[-1] if inner else shape.opening[-1]
+        self.call_mark = i  # (the next call's text starts here: see feed)
+        self.calls_before = len(self.calls)
+        self.words(inner, _CALL)
+        return True
+
     def _bare_read(self, i: int) -> int:
         """A call opened where words were left out, none of their closing words written, is
         whole before ``s[i]``: read when it names a declared tool, unless strict (nothing

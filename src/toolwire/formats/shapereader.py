@@ -320,6 +320,10 @@ class DerivedBody(
                     step = self.bare_after_marker(s, i, _CALL) or self.damaged(s, i, _CALL)
                     if step is not None:
                         return step
+            if self.then == _NEXT and self.calls:
+                went = self.one_block(s, i)  # another call before the block's closer?
+                if went is not None:
+                    return i, went
             if self.bare and self.then == _NEXT:  # the left-out words' closers were due
                 status, j = expect_literal(s, i, self.shape.opening[self.shape.left_out])
                 if status == OPEN:

@@ -115,6 +115,19 @@ class TagForms(Body):
             self.keys = Name(self.key_stops, "argument name")
             self.words(shape.key_open[1:], _KEY)
             return j, True
+        if status == FAILED and len(shape.post) > 1 and not self.stream.strict:
+            # the call's own closing word left out, the block's written (Qwen XML's
+            # </function> before </tool_call>): the call ends here, named
+            status, j, word = expect_any(s, i, shape.post[1:2])
+            if status == OPEN:
+                return i, False
+            if status == DONE:
+                assert self.call is not None
+                what = f"read a call to {self.call.name[:100]} written without {shape.post[0]}"
+                self.told.append(("recovered-closer-missing", what))
+                self.end_call()
+                self.words(shape.post[2:], _NEXT)
+                return j, True
         if status == FAILED and shape.post:
             return self.fail(i, f"expected {opener} or {shape.post[0]}"), False
         self.end_call()  # the call's own closing words came (or it has none)
