@@ -156,12 +156,18 @@ def _tag_named(shape: DerivedShape) -> bool:
     return shape.kind in kinds and not shape.json_too and last.endswith((">", "|"))
 
 
+def _own_json(forms: tuple[DerivedShape, ...], shape: DerivedShape) -> bool:
+    """Another form at the same marker is a JSON call object: one there is the family's own
+    grammar (LongCat writes its call either way), no repair."""
+    return any(f.marker == shape.marker and f.kind == "json" for f in forms if f is not shape)
+
+
 #: (family, form) of every declared form whose name comes right after a tag.
 TAGGED = [
     (name, i)
     for name, syntax in DECLARED.items()
     for i, shape in enumerate(syntax.forms)
-    if _tag_named(shape)
+    if _tag_named(shape) and not _own_json(syntax.forms, shape)
 ]
 
 

@@ -112,6 +112,14 @@ MY_VALID["internlm2"].append(  # SGLang's detector: a space between the tokens
         [("get_weather", {"city": "Paris"})],
     )
 )
+MY_VALID["longcat"].append(  # GLM's tags in LongCat's words, as mlx-lm's LongCat reader takes
+    (
+        "<longcat_tool_call>get_weather\n<longcat_arg_key>city</longcat_arg_key>\n"
+        "<longcat_arg_value>Paris</longcat_arg_value>\n</longcat_tool_call>",
+        "",
+        [("get_weather", {"city": "Paris"})],
+    )
+)
 
 MY_NEAR_MISSES: dict[str, list[str]] = {
     "internlm2": [
@@ -124,6 +132,8 @@ MY_NEAR_MISSES: dict[str, list[str]] = {
     "longcat": [
         '<longcat_tool_call>{"name": "get_weather", "arguments": {"city": "Par',
         "<longcat_tool_call>not json</longcat_tool_call>",
+        "<longcat_tool_call>get_weather<longcat_arg_key>city</longcat_arg_key>"
+        "<longcat_arg_value>Par",
     ],
     "step3": [
         "<｜tool_calls_begin｜><｜tool_call_begin｜>action<｜tool_sep｜>"

@@ -150,15 +150,28 @@ INTERNLM2 = Syntax(
 )
 
 #: LongCat Flash: Hermes's calls in its own tags, ``<longcat_tool_call>{"name": NAME,``
-#: ``"arguments": {...}}</longcat_tool_call>``.
+#: ``"arguments": {...}}</longcat_tool_call>``; or GLM's tags in LongCat's words,
+#: ``<longcat_tool_call>NAME<longcat_arg_key>K</longcat_arg_key><longcat_arg_value>V``
+#: ``</longcat_arg_value>…</longcat_tool_call>`` (mlx-lm's LongCat reader takes both).
 LONGCAT = Syntax(
     name="longcat",
-    label="LongCat <longcat_tool_call> JSON (LongCat Flash)",
+    label="LongCat <longcat_tool_call> JSON or NAME<longcat_arg_key>… (LongCat Flash)",
     shape=DerivedShape(
         kind="json",
         opening=("<longcat_tool_call>",),
         post=("</longcat_tool_call>",),
         next_call=("<longcat_tool_call>",),
+    ),
+    also=(
+        DerivedShape(
+            kind="tags",
+            opening=("<longcat_tool_call>",),
+            key_open=("<longcat_arg_key>",),
+            key_mid=("</longcat_arg_key>", "<longcat_arg_value>"),
+            value_end=("</longcat_arg_value>",),
+            post=("</longcat_tool_call>",),
+            next_call=("<longcat_tool_call>",),
+        ),
     ),
     reasoning=THINK,
 )

@@ -467,6 +467,10 @@ class DerivedBody(
         ):
             return i + 1, True
         if kind == "json" or sibling or (shape.json_too and s[i] == "{"):
+            if s[i] != "{" and kind == "json" and not self.calls:
+                went = self._other_form(s, i)  # a form at the same marker written otherwise?
+                if went is not None:
+                    return i, went
             if s[i] != "{":
                 after = self.opened_by.replace(NUMBER, "0")
                 self.fail(i, f"no JSON object after {after}")
