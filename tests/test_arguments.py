@@ -62,6 +62,12 @@ NORMALISE = [
     ('{"count": "3"}', {"count": 3}, "number-from-string"),
     ('{"ratio": "2.5"}', {"ratio": 2.5}, "number-from-string"),
     ('{"count": "3.0"}', {"count": 3}, "number-from-string"),
+    # leading zeros (a clock's hour, transformers' Qwen3 case) and white space around a
+    # tagged value's number (vLLM's Step3 case) mean nothing but the number
+    ('{"count": "007"}', {"count": 7}, "number-from-string"),
+    ('{"ratio": "0.50"}', {"ratio": 0.5}, "number-from-string"),
+    ('{"count": " 4 "}', {"count": 4}, "number-from-string"),
+    ('{"flag": " true\n"}', {"flag": True}, "boolean-from-string"),
     ('{"count": 3.0}', {"count": 3}, "integer-from-float"),
     ('{"flag": "true"}', {"flag": True}, "boolean-from-string"),
     ('{"flag": "false"}', {"flag": False}, "boolean-from-string"),
@@ -106,6 +112,9 @@ def test_strict_refuses_each_normalisation(raw: str, expected: Any, repair: str)
         ('{"flag": "yes"}', "flag"),
         ('{"flag": "1"}', "flag"),
         ('{"count": "3 items"}', "count"),
+        ('{"count": "3 4"}', "count"),
+        ('{"count": "0x1F"}', "count"),
+        ('{"count": "+3"}', "count"),
         ('{"count": "about 3"}', "count"),
         ('{"count": 3.5}', "count"),
         ('{"mode": "SLOW"}', None),  # exact option: fine

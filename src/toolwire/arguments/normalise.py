@@ -2,7 +2,8 @@
 
 Each change undoes one slip small models make, is named on the result, and never invents a
 value: a field the tool does not take is dropped; ``"3"`` becomes 3 where a number is wanted
-and ``3.0`` becomes 3 for an integer; exactly ``"true"``/``"false"`` become booleans, and
+(``" 3 "`` and ``"007"`` too: white space around it, zeros before it, mean nothing but the
+number) and ``3.0`` becomes 3 for an integer; exactly ``"true"``/``"false"`` become booleans, and
 Python's ``"True"``/``"False"`` too (a template that quotes every value of a Python call,
 ``urgent="False"``, teaches its model to); a list or object sent as JSON text is read; one
 value where a list is wanted becomes a list of one; an enum option in the wrong case becomes
@@ -41,7 +42,9 @@ from .schema import (
 
 __all__ = ["Normalised", "normalise"]
 
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+#: A number written as text: JSON's, and with leading zeros (``"007"``, a clock's hour), which
+#: mean nothing but the number; white space around it is read past.
+_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _MAX_NUMBER_CHARS = 400
 _EXACT_FLOAT_INT = 2**53
 #: Numbers written with more digits than this (counting the exponent) stay text.
@@ -222,14 +225,15 @@ def _as_number(text: str, types: set[str]) -> Any:
 
 def _coerce(value: Any, types: set[str], ctx: _Ctx, depth: int) -> Any:
     if isinstance(value, str) and "string" not in types:
+        word = value.strip()  # (a tagged value's text, the template's white space around it)
         if types & {"number", "integer"}:
-            number = _as_number(value, types)
+            number = _as_number(word, types)
             if number is not None:
                 ctx.repair("number-from-string")
                 return number
-        if "boolean" in types and value in _BOOLEAN_TEXTS:
+        if "boolean" in types and word in _BOOLEAN_TEXTS:
             ctx.repair("boolean-from-string")
-            return _BOOLEAN_TEXTS[value]
+            return _BOOLEAN_TEXTS[word]
         if types & {"array", "object"} and value.lstrip()[:1] in ("[", "{"):
             try:
                 read = read_json(value, max_depth=max(1, MAX_ARGUMENT_DEPTH - depth))
