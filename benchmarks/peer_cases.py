@@ -6,7 +6,8 @@ parser tests (transcribed), and the peers' cases of grammars added later
 (``new_family_cases.json``: InternLM2, Olmo 3, FunctionGemma, xLAM, Step3, LongCat, ...), and
 the parser tests of Ollama, LMDeploy and TensorRT-LLM collected later (``ollama_cases.json``,
 ``engines_cases.json``), and those of mlx-lm, mistral.rs and transformers
-(``more_cases.json``). Each
+(``more_cases.json``), and Dynamo's tool-calling conformance fixtures and vllm-mlx's parser
+tests (``dynamo_cases.json``). Each
 names a template (llama.cpp) or a parser (vLLM, SGLang); the tables below say which toolwire
 family reads it. The SGLang and the later cases are split by a fixed rule into development
 (``tests/fixtures/peer/``) and held out (``tests/fixtures/held_out/``, read here and by no
@@ -158,14 +159,15 @@ READ_AS: dict[str, str] = {
 
 #: The collections split into development and held out by the hash rule
 #: (``tests/fixtures/held_out/README.md``); the later ones were collected after the engine was
-#: built: Ollama's parser tests, LMDeploy's and TensorRT-LLM's, and mlx-lm's, mistral.rs's and
-#: transformers'.
+#: built: Ollama's parser tests, LMDeploy's and TensorRT-LLM's, mlx-lm's, mistral.rs's and
+#: transformers', and Dynamo's conformance fixtures with vllm-mlx's tests.
 SPLIT = (
     "sglang_cases.json",
     "new_family_cases.json",
     "ollama_cases.json",
     "engines_cases.json",
     "more_cases.json",
+    "dynamo_cases.json",
 )
 
 
