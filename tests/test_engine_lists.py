@@ -260,7 +260,7 @@ def test_the_python_lists_are_those_expected() -> None:
 
 #: Values that are no Python literal a call's arguments may hold: a bytes value, a number
 #: past a float's range, and one inside a nested list after a string holding ``)``.
-_NO_LITERAL = ["b'z'", "1e999", "[1, (2, 'a)'), b'']"]
+_NO_LITERAL = ["b'z'", "1e999", "[1, (2, 'a)'), b'q']"]
 
 
 @pytest.mark.parametrize("value", _NO_LITERAL)
@@ -298,3 +298,59 @@ def test_a_python_call_whose_value_is_no_literal_is_left_out_and_the_others_are_
 def test_a_python_list_none_of_whose_calls_is_read_stays_text(name: str, reply: str) -> None:
     result = get_family(name).parse(reply, TOOLS)
     assert result.calls == [] and result.content == reply
+
+
+def test_a_python_call_after_a_semicolon_is_left_out_alone() -> None:
+    """``a(); bad(); b()`` on one line: only the broken call is left out."""
+    reply = "<function_calls>get_weather(city='Paris'); bad(x=b'z'); get_weather(city='Rome')"
+    reply += "</function_calls>"
+    family = get_family("olmo3")
+    result = assemble(_every_split(family, TOOLS, reply, False))
+    assert [c.arguments["city"] for c in result.calls] == ["Paris", "Rome"]
+    assert result.content.strip() == "bad(x=b'z')"
+
+
+@pytest.mark.parametrize(
+    ("name", "reply"),
+    [
+        # a triple-quoted string: a bracket count cannot pair its quotes, so no call in it
+        (
+            "pythonic",
+            "<|python_start|>[get_time(zone=b'''a'), get_weather(city=\"Paris\"), "
+            "get_time(zone=b'c''')]<|python_end|>",
+        ),
+        # a positional argument: prose or code, not a call to leave out
+        ("pythonic", "[get_weather(city='Paris'), get_time(x, y)] are the two calls I'd make."),
+        ("olmo3", "<function_calls>\nget_weather(city='Paris')\nget_time(zone)\n</function_calls>"),
+    ],
+)
+def test_a_python_list_whose_broken_call_cannot_be_ended_for_certain_is_text(
+    name: str, reply: str
+) -> None:
+    family = get_family(name)
+    result = assemble(_every_split(family, TOOLS, reply, False))
+    assert result.calls == [] and result.content == reply
+
+
+def test_a_broken_first_call_gives_back_its_own_text() -> None:
+    reply = "<|python_start|>[get_time(zone=b'z'), get_weather(city='Paris')]<|python_end|>"
+    result = get_family("pythonic").parse(reply, TOOLS)
+    assert [c.name for c in result.calls] == ["get_weather"]
+    assert result.content == "get_time(zone=b'z')"
+
+
+def test_the_rest_of_a_broken_call_is_held_no_further_than_its_bound() -> None:
+    """A broken call that never ends: past MAX_ITEM the block is text, and the reply after it
+    streams as it comes, not held to the end."""
+    from toolwire.events import TextDelta
+    from toolwire.formats.listitems import MAX_ITEM
+
+    stream = get_family("olmo3").stream(TOOLS)
+    stream.feed("<function_calls>\nget_weather(city='Paris')\nbad(x=b'z'\n</function_calls>\n")
+    piece = "I'll explain (more) here. "
+    shown = 0
+    for _ in range(2 * MAX_ITEM // len(piece)):
+        shown += sum(len(e.text) for e in stream.feed(piece) if isinstance(e, TextDelta))
+    assert shown > MAX_ITEM // 2
+    result = assemble(stream.finish())
+    assert result.calls == []

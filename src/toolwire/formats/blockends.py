@@ -133,8 +133,10 @@ class BlockEnds(Body):
         self.index, self.model_id, self.key = -1, "", ""
         if item is not None:
             text = "".join(self.call_text).lstrip(WS)
-            if self.shape.next_call and text.startswith(self.shape.next_call[0]):
-                text = text[len(self.shape.next_call[0]) :].lstrip(WS)  # (the separator)
+            # (the words before the call: the separator, or the block's opening words)
+            for word in (*self.shape.next_call[:1], *self.shape.opening[1:]):
+                if text.startswith(word):
+                    text = text[len(word) :].lstrip(WS)
             item.parts.append(text)
             self.call_text = []
             self.item_end = item
@@ -322,6 +324,8 @@ class BlockEnds(Body):
         bare_json = shape.kind == "json" and not (shape.trail or shape.post)
         if shape.kind == "name-python" and not shape.next_call and s[k] == ";":
             self.state = _CALL  # Python's statement separator: two calls on one line
+            self.call_mark = k + 1  # (the next call's text starts here: see feed)
+            self.calls_before = len(self.calls)
             return k + 1, True
         if bare_json and not shape.next_call and s[k] == ";":
             return self._semicolon(s, i, k)

@@ -16,7 +16,11 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ItemEnd"]
+__all__ = ["MAX_ITEM", "ItemEnd"]
+
+#: The rest of an item that is not a call is looked through this far at most: past it the
+#: list is no list (its text goes out as text, not held while an end may come).
+MAX_ITEM = 64 * 1024
 
 #: What ends a string, or escapes in it, by its quote.
 _IN_STRING = {q: re.compile("[" + re.escape(q) + r"\\]") for q in "\"'"}
@@ -26,7 +30,20 @@ class ItemEnd:
     """Finds the end of a list item from where its reading broke: ``depth`` objects and
     lists were open there (the item's own included), inside a string or not."""
 
-    __slots__ = ("_depth", "_end", "_escape", "_lines", "_opens", "_quote", "_special", "parts")
+    __slots__ = (
+        "_depth",
+        "_end",
+        "_escape",
+        "_lines",
+        "_opens",
+        "_python",
+        "_quote",
+        "_size",
+        "_special",
+        "_string",
+        "failed",
+        "parts",
+    )
 
     def __init__(
         self,
@@ -41,7 +58,14 @@ class ItemEnd:
         #: The quote of the string the item broke in, "" outside one.
         self._quote = '"' if in_string else ""
         #: Python's brackets and quotes (a list of Python calls), else JSON's.
+        self._python = python
         self._opens = "{[(" if python else "{["
+        #: Characters in the string being read (Python: an empty one may be a triple quote).
+        self._string = 1 if in_string else 0
+        self._size = 0
+        #: The item's end cannot be found for certain (a triple-quoted Python string, whose
+        #: quotes a bracket count cannot pair; an item past MAX_ITEM): the list is no list.
+        self.failed = False
         #: Nothing is written between two items (one a line, MiniMax M1's): an item ends
         #: where the object or list it opened closes.
         self._lines = lines
@@ -65,15 +89,21 @@ class ItemEnd:
             if self._quote:
                 if self._escape:
                     self._escape = False
+                    self._string += 1
                     i += 1
                     continue
                 m = _IN_STRING[self._quote].search(s, i)
                 if m is None:
+                    self._string += n - i
                     i = n
                     break
+                self._string += m.start() - i
                 i = m.end()
                 if m.group() == "\\":
                     self._escape = True
+                elif self._python and not self._string:
+                    self.failed = True  # (an empty string: perhaps a triple quote's start)
+                    return n
                 else:
                     self._quote = ""
                 continue
@@ -85,6 +115,7 @@ class ItemEnd:
             j = m.start()
             if c in "\"'":
                 self._quote = c
+                self._string = 0
             elif c in self._opens:
                 self._depth += 1
             elif self._depth == 0 and c in "," + self._end:
@@ -97,6 +128,8 @@ class ItemEnd:
                     return j + 1
             i = j + 1
         self.parts.append(s[start:i])
+        self._size += n - start
+        self.failed = self.failed or self._size > MAX_ITEM  # (held no further: see MAX_ITEM)
         return n
 
     def text(self) -> str:

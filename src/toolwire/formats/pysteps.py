@@ -118,13 +118,14 @@ class PySteps(Body):
         return i + 1, True
 
     def python_broken(self) -> ItemEnd | None:
-        """Where a call of a list of Python calls broke inside its parentheses (a value that
-        is no literal, a positional argument), what finds the rest of it, so that it is left
-        out and the list's other calls read (:mod:`.listitems`); None where it broke before
-        its ``(`` or inside a string, where its end cannot be found for certain."""
+        """Where a call of a list of Python calls broke in a value that is no literal
+        (``b'z'``, ``1e999``), what finds the rest of it, so that it is left out and the
+        list's other calls read (:mod:`.listitems`); None where it broke elsewhere (a
+        positional argument: prose or code, no call) or inside a string, where its end
+        cannot be found for certain."""
         value = self.py_value
-        if self.py_state == _OPEN or (value is not None and value.in_string):
-            return None
+        if self.py_state != _VALUE or value is None or value.in_string:
+            return None  # (a positional argument, a name with no =: prose or code, no call)
         shape = self.shape
         depth = 1 + (value.depth if value is not None else 0)
         return ItemEnd(shape.trail[0], depth, lines=not shape.next_call, python=True)

@@ -360,6 +360,8 @@ class DerivedBody(
         if state == _SKIP:
             assert self.item_end is not None
             j = self.item_end.feed(s, i)
+            if self.item_end.failed:  # its end cannot be found: the block is no block
+                return self.fail(i, f"{self.item_problem}; its end not found"), False
             if j == len(s):
                 return j, False
             self.left.append((self.item_end.text(), self.item_problem))
