@@ -48,6 +48,13 @@ NEW = (
     "invoke-xml",
     "k2v3-ifm",
     "xlam",
+    "dots",
+    "iquest",
+    "telechat4",
+    "plamo3",
+    "solar-open2",
+    "granite-20b-fc",
+    "qwen25-coder",
 )
 MIGRATED = sorted(set(DECLARED) - set(NEW))
 

@@ -86,12 +86,14 @@ EXPECTED = {
     "sglang-tool_chat_template_llama4_pythonic.jinja": ("pythonic", "probe"),  # no brackets
     "vllm-tool_chat_template_llama4_pythonic.jinja": ("pythonic", "probe"),  # quotes unescaped
     "vllm-tool_chat_template_internlm2_tool.jinja": ("internlm2", "probe"),
+    # learned first, proved on the template's own renderings; now families declared from
+    # the peers' readers (tests/test_families_peers_new.py), which detection names
+    "vllm-tool_chat_template_granite_20b_fc.jinja": ("granite-20b-fc", "probe"),
+    "vllm-tool_chat_template_qwen2_5_coder.jinja": ("qwen25-coder", "probe"),  # <tools>…</tools>
     # grammars no family reads, learned and proved on the template's own renderings
-    "vllm-tool_chat_template_granite_20b_fc.jinja": ("derived", "derived"),
     "vllm-tool_chat_template_hyperclovax_seed_think_14b.jinja": ("derived", "derived"),
     "vllm-tool_chat_template_phi4_mini.jinja": ("derived", "derived"),  # bare JSON list
     "vllm-tool_chat_template_xlam_llama.jinja": ("xlam", "probe"),
-    "vllm-tool_chat_template_qwen2_5_coder.jinja": ("derived", "derived"),  # <tools>…</tools>
     "llama-cpp-microsoft-Phi-4-mini-instruct.jinja": ("derived", "derived"),
     # nothing can be claimed: see the tests below for each reason
     "vllm-tool_chat_template_deepseekv31.jinja": ("none", ""),  # does not compile

@@ -36,6 +36,8 @@ from toolwire.formats.detect import (
 from toolwire.formats.gbnf import Constraint, constraint_for
 from toolwire.messages import ToolCall
 
+from . import test_families_peers_new as peers_new
+
 llguidance = pytest.importorskip("llguidance")
 
 TEMPLATES = Path(__file__).parent / "fixtures" / "chat_templates"
@@ -330,6 +332,12 @@ def _own() -> dict[str, str]:
             f"<tool_call>assistant to=functions.{c.name} json\n{_args(c)}\n</tool_call>"
             for c in DERIVE_CALLS
         ),
+        # the families declared from the peers' readers, as tests/test_families_peers_new.py
+        # writes them by hand from those readers
+        **{
+            name: writer(*((c.name, c.arguments) for c in DERIVE_CALLS))
+            for name, writer in peers_new.WRITERS.items()
+        },
     }
 
 

@@ -42,6 +42,15 @@ from .declared_named import (
     SOLAR_OPEN,
     TAGGED_HARMONY,
 )
+from .declared_peers import (
+    DOTS,
+    GRANITE_20B,
+    IQUEST,
+    PLAMO3,
+    QWEN25_CODER,
+    SOLAR_OPEN2,
+    TELECHAT4,
+)
 from .derived import DerivedShape
 from .gemma_channel import GemmaChannel
 from .reasoning import THINK, ReasoningTags
@@ -56,6 +65,7 @@ __all__ = [
     "DEEPSEEK_DSML",
     "DEEPSEEK_R1",
     "DEEPSEEK_V31",
+    "DOTS",
     "FIREFUNCTION",
     "FUNCTIONARY_V31",
     "FUNCTIONARY_V32",
@@ -65,10 +75,12 @@ __all__ = [
     "GIGACHAT_GCML",
     "GLM",
     "GRANITE",
+    "GRANITE_20B",
     "HERMES",
     "HUNYUAN",
     "INTERNLM2",
     "INVOKE_XML",
+    "IQUEST",
     "K2V3_IFM",
     "KIMI_K2",
     "LFM2",
@@ -82,13 +94,17 @@ __all__ = [
     "MISTRAL",
     "NEMOTRON_V2",
     "OLMO3",
+    "PLAMO3",
     "PYTHONIC",
+    "QWEN25_CODER",
     "QWEN_XML",
     "SEED_OSS",
     "SOLAR_OPEN",
+    "SOLAR_OPEN2",
     "STEP3",
     "TAGGED_HARMONY",
     "TAGGED_PYTHONIC",
+    "TELECHAT4",
     "XLAM",
 ]
 
@@ -536,5 +552,12 @@ DECLARED: dict[str, Syntax] = {
         DEEPSEEK_DSML,
         GIGACHAT_GCML,
         MINIMAX_M3,
+        DOTS,
+        IQUEST,
+        TELECHAT4,
+        PLAMO3,
+        SOLAR_OPEN2,
+        GRANITE_20B,
+        QWEN25_CODER,
     )
 }

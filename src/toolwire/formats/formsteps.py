@@ -71,8 +71,9 @@ class FormSteps(Body):
                 continue
             if len(form.opening) > 1:
                 status, _j = expect_literal(s, i, form.opening[1])
-            elif form.kind == "json":
-                status = DONE if s[i] == "{" else FAILED
+            elif form.kind == "json":  # (a list of call objects too: see .jsonsteps)
+                listed = s[i] == "[" and not self.stream.strict
+                status = DONE if s[i] == "{" or listed else FAILED
             else:  # a name, or a call object where the name is due (see .jsonsteps)
                 sibling = s[i] == "{" and not (self.stream.strict or form.json_too)
                 status = DONE if NAMED.match(s, i) or sibling else FAILED

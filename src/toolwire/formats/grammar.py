@@ -583,18 +583,34 @@ class AnyOf(Form):
         return tuple(dict.fromkeys(t for f in self.forms for t in f.starts))
 
     def block(self, rules: Rules, tools: Sequence[Tool], *, parallel: bool = True) -> str:
-        alts = [
-            rules.add(f"form{k}", f.block(rules, tools, parallel=parallel))
-            for k, f in enumerate(self.forms)
-        ]
-        return "(" + " | ".join(alts) + ")"
+        texts = [f.block(rules, tools, parallel=parallel) for f in self.forms]
+        return _either(rules, "form", texts)
 
     def required(self, rules: Rules, tools: Sequence[Tool], *, parallel: bool = True) -> str:
-        alts = [
-            rules.add(f"required{k}", f.required(rules, tools, parallel=parallel))
-            for k, f in enumerate(self.forms)
-        ]
-        return "(" + " | ".join(alts) + ")"
+        texts = [f.required(rules, tools, parallel=parallel) for f in self.forms]
+        return _either(rules, "required", texts)
 
     def json_body(self) -> JsonCall | None:
         return next((b for f in self.forms if (b := f.json_body()) is not None), None)
+
+
+#: A rule's text that opens with a literal: the literal, and the rest.
+_OPENING_LITERAL = re.compile(r'("(?:[^"\\]|\\.)*") (.+)\Z', re.S)
+
+
+def _either(rules: Rules, prefix: str, texts: list[str]) -> str:
+    """One of ``texts``, forms that open with the same literal (a marker two forms share:
+    LongCat's JSON or tagged call after ``<longcat_tool_call>``) written once before their
+    rests: llguidance's lexer takes the white space after a literal two alternatives share
+    for one of them only, and would refuse the other's."""
+    groups: dict[str, list[str]] = {}
+    for k, text in enumerate(texts):
+        m = _OPENING_LITERAL.match(text)
+        key, rest = (m.group(1), m.group(2)) if m else (f"#{k}", text)
+        groups.setdefault(key, []).append(rest)
+    alts: list[str] = []
+    for key, rests in groups.items():
+        names = [rules.add(f"{prefix}{len(alts)}-{j}", rest) for j, rest in enumerate(rests)]
+        either = names[0] if len(names) == 1 else "(" + " | ".join(names) + ")"
+        alts.append(either if key.startswith("#") else f"{key} {either}")
+    return "(" + " | ".join(alts) + ")"
