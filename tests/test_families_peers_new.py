@@ -225,3 +225,44 @@ def test_the_published_template_is_read_as_its_family(name: str, template: str) 
     assert found.format == name
     result = get_family(name).parse(found.call_text)
     assert [c.name for c in result.calls] and not result.notices
+
+
+_DSML = "｜DSML｜"
+#: DeepSeek V4.1's calls as its template (in llama.cpp's forks) writes them: the block
+#: ``calls``, a space after the prefix of every tag, each value typed by its ``string``.
+V41 = (
+    f'\n\n<{_DSML} calls>\n<{_DSML} invoke name="get_weather">\n'
+    f'<{_DSML} parameter name="city" string="true">Paris</{_DSML} parameter>\n'
+    f'<{_DSML} parameter name="days" string="false">3</{_DSML} parameter>\n'
+    f'</{_DSML} invoke>\n<{_DSML} invoke name="set_flags">\n\n</{_DSML} invoke>\n'
+    f"</{_DSML} calls>"
+)
+
+
+@pytest.mark.parametrize("thinking", ["", "<think>plan</think>"])
+def test_deepseek_v4_1_s_spaced_dsml_is_deepseek_dsml_s_own(thinking: str) -> None:
+    from toolwire import assemble
+
+    from .test_engine_behaviours import _every_split
+
+    family = get_family("deepseek-dsml")
+    result = assemble(_every_split(family, None, thinking + "Sure." + V41, False))
+    assert [(c.name, c.arguments) for c in result.calls] == [
+        ("get_weather", {"city": "Paris", "days": 3}),
+        ("set_flags", {}),
+    ]
+    assert result.content == "Sure.\n\n" and result.reasoning == thinking[7:-8]
+    assert not family.parse(V41).notices
+    assert len(family.parse(V41, strict=True).calls) == 2
+
+
+def test_deepseek_v4_1_s_calls_are_in_the_family_s_grammar() -> None:
+    from toolwire.formats.gbnf import constraint_for
+
+    from .replies import TOOLS
+    from .test_grammars import matches
+
+    tools = [*TOOLS, {"type": "function", "function": {"name": "set_flags", "parameters": {}}}]
+    constraint = constraint_for("deepseek-dsml", tools)
+    assert constraint is not None
+    assert matches(constraint.grammar("family"), V41.strip())

@@ -224,18 +224,38 @@ def _dsml(word: str, block: str) -> DerivedShape:
     )
 
 
+def _dsml_spaced(word: str, block: str) -> DerivedShape:
+    """DSML's calls block as DeepSeek V4.1 writes it, a space after the prefix of every tag
+    (``<｜DSML｜ calls>``, ``<｜DSML｜ invoke name="NAME">``, ``</｜DSML｜ parameter>``): the
+    prefix a word of its own, so the space is the white space between two words."""
+    m, c = f"<｜{word}｜", f"</｜{word}｜"
+    return DerivedShape(
+        kind="tags",
+        opening=(m, f"{block}>", m, "invoke", 'name="'),
+        name_end=('">',),
+        key_open=(m, "parameter", 'name="'),
+        key_mid=('">',),
+        value_end=(c, "parameter>"),
+        post=(c, "invoke>"),
+        next_call=(m, "invoke", 'name="'),
+        trail=(c, f"{block}>"),
+        type_attr="string",
+    )
+
+
 #: DeepSeek V3.2 and V4 "DSML": ``<｜DSML｜function_calls>`` (V3.2; V4 writes ``tool_calls``)
 #: holding ``<｜DSML｜invoke name="NAME">`` calls, each value in ``<｜DSML｜parameter name="K"``
 #: ``string="true|false">V</｜DSML｜parameter>``: ``true``, the text exactly; ``false``, JSON
 #: (the grammar's own types, read strictly). What V4 writes besides, as SGLang reads it: an
 #: invoke with no calls block around it (a declared tool's), a damaged block tag, an invoke
 #: closed in its own tag, its arguments as one JSON object; DSML quoted in a code fence is
-#: prose.
+#: prose. V4.1 writes its block ``calls`` and a space after the prefix of every tag
+#: (``<｜DSML｜ invoke name="NAME">``), as its template in llama.cpp's forks does.
 DEEPSEEK_DSML = Syntax(
     name="deepseek-dsml",
-    label="DeepSeek DSML <｜DSML｜invoke>/<｜DSML｜parameter> (DeepSeek V3.2, V4)",
+    label="DeepSeek DSML <｜DSML｜invoke>/<｜DSML｜parameter> (DeepSeek V3.2, V4, V4.1)",
     shape=_dsml("DSML", "tool_calls"),
-    also=(_dsml("DSML", "function_calls"),),
+    also=(_dsml("DSML", "function_calls"), _dsml_spaced("DSML", "calls")),
     reasoning=THINK,
     end_tokens=("<｜end▁of▁sentence｜>",),
     quoted_in_fences=True,
