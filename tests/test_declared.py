@@ -55,6 +55,9 @@ NEW = (
     "solar-open2",
     "granite-20b-fc",
     "qwen25-coder",
+    "step-audio2",
+    "openpangu",
+    "rwkv",
 )
 MIGRATED = sorted(set(DECLARED) - set(NEW))
 

@@ -65,7 +65,9 @@ def _one_call_blocks(shape: DerivedShape) -> bool:
     call object right after the block's word)."""
     inner = shape.opening[1:] or shape.kind == "json"
     own = shape.next_call == shape.opening and bool(shape.post) and not shape.trail
-    return own and bool(inner) and not shape.whole
+    # (a closer that begins the call's own words, RWKV's ``` before ```json, closes the block)
+    alike = bool(shape.opening[1:]) and shape.opening[1].startswith(shape.post[-1:] or ("\0",))
+    return own and bool(inner) and not shape.whole and not alike
 
 
 ONE_BLOCK = [name for name, syntax in DECLARED.items() if _one_call_blocks(syntax.shape)]

@@ -1,6 +1,7 @@
 """Families declared from the peers' readers (vLLM's and SGLang's tool parsers): dots,
-IQuest, TeleChat4, PLaMo 3, Solar Open2, Granite-20B-FunctionCalling and Qwen2.5-Coder as
-vLLM serves it.
+IQuest, TeleChat4, PLaMo 3, Solar Open2, Granite-20B-FunctionCalling, Qwen2.5-Coder as vLLM
+serves it, Step-Audio 2, openPangu and RWKV; and Step-DeepResearch's form of Step3, and
+DeepSeek V4.1's of DSML.
 
 The replies are written here by hand from the peers' readers (each family's grammar as its
 reader's source states it), not by the engine's writer, so a declaration that drifts from
@@ -96,6 +97,18 @@ def qwen25_coder(*calls: tuple[str, dict[str, Any]]) -> str:
     return "".join(f"<tools>\n{_json(n, a)}\n</tools>" for n, a in calls)
 
 
+def step_audio2(*calls: tuple[str, dict[str, Any]]) -> str:
+    return "".join(f"<tool_call>function\n{n}\n{json.dumps(a)}</tool_call>" for n, a in calls)
+
+
+def openpangu(*calls: tuple[str, dict[str, Any]]) -> str:
+    return "[unused11][" + ", ".join(_json(n, a) for n, a in calls) + "][unused12]"
+
+
+def rwkv(*calls: tuple[str, dict[str, Any]]) -> str:
+    return "".join(f"**Tool Call:**\n```json\n{_json(n, a)}\n```" for n, a in calls)
+
+
 WRITERS = {
     "dots": dots,
     "iquest": iquest,
@@ -104,6 +117,9 @@ WRITERS = {
     "solar-open2": solar_open2,
     "granite-20b-fc": granite_20b,
     "qwen25-coder": qwen25_coder,
+    "step-audio2": step_audio2,
+    "openpangu": openpangu,
+    "rwkv": rwkv,
 }
 THINKING = {
     "dots": "",
@@ -113,6 +129,9 @@ THINKING = {
     "solar-open2": "<|think:start|>plan<|think:end|>",
     "granite-20b-fc": "",
     "qwen25-coder": "",
+    "step-audio2": "<think>plan</think>",
+    "openpangu": "[unused16]plan[unused17]",
+    "rwkv": "<think>plan</think>",
 }
 
 MY_VALID: dict[str, list[tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
@@ -147,6 +166,18 @@ MY_VALID["qwen25-coder"] += [
     (qwen25_coder(WEATHER) + "\n" + qwen25_coder(WRITE), "\n", [WEATHER, WRITE]),
 ]
 
+MY_VALID["rwkv"].append((rwkv(WEATHER) + "\n\n" + rwkv(WRITE), "\n\n", [WEATHER, WRITE]))
+MY_VALID["step3"] = [  # Step-DeepResearch's invokes in <steptml:toolcall> (vLLM's reader)
+    (
+        '<steptml:toolcall>\n<steptml:invoke name="get_weather">\n'
+        '<steptml:parameter name="city">Paris</steptml:parameter>\n'
+        '<steptml:parameter name="days">3</steptml:parameter>\n'
+        "</steptml:invoke>\n</steptml:toolcall>",
+        "",
+        [WEATHER],
+    )
+]
+
 MY_NEAR_MISSES: dict[str, list[str]] = {
     "dots": [
         '<dots_function_call><invoke name="get_weather"><parameter name="city">Par',
@@ -165,6 +196,9 @@ MY_NEAR_MISSES: dict[str, list[str]] = {
     "solar-open2": ["<|tool_call:start|>get_weather\n<|tool_arg:start|>city<|tool_arg:value|>Par"],
     "granite-20b-fc": ['<function_call> {"name": "get_weather", "arguments": {"city": "Par'],
     "qwen25-coder": ["<tools>\nnot json\n</tools>", '<tools>\n{"name": "get_weather"'],
+    "step-audio2": ['<tool_call>get_weather\n{"city": "Paris"}</tool_call>'],
+    "openpangu": ['[unused11][{"name": "get_weather", "arguments": {"city": "Par'],
+    "rwkv": ['**Tool Call:**\n```json\n{"name": "get_weather", "arguments": {"city": "Par'],
 }
 
 #: Every reply above, for the streaming and "nothing is lost" properties every family has.

@@ -176,6 +176,8 @@ class BlockEnds(Body):
             or self.todo != list(shape.post[-1:])
         ):
             return None
+        if expect_literal(s, i, shape.post[-1])[0] == DONE:
+            return None  # the block's closer (which may begin as the call's words: ``` )
         inner = shape.opening[1:]
         if inner:
             status, _j = expect_literal(s, i, inner[0])

@@ -46,9 +46,12 @@ from .declared_peers import (
     DOTS,
     GRANITE_20B,
     IQUEST,
+    OPENPANGU,
     PLAMO3,
     QWEN25_CODER,
+    RWKV,
     SOLAR_OPEN2,
+    STEP_AUDIO2,
     TELECHAT4,
 )
 from .derived import DerivedShape
@@ -94,14 +97,17 @@ __all__ = [
     "MISTRAL",
     "NEMOTRON_V2",
     "OLMO3",
+    "OPENPANGU",
     "PLAMO3",
     "PYTHONIC",
     "QWEN25_CODER",
     "QWEN_XML",
+    "RWKV",
     "SEED_OSS",
     "SOLAR_OPEN",
     "SOLAR_OPEN2",
     "STEP3",
+    "STEP_AUDIO2",
     "TAGGED_HARMONY",
     "TAGGED_PYTHONIC",
     "TELECHAT4",
@@ -235,10 +241,11 @@ _STEP_INVOKE = ("<｜tool_call_begin｜>", "function<｜tool_sep｜>", "<steptml
 #: Step3 (StepFun): ``<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜>``
 #: ``<steptml:invoke name="NAME"><steptml:parameter name="K">V</steptml:parameter>…``
 #: ``</steptml:invoke><｜tool_call_end｜>…<｜tool_calls_end｜>``; a value is the text between its
-#: tags, typed by the tool's schema.
+#: tags, typed by the tool's schema. Step-DeepResearch writes the invokes in
+#: ``<steptml:toolcall>…</steptml:toolcall>``.
 STEP3 = Syntax(
     name="step3",
-    label="Step3 <｜tool_calls_begin｜> <steptml:invoke name=…> (Step3)",
+    label="Step3 <｜tool_calls_begin｜> <steptml:invoke name=…> (Step3, Step-DeepResearch)",
     shape=DerivedShape(
         kind="tags",
         opening=("<｜tool_calls_begin｜>", *_STEP_INVOKE),
@@ -249,6 +256,20 @@ STEP3 = Syntax(
         post=("</steptml:invoke>", "<｜tool_call_end｜>"),
         next_call=_STEP_INVOKE,
         trail=("<｜tool_calls_end｜>",),
+    ),
+    # Step-DeepResearch (vLLM's step_deepresearch): the same invokes in <steptml:toolcall>
+    also=(
+        DerivedShape(
+            kind="tags",
+            opening=("<steptml:toolcall>", "<steptml:invoke", 'name="'),
+            name_end=('">',),
+            key_open=("<steptml:parameter", 'name="'),
+            key_mid=('">',),
+            value_end=("</steptml:parameter>",),
+            post=("</steptml:invoke>",),
+            next_call=("<steptml:invoke", 'name="'),
+            trail=("</steptml:toolcall>",),
+        ),
     ),
     reasoning=THINK,
 )
@@ -559,5 +580,8 @@ DECLARED: dict[str, Syntax] = {
         SOLAR_OPEN2,
         GRANITE_20B,
         QWEN25_CODER,
+        STEP_AUDIO2,
+        OPENPANGU,
+        RWKV,
     )
 }

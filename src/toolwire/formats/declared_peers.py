@@ -11,7 +11,18 @@ from .derived import DerivedShape
 from .reasoning import THINK, ReasoningTags
 from .syntax import TOOL_RESPONSE, Syntax
 
-__all__ = ["DOTS", "GRANITE_20B", "IQUEST", "PLAMO3", "QWEN25_CODER", "SOLAR_OPEN2", "TELECHAT4"]
+__all__ = [
+    "DOTS",
+    "GRANITE_20B",
+    "IQUEST",
+    "OPENPANGU",
+    "PLAMO3",
+    "QWEN25_CODER",
+    "RWKV",
+    "SOLAR_OPEN2",
+    "STEP_AUDIO2",
+    "TELECHAT4",
+]
 
 
 def _invoke_xml(block: str) -> DerivedShape:
@@ -171,4 +182,51 @@ QWEN25_CODER = Syntax(
     ),
     end_tokens=("<|im_end|>", "<|endoftext|>"),
     tool_outputs=TOOL_RESPONSE,
+)
+
+#: Step-Audio 2 (StepFun; vLLM's ``step_audio_2``): Qwen's ``<tool_call>`` holding the call's
+#: type, its name and its arguments' JSON object, a line each:
+#: ``<tool_call>function\nNAME\n{...}</tool_call>``.
+STEP_AUDIO2 = Syntax(
+    name="step-audio2",
+    label="Step-Audio 2 <tool_call>function\\nNAME\\n{JSON}</tool_call> (Step-Audio 2)",
+    shape=DerivedShape(
+        kind="name-json",
+        opening=("<tool_call>", "function", "\n"),
+        name_end=("\n",),
+        post=("</tool_call>",),
+        next_call=("<tool_call>", "function", "\n"),
+    ),
+    reasoning=THINK,
+    tool_outputs=TOOL_RESPONSE,
+)
+
+#: openPangu (Huawei; vLLM's ``pangu`` and ``openpangu_v2``, where its tokenizer has no
+#: ``<|tool_call_start|>``, whose form is LFM2's JSON list): a JSON list of call objects
+#: between ``[unused11]`` and ``[unused12]``.
+OPENPANGU = Syntax(
+    name="openpangu",
+    label="openPangu [unused11][{JSON}, ...][unused12] (openPangu)",
+    shape=DerivedShape(
+        kind="json",
+        opening=("[unused11]", "["),
+        next_call=(",",),
+        trail=("]", "[unused12]"),
+        args_also=("parameters",),
+    ),
+    reasoning=ReasoningTags(blocks={"[unused16]": "[unused17]"}),
+)
+
+#: RWKV (vLLM's ``rwkv``): each call a JSON object in a ``json`` fence after the words
+#: ``**Tool Call:**``.
+RWKV = Syntax(
+    name="rwkv",
+    label="RWKV **Tool Call:** then a ```json fence (RWKV)",
+    shape=DerivedShape(
+        kind="json",
+        opening=("**Tool Call:**", "```json"),
+        post=("```",),
+        next_call=("**Tool Call:**", "```json"),
+    ),
+    reasoning=THINK,
 )

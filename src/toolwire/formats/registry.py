@@ -51,14 +51,17 @@ from .declared import (
     MISTRAL,
     NEMOTRON_V2,
     OLMO3,
+    OPENPANGU,
     PLAMO3,
     PYTHONIC,
     QWEN25_CODER,
     QWEN_XML,
+    RWKV,
     SEED_OSS,
     SOLAR_OPEN,
     SOLAR_OPEN2,
     STEP3,
+    STEP_AUDIO2,
     TAGGED_HARMONY,
     TAGGED_PYTHONIC,
     TELECHAT4,
@@ -135,6 +138,9 @@ _FAMILIES: dict[str, Family] = {
         SOLAR_OPEN2.family,
         GRANITE_20B.family,
         QWEN25_CODER.family,
+        STEP_AUDIO2.family,
+        OPENPANGU.family,
+        RWKV.family,
     )
 }
 
