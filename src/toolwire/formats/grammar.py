@@ -583,12 +583,25 @@ class AnyOf(Form):
         return tuple(dict.fromkeys(t for f in self.forms for t in f.starts))
 
     def block(self, rules: Rules, tools: Sequence[Tool], *, parallel: bool = True) -> str:
-        texts = [f.block(rules, tools, parallel=parallel) for f in self.forms]
-        return _either(rules, "form", texts)
+        return _either(rules, "form", self._texts(rules, tools, parallel, required=False))
 
     def required(self, rules: Rules, tools: Sequence[Tool], *, parallel: bool = True) -> str:
-        texts = [f.required(rules, tools, parallel=parallel) for f in self.forms]
-        return _either(rules, "required", texts)
+        return _either(rules, "required", self._texts(rules, tools, parallel, required=True))
+
+    def _texts(
+        self, rules: Rules, tools: Sequence[Tool], parallel: bool, *, required: bool
+    ) -> list[str]:
+        """Every form's text, a form of forms' own (LFM2's list, Python or JSON) flattened,
+        so that forms sharing a marker share it (see _either) however they nest."""
+        texts: list[str] = []
+        for f in self.forms:
+            if isinstance(f, AnyOf):
+                texts += f._texts(rules, tools, parallel, required=required)
+            elif required:
+                texts.append(f.required(rules, tools, parallel=parallel))
+            else:
+                texts.append(f.block(rules, tools, parallel=parallel))
+        return texts
 
     def json_body(self) -> JsonCall | None:
         return next((b for f in self.forms if (b := f.json_body()) is not None), None)
