@@ -75,6 +75,21 @@ def _parts(trigger: str) -> list[str]:
     return [p for p in re.split(r"(\{name\}|\{space\})", trigger) if p]
 
 
+def _loose(text: str) -> str:
+    """A start pattern's literal text as a pattern that takes white space where the grammar
+    does: for its own white space, and around JSON's and Python's brackets, colons and
+    commas (``[{"name":`` is also ``[\\n  {"name" :``)."""
+    out = []
+    for ch in text:
+        if ch.isspace():
+            out.append(r"\s*")
+        elif ch in "[]{}():,":
+            out.append(r"\s*" + re.escape(ch) + r"\s*")
+        else:
+            out.append(re.escape(ch))
+    return re.sub(r"(?:\\s\*)+", lambda _: r"\s*", "".join(out))
+
+
 @dataclass(frozen=True)
 class Constraint:
     """What the engine needs to constrain this turn's calls."""
@@ -94,7 +109,7 @@ class Constraint:
         object.__setattr__(self, "_opening", re.compile(opening))
         bare = "(?:" + "|".join(re.escape(name) for name, _ in self.tools) + ")"
         starts = [
-            r"\A\s*" + bare.join(re.escape(part) for part in pattern.split("{name}"))
+            r"\A\s*" + bare.join(_loose(part) for part in pattern.split("{name}"))
             for pattern in (self.form.starts if self.form else ())
         ]
         object.__setattr__(self, "_starts", re.compile("|".join(starts)) if starts else None)

@@ -215,7 +215,10 @@ _GLIMMER_FORM = CallForm(
     ),
     open=lit("<atem:function_calls>"),
     close=lit("</atem:function_calls>"),
-    sep=f"{lit('<|eom|><|start|>assistant')} space {_RECIPIENT_FORM}",
+    # the message's end written apart from the next message's header: the engine's lexer
+    # takes a text that is all of one literal and the start of another for the longer one
+    sep=f"{lit('<|eom|>')} space {lit('<|start|>assistant')} space {_RECIPIENT_FORM}",
+    tail=lit("<|eom|>"),
     blocks=True,
     triggers=("<atem:function_calls>",),
     prefix=_RECIPIENT_FORM,

@@ -207,6 +207,13 @@ class Tagged(Body):
 
     def call(self, rules: Rules, i: int, name: str, params: Mapping[str, Any]) -> str:
         items: list[tuple[str, bool]] = []
+        # the opener's texts before the key, the same for every argument: written once
+        # before the choice of an argument (see :func:`sequence_of`)
+        lead = (
+            0
+            if self.arg_type
+            else next((k for k, t in enumerate(self.arg_open) if "{" in t), len(self.arg_open))
+        )
         for key, schema, required in properties_of(params):
             kind = schema_type(schema)
             typed = self._type_text(kind)
@@ -236,13 +243,13 @@ class Tagged(Body):
             else:
                 scalar = _TAG_BOOL if kind == "boolean" else rules.value(schema, f"tool{i}-{key}")
                 value = f"space {scalar} space {words(closer)}"
-            head = words(opener)
+            head = words(opener[lead:])
             if self.arg_type:  # the value's type, written or not
                 kind_tag = words((self.arg_type[0], kind, self.arg_type[1]))
                 head = f"{words(opener[:-1])} (space {kind_tag})? space {words(opener[-1:])}"
             rule = rules.add(f"tool{i}-arg-{key}", f"{head} {value}")
             items.append((rule, required))
-        args = sequence_of(items, "")
+        args = sequence_of(items, "", words(self.arg_open[:lead]) if lead else "")
         return f"{self.before} {lit(name)} {self.between} space {args} space {self.after}"
 
 
@@ -275,7 +282,8 @@ class CallForm(Form):
     """Calls written with ``body`` between ``call_open`` and ``call_close`` (GBNF fragments),
     inside ``open``…``close``; two calls separated by ``sep``. With ``blocks`` each call has
     its own ``open``…``close``. ``prefix`` may come before the block in a reply that is
-    nothing but its calls (the rest of a message header)."""
+    nothing but its calls (the rest of a message header); ``tail`` may come once after the
+    last call (a message's end that is not the turn's: Glimmer's ``<|eom|>``)."""
 
     body: Body
     open: str = '""'
@@ -287,6 +295,7 @@ class CallForm(Form):
     triggers: tuple[str, ...] = ()
     starts: tuple[str, ...] = ()
     prefix: str = '""'
+    tail: str = '""'
 
     def _call(self, rules: Rules, tools: Sequence[Tool]) -> str:
         calls = [
@@ -299,6 +308,10 @@ class CallForm(Form):
         return cat(f"{self.call_open} {one}" if self.call_open != '""' else one, self.call_close)
 
     def block(self, rules: Rules, tools: Sequence[Tool], *, parallel: bool = True) -> str:
+        calls = self._block(rules, tools, parallel=parallel)
+        return calls if self.tail == '""' else f"{calls} (space {self.tail})?"
+
+    def _block(self, rules: Rules, tools: Sequence[Tool], *, parallel: bool) -> str:
         texts = (self.open, self.close, self.call_open, self.call_close, self.sep)
         rules.markup = (*self.triggers, *(t for t in map(unlit, texts) if t.strip()))
         call = rules.add("form-call", self._call(rules, tools))

@@ -178,10 +178,15 @@ class Rules:
                 after = plain(after, c)
             return None if after is None else (after, text[len(text) - keep :])
 
+        # Each state's rule is the text that leads to it (a left-linear grammar): an Earley
+        # parser (llguidance's) holds a fixed number of items per character of such a rule,
+        # where the right-linear one (each state followed by the rest) held one more item per
+        # character read and was refused past 2,000 characters of one value.
+        end = f"{base}-end"
         names: dict[tuple[str, str], str] = {}
         todo = [("S", "")]
         names[todo[0]] = f"{base}-0"
-        rules: list[tuple[str, str]] = []
+        incoming: dict[str, list[str]] = {names[todo[0]]: ['""'], end: []}
         while todo:
             state = todo.pop()
             # the characters that lead to one state, as one class
@@ -190,26 +195,25 @@ class Rules:
                 to = move(state, ch)
                 if to is None:
                     continue
-                target = ""
+                target = end
                 if isinstance(to, tuple):
                     if to not in names:
                         names[to] = f"{base}-{len(names)}"
+                        incoming[names[to]] = []
                         todo.append(to)
                     target = names[to]
                 groups.setdefault(target, []).append(ch)
-            alts = []
             for target, chars in groups.items():
                 if "\x00" in chars:
                     left = [c for c in alphabet if c not in chars]
                     piece = "[^" + "".join(_class_char(c) for c in left) + "]"
                 else:
                     piece = "[" + "".join(_class_char(c) for c in chars) + "]"
-                alts.append(f"{piece} {target}".strip())
-            rules.append((names[state], " | ".join(alts) or '"\\x00"'))
-        for rule_name, rule in rules:
-            self.add(rule_name, rule)
-        self._until[key] = f"{base}-0"
-        return self._until[key]
+                incoming[target].append(f"{names[state]} {piece}")
+        for rule_name, alts in incoming.items():
+            self.add(rule_name, " | ".join(alts) or '"\\x00"')
+        self._until[key] = end
+        return end
 
     def rules(self) -> dict[str, str]:
         out: dict[str, str] = dict(self.conv._rules)
@@ -247,19 +251,24 @@ def properties_of(params: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any
     ]
 
 
-def sequence_of(items: Sequence[tuple[str, bool]], sep: str) -> str:
+def sequence_of(items: Sequence[tuple[str, bool]], sep: str, lead: str = "") -> str:
     """Items in order, each optional or not, ``sep`` (a GBNF fragment, or none) between two
-    that are written; white space around each."""
+    that are written; white space around each. ``lead`` (a GBNF fragment) comes before each
+    item, written once before the choice of the first: an engine that reads literals as
+    lexemes (llguidance) would otherwise take the text an item shares with another, where one
+    is a lexeme of its own and the other the start of a longer one, for the longer one."""
+    before = f"{lead} space " if lead else ""
 
     def rest(i: int) -> str:
         parts = []
         for item, required in items[i:]:
-            piece = f"space {sep} space {item}" if sep else f"space {item}"
+            piece = f"space {sep} space {before}{item}" if sep else f"space {before}{item}"
             parts.append(piece if required else f"({piece})?")
         return " ".join(parts)
 
     def first(i: int) -> tuple[str, bool]:
-        """The items from ``i`` with none written before; whether it may be empty."""
+        """The items from ``i`` with none written before, ``lead`` left out; whether it may
+        be empty."""
         if i == len(items):
             return "", True
         item, required = items[i]
@@ -268,8 +277,10 @@ def sequence_of(items: Sequence[tuple[str, bool]], sep: str) -> str:
             return head, False
         after, empty = first(i + 1)
         if not after:
-            return f"({head})?", True
-        return f"(({head}) | {after})" + ("?" if empty else ""), empty
+            return f"({head})", True
+        return f"({head}) | {after}", empty
 
-    out, _ = first(0)
-    return out or '""'
+    out, empty = first(0)
+    if not out:
+        return '""'
+    return f"({before}({out}))" + ("?" if empty else "")
