@@ -408,8 +408,8 @@ def test_malformed_responses_requests_name_the_field(
             "tool_choice.name",
         ),
         (
-            {"messages": [{"role": "user", "content": "x"}], "stop_sequences": ["\n"]},
-            "stop_sequences",
+            {"messages": [{"role": "user", "content": "x"}], "stop_sequences": [5]},
+            "stop_sequences[0]",
         ),
         ({"messages": [{"role": "user", "content": "x"}], "max_tokens": "9"}, "max_tokens"),
     ],
@@ -430,7 +430,7 @@ def test_the_anthropic_client_raises_its_own_errors(gateway: str) -> None:
         _anthropic(gateway).messages.create(
             model="gw",
             max_tokens=5,
-            stop_sequences=["x"],
+            stop_sequences=[""],
             messages=[{"role": "user", "content": "x"}],
         )
 

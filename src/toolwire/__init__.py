@@ -51,7 +51,7 @@ if _typing.TYPE_CHECKING:
     from .loop import run_loop, run_loop_sync
     from .mcp import McpConnectError, McpServer, McpSpec, McpToolError
     from .messages import ToolCall
-    from .pipeline import ModelMemory, default_memory
+    from .pipeline import ModelMemory, Sampling, default_memory
     from .store import ConversationStore, StoredConversation
     from .templates import ChatTemplate, GGUFInfo, TemplateBudget, load_template, read_gguf
     from .tools import (
@@ -100,6 +100,7 @@ _HOMES = {
     "ReasoningDelta": "toolwire.events",
     "ReplyStream": "toolwire.formats.base",
     "Request": "toolwire.backends",
+    "Sampling": "toolwire.pipeline",
     "StoreError": "toolwire.errors",
     "StoredConversation": "toolwire.store",
     "TemplateBudget": "toolwire.templates",
@@ -166,6 +167,7 @@ __all__ = [
     "ReasoningDelta",
     "ReplyStream",
     "Request",
+    "Sampling",
     "StoreError",
     "StoredConversation",
     "TemplateBudget",

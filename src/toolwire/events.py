@@ -106,6 +106,7 @@ NoticeCode = Literal[
     "directly-answer",
     # the gateway's own
     "tool-not-served",
+    "field-not-honoured",
     "response-not-stored",
     # what the model is given of the conversation
     "content-not-seen",
@@ -205,6 +206,8 @@ NOTICES: dict[NoticeCode, str] = {
     "ignored-tool-response": "a tool result the model wrote itself was not read as one",
     "directly-answer": "the model chose to answer in text, not with a tool",
     "tool-not-served": "a tool of a kind the gateway does not serve was left out",
+    "field-not-honoured": "a field of the request the engine cannot honour (a sampling field, "
+    "an engine's own field) was not used; the notice names it",
     "response-not-stored": "the response could not be stored for previous_response_id",
     "content-not-seen": "an image, document or sound the model cannot read was replaced by a "
     "short placeholder that says what it was",

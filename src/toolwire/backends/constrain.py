@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from ..pipeline.sampling import Sampling
+
 __all__ = ["GrammarSampler", "Vocabulary", "last_logits", "mask_engine_available"]
 
 #: The bytes llguidance reads as "a special token": a token whose text starts with it is
@@ -164,7 +166,13 @@ class GrammarSampler:
         """``logits`` with every token the grammar refuses set to minus infinity."""
         return np.where(self.allowed()[: len(logits)], logits, -np.inf).astype(logits.dtype)
 
-    def choose(self, logits: np.ndarray, temperature: float, end: int | None = None) -> int:
+    def choose(
+        self,
+        logits: np.ndarray,
+        temperature: float,
+        end: int | None = None,
+        sampling: Sampling | None = None,
+    ) -> int:
         """The next token: chosen freely, kept when the grammar allows it, else chosen again
         among the tokens it allows. None allowed (the grammar cannot go on) is a ValueError.
 
@@ -172,7 +180,7 @@ class GrammarSampler:
         grammar may end, the turn ends: the model wanted to write something that is not a
         call, and another call is not forced out of it.
         """
-        token = _pick(logits, temperature, self._rng)
+        token = _pick(logits, temperature, self._rng, sampling)
         if self.allows(token):
             return token
         if end is not None and self._matcher.is_accepting():
@@ -180,16 +188,39 @@ class GrammarSampler:
         masked = self.allowed_logits(logits)
         if not np.isfinite(masked).any():
             raise ValueError("the grammar allows no token here")
-        return _pick(masked, temperature, self._rng)
+        return _pick(masked, temperature, self._rng, sampling)
 
 
-def _pick(logits: np.ndarray, temperature: float, rng: np.random.Generator) -> int:
+def _pick(
+    logits: np.ndarray,
+    temperature: float,
+    rng: np.random.Generator,
+    sampling: Sampling | None = None,
+) -> int:
+    """A token drawn as llama.cpp's samplers draw it: the most likely at temperature 0;
+    else from the tokens ``top_k``, ``top_p`` and ``min_p`` leave (llama.cpp's defaults 40,
+    0.95 and 0.05 where the request gives none), at ``temperature``."""
     if temperature <= 0:
         return int(np.argmax(logits))
+    s = sampling or Sampling()
+    top_k = 40 if s.top_k is None else s.top_k
+    top_p = 0.95 if s.top_p is None else s.top_p
+    min_p = 0.05 if s.min_p is None else s.min_p
     finite = np.isfinite(logits)
     scaled = np.where(finite, logits / temperature, -np.inf)
+    kept = int(finite.sum())
+    if 0 < top_k < kept:
+        cut = np.partition(scaled, -top_k)[-top_k]
+        scaled = np.where(scaled >= cut, scaled, -np.inf)
     top = np.max(scaled)
     weights = np.exp(scaled - top)
+    if min_p > 0:
+        weights = np.where(weights >= min_p, weights, 0.0)  # p / p_max, the top being 1
+    if top_p < 1:
+        order = np.argsort(-weights)
+        cumulative = np.cumsum(weights[order]) / weights.sum()
+        beyond = order[np.searchsorted(cumulative, top_p) + 1 :]
+        weights[beyond] = 0.0
     weights /= weights.sum()
     return int(rng.choice(len(weights), p=weights))
 

@@ -36,6 +36,12 @@ engine, a generic one too, as ``response_format``
 (:func:`~toolwire.pipeline.structured.response_format`), and the reply is checked against
 the schema either way.
 
+A turn's thinking switch (Messages' ``thinking``, Responses' and Chat Completions'
+``reasoning_effort`` read into ``Request.think``) reaches vLLM and llama-server as the
+template variable their users set, ``chat_template_kwargs: {"enable_thinking": …}``
+(:func:`thinking_fields`; a client's own ``chat_template_kwargs`` win). Other engines
+document no such switch: the turn names it in a ``field-not-honoured`` notice.
+
 A streamed reply's usage is asked of every engine, a generic one too, with
 ``stream_options: {"include_usage": true}`` (:data:`STREAM_USAGE`): OpenAI, vLLM and
 llama-server document it, and so do the servers a generic engine usually is (Ollama's
@@ -62,12 +68,14 @@ __all__ = [
     "CONSTRAINING",
     "ENGINES",
     "STREAM_USAGE",
+    "THINKING",
     "Body",
     "call_schema",
     "calls_from_content",
     "constraint_fields",
     "engine_for",
     "refuses_stream_options",
+    "thinking_fields",
 ]
 
 #: The engines this module knows, and those among them that constrain a call.
@@ -193,3 +201,19 @@ def _call_in(text: str, names: set[str]) -> ToolCall | None:
         return None
     shown = json.dumps(arguments, ensure_ascii=False)
     return ToolCall("call_" + secrets.token_hex(8), name, arguments, shown)
+
+
+#: The engines that take a turn's thinking switch (see the module).
+THINKING = frozenset({"vllm", "llama-server"})
+
+
+def thinking_fields(request: Request, engine: str) -> dict[str, Any]:
+    """The thinking switch of ``request`` in ``engine``'s dialect (none where the request
+    sets none, or the engine has no switch); the client's own ``chat_template_kwargs`` are
+    kept, and win."""
+    if request.think is None or engine not in THINKING:
+        return {}
+    given = request.extra.get("chat_template_kwargs")
+    kwargs = dict(given) if isinstance(given, Mapping) else {}
+    kwargs.setdefault("enable_thinking", request.think)
+    return {"chat_template_kwargs": kwargs}

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .. import events as ev
 from ..formats.gbnf import Constraint, Trigger
 from ..formats.reasoning import OPENERS
+from ..pipeline.sampling import Sampling
 
 if TYPE_CHECKING:
     from .constrain import GrammarSampler, Vocabulary
@@ -67,6 +68,7 @@ class Generation:
         seed: int = 0,
         thinking: bool = False,
         vocabulary: Vocabulary | None = None,
+        sampling: Sampling | None = None,
     ) -> None:
         self.llama = llama
         self.vocabulary = vocabulary
@@ -77,7 +79,8 @@ class Generation:
         self.is_end = is_end
         self.put = put
         self.stop = stop
-        self.seed = seed
+        self.sampling = sampling or Sampling()
+        self.seed = seed if self.sampling.seed is None else self.sampling.seed
         eos = int(llama.token_eos())
         self.end_token = eos if eos >= 0 else None
         #: inside a thinking block now (the prompt may have opened one)
@@ -92,10 +95,28 @@ class Generation:
         self.masks = 0
         self.grammar_seconds = 0.0
 
+    def _generate(self, tokens: list[int]) -> Any:
+        """llama.cpp's own sampling of ``tokens``' continuation, as the request set it (its
+        defaults where it sets nothing), from the turn's seed."""
+        s = self.sampling
+        given: dict[str, Any] = {
+            "top_k": s.top_k,
+            "top_p": s.top_p,
+            "min_p": s.min_p,
+            "repeat_penalty": s.repetition_penalty,
+            "presence_penalty": s.presence_penalty,
+            "frequency_penalty": s.frequency_penalty,
+        }
+        set_seed = getattr(self.llama, "set_seed", None)
+        if set_seed is not None:
+            set_seed(self.seed)
+        options = {k: v for k, v in given.items() if v is not None}
+        return self.llama.generate(tokens, temp=self.temperature, reset=True, **options)
+
     def run(self) -> None:
         finish = "length"
         if self.constraint is not None and self.constraint.required:
-            gen = self.llama.generate(self.prompt, temp=self.temperature, reset=True)
+            gen = self._generate(self.prompt)
             next(gen)  # the prompt evaluated; its free choice of a first token is not used
             gen.close()
             finish = self._constrained(self.constraint.grammar("required"), [], notice=_REQUIRED)
@@ -109,7 +130,7 @@ class Generation:
     # ------------------------------------------------------------------ free
 
     def _free(self, *, watch: bool) -> str:
-        gen = self.llama.generate(self.prompt + self.written, temp=self.temperature, reset=True)
+        gen = self._generate(self.prompt + self.written)
         try:
             for token in gen:
                 if self.stop.is_set() or self.is_end(token):
@@ -180,7 +201,9 @@ class Generation:
             logits = last_logits(self.llama)
             started = time.perf_counter()
             try:
-                token = sampler.choose(logits, self.temperature, end=self.end_token)
+                token = sampler.choose(
+                    logits, self.temperature, end=self.end_token, sampling=self.sampling
+                )
                 if not self.is_end(token):
                     sampler.accept(token)
             except ValueError:  # the grammar allows nothing: the call is as far as it goes

@@ -35,7 +35,23 @@ from .generate import Generation
 from .prefix import KEPT_BYTES, SavedPrefixes
 from .prompt import TemplateTransport
 
-__all__ = ["LlamaCppBackend"]
+__all__ = ["LOCAL_FIELDS", "LlamaCppBackend"]
+
+#: The sampling fields the local engine honours (llama.cpp's samplers; ``stop`` is cut by
+#: the pipeline as the reply is read). ``logit_bias`` and engine fields are named in a
+#: ``field-not-honoured`` notice.
+LOCAL_FIELDS = frozenset(
+    {
+        "top_p",
+        "top_k",
+        "min_p",
+        "seed",
+        "stop",
+        "presence_penalty",
+        "frequency_penalty",
+        "repetition_penalty",
+    }
+)
 
 _END = object()
 
@@ -50,6 +66,9 @@ class LlamaCppBackend(TemplateTransport):
 
     name = "llamacpp"
     native_tools = False
+    sampling_fields = LOCAL_FIELDS
+    #: its template's variables, and its thinking switch (see backends/prompt.py)
+    engine_fields = frozenset({"chat_template_kwargs", "reasoning_effort"})
 
     def __init__(
         self,
@@ -240,6 +259,7 @@ class LlamaCppBackend(TemplateTransport):
             seed=self.seed,
             thinking=prepared.reasoning_open,
             vocabulary=self.vocabulary,
+            sampling=prepared.request.sampling,
         )
 
     def _generate(

@@ -24,6 +24,18 @@ from .http import HttpTransport, Records, Reply
 
 __all__ = ["OllamaBackend", "to_ollama"]
 
+#: The sampling fields Ollama takes in its ``options``, by the name it gives each.
+_OPTIONS = {
+    "top_p": "top_p",
+    "top_k": "top_k",
+    "min_p": "min_p",
+    "seed": "seed",
+    "stop": "stop",
+    "presence_penalty": "presence_penalty",
+    "frequency_penalty": "frequency_penalty",
+    "repetition_penalty": "repeat_penalty",
+}
+
 
 def to_ollama(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """OpenAI-shaped messages in Ollama's encoding."""
@@ -59,6 +71,7 @@ class OllamaBackend(HttpTransport):
     """A model behind Ollama's ``POST {base_url}/api/chat``."""
 
     name = "ollama"
+    sampling_fields = frozenset(_OPTIONS)
     default_base_url = "http://127.0.0.1:11434"
     path = "api/chat"
     default_timeout = 300.0
@@ -82,14 +95,19 @@ class OllamaBackend(HttpTransport):
             body["think"] = request.think
         if request.output is not None:  # a structured output: the schema, or "json"
             body["format"] = ollama_format(request.output)
-        options: dict[str, Any] = {}
+        sent = request.extra.get("options")
+        options: dict[str, Any] = dict(sent) if isinstance(sent, Mapping) else {}
         if request.temperature is not None:
             options["temperature"] = request.temperature
         if request.max_tokens is not None:
             options["num_predict"] = request.max_tokens
+        for key, value in request.sampling.given().items():
+            if key in _OPTIONS:
+                options[_OPTIONS[key]] = value
         if options:
             body["options"] = options
-        body.update(request.extra)
+        for key, value in request.extra.items():
+            body.setdefault(key, value)
         return body
 
     def read(self, reply: Reply) -> AsyncGenerator[Event, None]:

@@ -48,11 +48,13 @@ from ..schemas.refusals import refuses_field
 from .engines import (
     CONSTRAINING,
     STREAM_USAGE,
+    THINKING,
     Body,
     calls_from_content,
     constraint_fields,
     engine_for,
     refuses_stream_options,
+    thinking_fields,
 )
 from .http import HttpTransport, Records, Reply
 
@@ -112,6 +114,7 @@ class OpenAIBackend(HttpTransport):
         if self.engine in CONSTRAINING:  # it decodes a required call under the schemas
             self.can_constrain = True
         self.takes_files = self.engine == "openai"
+        self.takes_thinking = self.engine in THINKING
         #: until when (the memory's clock) a streamed request does not ask for the usage
         self._no_stream_usage_until: float | None = None
 
@@ -172,7 +175,10 @@ class OpenAIBackend(HttpTransport):
             body.update(STREAM_USAGE)
         fields, body.calls_in_content = _constraint_fields(request, self.engine, body)
         body.update(fields)
-        body.update(request.extra)
+        body.update(thinking_fields(request, self.engine))
+        # the client's sampling and engine fields, as sent: never one toolwire set itself
+        for key, value in {**request.extra, **request.sampling.given()}.items():
+            body.setdefault(key, value)
         return body
 
     def read(self, reply: Reply) -> AsyncGenerator[Event, None]:

@@ -10,7 +10,7 @@ distills), and the same thinking switch.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 
 from ..errors import BackendError
 from ..events import Event
@@ -72,11 +72,13 @@ class TemplateTransport(Transport):
         will be sent and its plan: :func:`toolwire.pipeline.planned`), as the model reads it.
         A transport never plans a turn itself. ``call_ids`` overrides the family's."""
         family = plan.family if plan.mode == "grammar" else self.family_for(request)
+        kwargs = request.extra.get("chat_template_kwargs")
         return self.template.render(
             request.messages,
             request.tools if plan.mode == "grammar" else None,
             add_generation_prompt=add_generation_prompt,
-            enable_thinking=bool(request.think),
+            enable_thinking=_thinks(request),
+            template_kwargs=kwargs if isinstance(kwargs, Mapping) else None,
             call_ids=call_ids or (family.call_ids if family else "keep"),
             one_call_per_message=bool(family and family.one_call_per_message),
             # a template that writes past calls only beside None content (R1's distills)
@@ -118,3 +120,13 @@ def _resolve(
     if tool_format == "auto":
         return detect_format(template, budget=budget).family
     return resolve_format(tool_format, template)
+
+
+def _thinks(request: Request) -> bool:
+    """Whether the template's thinking switch is on: the request's ``think`` (Messages'
+    ``thinking``), else its ``reasoning_effort`` (``none`` is off, any effort on); off when
+    neither is given."""
+    if request.think is not None:
+        return request.think
+    effort = request.extra.get("reasoning_effort")
+    return isinstance(effort, str) and effort != "none"

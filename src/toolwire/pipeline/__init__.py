@@ -4,6 +4,7 @@ reply becomes calls, for every transport (see :mod:`toolwire.pipeline.reply`).""
 from .memory import Lesson, ModelMemory, default_memory
 from .reply import decide, in_words, plan_turn, planned, read, reply
 from .request import Backend, Mode, OutputFormat, Plan, Prepared, Request, stream_sync
+from .sampling import Sampling
 from .transport import Transport
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "Plan",
     "Prepared",
     "Request",
+    "Sampling",
     "Transport",
     "decide",
     "default_memory",

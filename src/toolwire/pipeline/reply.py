@@ -71,6 +71,8 @@ from .limits import CallLimit
 from .memory import Lesson
 from .repeats import Repeats, without_tools
 from .request import Plan, Request
+from .sampling import not_honoured
+from .stops import Stops
 from .structured import OutputCheck, call_or_output, output_constraint
 
 if TYPE_CHECKING:
@@ -158,9 +160,16 @@ def plan_turn(
             lesson, dialect=healed.dialect or lesson.dialect, words=healed.words or lesson.words
         )
     plan, notices = decide(transport, request, lesson)
+    fields = (transport.sampling_fields, transport.engine_fields, transport.takes_thinking)
+    told = not_honoured(request, *fields, transport.model)
+    notices += [told] if told is not None else []
     # images, documents and system messages as this model can be given them
     sent, seen = readable(transport, request, text_only=text_only)
     notices += seen
+    if plan.mode in ("grammar", "words") and sent.sampling.stop:
+        # the model's raw text holds its calls: a stop text inside one must not cut it, so
+        # the pipeline cuts the reply's text (pipeline.stops), never the engine
+        sent = replace(sent, sampling=replace(sent.sampling, stop=()))
     if plan.mode == "words":
         sent, too_long = in_words(transport, sent)
         if too_long is not None:
@@ -401,11 +410,15 @@ async def _attempts(transport: Transport, request: Request) -> AsyncGenerator[Ev
                 answered=repeats.answered if repeats is not None else None,
             )
             limit = CallLimit(request.max_calls)
+            stops = Stops(request.sampling.stop)
             async with aclosing(heard), aclosing(events) as stream:
                 async for event in stream:
                     for kept in limit.push(event):
                         for out in repeats.push(kept) if repeats is not None else (kept,):
-                            yield out
+                            for cut in stops.push(out):
+                                yield cut
+                    if stops.closed:  # a stop text reached: generation is closed
+                        return
                     # a live reply is closed at the repeat; one already over is read to
                     # its end, for its usage
                     if repeats is not None and repeats.stop and (repeats.retry or not heard.done):

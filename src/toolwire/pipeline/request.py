@@ -17,6 +17,7 @@ from ..events import Event
 from ..formats.base import Family, ToolIndex
 from ..formats.gbnf import Constraint
 from .limits import DEFAULT_MAX_CALLS
+from .sampling import Sampling
 
 __all__ = ["Backend", "Mode", "OutputFormat", "Plan", "Prepared", "Request", "stream_sync"]
 
@@ -64,7 +65,11 @@ class Request:
     #: (Chat Completions ``response_format``, Responses ``text.format``, Messages
     #: ``output_config.format``), settled into one: :class:`OutputFormat`. None: free text.
     output: OutputFormat | None = None
-    #: Provider-specific fields passed through as they are.
+    #: How the engine chooses its tokens (top_p, seed, stop…): each backend gives them to
+    #: its engine in its own dialect, and names what it cannot honour.
+    sampling: Sampling = field(default_factory=Sampling)
+    #: The engine's own fields, passed to it as they are (``chat_template_kwargs``, a
+    #: field no API lists): see :mod:`toolwire.server.passing`. Never one toolwire sets.
     extra: Mapping[str, Any] = field(default_factory=dict)
     #: The work this turn may make toolwire compute (checking its calls, its output), see
     #: :mod:`toolwire.budget`; the gateway sizes it by the request, others get the ceiling.

@@ -47,6 +47,13 @@ class Transport(ABC):
     #: :mod:`toolwire.pipeline.content`).
     takes_images: bool = False
     takes_files: bool = False
+    #: The sampling fields the engine honours, and the engine fields it uses (None: every
+    #: one, passed as sent: :mod:`toolwire.server.passing`); the others a turn asks for are
+    #: named in a ``field-not-honoured`` notice.
+    sampling_fields: frozenset[str] | None = None
+    engine_fields: frozenset[str] | None = None
+    #: Whether the engine takes a turn's thinking switch (``Request.think``).
+    takes_thinking: bool = True
 
     def count_tokens(self, text: str) -> int:
         """Tokens ``text`` takes; a rough count (4 characters a token) unless the transport

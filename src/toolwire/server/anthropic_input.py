@@ -16,10 +16,11 @@ assistant message, a prefill, may be); ``tools`` with ``input_schema``; ``tool_c
 Images and documents become Chat Completions parts (``image_url`` with a ``data:`` URL for a
 base64 source, ``file`` for a PDF; a text document becomes its text): an engine that takes
 them gets them, a model that reads text only a placeholder and a ``content-not-seen``
-notice (:mod:`toolwire.pipeline.content`). Not served (a 400 naming the field):
-``stop_sequences``. Server tools (web search, code execution…) are left out with a
-``tool-not-served`` notice. ``metadata``, ``top_p``, ``top_k``, ``service_tier``,
-``context_management`` and ``cache_control`` change nothing here and are ignored.
+notice (:mod:`toolwire.pipeline.content`). Server tools (web search, code execution…) are
+left out with a ``tool-not-served`` notice. ``top_p``, ``top_k`` and ``stop_sequences`` go
+to the engine as its sampling fields, ``metadata.user_id`` as ``user``, and a field this API
+does not have as sent (``chat_template_kwargs``): :mod:`toolwire.server.passing`.
+``service_tier``, ``context_management`` and ``cache_control`` change nothing here.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from ..pipeline import Backend, Request, Transport, planned
 from .core import Told, dumps
 from .fields import check, options
 from .output import messages_format
-from .validate import Declared, Origins, RequestError, check_turn
+from .passing import engine_fields
+from .validate import Declared, Origins, RequestError, check_turn, required_needs_tools
 
 __all__ = ["MessagesCall", "count_tokens", "parse_messages"]
 
@@ -256,11 +258,14 @@ def _assistant(blocks: list[Any], where: str, origins: Origins, at_message: int)
     """An assistant turn's blocks as message ``at_message`` of the turn, each call's id
     kept in ``origins``."""
     text: list[str] = []
+    thought: list[str] = []
     calls: list[dict[str, Any]] = []
     for j, block in enumerate(blocks):
         at = f"{where}[{j}]"
         kind = block.get("type") if isinstance(block, dict) else None
-        if kind == "text" and isinstance(block.get("text"), str):
+        if kind == "thinking" and isinstance(block.get("thinking"), str):
+            thought.append(block["thinking"])  # the model's own, given back to it
+        elif kind == "text" and isinstance(block.get("text"), str):
             text.append(block["text"])
         elif kind == "tool_use":
             if not isinstance(block.get("id"), str) or not block["id"]:
@@ -278,12 +283,14 @@ def _assistant(blocks: list[Any], where: str, origins: Origins, at_message: int)
                 }
             )
         elif kind in ("thinking", "redacted_thinking"):
-            continue  # the model's own earlier thinking: not sent back to it
+            continue  # encrypted, or no text: nothing a model other than its maker reads
         else:
             raise RequestError(f"'{at}' must be a text, tool_use or thinking block", f"{at}.type")
     message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
     if calls:
         message["tool_calls"] = calls
+    if thought:
+        message["reasoning_content"] = "\n\n".join(thought)
     return message
 
 
@@ -364,8 +371,6 @@ def _tools(
 def parse_messages(data: Mapping[str, Any], budget: WorkBudget | None = None) -> MessagesCall:
     """The engine request for a Messages body (already JSON, an object)."""
     fields = check(_Fields, data, "")
-    if fields.stop_sequences:
-        raise RequestError("'stop_sequences' is not served by this gateway", "stop_sequences")
     skipped: list[Told] = []
     declared: list[Declared] = []
     tools = _tools(fields, skipped, declared)
@@ -392,6 +397,7 @@ def parse_messages(data: Mapping[str, Any], budget: WorkBudget | None = None) ->
             choice = "none"
         else:
             choice = {"auto": "auto", "any": "required"}[picked.type]
+            required_needs_tools(choice, tools, "tool_choice.type")
     think = None
     if fields.thinking is not None:
         kind = fields.thinking.get("type")
@@ -401,6 +407,7 @@ def parse_messages(data: Mapping[str, Any], budget: WorkBudget | None = None) ->
             )
         think = kind != "disabled"
     settings = options(data)
+    sampling, passed = engine_fields(data, "messages")
     request = Request(  # the turn settles the choice: a named tool alone, none: no tools
         messages,
         tools or None,
@@ -409,6 +416,8 @@ def parse_messages(data: Mapping[str, Any], budget: WorkBudget | None = None) ->
         temperature=fields.temperature,
         max_tokens=fields.max_tokens,
         think=think,
+        sampling=sampling,
+        extra=passed,
         strict=settings.get("strict", False),
         constrained=settings.get("constrained", True),
         stream=bool(fields.stream),

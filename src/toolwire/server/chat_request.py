@@ -16,16 +16,16 @@ What each field gets:
   with ``name``, ``schema``, ``strict``: a structured output, see
   :mod:`toolwire.pipeline.structured`), and toolwire's own ``toolwire: {strict, constrained}``.
   ``model`` is checked and answered by the gateway's own model.
-* **Checked, then ignored** — sampling and bookkeeping hints without which the reply is still
-  a right answer: ``top_p``, ``frequency_penalty``, ``presence_penalty``, ``seed``, ``stop``,
-  ``logit_bias``, ``logprobs``, ``top_logprobs``, ``user``, ``metadata``, ``store``,
-  ``service_tier``, ``prompt_cache_key``, ``safety_identifier``, ``reasoning_effort``,
-  ``verbosity``, ``prediction``, ``stream_options``, ``modalities: ["text"]``, and the
-  engines' ``top_k``, ``min_p``, ``repetition_penalty``.
+* **Passed to the engine** (:mod:`toolwire.server.passing`, the one rule for every API):
+  the sampling fields (``top_p``, ``top_k``, ``min_p``, ``seed``, ``stop``, the penalties,
+  ``logit_bias``: checked there), and, checked here by their type, ``logprobs``,
+  ``top_logprobs``, ``user``, ``metadata``, ``store``, ``service_tier``,
+  ``prompt_cache_key``, ``safety_identifier``, ``reasoning_effort``, ``verbosity``,
+  ``prediction``; and any field not listed here, as sent (``chat_template_kwargs``: the
+  engine decides). ``stream_options`` and ``modalities: ["text"]`` are the gateway's.
 * **Refused**, because the reply could not be what the client asked for: ``n`` other than 1,
   the deprecated ``functions`` / ``function_call`` (send ``tools`` / ``tool_choice``),
-  ``audio`` and ``modalities`` with ``audio``, ``web_search_options``; and any field not
-  listed here (as OpenAI does).
+  ``audio`` and ``modalities`` with ``audio``, ``web_search_options``.
 
 A message may carry ``name``; an assistant message also what clients echo back from a
 reply (``refusal``, ``annotations``, ``audio``, ``reasoning_content``, ``thinking``, a null
@@ -316,17 +316,11 @@ class NamedToolChoice(TypedDict):
 
 if TYPE_CHECKING:
     ToolChoice = Literal["auto", "none", "required"] | NamedToolChoice
-    Stop = str | list[str]
 else:
     ToolChoice = _by_kind(
         "must be auto, none, required or a named function {type: function, function: {name}}",
         string=Literal["auto", "none", "required"],
         object=NamedToolChoice,
-    )
-    Stop = _by_kind(
-        "must be a string or a list of at most 4 strings",
-        string=str,
-        list=Annotated[list[str], Field(max_length=4)],
     )
 
 
@@ -386,15 +380,14 @@ class ToolwireOptions(TypedDict):
     constrained: NotRequired[bool | None]
 
 
-Unit = Annotated[float, Field(ge=0, le=1)]
-Penalty = Annotated[float, Field(ge=-2, le=2)]
 Tokens = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
 
 
 class ChatCompletionsRequest(BaseModel):
-    """Every field of a Chat Completions request, as the gateway takes it (module doc)."""
+    """Every field of a Chat Completions request, as the gateway takes it (module doc); a
+    field it does not declare is the engine's."""
 
-    model_config = _STRICT
+    model_config = ConfigDict(strict=True, extra="allow")
 
     messages: Annotated[list[Message], Field(min_length=1)]
     model: str | None = None
@@ -407,13 +400,7 @@ class ChatCompletionsRequest(BaseModel):
     max_completion_tokens: Tokens | None = None
     n: int | None = None
     toolwire: ToolwireOptions | None = None
-    # checked, then ignored
-    top_p: Unit | None = None
-    frequency_penalty: Penalty | None = None
-    presence_penalty: Penalty | None = None
-    seed: int | None = None
-    stop: Stop | None = None
-    logit_bias: dict[str, Annotated[int, Field(ge=-100, le=100)]] | None = None
+    # passed to the engine (the sampling fields are checked by toolwire.server.passing)
     logprobs: bool | None = None
     top_logprobs: Annotated[int, Field(ge=0, le=20)] | None = None
     user: str | None = None
@@ -428,9 +415,6 @@ class ChatCompletionsRequest(BaseModel):
     stream_options: StreamOptions | None = None
     modalities: list[Literal["text"]] | None = None
     response_format: ResponseFormat | None = None
-    top_k: Annotated[int, Field(ge=0)] | None = None
-    min_p: Unit | None = None
-    repetition_penalty: Annotated[float, Field(gt=0)] | None = None
     # refused when given
     functions: Any = None
     function_call: Any = None

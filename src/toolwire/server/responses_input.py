@@ -38,10 +38,11 @@ from ..pipeline import Request
 from .core import Told
 from .fields import check, options
 from .output import responses_format
+from .passing import engine_fields
 from .remember import ResponseMemory
 from .responses_items import ClientTool, engine_call
 from .responses_tools import Offered, found, listed, offered, tool_choice
-from .validate import Declared, Origins, RequestError, check_turn
+from .validate import Declared, Origins, RequestError, check_turn, required_needs_tools
 
 __all__ = ["ResponsesCall", "parse_responses"]
 
@@ -238,7 +239,13 @@ def _messages(
                     f"{where}.role",
                 )
             content = _content(item.get("content"), f"{where}.content")
-            messages.append({"role": "system" if role == "developer" else role, "content": content})
+            last = messages[-1] if messages else None
+            if role == "assistant" and last is not None and _only_reasoning(last):
+                last["content"] = content  # the answer its reasoning came before
+            else:
+                messages.append(
+                    {"role": "system" if role == "developer" else role, "content": content}
+                )
         elif kind in ("function_call", "custom_tool_call"):
             custom = kind == "custom_tool_call"
             for key in ("call_id", "name", "input" if custom else "arguments"):
@@ -268,7 +275,13 @@ def _messages(
             output = _content(item.get("output"), f"{where}.output")
             _answer(messages, call_id, output, origins, where)
         elif kind == "reasoning":
-            continue  # the model's own earlier thinking: not sent back to it
+            # the model's own earlier thinking, given back to it with the answer or the
+            # calls that follow it (as Chat Completions' reasoning_content)
+            thought = _reasoning_text(item)
+            if thought:
+                messages.append(
+                    {"role": "assistant", "content": None, "reasoning_content": thought}
+                )
         elif kind == "additional_tools":
             continue  # tools, offered with the request's own (see _searched)
         else:
@@ -280,7 +293,33 @@ def _messages(
             )
     for m in messages:
         m.pop("_answered", None)
-    return messages
+    # reasoning that nothing followed (the turn was cut) is no message of its own
+    return [m for m in messages if not _only_reasoning(m)]
+
+
+def _only_reasoning(message: dict[str, Any]) -> bool:
+    return (
+        message.get("role") == "assistant"
+        and "reasoning_content" in message
+        and not message.get("content")
+        and not message.get("tool_calls")
+    )
+
+
+def _reasoning_text(item: dict[str, Any]) -> str:
+    """A reasoning item's text: its ``reasoning_text`` parts, else its summary's."""
+    for key, kind in (("content", "reasoning_text"), ("summary", "summary_text")):
+        parts = item.get(key)
+        texts = [
+            part["text"]
+            for part in (parts if isinstance(parts, list) else ())
+            if isinstance(part, dict)
+            and part.get("type") == kind
+            and isinstance(part.get("text"), str)
+        ]
+        if texts:
+            return "\n\n".join(texts)
+    return ""
 
 
 def _declared(tools: list[Any] | None, searched: list[tuple[str, Any]]) -> list[Declared]:
@@ -343,7 +382,9 @@ async def parse_responses(
         messages = [{"role": "system", "content": fields.instructions}, *conversation]
     tools = offer.tools
     choice = tool_choice(offer, fields.tool_choice)
+    required_needs_tools(choice, tools, "tool_choice")
     settings = options(data)
+    sampling, passed = engine_fields(data, "responses")
     request = Request(  # the turn settles the choice: a named tool alone, none: no tools
         messages,
         tools or None,
@@ -351,6 +392,8 @@ async def parse_responses(
         parallel_calls=fields.parallel_tool_calls,
         temperature=fields.temperature,
         max_tokens=fields.max_output_tokens,
+        sampling=sampling,
+        extra=passed,
         strict=settings.get("strict", False),
         constrained=settings.get("constrained", True),
         stream=bool(fields.stream),

@@ -202,4 +202,13 @@ def said(
     message: dict[str, Any] = {"role": "assistant", "content": text or None}
     if calls:
         message["tool_calls"] = calls
+    thought = "".join(
+        part["text"]
+        for item in output
+        if item["type"] == "reasoning"
+        for part in item.get("content") or ()
+        if part.get("type") == "reasoning_text"
+    )
+    if thought:  # the model's own reasoning, given back to it (see responses_input)
+        message["reasoning_content"] = thought
     return [message] if text or calls else []

@@ -35,6 +35,7 @@ from ..errors import ArgumentsError
 from ..pipeline import Request
 from .chat_request import MAX_DEPTH, MESSAGES, TAG, ChatCompletionsRequest
 from .output import chat_format
+from .passing import engine_fields
 from .refusal import RequestError
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "RequestError",
     "check_turn",
     "decode_body",
+    "required_needs_tools",
     "validate_chat",
     "validate_chat_request",
 ]
@@ -363,6 +365,7 @@ def validate_chat(data: Any, budget: WorkBudget | None = None) -> Request:
     )
     _check_choice(parsed, tools)
     options = parsed.toolwire or {}
+    sampling, passed = engine_fields(data, "chat", _explain)
     return Request(  # the turn settles the choice: a named tool alone, none: no tools
         data["messages"],
         tools or None,
@@ -374,6 +377,8 @@ def validate_chat(data: Any, budget: WorkBudget | None = None) -> Request:
         constrained=options.get("constrained") is not False,
         stream=bool(parsed.stream),
         output=chat_format(parsed.response_format),
+        sampling=sampling,
+        extra=passed,
         budget=budget or WorkBudget(),
     )
 
@@ -389,8 +394,14 @@ def _check_choice(parsed: ChatCompletionsRequest, tools: list[dict[str, Any]] | 
                 f"tool_choice.function.name {name[:80]!r} is not in 'tools'",
                 "tool_choice.function.name",
             )
+    required_needs_tools(choice, tools, "tool_choice")
+
+
+def required_needs_tools(choice: Any, tools: Sequence[Any] | None, field: str) -> None:
+    """A call required (``required``, Messages' ``any``) with no tool to call is the client's
+    error, in every API: the reply could not be what was asked."""
     if choice == "required" and not tools:
-        raise RequestError("tool_choice 'required' needs 'tools' to call", "tool_choice")
+        raise RequestError(f"{field} asks for a call, but there are no tools to call", field)
 
 
 # ------------------------------------------------- the calls and tools of a turn, in every API

@@ -158,6 +158,7 @@ class ChatTemplate:
         keep_call_none: bool = False,
         one_call_per_message: bool = False,
         budget: TemplateBudget | None = None,
+        template_kwargs: Mapping[str, Any] | None = None,
         **extra: Any,
     ) -> str:
         """Render ``messages`` (OpenAI-style dicts) and ``tools`` into a prompt.
@@ -171,6 +172,10 @@ class ChatTemplate:
         :func:`shape_messages`), and so does ``one_call_per_message``. ``extra`` keywords
         become template variables (``bos_token=""`` overrides the default, for instance); so
         do ``variables`` and, for a template that reads them, :data:`CONVENTIONAL_VARIABLES`.
+        ``template_kwargs`` are a client's (Chat Completions' ``chat_template_kwargs``, as
+        llama-server and vLLM take them): variables too, over every other but the messages,
+        the tools and ``add_generation_prompt``; a name that is not a plain identifier, or
+        that starts with ``_``, is left out (the sandbox's own live there).
 
         ``budget`` is the time, loop steps and memory the render may spend
         (:class:`~toolwire.templates.budget.TemplateBudget`); pass one budget to every render of
@@ -211,6 +216,10 @@ class ChatTemplate:
         }
         if enable_thinking is not None:
             context["enable_thinking"] = enable_thinking
+        reserved = ("messages", "tools", "add_generation_prompt")
+        for key, value in (template_kwargs or {}).items():
+            if key.isidentifier() and not key.startswith("_") and key not in reserved:
+                context[key] = value
         spend = budget if budget is not None else TemplateBudget.for_input(shaped)
         context[BUDGET_KEY] = spend
         chunks: list[str] = []

@@ -1,0 +1,217 @@
+"""What the gateway does with each field of a request, one rule for every client API.
+
+A field is one of three things:
+
+* **used by toolwire**: read into the turn (the conversation, the tools and ``tool_choice``,
+  streaming, ``temperature``, the token limit, a structured output, the API's own
+  bookkeeping: a stored response's id, Messages' ``thinking``), or refused there where the
+  reply could not be what was asked (``n`` other than 1, audio);
+* **a sampling field** (:class:`~toolwire.pipeline.sampling.Sampling`): checked here, then
+  given to the engine in its own dialect (Messages' ``stop_sequences`` is ``stop``);
+* **passed to the engine as sent**: every other field, ``chat_template_kwargs``,
+  ``reasoning_effort``, ``prompt_cache_key``, ``user`` and fields no API lists among them (the
+  engine decides what they mean), a few under the Chat Completions name the engines read
+  (Responses' ``reasoning.effort`` is ``reasoning_effort``).
+
+So nothing a client sends is dropped in silence: an engine that cannot honour a field says so
+in a ``field-not-honoured`` notice. ``docs/gateway.md``'s table of the fields is made from
+:func:`table`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..pipeline.sampling import Sampling
+from .refusal import RequestError
+
+__all__ = ["API", "USED", "engine_fields", "table"]
+
+API = Literal["chat", "responses", "messages"]
+
+#: The fields each API's request uses itself (its request reader reads them into the turn).
+USED: dict[API, frozenset[str]] = {
+    "chat": frozenset(
+        {
+            "messages",
+            "model",
+            "tools",
+            "tool_choice",
+            "parallel_tool_calls",
+            "stream",
+            "stream_options",
+            "temperature",
+            "max_tokens",
+            "max_completion_tokens",
+            "n",
+            "response_format",
+            "toolwire",
+            "functions",
+            "function_call",
+            "audio",
+            "modalities",
+            "web_search_options",
+        }
+    ),
+    "responses": frozenset(
+        {
+            "model",
+            "input",
+            "instructions",
+            "tools",
+            "tool_choice",
+            "parallel_tool_calls",
+            "max_output_tokens",
+            "max_tool_calls",
+            "temperature",
+            "stream",
+            "stream_options",
+            "store",
+            "previous_response_id",
+            "text",
+            "toolwire",
+            "metadata",
+            "include",
+            "truncation",
+            "background",
+            "service_tier",
+            "reasoning",
+            "prompt",
+            "conversation",
+        }
+    ),
+    "messages": frozenset(
+        {
+            "model",
+            "messages",
+            "system",
+            "max_tokens",
+            "temperature",
+            "tools",
+            "tool_choice",
+            "thinking",
+            "stream",
+            "output_config",
+            "toolwire",
+            "metadata",
+            "service_tier",
+            "context_management",
+            "cache_control",
+            "container",
+            "diagnostics",
+            "inference_geo",
+            "speed",
+            "user_profile_id",
+            "workspace_id",
+        }
+    ),
+}
+
+#: Each API's name for a sampling field, where it is not the field's own.
+_SAMPLING_NAMES: dict[API, dict[str, str]] = {
+    "chat": {},
+    "responses": {},
+    "messages": {"stop_sequences": "stop"},
+}
+
+#: Fields an API sends under another name than the one engines read, and how to reach it:
+#: (the API's field, the key inside it or "", the engine's name).
+_RENAMED: dict[API, tuple[tuple[str, str, str], ...]] = {
+    "chat": (),
+    "responses": (("reasoning", "effort", "reasoning_effort"),),
+    "messages": (("metadata", "user_id", "user"),),
+}
+
+#: The most stop texts, and the longest (llama-server and vLLM take any; a bound).
+MAX_STOPS = 16
+MAX_STOP_CHARS = 200
+
+_Unit = Annotated[float, Field(ge=0, le=1)]
+_Penalty = Annotated[float, Field(ge=-2, le=2)]
+_Stop = Annotated[str, Field(min_length=1, max_length=MAX_STOP_CHARS)]
+
+
+class _Sampling(BaseModel):
+    """The sampling fields, checked strictly (``"0.9"`` is no number)."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+    top_p: _Unit | None = None
+    top_k: Annotated[int, Field(ge=0)] | None = None
+    min_p: _Unit | None = None
+    seed: int | None = None
+    stop: Annotated[list[_Stop], Field(max_length=MAX_STOPS)] | None = None
+    presence_penalty: _Penalty | None = None
+    frequency_penalty: _Penalty | None = None
+    repetition_penalty: Annotated[float, Field(gt=0)] | None = None
+    logit_bias: dict[str, Annotated[float, Field(ge=-100, le=100)]] | None = None
+
+
+_SAMPLING_FIELDS = tuple(_Sampling.model_fields)
+
+
+def engine_fields(
+    data: Mapping[str, Any],
+    api: API,
+    explain: Callable[[Mapping[str, Any]], RequestError] | None = None,
+) -> tuple[Sampling, dict[str, Any]]:
+    """The request's sampling fields, checked, and the fields passed to the engine as sent
+    (see the module). A malformed sampling field is a :class:`RequestError` naming it as the
+    API does (``explain`` turns pydantic's error into the API's words)."""
+    names = {**{f: f for f in _SAMPLING_FIELDS}, **_SAMPLING_NAMES[api]}
+    given = {names[k]: v for k, v in data.items() if k in names and v is not None}
+    if isinstance(given.get("stop"), str):  # one text, or a list of them
+        given["stop"] = [given["stop"]]
+    try:
+        checked = _Sampling.model_validate(given)
+    except ValidationError as exc:
+        first: dict[str, Any] = dict(exc.errors(include_url=False)[0])
+        loc = tuple(first["loc"])
+        field = str(loc[0]) if loc else ""
+        sent = next((k for k, v in names.items() if v == field and k in data), field)
+        first["loc"] = (sent, *loc[1:])
+        if explain is not None:
+            raise explain(first) from None
+        raise RequestError(f"'{sent}' {str(first['msg'])[:200]}", sent or None) from None
+    sampling = Sampling(
+        top_p=checked.top_p,
+        top_k=checked.top_k,
+        min_p=checked.min_p,
+        seed=checked.seed,
+        stop=tuple(checked.stop or ()),
+        presence_penalty=checked.presence_penalty,
+        frequency_penalty=checked.frequency_penalty,
+        repetition_penalty=checked.repetition_penalty,
+        logit_bias=checked.logit_bias,
+    )
+    passed = {
+        k: v for k, v in data.items() if k not in USED[api] and k not in names and v is not None
+    }
+    for field, key, engine in _RENAMED[api]:
+        value = data.get(field)
+        inner = value.get(key) if isinstance(value, Mapping) else None
+        if inner is not None and engine not in passed:
+            passed[engine] = inner
+    return sampling, passed
+
+
+def table() -> str:
+    """The fields of each API and what the gateway does with them, as a Markdown table (the
+    one in ``docs/gateway.md``)."""
+    rows = ["| API | used by toolwire | sampling, to the engine in its dialect | renamed |"]
+    rows.append("| --- | --- | --- | --- |")
+    for api, used in USED.items():
+        own = {v: k for k, v in _SAMPLING_NAMES[api].items()}
+        sampling = ", ".join(f"`{own.get(f, f)}`" for f in _SAMPLING_FIELDS)
+        renamed = ", ".join(
+            f"`{field}{'.' + key if key else ''}` → `{engine}`"
+            for field, key, engine in _RENAMED[api]
+        )
+        rows.append(
+            f"| {api} | {', '.join(f'`{f}`' for f in sorted(used))} | {sampling} | "
+            f"{renamed or '—'} |"
+        )
+    return "\n".join(rows) + "\n\nEvery other field is passed to the engine as sent.\n"

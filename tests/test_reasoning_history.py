@@ -1,0 +1,232 @@
+"""A model's own reasoning from earlier turns goes back to it, in every API: Messages'
+``thinking`` blocks, Responses' reasoning items (given, or kept with a stored response) and
+Chat Completions' ``reasoning_content`` reach an upstream as ``reasoning_content`` on their
+assistant message, and a local template that renders past reasoning renders it. Over real
+HTTP with the official clients, to a recording upstream."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx
+import openai
+import pytest
+
+from toolwire.backends import OpenAIBackend
+from toolwire.backends.http import new_client
+from toolwire.backends.prompt import TemplateTransport
+from toolwire.pipeline import Request
+from toolwire.server import create_app
+from toolwire.store.responses_sqlite import SqliteResponseStore
+from toolwire.templates import ChatTemplate
+from toolwire.testing import FakeOpenAIServer, ServedApp, text_deltas, tool_call_deltas
+
+THOUGHT = "Rome is in Italy; I should look up its weather."
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+ARGS = {"city": "Rome"}
+
+
+@pytest.fixture
+def upstream() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as fake:
+        yield fake
+
+
+@pytest.fixture
+def gateway(upstream: FakeOpenAIServer, tmp_path: Path) -> Iterator[str]:
+    backend = OpenAIBackend("engine", base_url=upstream.base_url, client=new_client())
+    store = SqliteResponseStore(tmp_path / "gateway.db")
+    with ServedApp(create_app(backend, model_name="gw", store=store)) as served:
+        yield served.url
+
+
+def _assistant(upstream: FakeOpenAIServer) -> dict[str, Any]:
+    (message,) = [m for m in upstream.requests[-1]["messages"] if m["role"] == "assistant"]
+    return message
+
+
+def test_chat_completions_gives_reasoning_content_back(
+    upstream: FakeOpenAIServer, gateway: str
+) -> None:
+    upstream.add_stream(text_deltas("Sunny.", size=3))
+    client = openai.OpenAI(base_url=gateway + "/v1", api_key="unused", max_retries=0)
+    client.chat.completions.create(
+        model="gw",
+        messages=[
+            {"role": "user", "content": "Weather in Rome?"},
+            {
+                "role": "assistant",
+                "content": None,
+                "reasoning_content": THOUGHT,  # type: ignore[typeddict-unknown-key]
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": json.dumps(ARGS)},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "Sunny"},
+        ],
+        tools=[{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}],
+    )
+    assert _assistant(upstream)["reasoning_content"] == THOUGHT
+
+
+def test_messages_gives_thinking_blocks_back(upstream: FakeOpenAIServer, gateway: str) -> None:
+    upstream.add_stream(text_deltas("Sunny.", size=3))
+    client = anthropic.Anthropic(base_url=gateway, api_key="unused", max_retries=0)
+    client.messages.create(
+        model="gw",
+        max_tokens=50,
+        thinking={"type": "enabled", "budget_tokens": 1024},
+        tools=[{"name": "get_weather", "input_schema": SCHEMA}],
+        messages=[
+            {"role": "user", "content": "Weather in Rome?"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": THOUGHT, "signature": ""},
+                    {"type": "redacted_thinking", "data": "opaque"},
+                    {"type": "tool_use", "id": "c1", "name": "get_weather", "input": ARGS},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "Sunny"}],
+            },
+        ],
+    )
+    message = _assistant(upstream)
+    assert message["reasoning_content"] == THOUGHT
+    assert message["tool_calls"][0]["function"]["name"] == "get_weather"
+
+
+def test_responses_gives_reasoning_items_back(upstream: FakeOpenAIServer, gateway: str) -> None:
+    upstream.add_stream(text_deltas("Sunny.", size=3))
+    client = openai.OpenAI(base_url=gateway + "/v1", api_key="unused", max_retries=0)
+    client.responses.create(
+        model="gw",
+        tools=[{"type": "function", "name": "get_weather", "parameters": SCHEMA}],
+        input=[
+            {"role": "user", "content": "Weather in Rome?"},
+            {
+                "type": "reasoning",
+                "id": "rs_1",
+                "summary": [],
+                "content": [{"type": "reasoning_text", "text": THOUGHT}],
+            },
+            {
+                "type": "function_call",
+                "call_id": "c1",
+                "name": "get_weather",
+                "arguments": json.dumps(ARGS),
+            },
+            {"type": "function_call_output", "call_id": "c1", "output": "Sunny"},
+        ],
+    )
+    message = _assistant(upstream)
+    assert message["reasoning_content"] == THOUGHT
+    assert message["tool_calls"][0]["function"]["name"] == "get_weather"
+
+
+def test_a_stored_response_keeps_its_reasoning_for_the_next_turn(
+    upstream: FakeOpenAIServer, gateway: str
+) -> None:
+    """The model reasons, then calls; the client answers the call by
+    ``previous_response_id``: the upstream gets the reasoning back with the call."""
+    upstream.add_stream(
+        [
+            {"reasoning_content": THOUGHT},
+            *tool_call_deltas([("c1", "get_weather", json.dumps(ARGS))]),
+        ],
+        finish_reason="tool_calls",
+    )
+    upstream.add_stream(text_deltas("Sunny.", size=3))
+    client = openai.OpenAI(base_url=gateway + "/v1", api_key="unused", max_retries=0)
+    tools: Any = [{"type": "function", "name": "get_weather", "parameters": SCHEMA}]
+    first = client.responses.create(model="gw", tools=tools, input="Weather in Rome?")
+    (call,) = [item for item in first.output if item.type == "function_call"]
+    client.responses.create(
+        model="gw",
+        tools=tools,
+        previous_response_id=first.id,
+        input=[{"type": "function_call_output", "call_id": call.call_id, "output": "Sunny"}],
+    )
+    assert _assistant(upstream)["reasoning_content"] == THOUGHT
+
+
+def test_a_local_template_renders_the_reasoning_given_back() -> None:
+    source = Path(__file__).parent / "fixtures" / "chat_templates" / "Qwen-Qwen3-0.6B.jinja"
+    transport = TemplateTransport(ChatTemplate(source.read_text(encoding="utf-8")))
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": json.dumps(ARGS)},
+    }
+    messages = [
+        {"role": "user", "content": "Weather in Rome?"},
+        {"role": "assistant", "content": None, "reasoning_content": THOUGHT, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "Sunny"},
+    ]
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}
+    prompt = transport.planned_prompt(Request(messages, [tool]))
+    assert f"<think>\n{THOUGHT}\n</think>" in prompt
+
+
+@pytest.mark.parametrize(
+    ("thinking", "kwargs", "sent"),
+    [
+        ({"type": "enabled", "budget_tokens": 2048}, None, {"enable_thinking": True}),
+        ({"type": "disabled"}, None, {"enable_thinking": False}),
+        (
+            {"type": "disabled"},
+            {"enable_thinking": True, "x": 1},
+            {"enable_thinking": True, "x": 1},
+        ),
+    ],
+)
+def test_messages_thinking_reaches_vllm_as_its_template_switch(
+    upstream: FakeOpenAIServer,
+    thinking: dict[str, Any],
+    kwargs: dict[str, Any] | None,
+    sent: dict[str, Any],
+) -> None:
+    backend = OpenAIBackend(
+        "engine", base_url=upstream.base_url, client=new_client(), engine="vllm"
+    )
+    upstream.add_stream(text_deltas("Sunny.", size=3))
+    with ServedApp(create_app(backend, model_name="gw")) as served:
+        client = anthropic.Anthropic(base_url=served.url, api_key="unused", max_retries=0)
+        message = client.messages.create(
+            model="gw",
+            max_tokens=50,
+            thinking=thinking,  # type: ignore[arg-type]
+            messages=[{"role": "user", "content": "Weather in Rome?"}],
+            extra_body={"chat_template_kwargs": kwargs} if kwargs else None,
+        )
+    assert upstream.requests[-1]["chat_template_kwargs"] == sent
+    assert (message.model_extra or {})["toolwire"]["notices"] == []  # honoured: no notice
+
+
+def test_an_engine_with_no_thinking_switch_says_so(
+    upstream: FakeOpenAIServer, gateway: str
+) -> None:
+    upstream.add_stream(text_deltas("Sunny.", size=3))
+    r = httpx.post(
+        gateway + "/v1/messages",
+        json={
+            "model": "gw",
+            "max_tokens": 50,
+            "thinking": {"type": "enabled", "budget_tokens": 2048},
+            "messages": [{"role": "user", "content": "Weather in Rome?"}],
+        },
+    )
+    assert r.status_code == 200
+    assert "chat_template_kwargs" not in upstream.requests[-1]
+    told = [n for n in r.json()["toolwire"]["notices"] if n["code"] == "field-not-honoured"]
+    assert told and "thinking" in told[0]["message"]
