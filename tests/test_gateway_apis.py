@@ -440,6 +440,9 @@ def test_count_tokens_estimates_for_an_upstream(gateway: str) -> None:
         model="gw", messages=[{"role": "user", "content": "word " * 400}], tools=[ANTHROPIC_TOOL]
     )
     assert 400 <= counted.input_tokens <= 700
+    # the upstream has no tokenizer to ask: an estimate, and it says so
+    notices = (counted.model_extra or {})["toolwire"]["notices"]
+    assert [n["code"] for n in notices] == ["tokens-estimated"]
 
 
 def test_upstream_failures_in_each_api_shape(upstream: FakeOpenAIServer, gateway: str) -> None:

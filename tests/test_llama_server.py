@@ -327,3 +327,46 @@ def test_the_bench_gets_a_constrained_column_from_llama_server(
     assert report["rates"]["call_rate"] == 0.0  # as sent, unconstrained: the parser missed
     assert main(args) == 0
     assert json.loads(capsys.readouterr().out)["constrained_rates"] is None
+
+
+def test_count_tokens_through_the_gateway_is_llama_server_s_own_count(llama_server: str) -> None:
+    """In front of llama-server, ``count_tokens`` (Messages) and ``input_tokens``
+    (Responses) ask the server's own template and tokenizer over the body the pipeline would
+    send: the count is the prompt tokens the server reports for that very request."""
+    backend = OpenAIBackend("qwen", base_url=llama_server, engine="llama-server", timeout=SLOW)
+    asked = {
+        "model": "qwen",
+        "messages": [{"role": "user", "content": "What is the weather in Paris and in Rome?"}],
+        "tools": [WEATHER],
+        "max_tokens": 1,
+    }
+    own = httpx.post(llama_server + "/chat/completions", json=asked, timeout=SLOW).json()
+    with ServedApp(create_app(backend, model_name="qwen")) as served:
+        counted = httpx.post(
+            served.url + "/v1/messages/count_tokens",
+            json={
+                "model": "qwen",
+                "messages": asked["messages"],
+                "tools": [
+                    {
+                        "name": "get_weather",
+                        "description": WEATHER["function"]["description"],  # type: ignore[index]
+                        "input_schema": WEATHER["function"]["parameters"],
+                    }  # type: ignore[index]
+                ],
+            },
+            timeout=SLOW,
+        ).json()
+        responses = httpx.post(
+            served.url + "/v1/responses/input_tokens",
+            json={
+                "model": "qwen",
+                "input": asked["messages"],
+                "tools": [{"type": "function", **WEATHER["function"]}],  # type: ignore[dict-item]
+            },
+            timeout=SLOW,
+        ).json()
+    assert counted["input_tokens"] == own["usage"]["prompt_tokens"]
+    assert counted["toolwire"]["notices"] == []
+    assert responses["input_tokens"] == own["usage"]["prompt_tokens"]
+    assert responses["object"] == "response.input_tokens"

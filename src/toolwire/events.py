@@ -107,6 +107,7 @@ NoticeCode = Literal[
     # the gateway's own
     "tool-not-served",
     "field-not-honoured",
+    "tokens-estimated",
     "response-not-stored",
     # what the model is given of the conversation
     "content-not-seen",
@@ -206,6 +207,8 @@ NOTICES: dict[NoticeCode, str] = {
     "ignored-tool-response": "a tool result the model wrote itself was not read as one",
     "directly-answer": "the model chose to answer in text, not with a tool",
     "tool-not-served": "a tool of a kind the gateway does not serve was left out",
+    "tokens-estimated": "the engine does not count tokens for the gateway: the count is an "
+    "estimate (4 characters a token)",
     "field-not-honoured": "a field of the request the engine cannot honour (a sampling field, "
     "an engine's own field) was not used; the notice names it",
     "response-not-stored": "the response could not be stored for previous_response_id",

@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -43,7 +44,7 @@ from .. import events as ev
 from ..errors import BackendError, UsageError
 from ..events import Event
 from ..messages import ToolCall
-from ..pipeline import Prepared, Request
+from ..pipeline import Prepared, Request, planned
 from ..schemas.refusals import refuses_field
 from .engines import (
     CONSTRAINING,
@@ -56,7 +57,7 @@ from .engines import (
     refuses_stream_options,
     thinking_fields,
 )
-from .http import HttpTransport, Records, Reply
+from .http import HttpTransport, Records, Reply, post_stream
 
 __all__ = ["PROVIDERS", "OpenAIBackend", "usage_of"]
 
@@ -184,6 +185,59 @@ class OpenAIBackend(HttpTransport):
     def read(self, reply: Reply) -> AsyncGenerator[Event, None]:
         return _read_stream(reply)
 
+    async def count_prompt(self, request: Request) -> int | None:
+        """The prompt tokens of ``request`` as this engine counts them: its own template and
+        tokenizer over the body the pipeline would send (``/apply-template`` then
+        ``/tokenize`` on llama-server, ``/tokenize`` on vLLM); None where the engine has no
+        such route, or it did not answer with a count."""
+        if self.engine not in COUNTING:
+            return None
+        sent, plan = planned(self, request)
+        body = self.body(sent, plan.dialect)
+        keys: tuple[str, ...] = ("messages", "tools", "chat_template_kwargs")
+        asked: dict[str, Any] = {k: body[k] for k in keys if k in body}
+        root = _root(self.base_url)
+        try:
+            if self.engine == "llama-server":
+                rendered = await self._post_json(root + "apply-template", asked)
+                prompt = rendered["prompt"]
+                if not isinstance(prompt, str):
+                    return None
+                content = {"content": prompt, "add_special": True, "parse_special": True}
+                tokens = (await self._post_json(root + "tokenize", content))["tokens"]
+                return len(tokens) if isinstance(tokens, list) else None
+            counted = await self._post_json(
+                root + "tokenize", {"model": self.model, "add_generation_prompt": True, **asked}
+            )
+            count = counted["count"]
+            return count if isinstance(count, int) and not isinstance(count, bool) else None
+        except (BackendError, KeyError, TypeError, ValueError):
+            return None
+
+    async def _post_json(self, url: str, body: Mapping[str, Any]) -> Any:
+        """POST ``body`` to ``url`` of this engine and read its JSON answer (bounded)."""
+
+        async def whole(reply: Reply) -> AsyncGenerator[Any, None]:
+            text, complete = await reply.text(MAX_COUNT_BYTES)
+            if not complete:
+                raise ValueError("the answer is too long")
+            yield json.loads(text)
+
+        async with aclosing(
+            post_stream(
+                self._client,
+                url,
+                body,
+                whole,
+                headers=self._headers,
+                timeout=min(self._timeout, COUNT_TIMEOUT),
+                connect_timeout=self._connect_timeout,
+            )
+        ) as answers:
+            async for answer in answers:
+                return answer
+        raise ValueError("no answer")
+
     async def send(self, prepared: Prepared) -> AsyncGenerator[Event, None]:
         """The reply's events; sent again without ``stream_options`` when the server
         refused that field before saying a word (see the module)."""
@@ -232,6 +286,24 @@ def _constraint_fields(
     them), and whether the reply's content is then a call: see
     :func:`~toolwire.backends.engines.constraint_fields`."""
     return constraint_fields(request, engine, body.get("tools"))
+
+
+#: The engines that count a prompt's tokens for toolwire (see :meth:`OpenAIBackend.count_prompt`).
+COUNTING = frozenset({"llama-server", "vllm"})
+#: A count's answer is a list of token ids, bounded (about 4 bytes a token).
+MAX_COUNT_BYTES = 16 * 1024 * 1024
+#: Seconds a count may take.
+COUNT_TIMEOUT = 60.0
+
+
+def _root(base_url: str) -> str:
+    """The server's root from its OpenAI base URL (``http://h:8080/v1/`` → ``http://h:8080/``):
+    where llama-server and vLLM serve ``/tokenize``."""
+    parts = urlsplit(base_url)
+    path = parts.path.rstrip("/")
+    if path.endswith("/v1"):
+        path = path[: -len("/v1")]
+    return urlunsplit((parts.scheme, parts.netloc, path + "/", "", ""))
 
 
 _PROVIDER_DIALECT = {"gemini": "gemini", "anthropic": "anthropic"}

@@ -27,7 +27,7 @@ from starlette.responses import JSONResponse, Response
 from ..budget import WorkBudget
 from ..errors import ToolwireError, UsageError
 from ..events import Event, ReasoningDelta, TextDelta
-from .anthropic_input import MessagesCall, count_tokens, parse_messages
+from .anthropic_input import MessagesCall, parse_messages
 from .api import closing
 from .core import (
     CallOpened,
@@ -47,7 +47,6 @@ from .validate import RequestError
 __all__ = [
     "Messages",
     "MessagesCall",
-    "count_tokens",
     "error_body",
     "parse_messages",
     "reply",

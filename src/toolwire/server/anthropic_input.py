@@ -25,22 +25,20 @@ does not have as sent (``chat_template_kwargs``): :mod:`toolwire.server.passing`
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..budget import WorkBudget
-from ..conversation import _estimate
-from ..pipeline import Backend, Request, Transport, planned
+from ..pipeline import Request
 from .core import Told, dumps
 from .fields import check, options
 from .output import messages_format
 from .passing import engine_fields
 from .validate import Declared, Origins, RequestError, check_turn, required_needs_tools
 
-__all__ = ["MessagesCall", "count_tokens", "parse_messages"]
+__all__ = ["MessagesCall", "parse_messages"]
 
 
 class _Fields(BaseModel):
@@ -425,14 +423,3 @@ def parse_messages(data: Mapping[str, Any], budget: WorkBudget | None = None) ->
         budget=budget or WorkBudget(),
     )
     return MessagesCall(request, fields.model, skipped)
-
-
-def count_tokens(backend: Backend, request: Request) -> int:
-    """The request's input tokens: exact where the engine renders the prompt itself (a
-    local model: its template and tokenizer), else estimated (4 characters a token)."""
-    prompt = getattr(backend, "prompt", None)
-    if isinstance(backend, Transport) and callable(prompt):
-        # the prompt as the pipeline plans it (tools in the template, in words, or none)
-        return int(backend.count_tokens(prompt(*planned(backend, request))))
-    tools = sum(len(json.dumps(t)) for t in request.tools or ()) // 4
-    return sum(_estimate(m) for m in request.messages) + tools

@@ -41,11 +41,12 @@ from ..budget import WorkBudget, WorkExceeded
 from ..errors import BackendError, ToolwireError, UsageError
 from ..pipeline import Backend
 from ..store.responses import ResponseStore
-from .anthropic import Messages, count_tokens
+from .anthropic import Messages
 from .api import Api, error
 from .chat import ChatCompletions
 from .config import Models, UnknownModel
 from .core import Started, dumps, with_keepalives
+from .counting import count_input
 from .failures import Failure, failure
 from .keys import Keys
 from .metrics import CONTENT_TYPE, Metrics
@@ -329,28 +330,35 @@ def create_app(
 
     messages = Messages()
 
-    async def counted(request: HttpRequest) -> Response:
-        try:
-            data, budget = await body_of(request)
-            call = await work.run(budget, lambda: messages.parse(data, None, budget))
-            engine = await models.backend(call.model)
-            if budget.inline:
-                tokens = count_tokens(engine, call.request)
-            else:  # a prompt rendered from a large request: off the event loop
-                tokens = await work.apart(budget, partial(count_tokens, engine, call.request))
-        except RequestError as exc:
-            return messages.refusal(exc)
-        except WorkExceeded as exc:
-            return messages.refusal(RequestError(str(exc)))
-        except Busy as exc:
-            return messages.failed(_busy(exc))
-        except UnknownModel as exc:
-            return messages.refusal(unknown(str(exc)))
-        except UsageError as exc:
-            return messages.failed(Failure(400, "invalid_request_error", str(exc)))
-        except ToolwireError as exc:
-            return messages.failed(failure(exc))
-        return JSONResponse({"input_tokens": tokens})
+    def count_route(api: Api, shape: Any) -> Any:
+        """A route that counts a request's input tokens in ``api``'s request shape (Messages'
+        ``count_tokens``, Responses' ``input_tokens``): ``shape(tokens)`` is its answer."""
+
+        async def counted(request: HttpRequest) -> Response:
+            try:
+                data, budget = await body_of(request)
+                who = owner(request) or ""
+                memory = ResponseMemory(store, who) if store is not None else None
+                call = await work.run(budget, lambda: api.parse(data, memory, budget))
+                engine = await models.backend(call.model)
+                tokens, told = await count_input(engine, call.request, budget, work)
+            except RequestError as exc:
+                return api.refusal(exc)
+            except WorkExceeded as exc:
+                return api.refusal(RequestError(str(exc)))
+            except Busy as exc:
+                return api.failed(_busy(exc))
+            except UnknownModel as exc:
+                return api.refusal(unknown(str(exc)))
+            except UsageError as exc:
+                return api.failed(Failure(400, "invalid_request_error", str(exc)))
+            except ToolwireError as exc:
+                return api.failed(failure(exc))
+            told = [*getattr(call, "notices", ()), *told]  # what parsing told (tools left out)
+            notices = [t.wire() for t in told]
+            return JSONResponse({**shape(tokens), "toolwire": {"notices": notices}})
+
+        return counted
 
     return Starlette(
         middleware=[
@@ -365,6 +373,13 @@ def create_app(
             Route("/v1/chat/completions", turn_route(ChatCompletions()), methods=["POST"]),
             Route("/v1/responses", turn_route(responses), methods=["POST"]),
             Route(
+                "/v1/responses/input_tokens",
+                count_route(
+                    responses, lambda n: {"object": "response.input_tokens", "input_tokens": n}
+                ),
+                methods=["POST"],
+            ),
+            Route(
                 "/v1/responses/{rid}",
                 kept_route(lambda memory, rid, _: retrieved(memory, rid)),
                 methods=["GET"],
@@ -376,6 +391,10 @@ def create_app(
             ),
             Route("/v1/responses/{rid}/input_items", kept_route(listed_items), methods=["GET"]),
             Route("/v1/messages", turn_route(messages), methods=["POST"]),
-            Route("/v1/messages/count_tokens", counted, methods=["POST"]),
+            Route(
+                "/v1/messages/count_tokens",
+                count_route(messages, lambda n: {"input_tokens": n}),
+                methods=["POST"],
+            ),
         ],
     )

@@ -39,6 +39,7 @@ APIS = {
     "/v1/responses": "responses",
     "/v1/messages": "messages",
     "/v1/messages/count_tokens": "count_tokens",
+    "/v1/responses/input_tokens": "count_tokens",
     "/v1/models": "models",
     "/health": "health",
     "/metrics": "metrics",
