@@ -11,12 +11,15 @@ in the tool result, and Claude Code printed the scripted answer.
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.agents.harness import gateway, run_claude
-from tests.agents.upstream import ScriptedUpstream, answer, shell, tool_results
+from tests.agents.upstream import Call, ScriptedUpstream, answer, shell, tool_results
 
 MARKER = "toolwire-bash-ok"
 FINAL = "The command printed the marker. All done."
@@ -53,3 +56,49 @@ def test_claude_code_shows_the_tokens_the_model_used(tmp_path: Path) -> None:
     assert len(up.usage) == len(up.requests) == 2, "the upstream was not asked for its usage"
     assert shown["usage"]["input_tokens"] == sum(u["prompt_tokens"] for u in up.usage)
     assert shown["usage"]["output_tokens"] == sum(u["completion_tokens"] for u in up.usage)
+
+
+def _search(tools: Mapping[str, Mapping[str, Any]]) -> Call | None:
+    """The model's first step: load the calculator's schema with Claude Code's ToolSearch."""
+    if "ToolSearch" not in tools or "mcp__calc__calculator" in tools:
+        return None
+    return Call("ToolSearch", {"query": "select:mcp__calc__calculator"})
+
+
+def _calculate(tools: Mapping[str, Mapping[str, Any]]) -> Call | None:
+    """Then the deferred tool, once it is loaded (and only then offered)."""
+    if "mcp__calc__calculator" not in tools:
+        return None
+    return Call("mcp__calc__calculator", {"a": 2, "b": 3, "op": "+"})
+
+
+@pytest.mark.parametrize("mode", ["text", "native"])
+def test_claude_code_s_tool_search_loads_a_deferred_mcp_tool(mode: str, tmp_path: Path) -> None:
+    """With ``ENABLE_TOOL_SEARCH=true`` Claude Code sends its MCP tools deferred (named in
+    its system prompt, a ``defer_loading`` placeholder in its tools): the model searches,
+    Claude Code answers with ``tool_reference`` blocks, and from then on the tool is offered
+    in full, so the model calls it and Claude Code runs it on its MCP server."""
+    mcp = tmp_path / "mcp.json"
+    server = Path(__file__).parent / "agents" / "mcp_calculator.py"
+    mcp.write_text(
+        json.dumps({"mcpServers": {"calc": {"command": sys.executable, "args": [str(server)]}}})
+    )
+    steps = [_search, _calculate, answer("2 + 3 is 5.")]
+    up = ScriptedUpstream(steps, mode=mode)
+    with up, gateway(up.base_url, tmp_path / "gateway.log") as root:
+        run = run_claude(
+            root,
+            "Use the calculator to add 2 and 3.",
+            tmp_path,
+            tools="Bash,ToolSearch,mcp__calc__calculator",
+            extra=("--mcp-config", str(mcp), "--strict-mcp-config"),
+            env={"ENABLE_TOOL_SEARCH": "true"},
+        )
+    log = (tmp_path / "gateway.log").read_text()
+    assert run.returncode == 0, f"{run.explain()}\n--- gateway\n{log}"
+    names = [[t["function"]["name"] for t in r.get("tools", [])] for r in up.requests]
+    # deferred: neither the placeholder nor the MCP tool is offered before the search
+    assert "DeferredToolPlaceholder" not in names[0] and "mcp__calc__calculator" not in names[0]
+    assert "mcp__calc__calculator" in names[-1]
+    assert any("5" in r for r in tool_results(up.requests[-1])), up.requests[-1]["messages"]
+    assert run.stdout.strip() == "2 + 3 is 5.", run.explain()

@@ -462,6 +462,25 @@ def test_a_client_tool_search_is_offered_and_what_it_found_is_offered_after() ->
     assert hosted.request.tools is None and [n.code for n in hosted.notices] == ["tool-not-served"]
 
 
+def test_a_deferred_tool_is_offered_once_a_search_found_it() -> None:
+    """``defer_loading`` on a function, and on a namespace's function: not offered until a
+    ``tool_search_output`` gives it; the tools not deferred stay offered throughout."""
+    deferred = {**MCP, "tools": [{**t, "defer_loading": True} for t in MCP["tools"]]}
+    lazy_shell = {**SHELL, "name": "lazy_shell", "defer_loading": True}
+    tools = [SHELL, TOOL_SEARCH, deferred, lazy_shell]
+    first = parse({"input": SEARCHED[:1], "tools": tools})
+    assert list(engine_tools(first)) == ["exec_command", "tool_search"]
+    later = parse({"input": SEARCHED, "tools": tools})
+    assert list(engine_tools(later)) == ["exec_command", "tool_search", "mcp__calc__calculator"]
+    whole = [{**MCP, "defer_loading": True}, SHELL, TOOL_SEARCH]
+    assert list(engine_tools(parse({"input": SEARCHED[:1], "tools": whole}))) == [
+        "exec_command",
+        "tool_search",
+    ]
+    # with no search to load them, deferred tools are offered as they are
+    assert "mcp__calc__calculator" in engine_tools(parse({"input": "x", "tools": [deferred]}))
+
+
 def test_a_tool_search_call_comes_back_as_the_clients_item(
     upstream: FakeOpenAIServer, client: openai.OpenAI
 ) -> None:

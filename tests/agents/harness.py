@@ -24,7 +24,7 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,23 +130,31 @@ def _run(command: Sequence[str], workdir: Path, env: dict[str, str]) -> Run:
 
 
 def run_claude(
-    root: str, prompt: str, tmp: Path, *, tools: str = "Bash", extra: Sequence[str] = ()
+    root: str,
+    prompt: str,
+    tmp: Path,
+    *,
+    tools: str = "Bash",
+    extra: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
 ) -> Run:
     """``claude -p PROMPT`` on its default model (no ``--model``), against the gateway's
-    Messages API, telemetry and non-essential traffic off; ``extra`` arguments after."""
+    Messages API, telemetry and non-essential traffic off; ``extra`` arguments after, ``env``
+    more environment."""
     home, work = tmp / "home", tmp / "work"
     home.mkdir(exist_ok=True)
     work.mkdir(exist_ok=True)
-    env = _env(
+    environment = _env(
         home,
         ANTHROPIC_BASE_URL=root,
         ANTHROPIC_API_KEY="dummy",
         DISABLE_TELEMETRY="1",
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
         DISABLE_AUTOUPDATER="1",
+        **(env or {}),
     )
     command = [program("claude"), "-p", prompt, "--allowedTools", tools, *extra]
-    return _run(command, work, env)
+    return _run(command, work, environment)
 
 
 CODEX_CONFIG = """\

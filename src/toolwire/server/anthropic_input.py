@@ -64,6 +64,7 @@ class _Tool(BaseModel):
     description: str | None = None
     input_schema: dict[str, Any]
     type: Literal["custom"] | None = None
+    defer_loading: bool = False
 
 
 class _Choice(BaseModel):
@@ -166,6 +167,10 @@ def _document(block: dict[str, Any], where: str) -> list[dict[str, Any]]:
     return [{"type": "file", "file": file}]
 
 
+#: What a tool result holds: text, images, documents, and the tools a search loaded.
+_RESULT_BLOCKS = ("text", "image", "document", "tool_reference")
+
+
 def _media(
     blocks: list[Any], where: str, kinds: tuple[str, ...] = ("text", "image", "document")
 ) -> list[dict[str, Any]]:
@@ -176,8 +181,39 @@ def _media(
         kind = block.get("type") if isinstance(block, dict) else None
         if kind not in kinds:
             raise RequestError(f"'{at}' must be a {', '.join(kinds)} block", f"{at}.type")
-        parts += _media_at(block, at)
+        if kind == "tool_reference":
+            name = _reference(block, at)
+            parts.append({"type": "text", "text": f"Tool {name} is loaded: it can be called."})
+        else:
+            parts += _media_at(block, at)
     return parts
+
+
+def _reference(block: dict[str, Any], at: str) -> str:
+    """The tool a ``tool_reference`` block names (a tool search's answer: that tool, deferred,
+    is loaded from then on)."""
+    name = block.get("tool_name")
+    if not isinstance(name, str) or not name:
+        raise RequestError(f"'{at}.tool_name' must be a non-empty string", f"{at}.tool_name")
+    return name
+
+
+def _referenced(messages: list[Any]) -> set[str]:
+    """The tools the conversation's tool searches loaded: every ``tool_reference`` in a
+    ``tool_result`` (malformed ones are refused where the results are read)."""
+    names: set[str] = set()
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else ():
+            inner = block.get("content") if isinstance(block, dict) else None
+            if block.get("type") != "tool_result" or not isinstance(inner, list):
+                continue
+            for ref in inner:
+                if isinstance(ref, dict) and ref.get("type") == "tool_reference":
+                    name = ref.get("tool_name")
+                    if isinstance(name, str):
+                        names.add(name)
+    return names
 
 
 def _string_or_empty(block: dict[str, Any], where: str) -> str:
@@ -217,7 +253,7 @@ def _user(blocks: list[Any], where: str, origins: Origins, at_message: int) -> l
             if isinstance(given, str):
                 content: str | list[dict[str, Any]] = given
             elif isinstance(given, list):
-                content = _content(_media(given, f"{at}.content"))
+                content = _content(_media(given, f"{at}.content", kinds=_RESULT_BLOCKS))
             else:
                 raise RequestError(
                     f"'{at}.content' must be a string or a list of blocks", f"{at}.content"
@@ -338,9 +374,13 @@ def _tools(
 ) -> list[dict[str, Any]] | None:
     """Client tools for the engine (each as declared, in ``declared``); a server tool (web
     search, code execution…) is left out with a ``tool-not-served`` notice, so a client
-    offering one still gets the rest."""
+    offering one still gets the rest. A tool marked ``defer_loading`` is offered only once a
+    tool search of the conversation loaded it (a ``tool_reference`` names it): until then the
+    model knows its name alone, as the client's tool search tells it (Claude Code's
+    ``ToolSearch``), and hundreds of MCP tools do not fill a small model's context."""
     if fields.tools is None:
         return None
+    loaded = _referenced(fields.messages)
     out = []
     for i, given in enumerate(fields.tools):
         kind = given.get("type") if isinstance(given, dict) else None
@@ -359,6 +399,8 @@ def _tools(
         declared.append(
             Declared(tool.name, f"tools[{i}].name", tool.input_schema, f"tools[{i}].input_schema")
         )
+        if tool.defer_loading and tool.name not in loaded:
+            continue
         fn: dict[str, Any] = {"name": tool.name, "parameters": tool.input_schema}
         if tool.description is not None:
             fn["description"] = tool.description

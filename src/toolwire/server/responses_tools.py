@@ -19,6 +19,9 @@ them.
   searches) is offered as a function of its ``parameters``; its call goes back as a
   ``tool_search_call`` with those arguments, and the tools its ``tool_search_output`` gives
   in the history are offered from then on, the output read to the model as their names.
+* Beside a client-run ``tool_search``, a tool of the request (or of a namespace) marked
+  ``defer_loading`` is not offered until a ``tool_search_output`` of the history gives it:
+  the model knows it by the search alone.
 * Other kinds (web search, a hosted shell, a hosted tool search…) are left out with a
   ``tool-not-served`` notice.
 
@@ -291,11 +294,21 @@ def offered(given: list[Any] | None, searched: list[tuple[str, Any]] | None = No
     if not tools:
         return out
     given_ = tools
+    # deferral needs a search to load the tool: with no client-run search, nothing could
+    searches = any(
+        isinstance(t, dict) and t.get("type") == "tool_search" and t.get("execution") == "client"
+        for _, t in tools
+    )
     taken = _Names()
     members: list[tuple[str, str | None, _Function | _Custom | _Search]] = []
     for where, tool in given_:
         paid(1)  # a worker thread reading many tools gives the event loop its turn
         kind = tool.get("type") if isinstance(tool, dict) else None
+        # a deferred tool of the request's own waits for a search to find it (the search's
+        # output offers it, from ``searched``)
+        own_list = searches and where.startswith("tools[")
+        if own_list and _deferred(tool):
+            continue
         if kind == "namespace":
             space = check(_Namespace, tool, where)
             for j, inner in enumerate(space.tools):
@@ -303,6 +316,8 @@ def offered(given: list[Any] | None, searched: list[tuple[str, Any]] | None = No
                 at = f"{where}.tools[{j}]"
                 if not isinstance(inner, dict):
                     raise RequestError(f"'{at}' must be a tool object", at)
+                if own_list and _deferred(inner):
+                    continue
                 inner_kind = inner.get("type")
                 if inner_kind == "function":
                     members.append((at, space.name, check(_Function, inner, at)))
@@ -346,6 +361,11 @@ def offered(given: list[Any] | None, searched: list[tuple[str, Any]] | None = No
         if not plain:
             out.client[name] = ClientTool(kind_, own, namespace)
     return out
+
+
+def _deferred(tool: Any) -> bool:
+    """Is ``tool`` marked ``defer_loading`` (offered only once a tool search found it)?"""
+    return isinstance(tool, dict) and tool.get("defer_loading") is True
 
 
 def _search_function(tool: _Search, name: str) -> dict[str, Any]:
