@@ -319,3 +319,15 @@ def test_an_unknown_field_reaches_the_engine_from_every_api(
         )
         assert r.status_code == 200, (path, r.text)
         assert upstream.requests[-1]["vendor_knob"] == [1, {"a": None}], path
+
+
+@pytest.mark.parametrize(
+    ("effort", "think"), [("none", False), ("minimal", True), ("low", "low"), ("high", "high")]
+)
+def test_ollama_takes_reasoning_effort_as_its_think_switch(effort: str, think: Any) -> None:
+    with FakeOpenAIServer() as fake:
+        fake.add_ollama([{"content": "Sunny."}])
+        backend = OllamaBackend("engine", base_url=fake.ollama_url)
+        list(stream_sync(backend.stream(Request(ASK, extra={"reasoning_effort": effort}))))
+        sent = fake.requests[-1]
+    assert sent["think"] == think and "reasoning_effort" not in sent

@@ -93,6 +93,9 @@ class OllamaBackend(HttpTransport):
             body["tools"] = self.tools_on_wire(request.tools, dialect)
         if request.think is not None:
             body["think"] = request.think
+        elif isinstance(effort := request.extra.get("reasoning_effort"), str):
+            # Ollama's switch takes an effort too (gpt-oss), or on and off
+            body["think"] = effort if effort in ("low", "medium", "high") else effort != "none"
         if request.output is not None:  # a structured output: the schema, or "json"
             body["format"] = ollama_format(request.output)
         sent = request.extra.get("options")
@@ -107,7 +110,8 @@ class OllamaBackend(HttpTransport):
         if options:
             body["options"] = options
         for key, value in request.extra.items():
-            body.setdefault(key, value)
+            if key != "reasoning_effort":  # read into ``think``
+                body.setdefault(key, value)
         return body
 
     def read(self, reply: Reply) -> AsyncGenerator[Event, None]:
