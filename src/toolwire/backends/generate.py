@@ -22,6 +22,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .. import events as ev
 from ..formats.gbnf import Constraint, Trigger
 from ..formats.reasoning import OPENERS
@@ -81,6 +83,13 @@ class Generation:
         self.stop = stop
         self.sampling = sampling or Sampling()
         self.seed = seed if self.sampling.seed is None else self.sampling.seed
+        #: ``logit_bias`` by token id, the ids the vocabulary has (others name no token)
+        n_vocab = int(llama.n_vocab()) if hasattr(llama, "n_vocab") else 0
+        self.bias = {
+            int(token): float(value)
+            for token, value in (self.sampling.logit_bias or {}).items()
+            if token.isdigit() and int(token) < n_vocab
+        }
         eos = int(llama.token_eos())
         self.end_token = eos if eos >= 0 else None
         #: inside a thinking block now (the prompt may have opened one)
@@ -111,7 +120,18 @@ class Generation:
         if set_seed is not None:
             set_seed(self.seed)
         options = {k: v for k, v in given.items() if v is not None}
+        if self.bias:
+            options["logits_processor"] = [self._biased]
         return self.llama.generate(tokens, temp=self.temperature, reset=True, **options)
+
+    def _biased(self, ids: Any, scores: np.ndarray) -> np.ndarray:
+        """The logits with the request's ``logit_bias`` added (llama.cpp's samplers run
+        after: -100 all but bans a token, +100 all but forces it)."""
+        del ids
+        out = np.array(scores, copy=True)
+        for token, bias in self.bias.items():
+            out[token] += bias
+        return out
 
     def run(self) -> None:
         finish = "length"
@@ -199,6 +219,8 @@ class Generation:
             if pending:
                 self.llama.eval(pending)
             logits = last_logits(self.llama)
+            if self.bias:
+                logits = self._biased(None, logits)
             started = time.perf_counter()
             try:
                 token = sampler.choose(

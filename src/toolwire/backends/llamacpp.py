@@ -37,11 +37,12 @@ from .prompt import TemplateTransport
 
 __all__ = ["LOCAL_FIELDS", "LlamaCppBackend"]
 
-#: The sampling fields the local engine honours (llama.cpp's samplers; ``stop`` is cut by
-#: the pipeline as the reply is read). ``logit_bias`` and engine fields are named in a
-#: ``field-not-honoured`` notice.
+#: The sampling fields the local engine honours (llama.cpp's samplers, ``logit_bias`` added
+#: to the logits before them; ``stop`` is cut by the pipeline as the reply is read). Engine
+#: fields but its template's are named in a ``field-not-honoured`` notice.
 LOCAL_FIELDS = frozenset(
     {
+        "logit_bias",
         "top_p",
         "top_k",
         "min_p",
