@@ -26,6 +26,7 @@ from toolwire.templates import ChatTemplate
 from toolwire.testing import FakeOpenAIServer, ServedApp, text_deltas, tool_call_deltas
 
 THOUGHT = "Rome is in Italy; I should look up its weather."
+ASK = {"role": "user", "content": "Weather in Rome?"}
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 ARGS = {"city": "Rome"}
 
@@ -230,3 +231,23 @@ def test_an_engine_with_no_thinking_switch_says_so(
     assert "chat_template_kwargs" not in upstream.requests[-1]
     told = [n for n in r.json()["toolwire"]["notices"] if n["code"] == "field-not-honoured"]
     assert told and "thinking" in told[0]["message"]
+
+
+def test_thinking_off_is_one_decision_in_every_api(upstream: FakeOpenAIServer) -> None:
+    """Chat Completions' ``reasoning_effort: none``, Responses' ``reasoning.effort: none``
+    and Messages' ``thinking: disabled`` reach vLLM as the same switch."""
+    backend = OpenAIBackend(
+        "engine", base_url=upstream.base_url, client=new_client(), engine="vllm"
+    )
+    asks = {
+        "/v1/chat/completions": {"messages": [ASK], "reasoning_effort": "none"},
+        "/v1/responses": {"input": "Weather in Rome?", "reasoning": {"effort": "none"}},
+        "/v1/messages": {"messages": [ASK], "max_tokens": 9, "thinking": {"type": "disabled"}},
+    }
+    with ServedApp(create_app(backend, model_name="gw")) as served:
+        for path, body in asks.items():
+            upstream.add_stream(text_deltas("Sunny.", size=3))
+            r = httpx.post(served.url + path, json={"model": "gw", **body})
+            assert r.status_code == 200, (path, r.text)
+            sent = upstream.requests[-1]
+            assert sent["chat_template_kwargs"] == {"enable_thinking": False}, path

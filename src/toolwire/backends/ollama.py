@@ -91,11 +91,13 @@ class OllamaBackend(HttpTransport):
         }
         if request.tools:
             body["tools"] = self.tools_on_wire(request.tools, dialect)
-        if request.think is not None:
+        effort = request.extra.get("reasoning_effort")
+        if effort in ("low", "medium", "high"):
+            body["think"] = effort  # Ollama's switch takes an effort too (gpt-oss)
+        elif request.think is not None:
             body["think"] = request.think
-        elif isinstance(effort := request.extra.get("reasoning_effort"), str):
-            # Ollama's switch takes an effort too (gpt-oss), or on and off
-            body["think"] = effort if effort in ("low", "medium", "high") else effort != "none"
+        elif isinstance(effort, str):
+            body["think"] = effort != "none"
         if request.output is not None:  # a structured output: the schema, or "json"
             body["format"] = ollama_format(request.output)
         sent = request.extra.get("options")

@@ -63,8 +63,8 @@ def not_honoured(
     fields (``extra``) not among ``engine_fields`` (None: it uses every one), and its
     thinking switch where the engine takes none. None when it uses them all."""
     left: set[str] = set()
-    if request.think is not None and not takes_thinking:
-        left.add("thinking")
+    if request.think is not None and not takes_thinking and "reasoning_effort" not in request.extra:
+        left.add("thinking")  # (a reasoning_effort goes as it is: the engine's own switch)
     if sampling_fields is not None:
         left |= set(request.sampling.given()) - set(sampling_fields)
     if engine_fields is not None:

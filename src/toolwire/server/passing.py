@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..pipeline.sampling import Sampling
 from .refusal import RequestError
 
-__all__ = ["API", "USED", "engine_fields", "table"]
+__all__ = ["API", "USED", "engine_fields", "table", "thinking"]
 
 API = Literal["chat", "responses", "messages"]
 
@@ -196,6 +196,13 @@ def engine_fields(
         if inner is not None and engine not in passed:
             passed[engine] = inner
     return sampling, passed
+
+
+def thinking(effort: Any) -> bool | None:
+    """The turn's thinking switch from a reasoning effort (Chat Completions'
+    ``reasoning_effort``, Responses' ``reasoning.effort``): ``none`` is off, any other effort
+    on, none given leaves the model's default. Messages' ``thinking`` says it directly."""
+    return None if not isinstance(effort, str) else effort != "none"
 
 
 def table() -> str:

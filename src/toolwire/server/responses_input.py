@@ -38,7 +38,7 @@ from ..pipeline import Request
 from .core import Told
 from .fields import check, options
 from .output import responses_format
-from .passing import engine_fields
+from .passing import engine_fields, thinking
 from .remember import ResponseMemory
 from .responses_items import ClientTool, engine_call
 from .responses_tools import Offered, found, listed, offered, tool_choice
@@ -392,6 +392,7 @@ async def parse_responses(
         parallel_calls=fields.parallel_tool_calls,
         temperature=fields.temperature,
         max_tokens=fields.max_output_tokens,
+        think=thinking(passed.get("reasoning_effort")),
         sampling=sampling,
         extra=passed,
         strict=settings.get("strict", False),

@@ -35,7 +35,7 @@ from ..errors import ArgumentsError
 from ..pipeline import Request
 from .chat_request import MAX_DEPTH, MESSAGES, TAG, ChatCompletionsRequest
 from .output import chat_format
-from .passing import engine_fields
+from .passing import engine_fields, thinking
 from .refusal import RequestError
 
 __all__ = [
@@ -377,6 +377,7 @@ def validate_chat(data: Any, budget: WorkBudget | None = None) -> Request:
         constrained=options.get("constrained") is not False,
         stream=bool(parsed.stream),
         output=chat_format(parsed.response_format),
+        think=thinking(data.get("reasoning_effort")),
         sampling=sampling,
         extra=passed,
         budget=budget or WorkBudget(),
