@@ -151,6 +151,7 @@ class _Sampling(BaseModel):
 
 
 _SAMPLING_FIELDS = tuple(_Sampling.model_fields)
+_NONE = _Sampling()
 
 
 def engine_fields(
@@ -166,7 +167,7 @@ def engine_fields(
     if isinstance(given.get("stop"), str):  # one text, or a list of them
         given["stop"] = [given["stop"]]
     try:
-        checked = _Sampling.model_validate(given)
+        checked = _Sampling.model_validate(given) if given else _NONE
     except ValidationError as exc:
         first: dict[str, Any] = dict(exc.errors(include_url=False)[0])
         loc = tuple(first["loc"])
