@@ -281,7 +281,13 @@ class LlamaCppBackend(TemplateTransport):
 
         try:
             with self._lock:
-                put(_Reused(self.prefixes.take(self.llama, prepared.payload)))
+                if prepared.request.sampling.seed is None:
+                    put(_Reused(self.prefixes.take(self.llama, prepared.payload)))
+                elif hasattr(self.llama, "reset"):
+                    # a seed asks for the same reply again: the prompt is evaluated whole, as
+                    # it was the first time (a kept prefix changes the logits a little, and a
+                    # sampled reply with them; llama-server says the same of cache_prompt)
+                    self.llama.reset()
                 self.generation(prepared, put=put, stop=stop, max_tokens=max_tokens).run()
         except Exception as exc:  # reported to the consumer as a BackendError
             put(exc)
