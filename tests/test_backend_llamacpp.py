@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
 from toolwire.backends import Request, stream_sync
 from toolwire.backends.llamacpp import LlamaCppBackend
-from toolwire.errors import BackendError
+from toolwire.errors import UsageError
 from toolwire.events import Done, Notice, TextDelta
 from toolwire.formats.base import assemble
 from toolwire.pipeline import planned
+from toolwire.server import create_app
+from toolwire.testing import ServedApp
 
 from .replies import TOOLS
 
@@ -79,7 +82,7 @@ def test_a_generation_runs_through_the_family_parser(
 
 def test_the_context_budget_counts_the_tools(llama_backend: LlamaCppBackend) -> None:
     long = [{"role": "user", "content": "word " * 2500}]  # one turn: nothing to drop
-    with pytest.raises(BackendError, match="context"):
+    with pytest.raises(UsageError, match="context"):
         list(stream_sync(llama_backend.stream(Request(long, TOOLS, max_tokens=10))))
 
 
@@ -107,3 +110,52 @@ def test_an_old_turn_is_dropped_to_fit(llama_backend: LlamaCppBackend) -> None:
     assert events[-1].usage["prompt_tokens"] == llama_backend.count_tokens(
         llama_backend.prompt(*planned(llama_backend, Request(USER, TOOLS)))
     )
+
+
+def test_max_tokens_is_a_ceiling_not_a_reservation(llama_backend: LlamaCppBackend) -> None:
+    """Claude Code asks 128,000 tokens of any model: the reply may run to the room the prompt
+    leaves, and the conversation is not pruned for the rest."""
+    old_turn = [
+        {"role": "user", "content": "Tell me a story. " + "word " * 900},
+        {"role": "assistant", "content": "Once upon a time."},
+    ]
+    request = Request([*old_turn, *USER], TOOLS, max_tokens=128_000)
+    sent, plan = planned(llama_backend, request)
+    prepared = llama_backend.prepare(sent, plan)
+    assert len(prepared.request.messages) == 3  # the old turn kept
+    assert prepared.request.max_tokens == llama_backend.n_ctx - len(prepared.payload)
+    events = list(stream_sync(llama_backend.stream(Request(USER, max_tokens=128_000))))
+    assert isinstance(events[-1], Done)
+
+
+def test_a_prompt_that_cannot_fit_is_the_client_s_error(llama_backend: LlamaCppBackend) -> None:
+    alone = [{"role": "user", "content": "word " * 3000}]
+    with pytest.raises(UsageError, match="context is 2048"):
+        list(stream_sync(llama_backend.stream(Request(alone, max_tokens=128_000))))
+
+
+def test_through_the_gateway_a_prompt_too_long_is_a_400_in_each_api(
+    llama_backend: LlamaCppBackend,
+) -> None:
+    long = "word " * 3000
+    asks = {
+        "/v1/chat/completions": {"messages": [{"role": "user", "content": long}]},
+        "/v1/responses": {"input": long},
+        "/v1/messages": {"messages": [{"role": "user", "content": long}], "max_tokens": 128_000},
+    }
+    with ServedApp(create_app(llama_backend, model_name="local")) as served:
+        for path, body in asks.items():
+            for stream in (False, True):
+                r = httpx.post(
+                    served.url + path,
+                    json={"model": "local", "stream": stream, **body},
+                    timeout=300,
+                )
+                assert r.status_code == 400, (path, stream, r.text)
+                assert "context is 2048" in r.text
+        ok = httpx.post(
+            served.url + "/v1/messages",
+            json={"model": "local", "max_tokens": 128_000, "messages": USER},
+            timeout=300,
+        )
+        assert ok.status_code == 200, ok.text

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..conversation import prune
-from ..errors import BackendError, ModelNotFoundError
+from ..errors import BackendError, ModelNotFoundError, UsageError
 from ..events import Done, Event, Notice, TextDelta
 from ..formats.reasoning import opens_reasoning
 from ..pipeline import ModelMemory, Plan, Prepared, Request, default_memory
@@ -167,11 +167,14 @@ class LlamaCppBackend(TemplateTransport):
         """Tokens ``text`` takes in this model's tokenizer (special tokens parsed)."""
         return len(self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
-    def _fit(self, request: Request, plan: Plan, max_tokens: int) -> tuple[Request, str, list[int]]:
+    def _fit(self, request: Request, plan: Plan, room: int) -> tuple[Request, str, list[int]]:
         """The request, pruned by whole turns (oldest first) until its prompt — tool block
-        included, in the model's own tokens — leaves room for ``max_tokens``."""
+        included, in the model's own tokens — leaves ``room`` tokens for the reply. A prompt
+        that cannot, pruned as far as it goes, is the client's to shorten: a
+        :class:`~toolwire.errors.UsageError` (a 400 through the gateway, in each API's
+        shape), never a failure of the engine."""
         add_bos = str((self.llama.metadata or {}).get("tokenizer.ggml.add_bos_token")) == "true"
-        budget = self.n_ctx - max_tokens
+        budget = self.n_ctx - room
         messages: Sequence[Mapping[str, Any]] = list(request.messages)
         while True:
             text = self.prompt(replace(request, messages=messages), plan)
@@ -181,9 +184,10 @@ class LlamaCppBackend(TemplateTransport):
             sizes = [self._message_tokens(m) for m in messages]
             fewer = prune(messages, sum(sizes) - (len(tokens) - budget), self._message_tokens)
             if len(fewer) >= len(messages):
-                raise BackendError(
-                    f"the prompt takes {len(tokens)} tokens with its tools; with {max_tokens} "
-                    f"to generate that is more than the context of {self.n_ctx}"
+                raise UsageError(
+                    f"the prompt takes {len(tokens)} tokens with its tools, and the model's "
+                    f"context is {self.n_ctx} (with room for a reply of {room}): shorten the "
+                    "conversation, or serve the model with a larger context"
                 )
             messages = fewer
 
@@ -194,9 +198,16 @@ class LlamaCppBackend(TemplateTransport):
     # ------------------------------------------------------------------ generation
 
     def prepare(self, request: Request, plan: Plan) -> Prepared:
-        """The prompt rendered as the plan says and fitted to the window, as tokens."""
-        max_tokens = request.max_tokens or self.default_max_tokens
-        fitted, text, tokens = self._fit(request, plan, max_tokens)
+        """The prompt rendered as the plan says and fitted to the window, as tokens.
+
+        ``max_tokens`` is a ceiling, not a reservation (as llama-server takes it): the reply
+        may run to the room the prompt leaves, at most ``max_tokens``. Old turns are pruned
+        only for a prompt that leaves less than the smaller of ``max_tokens`` and the
+        backend's default reply length (an agent asking 128,000 tokens of a 32,768-token
+        model keeps its whole conversation)."""
+        asked = request.max_tokens or self.default_max_tokens
+        fitted, text, tokens = self._fit(request, plan, min(asked, self.default_max_tokens))
+        max_tokens = max(1, min(asked, self.n_ctx - len(tokens)))
         return Prepared(
             replace(fitted, max_tokens=max_tokens),
             tokens,
