@@ -79,7 +79,8 @@ DRAIN_SECONDS = 10.0
 BODY_TIMEOUT = 30.0
 #: Seconds between keep-alives while a streamed reply waits on the model (Claude Code, for
 #: one, gives up after minutes of silence; a long prompt on a CPU model takes that long).
-KEEPALIVE_EVERY = 15.0
+#: Well inside the 15 s idle timers clients set, so a keep-alive never races one.
+KEEPALIVE_EVERY = 10.0
 #: Seconds a streamed reply's first event is awaited before the 200 is sent: a failure known
 #: by then (refused, unreachable) gets its own status; one after, the stream's error event.
 FIRST_EVENT_WAIT = 1.0
