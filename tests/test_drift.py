@@ -255,3 +255,25 @@ def test_the_default_model_through_the_loop(
     # (named by the notice above, never shown silently)
     call = {"name": "calculator", "arguments": {"expression": "391"}}
     assert json.loads(replies[2]["content"]) == call
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "runShellCommand", "arguments": {"command": "ls"}}',
+        '```json\n{"name": "runShellCommand", "arguments": {"command": "ls"}}\n```',
+        '<tool_call>\n{"name": "runShellCommand", "arguments": {"command": "ls"}}\n</tool_call>',
+    ],
+)
+def test_a_call_to_a_tool_never_declared_is_named_not_passed_silently(
+    server: FakeOpenAIServer, text: str
+) -> None:
+    """opencode offers ``bash``; a small model calls ``runShellCommand``: it stays text,
+    nothing runs, and a notice says which tool it named."""
+    server.add_stream(text_deltas(text, size=5))
+    backend = OpenAIBackend("m", base_url=server.base_url)
+    events = list(stream_sync(backend.stream(Request([{"role": "user", "content": "ls"}], TOOLS))))
+    assert not [e for e in events if isinstance(e, CallEnd)]
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == text
+    (told,) = [e for e in events if isinstance(e, Notice)]
+    assert told.code == "undeclared-tool" and "runShellCommand" in told.message

@@ -209,7 +209,7 @@ class DriftGuard:
                 )
                 return held
             else:
-                return held
+                return held + self._undeclared(cut)
         calls, shape, _ = found
         # what the family made of the drifted text (text, or a call it started and gave up)
         # gives way to the calls recovered from it
@@ -245,6 +245,24 @@ class DriftGuard:
                 ev.CallEnd(index, ToolCall(cid, name, arguments, raw)),
             ]
         return events
+
+    def _undeclared(self, cut: bool) -> list[Event]:
+        """An ``undeclared-tool`` notice when the held reply is, as a whole, a call to a tool
+        the request does not declare (a model calling opencode's ``bash`` as
+        ``runShellCommand``): it stays text, and says so."""
+        text = "" if self._saw_call else "".join(self._texts)
+        found = written_calls(text, cut=cut) if text.strip() else None
+        if found is None:
+            return []
+        names, shape = found
+        called = ", ".join(dict.fromkeys(name[:100] for name in names))[:300]
+        return [
+            ev.Notice(
+                "undeclared-tool",
+                f"the reply is a call to {called} (written as {shape}), which the request "
+                "does not declare; it stays text and nothing was run",
+            )
+        ]
 
 
 class ToollessWatch:
