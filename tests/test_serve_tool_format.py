@@ -4,12 +4,14 @@ request; and ``serve``'s default context, the model's trained one within memory.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from toolwire.backends import OpenAIBackend
 from toolwire.backends.context import agent_context, model_shape
 from toolwire.backends.factory import BackendSpec
 from toolwire.cli import _parser, main
@@ -17,7 +19,7 @@ from toolwire.cli.serve import served_models
 from toolwire.errors import GGUFError, UsageError
 from toolwire.server import create_app
 from toolwire.server.config import read_config
-from toolwire.testing import ServedApp
+from toolwire.testing import FakeOpenAIServer, ServedApp, text_deltas
 
 WEATHER = {
     "type": "function",
@@ -26,6 +28,9 @@ WEATHER = {
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
     },
 }
+
+
+ASK = [{"role": "user", "content": "Weather in Paris?"}]
 
 
 def _config(tmp_path: Path, text: str) -> Path:
@@ -42,12 +47,71 @@ def test_an_unknown_family_is_told_at_start_naming_the_flag(
     assert "--tool-format 'hermez' is not a tool format" in err and "hermes" in err
 
 
-def test_the_flag_is_for_a_local_model() -> None:
+def test_the_flag_names_an_upstream_s_family_too() -> None:
     args = _parser().parse_args(
         ["serve", "--upstream", "http://127.0.0.1:9/v1", "--tool-format", "hermes"]
     )
-    with pytest.raises(UsageError, match="--tool-format is for a local model"):
-        served_models(args)
+    models = served_models(args)
+    specs = [e.spec for e in models.entries.values()] + [models._passed and models._passed.spec]
+    assert any(s is not None and s.kind == "openai" and s.tool_format == "hermes" for s in specs)
+
+
+#: A text-writing model's call, as an engine that reads no calls leaves it in the content.
+HERMES = (
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris, in France"}}\n</tool_call>'
+)
+
+
+def _argument_pieces(path: str, lines: list[str]) -> list[str]:
+    """The pieces of the call's arguments a streamed reply carried, in order."""
+    events = [json.loads(line[6:]) for line in lines if line.startswith("data: {")]
+    if path == "/v1/chat/completions":
+        return [
+            call["function"]["arguments"]
+            for e in events
+            for choice in e.get("choices", ())
+            for call in choice.get("delta", {}).get("tool_calls") or ()
+            if call.get("function", {}).get("arguments")
+        ]
+    if path == "/v1/responses":
+        return [
+            e["delta"] for e in events if e.get("type") == "response.function_call_arguments.delta"
+        ]
+    return [
+        e["delta"]["partial_json"]
+        for e in events
+        if e.get("type") == "content_block_delta" and e["delta"].get("type") == "input_json_delta"
+    ]
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses", "/v1/messages"])
+def test_an_upstream_s_text_calls_stream_as_written(path: str) -> None:
+    """An upstream whose model writes Hermes tags in its content, named with
+    ``--tool-format hermes``: the call's arguments reach the client in pieces as the upstream
+    writes them, not whole at the reply's end."""
+    bodies = {
+        "/v1/chat/completions": {"messages": ASK, "tools": [WEATHER]},
+        "/v1/responses": {"input": ASK, "tools": [{"type": "function", **WEATHER["function"]}]},
+        "/v1/messages": {
+            "messages": ASK,
+            "max_tokens": 99,
+            "tools": [{"name": "get_weather", "input_schema": WEATHER["function"]["parameters"]}],
+        },
+    }
+    pieces = {}
+    for tool_format in (None, "hermes"):
+        with FakeOpenAIServer() as fake:
+            fake.add_stream(text_deltas(HERMES, size=4))
+            backend = OpenAIBackend("m", base_url=fake.base_url, tool_format=tool_format)
+            with ServedApp(create_app(backend, model_name="gw")) as served:
+                sent = {"model": "gw", "stream": True, **bodies[path]}
+                with httpx.stream("POST", served.url + path, json=sent, timeout=30) as r:
+                    assert r.status_code == 200
+                    lines = list(r.iter_lines())
+        pieces[tool_format] = _argument_pieces(path, lines)
+        assert json.loads("".join(pieces[tool_format])) == {"city": "Paris, in France"}
+    assert len(pieces[None]) <= 2  # held whole until the reply ended, then read
+    assert len(pieces["hermes"]) >= 4, pieces
 
 
 def test_a_config_entry_takes_tool_format(tmp_path: Path) -> None:
@@ -61,7 +125,7 @@ def test_a_config_entry_takes_tool_format(tmp_path: Path) -> None:
     [
         ("gguf = 'x'\ntool_format = 'hermez'\n", r"models\[0\]\.tool_format 'hermez' is not"),
         ("gguf = 'x'\ntool_format = 3\n", r"models\[0\]\.tool_format must be a non-empty"),
-        ("upstream = 'http://x'\nupstream_model = 'm'\ntool_format = 'hermes'\n", "mixes keys"),
+        ("upstream = 'http://x'\nupstream_model = 'm'\ntool_format = 'hermez'\n", "hermez"),
     ],
 )
 def test_a_bad_tool_format_in_a_config_is_told_at_start(

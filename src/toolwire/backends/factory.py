@@ -67,7 +67,9 @@ class BackendSpec:
     #: memory: :func:`~toolwire.backends.context.agent_context`); otherwise the window tools
     #: in words are sized to (None: the backend's default).
     ctx: int | None = None
-    #: ``local``: the tool-call format setting (``auto``, ``none`` or a family's name).
+    #: The tool-call format setting (``auto``, ``none`` or a family's name): a local model's
+    #: template family; for a server, the family its model writes its calls in as text (an
+    #: engine that leaves them in the content), read as it streams.
     tool_format: str = "auto"
     #: ``openai``: how tool schemas are shown to the provider (None: from its URL).
     dialect: str | None = None
@@ -94,8 +96,8 @@ class BackendSpec:
         }
         takes = {
             "local": {"tool_format"},
-            "openai": {"base_url", "words", "api_key", "dialect", "engine"},
-            "ollama": {"base_url", "words"},
+            "openai": {"base_url", "words", "api_key", "dialect", "engine", "tool_format"},
+            "ollama": {"base_url", "words", "tool_format"},
         }[self.kind]
         refused = sorted(k for k, on in given.items() if on and k not in takes)
         if refused:
@@ -160,6 +162,7 @@ def build_backend(
         "memory": memory,
         "timeout": spec.timeout,
         "connect_timeout": spec.connect_timeout,
+        "tool_format": None if spec.tool_format == "auto" else spec.tool_format,
     }
     if clients is not None:
         options["client"] = _pooled(cls, spec, clients)

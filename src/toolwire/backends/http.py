@@ -37,6 +37,7 @@ import orjson
 from ..budget import paid
 from ..errors import BackendError, UsageError
 from ..events import Event
+from ..formats.registry import FORMAT_SETTINGS, get_family
 from ..pipeline import ModelMemory, Plan, Prepared, Request, Transport, default_memory
 from ..schemas import to_dialect
 from ..templates import normalize_tools
@@ -339,6 +340,7 @@ class HttpTransport(Transport):
         words: bool = False,
         memory: ModelMemory | None = None,
         headers: Mapping[str, str] | None = None,
+        tool_format: str | None = None,
     ) -> None:
         """``timeout`` is each request's deadline and ``connect_timeout`` the time to open a
         connection, in seconds (defaults: the class's ``default_timeout`` and
@@ -353,6 +355,11 @@ class HttpTransport(Transport):
         self.endpoint = self.base_url
         self.context_tokens = context_tokens or self.default_context_tokens
         self.words = words
+        if tool_format is not None and tool_format not in FORMAT_SETTINGS:
+            get_family(tool_format)  # an unknown name is a FormatError now, not per request
+        #: The family the server's model writes its calls in as text, when it leaves them in
+        #: the content (a turn's own ``tool_format`` wins): read as the reply streams.
+        self.tool_format = tool_format
         self.memory = memory if memory is not None else default_memory()
         self._url = endpoint_url(self.base_url, self.path)
         self._client = client

@@ -138,13 +138,20 @@ def backend_spec(
         if not model and not any_model:
             raise UsageError(f"{flag} needs {model_flag} NAME")
         if ollama is not None:
-            return BackendSpec("ollama", model=model, base_url=ollama, words=words)
+            return BackendSpec(
+                "ollama",
+                model=model,
+                base_url=ollama,
+                words=words,
+                tool_format=tool_format or "auto",
+            )
         return BackendSpec(
             "openai",
             model=model,
             base_url=base_url,
             api_key=api_key or os.environ.get("OPENAI_API_KEY"),
             words=words,
+            tool_format=tool_format or "auto",
         )
     if words:
         raise UsageError(f"--words needs {url_flag} (or --ollama) and {model_flag}")

@@ -124,8 +124,6 @@ def served_models(args: argparse.Namespace) -> Models:
     name = args.model if args.ollama is not None else args.upstream_model
     tool_format = getattr(args, "tool_format", None)
     if tool_format is not None:
-        if remote:
-            raise UsageError("--tool-format is for a local model (--model); not with an upstream")
         from ..backends.factory import check_tool_format
 
         check_tool_format(tool_format, "--tool-format")
@@ -421,8 +419,9 @@ def add_serve(v: argparse.ArgumentParser) -> None:
     v.add_argument(
         "--tool-format",
         metavar="FAMILY",
-        help="the tool-call format of a local model: a family's name (toolwire families), "
-        "none (tools in words) or auto (default: detected from its chat template)",
+        help="the tool-call format: a family's name (toolwire families), none (tools in "
+        "words) or auto (default: a local model's detected from its chat template); for an "
+        "upstream, the family its model writes calls in as text, read as the reply streams",
     )
     # operating it: shutdown, logs, traces
     v.add_argument(

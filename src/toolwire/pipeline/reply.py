@@ -102,9 +102,13 @@ def decide(transport: Transport, request: Request, lesson: Lesson) -> tuple[Plan
         return Plan("plain"), []
     model = transport.model
     if transport.native_tools:
+        # the turn's format, else the server's (the family its model writes calls in as text)
+        setting = request.tool_format
+        if setting is None:
+            setting = getattr(transport, "tool_format", None)
         why = (
             "the conversation's tool format is none"
-            if request.tool_format == "none"
+            if setting == "none"
             else "it is listed as taking no tools"
             if transport.words
             else f"it said before that it takes no tools ({lesson.origin()})"
@@ -116,8 +120,8 @@ def decide(transport: Transport, request: Request, lesson: Lesson) -> tuple[Plan
                 ev.Notice("tools-in-words", f"{model} gets its tools in words: {why}")
             ]
         family = None
-        if request.tool_format not in (None, *FORMAT_SETTINGS):
-            family = get_family(str(request.tool_format))
+        if setting not in (None, *FORMAT_SETTINGS):
+            family = get_family(str(setting))
         notices = []
         dialect = transport.dialect
         if lesson.dialect is not None and lesson.dialect != transport.dialect:

@@ -2,11 +2,13 @@
 
 Each ``[[models]]`` entry has a ``name`` (what clients send as ``model``) and one of: an
 ``upstream`` (an OpenAI-compatible base URL, with ``upstream_model``, ``api_key_env``,
-optional ``dialect``, ``engine`` and ``words``), an ``ollama`` (Ollama's address, with
-``upstream_model``, optional ``words``), or a ``gguf`` (a local file or a known model's
-name, loaded once, on first use, with an optional ``ctx``, by default its trained context
-within memory, and an optional ``tool_format``, a family's name or ``none``, by default
-``auto``: detected from its template)::
+optional ``dialect``, ``engine``, ``words`` and ``tool_format``), an ``ollama`` (Ollama's
+address, with ``upstream_model``, optional ``words`` and ``tool_format``), or a ``gguf`` (a
+local file or a known model's name, loaded once, on first use, with an optional ``ctx``, by
+default its trained context within memory, and an optional ``tool_format``, a family's name
+or ``none``, by default ``auto``: detected from its template). A server's ``tool_format``
+is the family its model writes calls in as text, when the engine leaves them in the content:
+read as the reply streams, its arguments passed on as they come::
 
     [[models]]
     name = "local"
@@ -72,9 +74,9 @@ _KINDS: dict[str, tuple[Kind, frozenset[str]]] = {
     "gguf": ("local", frozenset({"ctx", "tool_format"})),
     "upstream": (
         "openai",
-        frozenset({"upstream_model", "api_key_env", "dialect", "engine", "words"}),
+        frozenset({"upstream_model", "api_key_env", "dialect", "engine", "words", "tool_format"}),
     ),
-    "ollama": ("ollama", frozenset({"upstream_model", "words"})),
+    "ollama": ("ollama", frozenset({"upstream_model", "words", "tool_format"})),
 }
 _KEYS = {"name", *_KINDS, *(k for _, keys in _KINDS.values() for k in keys)}
 log = logging.getLogger("toolwire.gateway")
