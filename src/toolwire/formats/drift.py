@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .. import events as ev
-from ..events import Event
+from ..events import Event, NoticeCode
 from ..messages import ToolCall
 from .base import IdMaker, ToolIndex, random_call_id
 from .recovery import MAX_CHARS, Recovery, opening_call, recover, written_calls
@@ -251,18 +251,7 @@ class DriftGuard:
         the request does not declare (a model calling opencode's ``bash`` as
         ``runShellCommand``): it stays text, and says so."""
         text = "" if self._saw_call else "".join(self._texts)
-        found = written_calls(text, cut=cut) if text.strip() else None
-        if found is None:
-            return []
-        names, shape = found
-        called = ", ".join(dict.fromkeys(name[:100] for name in names))[:300]
-        return [
-            ev.Notice(
-                "undeclared-tool",
-                f"the reply is a call to {called} (written as {shape}), which the request "
-                "does not declare; it stays text and nothing was run",
-            )
-        ]
+        return _still_text(text, cut, "undeclared-tool", "which the request does not declare")
 
 
 class ToollessWatch:
@@ -304,18 +293,24 @@ class ToollessWatch:
             return []
         self._watching = False
         text, self._texts = "".join(self._texts), []
-        found = written_calls(text, cut=cut) if text.strip() else None
-        if found is None:
-            return []
-        names, shape = found
-        called = ", ".join(dict.fromkeys(name[:100] for name in names))[:300]
-        return [
-            ev.Notice(
-                "call-without-tools",
-                f"the reply is a call to {called} (written as {shape}), but this turn offered "
-                "no tools; it stays text and nothing was run",
-            )
-        ]
+        return _still_text(text, cut, "call-without-tools", "but this turn offered no tools")
+
+
+def _still_text(text: str, cut: bool, code: NoticeCode, why: str) -> list[Event]:
+    """The notice ``code`` when ``text`` is, as a whole, a call (in a shape drift recovery
+    reads, to any name) that stays text: it names the tools it called and says ``why``."""
+    found = written_calls(text, cut=cut) if text.strip() else None
+    if found is None:
+        return []
+    names, shape = found
+    called = ", ".join(dict.fromkeys(name[:100] for name in names))[:300]
+    return [
+        ev.Notice(
+            code,
+            f"the reply is a call to {called} (written as {shape}), {why}; it stays text and "
+            "nothing was run",
+        )
+    ]
 
 
 _OPENINGS = ("{", "[", "```json", "```JSON", "```\n", "<tool_call>")

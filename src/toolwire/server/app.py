@@ -38,7 +38,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..budget import WorkBudget, WorkExceeded
-from ..errors import BackendError, ToolwireError, UsageError
+from ..errors import ToolwireError, UsageError
 from ..pipeline import Backend
 from ..store.responses import ResponseStore
 from .anthropic import Messages
@@ -241,6 +241,31 @@ def create_app(
         served = ", ".join(models.names()[:20])
         return RequestError(f"no model named {asked[:80]!r} here; served: {served}", "model", 404)
 
+    async def parsed(api: Api, request: HttpRequest) -> tuple[Any, Backend]:
+        """A request's body read, checked and parsed in ``api``'s shape (its work budget is
+        the turn's), and the backend that serves the model it names."""
+        data, budget = await body_of(request)
+        who = owner(request) or ""
+        memory = ResponseMemory(store, who) if store is not None else None
+        call = await work.run(budget, lambda: api.parse(data, memory, budget))
+        return call, await models.backend(call.model)
+
+    def unserved(api: Api, exc: Exception) -> Response:
+        """The answer, in ``api``'s shape, to a request that failed before its turn began:
+        the client's error a 4xx naming it, the gateway's or an engine's their own status."""
+        if isinstance(exc, RequestError):
+            return api.refusal(exc)
+        if isinstance(exc, WorkExceeded):
+            return api.refusal(RequestError(str(exc)))
+        if isinstance(exc, Busy):
+            return api.failed(_busy(exc))
+        if isinstance(exc, UnknownModel):
+            return api.refusal(unknown(str(exc)))
+        if isinstance(exc, UsageError):
+            return api.failed(Failure(400, "invalid_request_error", str(exc)))
+        assert isinstance(exc, ToolwireError)
+        return api.failed(failure(exc))
+
     def turn_route(api: Api) -> Any:
         """The one handler of every client API: checked, parsed into a turn, served whole
         or streamed. A streamed reply's first event is awaited a short while before the 200
@@ -249,21 +274,10 @@ def create_app(
 
         async def handle(request: HttpRequest) -> Response:
             try:
-                data, budget = await body_of(request)
-                who = owner(request) or ""
-                memory = ResponseMemory(store, who) if store is not None else None
-                call = await work.run(budget, lambda: api.parse(data, memory, budget))
-                engine, name = await models.backend(call.model), models.served_name(call.model)
-            except RequestError as exc:
-                return api.refusal(exc)
-            except WorkExceeded as exc:
-                return api.refusal(RequestError(str(exc)))
-            except Busy as exc:
-                return api.failed(_busy(exc))
-            except UnknownModel as exc:
-                return api.refusal(unknown(str(exc)))
-            except BackendError as exc:  # a local model that could not be loaded
-                return api.failed(failure(exc))
+                call, engine = await parsed(api, request)
+                name = models.served_name(call.model)
+            except (ToolwireError, WorkExceeded, Busy, UnknownModel) as exc:
+                return unserved(api, exc)  # (a local model that could not be loaded, too)
             events = Started(observer.turn(request.scope, name, engine.stream(call.request)))
             try:
                 if call.request.stream:
@@ -337,24 +351,10 @@ def create_app(
 
         async def counted(request: HttpRequest) -> Response:
             try:
-                data, budget = await body_of(request)
-                who = owner(request) or ""
-                memory = ResponseMemory(store, who) if store is not None else None
-                call = await work.run(budget, lambda: api.parse(data, memory, budget))
-                engine = await models.backend(call.model)
-                tokens, told = await count_input(engine, call.request, budget, work)
-            except RequestError as exc:
-                return api.refusal(exc)
-            except WorkExceeded as exc:
-                return api.refusal(RequestError(str(exc)))
-            except Busy as exc:
-                return api.failed(_busy(exc))
-            except UnknownModel as exc:
-                return api.refusal(unknown(str(exc)))
-            except UsageError as exc:
-                return api.failed(Failure(400, "invalid_request_error", str(exc)))
-            except ToolwireError as exc:
-                return api.failed(failure(exc))
+                call, engine = await parsed(api, request)
+                tokens, told = await count_input(engine, call.request, call.request.budget, work)
+            except (ToolwireError, WorkExceeded, Busy, UnknownModel) as exc:
+                return unserved(api, exc)
             told = [*getattr(call, "notices", ()), *told]  # what parsing told (tools left out)
             notices = [t.wire() for t in told]
             return JSONResponse({**shape(tokens), "toolwire": {"notices": notices}})
