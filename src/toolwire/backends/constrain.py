@@ -198,31 +198,30 @@ def _pick(
     sampling: Sampling | None = None,
 ) -> int:
     """A token drawn as llama.cpp's samplers draw it: the most likely at temperature 0;
-    else from the tokens ``top_k``, ``top_p`` and ``min_p`` leave (llama.cpp's defaults 40,
-    0.95 and 0.05 where the request gives none), at ``temperature``."""
+    else from the tokens ``top_k``, ``min_p`` and ``top_p`` leave (llama.cpp's defaults 40,
+    0.05 and 0.95 where the request gives none), at ``temperature``. The candidates are cut
+    to ``top_k`` first, in linear time, so the rest works on a few dozen tokens, not the
+    vocabulary."""
     if temperature <= 0:
         return int(np.argmax(logits))
     s = sampling or Sampling()
     top_k = 40 if s.top_k is None else s.top_k
     top_p = 0.95 if s.top_p is None else s.top_p
     min_p = 0.05 if s.min_p is None else s.min_p
-    finite = np.isfinite(logits)
-    scaled = np.where(finite, logits / temperature, -np.inf)
-    kept = int(finite.sum())
-    if 0 < top_k < kept:
-        cut = np.partition(scaled, -top_k)[-top_k]
-        scaled = np.where(scaled >= cut, scaled, -np.inf)
-    top = np.max(scaled)
-    weights = np.exp(scaled - top)
+    candidates = np.flatnonzero(np.isfinite(logits))
+    if 0 < top_k < len(candidates):
+        kept = np.argpartition(logits[candidates], -top_k)[-top_k:]
+        candidates = candidates[kept]
+    scaled = logits[candidates].astype(np.float64) / temperature
+    weights = np.exp(scaled - np.max(scaled))
     if min_p > 0:
         weights = np.where(weights >= min_p, weights, 0.0)  # p / p_max, the top being 1
     if top_p < 1:
-        order = np.argsort(-weights)
+        order = np.argsort(-weights, kind="stable")
         cumulative = np.cumsum(weights[order]) / weights.sum()
-        beyond = order[np.searchsorted(cumulative, top_p) + 1 :]
-        weights[beyond] = 0.0
+        weights[order[np.searchsorted(cumulative, top_p) + 1 :]] = 0.0
     weights /= weights.sum()
-    return int(rng.choice(len(weights), p=weights))
+    return int(candidates[rng.choice(len(candidates), p=weights)])
 
 
 def last_logits(llama: Any) -> np.ndarray:
