@@ -54,3 +54,15 @@ def test_a_malformed_reference_is_a_400_naming_it(block: dict[str, Any]) -> None
     with pytest.raises(RequestError) as raised:
         _offered([ASK, SEARCH, _found(block)])
     assert raised.value.param == "messages[2].content[0].content[0].tool_name"
+
+
+def test_content_that_is_not_blocks_is_a_400_not_a_crash() -> None:
+    with pytest.raises(RequestError):
+        parse_messages(
+            {
+                "model": "m",
+                "max_tokens": 9,
+                "tools": TOOLS,
+                "messages": [{"role": "user", "content": ["hi"]}],
+            }
+        )

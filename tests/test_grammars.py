@@ -603,3 +603,13 @@ def test_a_string_argument_then_a_typed_one_in_tags() -> None:
     assert matches(family, head + tag.format("m", "4") + tail)
     assert not matches(family, head + tag.format("m", "x") + tail)
     assert not matches(family, head + tag.format("m", "4") + tag.format("a", "x") + tail)
+
+
+def test_prose_that_begins_with_a_tool_s_name_is_no_start() -> None:
+    """Functionary v3.2 starts a reply with ``NAME\\n``: prose opening with the same word
+    (``search results show…``) is no call, and the grammar is not started on it."""
+    tools = [{"name": "search", "parameters": {"type": "object", "properties": {}}}]
+    constraint = constraint_for("functionary-v3.2", tools)
+    assert constraint is not None
+    for prose in ("search", "searching the web", "search results show"):
+        assert as_generated(constraint, prose) is None, prose

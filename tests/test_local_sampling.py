@@ -166,3 +166,20 @@ def test_the_constrained_sampler_honours_top_k_top_p_and_min_p() -> None:
     assert drawn(Sampling(top_k=0, min_p=0, top_p=0.7)) == {0, 1}
     assert drawn(Sampling(top_k=0, min_p=0.5, top_p=1)) == {0, 1}
     assert drawn(Sampling(top_k=0, min_p=0, top_p=1)) == {0, 1, 2, 3}
+
+
+def test_a_negative_seed_is_any_seed_and_the_grammar_still_holds(llama_backend: Any) -> None:
+    """llama.cpp's tools say ``seed: -1`` for "any": a required call is still written
+    under its grammar (a negative seed used to fail the grammar's sampler)."""
+    request = Request(
+        [{"role": "user", "content": "Weather in Paris?"}],
+        [WEATHER],
+        tool_choice="required",
+        temperature=0.7,
+        max_tokens=60,
+        sampling=Sampling(seed=-1),
+    )
+    events = _run(llama_backend, request)
+    (call,) = [e.call for e in events if isinstance(e, CallEnd)]
+    assert call.name == "get_weather"
+    assert "constrained-call" in [e.code for e in events if isinstance(e, Notice)]

@@ -331,3 +331,48 @@ def test_ollama_takes_reasoning_effort_as_its_think_switch(effort: str, think: A
         list(stream_sync(backend.stream(Request(ASK, extra={"reasoning_effort": effort}))))
         sent = fake.requests[-1]
     assert sent["think"] == think and "reasoning_effort" not in sent
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"logit_bias": {"²": 5}}, "logit_bias"),
+        ({"logit_bias": {str(i): 1 for i in range(301)}}, "logit_bias"),
+    ],
+)
+def test_a_logit_bias_is_token_ids_and_bounded(
+    upstream: FakeOpenAIServer, gateway: str, body: dict[str, Any], field: str
+) -> None:
+    r = httpx.post(gateway + "/v1/chat/completions", json={"model": "gw", "messages": ASK, **body})
+    assert r.status_code == 400 and r.json()["error"]["param"].startswith(field), r.text
+    assert not upstream.requests
+
+
+def test_an_upstream_whose_calls_toolwire_reads_is_never_given_stop() -> None:
+    with FakeOpenAIServer() as fake:
+        fake.add_stream(
+            text_deltas('<tool_call>\n{"name": "get_weather", "arguments": {}}\n</tool_call>')
+        )
+        backend = OpenAIBackend("m", base_url=fake.base_url, tool_format="hermes")
+        list(stream_sync(backend.stream(Request(ASK, [TOOL], sampling=Sampling(stop=("\n",))))))
+        assert "stop" not in fake.requests[-1]
+
+
+def test_stops_end_where_the_first_stop_is_finished_whatever_the_pieces() -> None:
+    import random
+
+    rng = random.Random(7)
+    for _ in range(3000):
+        stops = ["".join(rng.choice("abc") for _ in range(rng.randint(1, 3))) for _ in range(2)]
+        text = "".join(rng.choice("abc") for _ in range(rng.randint(0, 12)))
+        results = set()
+        for _ in range(4):
+            cuts = sorted(rng.sample(range(1, len(text)), rng.randint(0, max(0, len(text) - 1))))
+            pieces = [text[i:j] for i, j in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+            got = Stops(stops)
+            out: list[ev.Event] = []
+            for piece in pieces:
+                out += got.push(ev.TextDelta(piece))
+            out += got.push(ev.Done("length"))
+            results.add("".join(e.text for e in out if isinstance(e, ev.TextDelta)))
+        assert len(results) == 1, (stops, text, results)

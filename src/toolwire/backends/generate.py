@@ -82,14 +82,20 @@ class Generation:
         self.put = put
         self.stop = stop
         self.sampling = sampling or Sampling()
-        self.seed = seed if self.sampling.seed is None else self.sampling.seed
-        #: ``logit_bias`` by token id, the ids the vocabulary has (others name no token)
+        asked = self.sampling.seed
+        # a negative seed is llama.cpp's "any" (-1): the backend's own
+        self.seed = seed if asked is None or asked < 0 else asked & 0xFFFFFFFF
+        #: ``logit_bias`` by token id, the ids the vocabulary has (others name no token):
+        #: as arrays, added in one step a token
         n_vocab = int(llama.n_vocab()) if hasattr(llama, "n_vocab") else 0
-        self.bias = {
-            int(token): float(value)
+        given = [
+            (int(token), float(value))
             for token, value in (self.sampling.logit_bias or {}).items()
-            if token.isdigit() and int(token) < n_vocab
-        }
+            if token.isascii() and token.isdigit() and int(token) < n_vocab
+        ]
+        self.bias = bool(given)
+        self._bias_ids = np.array([t for t, _ in given], dtype=np.int64)
+        self._bias_values = np.array([v for _, v in given], dtype=np.float32)
         eos = int(llama.token_eos())
         self.end_token = eos if eos >= 0 else None
         #: inside a thinking block now (the prompt may have opened one)
@@ -129,8 +135,7 @@ class Generation:
         after: -100 all but bans a token, +100 all but forces it)."""
         del ids
         out = np.array(scores, copy=True)
-        for token, bias in self.bias.items():
-            out[token] += bias
+        out[self._bias_ids] += self._bias_values
         return out
 
     def run(self) -> None:

@@ -292,7 +292,8 @@ class LlamaCppBackend(TemplateTransport):
 
         try:
             with self._lock:
-                if prepared.request.sampling.seed is None:
+                seeded = prepared.request.sampling.seed
+                if seeded is None or seeded < 0:
                     put(_Reused(self.prefixes.take(self.llama, prepared.payload)))
                 elif hasattr(self.llama, "reset"):
                     # a seed asks for the same reply again: the prompt is evaluated whole, as

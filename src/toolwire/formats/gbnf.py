@@ -76,18 +76,34 @@ def _parts(trigger: str) -> list[str]:
 
 
 def _loose(text: str) -> str:
-    """A start pattern's literal text as a pattern that takes white space where the grammar
-    does: for its own white space, and around JSON's and Python's brackets, colons and
-    commas (``[{"name":`` is also ``[\\n  {"name" :``)."""
-    out = []
+    """A start pattern's literal text as a pattern that takes white space where a JSON
+    grammar does, around its brackets, colons and commas (``[{"name":`` is also
+    ``[\\n  {"name" :``). The pattern's own white space stays what it is: a line break is
+    a line break (Functionary's ``NAME\\n`` is never ``NAME`` and a space, the start of
+    prose), spaces are some spaces."""
+    out: list[str] = []
+    json_space = False  # JSON's optional white space is due before what comes next
     for ch in text:
-        if ch.isspace():
+        if ch in "[]{}:,":
+            if out and out[-1] == r"[ \t]+":
+                out.pop()  # a space before it is JSON's, and may be none
+            out.append(r"\s*" + re.escape(ch))
+            json_space = True
+            continue
+        if json_space and ch in " \t":
+            continue  # a space after it is JSON's too
+        if json_space:
             out.append(r"\s*")
-        elif ch in "[]{}():,":
-            out.append(r"\s*" + re.escape(ch) + r"\s*")
+            json_space = False
+        if ch == "\n":
+            out.append(r"[ \t]*\n")
+        elif ch.isspace():
+            out.append(r"[ \t]+")
         else:
             out.append(re.escape(ch))
-    return re.sub(r"(?:\\s\*)+", lambda _: r"\s*", "".join(out))
+    if json_space:
+        out.append(r"\s*")
+    return re.sub(r"(?:\[ \\t\]\+)+", lambda _: r"[ \t]+", "".join(out))
 
 
 @dataclass(frozen=True)

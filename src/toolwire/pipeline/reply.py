@@ -170,7 +170,7 @@ def plan_turn(
     # images, documents and system messages as this model can be given them
     sent, seen = readable(transport, request, text_only=text_only)
     notices += seen
-    if plan.mode in ("grammar", "words") and sent.sampling.stop:
+    if (plan.mode in ("grammar", "words") or plan.family is not None) and sent.sampling.stop:
         # the model's raw text holds its calls: a stop text inside one must not cut it, so
         # the pipeline cuts the reply's text (pipeline.stops), never the engine
         sent = replace(sent, sampling=replace(sent.sampling, stop=()))
@@ -433,7 +433,8 @@ async def _attempts(transport: Transport, request: Request) -> AsyncGenerator[Ev
                 return
             if not repeats.retry:  # the reply ends at the repeat: generation is closed
                 if not repeats.ended:
-                    yield ev.Done("stop")
+                    for cut in stops.push(ev.Done("stop")):  # what the stops held, first
+                        yield cut
                 return
             # the repeated call was all it said: asked once more, without tools, to answer
             # (an answer that is the call again is named like any call on a turn without tools)

@@ -46,10 +46,12 @@ class Stops:
             self._held = ""
             return [*out, event]
         text = self._held + event.text
-        found = [at for at in (text.find(s) for s in self._stops) if at >= 0]
+        # the stop the model finished writing first (as an engine sees it, a token at a
+        # time), whatever the pieces: "abc" holds "b" before it is done with "abc"
+        found = [(at + len(s), at) for s in self._stops if (at := text.find(s)) >= 0]
         if found:
             self.closed = True
-            at = min(found)
+            _, at = min(found)
             return [*([ev.TextDelta(text[:at])] if at else []), ev.Done("stop")]
         keep = self._may_begin(text)
         self._held = text[keep:]

@@ -205,8 +205,10 @@ def _referenced(messages: list[Any]) -> set[str]:
     for message in messages:
         content = message.get("content") if isinstance(message, dict) else None
         for block in content if isinstance(content, list) else ():
-            inner = block.get("content") if isinstance(block, dict) else None
-            if block.get("type") != "tool_result" or not isinstance(inner, list):
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            inner = block.get("content")
+            if not isinstance(inner, list):
                 continue
             for ref in inner:
                 if isinstance(ref, dict) and ref.get("type") == "tool_reference":

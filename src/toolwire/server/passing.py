@@ -125,6 +125,8 @@ _RENAMED: dict[API, tuple[tuple[str, str, str], ...]] = {
     "messages": (("metadata", "user_id", "user"),),
 }
 
+#: The most tokens a ``logit_bias`` biases (OpenAI's bound).
+MAX_BIASES = 300
 #: The most stop texts, and the longest (llama-server and vLLM take any; a bound).
 MAX_STOPS = 16
 MAX_STOP_CHARS = 200
@@ -147,7 +149,16 @@ class _Sampling(BaseModel):
     presence_penalty: _Penalty | None = None
     frequency_penalty: _Penalty | None = None
     repetition_penalty: Annotated[float, Field(gt=0)] | None = None
-    logit_bias: dict[str, Annotated[float, Field(ge=-100, le=100)]] | None = None
+    logit_bias: (
+        Annotated[
+            dict[
+                Annotated[str, Field(pattern=r"^[0-9]{1,10}$")],
+                Annotated[float, Field(ge=-100, le=100)],
+            ],
+            Field(max_length=MAX_BIASES),
+        ]
+        | None
+    ) = None
 
 
 _SAMPLING_FIELDS = tuple(_Sampling.model_fields)
