@@ -321,16 +321,21 @@ def test_an_unknown_field_reaches_the_engine_from_every_api(
         assert upstream.requests[-1]["vendor_knob"] == [1, {"a": None}], path
 
 
-@pytest.mark.parametrize(
-    ("effort", "think"), [("none", False), ("minimal", True), ("low", "low"), ("high", "high")]
-)
-def test_ollama_takes_reasoning_effort_as_its_think_switch(effort: str, think: Any) -> None:
+def test_ollama_takes_the_thinking_switch_and_heals_a_model_that_cannot_think() -> None:
     with FakeOpenAIServer() as fake:
         fake.add_ollama([{"content": "Sunny."}])
         backend = OllamaBackend("engine", base_url=fake.ollama_url)
-        list(stream_sync(backend.stream(Request(ASK, extra={"reasoning_effort": effort}))))
-        sent = fake.requests[-1]
-    assert sent["think"] == think and "reasoning_effort" not in sent
+        off = Request(ASK, think=False, extra={"reasoning_effort": "none"})
+        list(stream_sync(backend.stream(off)))
+        assert fake.requests[-1]["think"] is False
+        assert "reasoning_effort" not in fake.requests[-1]  # read into its think
+        fake.add_error(400, '"engine" does not support thinking')
+        fake.add_ollama([{"content": "Sunny."}])
+        events = list(stream_sync(backend.stream(Request(ASK, think=True))))
+        assert "think" not in fake.requests[-1] and fake.requests[-2]["think"] is True
+    told = [e for e in events if isinstance(e, ev.Notice)]
+    assert [e.code for e in told] == ["field-not-honoured"] and "thinking" in told[0].message
+    assert "".join(e.text for e in events if isinstance(e, ev.TextDelta)) == "Sunny."
 
 
 @pytest.mark.parametrize(
@@ -376,3 +381,38 @@ def test_stops_end_where_the_first_stop_is_finished_whatever_the_pieces() -> Non
             out += got.push(ev.Done("length"))
             results.add("".join(e.text for e in out if isinstance(e, ev.TextDelta)))
         assert len(results) == 1, (stops, text, results)
+
+
+def test_fields_that_would_change_the_engine_for_every_client_are_withheld(
+    upstream: FakeOpenAIServer, gateway: str
+) -> None:
+    """A client may not set another token limit beside its API's, an engine's queue
+    priority or slot, how long it keeps the model, or Ollama's load options; more than one
+    choice is refused. Each withheld field is named."""
+    _answer(upstream)
+    body = {
+        "model": "gw",
+        "max_tokens": 9,
+        "messages": ASK,
+        "max_completion_tokens": 100_000,
+        "n_predict": -1,
+        "priority": -100,
+        "keep_alive": 0,
+        "options": {"num_ctx": 131_072, "top_k": 5},
+    }
+    r = httpx.post(gateway + "/v1/messages", json=body)
+    assert r.status_code == 200, r.text
+    sent = upstream.requests[-1]
+    for key in ("max_completion_tokens", "n_predict", "priority", "keep_alive"):
+        assert key not in sent, key
+    assert sent["options"] == {"top_k": 5} and sent["max_tokens"] == 9
+    (told,) = [n for n in r.json()["toolwire"]["notices"] if n["code"] == "field-not-honoured"]
+    for key in ("max_completion_tokens", "n_predict", "priority", "keep_alive", "options.num_ctx"):
+        assert key in told["message"], key
+    for path, ask in (
+        ("/v1/messages", {"messages": ASK, "max_tokens": 9, "n": 5}),
+        ("/v1/responses", {"input": "x", "n": 2}),
+        ("/v1/chat/completions", {"messages": ASK, "best_of": 3}),
+    ):
+        r = httpx.post(gateway + path, json={"model": "gw", **ask})
+        assert r.status_code == 400, (path, r.text)

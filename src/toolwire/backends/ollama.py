@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from .. import events as ev
 from ..errors import BackendError
 from ..events import Event
 from ..messages import ToolCall
-from ..pipeline import Request
+from ..pipeline import Prepared, Request
 from ..pipeline.structured import ollama_format
 from .http import HttpTransport, Records, Reply
 
@@ -91,13 +92,8 @@ class OllamaBackend(HttpTransport):
         }
         if request.tools:
             body["tools"] = self.tools_on_wire(request.tools, dialect)
-        effort = request.extra.get("reasoning_effort")
-        if effort in ("low", "medium", "high"):
-            body["think"] = effort  # Ollama's switch takes an effort too (gpt-oss)
-        elif request.think is not None:
+        if request.think is not None:
             body["think"] = request.think
-        elif isinstance(effort, str):
-            body["think"] = effort != "none"
         if request.output is not None:  # a structured output: the schema, or "json"
             body["format"] = ollama_format(request.output)
         sent = request.extra.get("options")
@@ -118,6 +114,28 @@ class OllamaBackend(HttpTransport):
 
     def read(self, reply: Reply) -> AsyncGenerator[Event, None]:
         return _read_lines(reply)
+
+    async def send(self, prepared: Prepared) -> AsyncGenerator[Event, None]:
+        """The reply's events; asked again without ``think`` when the model refused to think
+        before saying a word (Ollama answers 400 "… does not support thinking" to a model
+        that cannot): the turn's thinking switch is named as not applied, once."""
+        heard = False
+        try:
+            async for event in super().send(prepared):
+                heard = True
+                yield event
+        except BackendError as exc:
+            body = prepared.payload
+            refused = exc.status == 400 and "thinking" in (exc.body or str(exc))
+            if heard or not refused or body.get("think") is not True:
+                raise
+            yield ev.Notice(
+                "field-not-honoured",
+                f"not applied on {self.model}: thinking (the model does not think)",
+            )
+            again = replace(prepared, payload={k: v for k, v in body.items() if k != "think"})
+            async for event in super().send(again):
+                yield event
 
 
 async def _read_lines(reply: Reply) -> AsyncGenerator[Event, None]:

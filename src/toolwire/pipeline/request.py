@@ -71,6 +71,9 @@ class Request:
     #: The engine's own fields, passed to it as they are (``chat_template_kwargs``, a
     #: field no API lists): see :mod:`toolwire.server.passing`. Never one toolwire sets.
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: Fields of the client's the gateway kept from the engine (see
+    #: :data:`toolwire.server.passing.WITHHELD`): named in a ``field-not-honoured`` notice.
+    withheld: tuple[str, ...] = ()
     #: The work this turn may make toolwire compute (checking its calls, its output), see
     #: :mod:`toolwire.budget`; the gateway sizes it by the request, others get the ceiling.
     budget: WorkBudget = field(default_factory=WorkBudget, repr=False, compare=False)

@@ -69,8 +69,9 @@ def not_honoured(
         left |= set(request.sampling.given()) - set(sampling_fields)
     if engine_fields is not None:
         left |= set(request.extra) - set(engine_fields)
+    left |= set(request.withheld)
     if not left:
         return None
     shown = sorted(left)
     names = ", ".join(shown[:20]) + (f" and {len(shown) - 20} more" if len(shown) > 20 else "")
-    return Notice("field-not-honoured", f"{engine} does not use {names[:400]}: not applied")
+    return Notice("field-not-honoured", f"not applied on {engine}: {names[:400]}")

@@ -449,7 +449,7 @@ def parse_messages(data: Mapping[str, Any], budget: WorkBudget | None = None) ->
             )
         think = kind != "disabled"
     settings = options(data)
-    sampling, passed = engine_fields(data, "messages")
+    sampling, passed, withheld = engine_fields(data, "messages")
     request = Request(  # the turn settles the choice: a named tool alone, none: no tools
         messages,
         tools or None,
@@ -460,6 +460,7 @@ def parse_messages(data: Mapping[str, Any], budget: WorkBudget | None = None) ->
         think=think,
         sampling=sampling,
         extra=passed,
+        withheld=withheld,
         strict=settings.get("strict", False),
         constrained=settings.get("constrained", True),
         stream=bool(fields.stream),

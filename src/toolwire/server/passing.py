@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..pipeline.sampling import Sampling
 from .refusal import RequestError
 
-__all__ = ["API", "USED", "engine_fields", "table", "thinking"]
+__all__ = ["API", "OLLAMA_OPTIONS", "USED", "WITHHELD", "engine_fields", "table", "thinking"]
 
 API = Literal["chat", "responses", "messages"]
 
@@ -165,14 +165,61 @@ _SAMPLING_FIELDS = tuple(_Sampling.model_fields)
 _NONE = _Sampling()
 
 
+#: Fields never passed on, whatever the API: each changes what an engine does for every
+#: client it serves (its queue, its slots, how long it keeps a model loaded) or sets a token
+#: limit beside the one the API's own field sets. Named in a ``field-not-honoured`` notice.
+WITHHELD = frozenset(
+    {
+        "n_predict",
+        "num_predict",
+        "max_tokens",
+        "max_completion_tokens",
+        "max_output_tokens",
+        "priority",
+        "id_slot",
+        "slot_id",
+        "keep_alive",
+    }
+)
+#: Ollama's ``options`` that shape one reply; its others (``num_ctx``, ``num_gpu``,
+#: ``use_mmap``…) load the model anew, for every client: withheld.
+OLLAMA_OPTIONS = frozenset(
+    {
+        "temperature",
+        "top_k",
+        "top_p",
+        "min_p",
+        "typical_p",
+        "seed",
+        "stop",
+        "repeat_last_n",
+        "repeat_penalty",
+        "presence_penalty",
+        "frequency_penalty",
+        "penalize_newline",
+        "mirostat",
+        "mirostat_tau",
+        "mirostat_eta",
+        "tfs_z",
+        "num_keep",
+    }
+)
+#: Fields refused above one: the reply is one answer, one choice.
+_ONE = ("n", "best_of")
+
+
 def engine_fields(
     data: Mapping[str, Any],
     api: API,
     explain: Callable[[Mapping[str, Any]], RequestError] | None = None,
-) -> tuple[Sampling, dict[str, Any]]:
-    """The request's sampling fields, checked, and the fields passed to the engine as sent
-    (see the module). A malformed sampling field is a :class:`RequestError` naming it as the
-    API does (``explain`` turns pydantic's error into the API's words)."""
+) -> tuple[Sampling, dict[str, Any], tuple[str, ...]]:
+    """The request's sampling fields, checked; the fields passed to the engine as sent (see
+    the module); and those withheld from it (:data:`WITHHELD`). A malformed sampling field,
+    or more than one choice asked for, is a :class:`RequestError` naming it as the API does
+    (``explain`` turns pydantic's error into the API's words)."""
+    for key in _ONE:
+        if key not in USED[api] and data.get(key) not in (None, 1):
+            raise RequestError(f"{key}: must be 1: the gateway gives one choice", key)
     names = {**{f: f for f in _SAMPLING_FIELDS}, **_SAMPLING_NAMES[api]}
     given = {names[k]: v for k, v in data.items() if k in names and v is not None}
     if isinstance(given.get("stop"), str):  # one text, or a list of them
@@ -202,12 +249,19 @@ def engine_fields(
     passed = {
         k: v for k, v in data.items() if k not in USED[api] and k not in names and v is not None
     }
+    withheld = sorted(k for k in passed if k in WITHHELD)
+    for key in withheld:
+        del passed[key]
+    options = passed.get("options")
+    if isinstance(options, Mapping):
+        withheld += sorted(f"options.{k}" for k in options if k not in OLLAMA_OPTIONS)
+        passed["options"] = {k: v for k, v in options.items() if k in OLLAMA_OPTIONS}
     for field, key, engine in _RENAMED[api]:
         value = data.get(field)
         inner = value.get(key) if isinstance(value, Mapping) else None
         if inner is not None and engine not in passed:
             passed[engine] = inner
-    return sampling, passed
+    return sampling, passed, tuple(withheld)
 
 
 def thinking(effort: Any) -> bool | None:
@@ -233,4 +287,11 @@ def table() -> str:
             f"| {api} | {', '.join(f'`{f}`' for f in sorted(used))} | {sampling} | "
             f"{renamed or '—'} |"
         )
-    return "\n".join(rows) + "\n\nEvery other field is passed to the engine as sent.\n"
+    withheld = ", ".join(f"`{f}`" for f in sorted(WITHHELD))
+    return "\n".join(rows) + (
+        "\n\nEvery other field is passed to the engine as sent, but these, which change what an "
+        f"engine does for every client or set a second token limit: {withheld}, and "
+        "Ollama's `options` that load the model anew (all but "
+        f"{', '.join(f'`{o}`' for o in sorted(OLLAMA_OPTIONS))}). `n` and `best_of` above 1 "
+        "are refused.\n"
+    )

@@ -384,7 +384,7 @@ async def parse_responses(
     choice = tool_choice(offer, fields.tool_choice)
     required_needs_tools(choice, tools, "tool_choice")
     settings = options(data)
-    sampling, passed = engine_fields(data, "responses")
+    sampling, passed, withheld = engine_fields(data, "responses")
     request = Request(  # the turn settles the choice: a named tool alone, none: no tools
         messages,
         tools or None,
@@ -395,6 +395,7 @@ async def parse_responses(
         think=thinking(passed.get("reasoning_effort")),
         sampling=sampling,
         extra=passed,
+        withheld=withheld,
         strict=settings.get("strict", False),
         constrained=settings.get("constrained", True),
         stream=bool(fields.stream),

@@ -365,7 +365,7 @@ def validate_chat(data: Any, budget: WorkBudget | None = None) -> Request:
     )
     _check_choice(parsed, tools)
     options = parsed.toolwire or {}
-    sampling, passed = engine_fields(data, "chat", _explain)
+    sampling, passed, withheld = engine_fields(data, "chat", _explain)
     return Request(  # the turn settles the choice: a named tool alone, none: no tools
         data["messages"],
         tools or None,
@@ -380,6 +380,7 @@ def validate_chat(data: Any, budget: WorkBudget | None = None) -> Request:
         think=thinking(data.get("reasoning_effort")),
         sampling=sampling,
         extra=passed,
+        withheld=withheld,
         budget=budget or WorkBudget(),
     )
 
