@@ -251,3 +251,62 @@ def test_thinking_off_is_one_decision_in_every_api(upstream: FakeOpenAIServer) -
             assert r.status_code == 200, (path, r.text)
             sent = upstream.requests[-1]
             assert sent["chat_template_kwargs"] == {"enable_thinking": False}, path
+
+
+HISTORY = [
+    ASK,
+    {
+        "role": "assistant",
+        "content": None,
+        "reasoning_content": THOUGHT,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "Sunny"},
+]
+
+
+def test_openai_itself_gets_only_what_it_documents() -> None:
+    from toolwire.backends import stream_sync
+    from toolwire.pipeline import Request, Sampling
+
+    with FakeOpenAIServer() as fake:
+        fake.add_stream(text_deltas("Sunny.", size=3))
+        backend = OpenAIBackend("gpt", base_url=fake.base_url, engine="openai")
+        request = Request(
+            HISTORY,
+            sampling=Sampling(top_p=0.5, top_k=20),
+            extra={"user": "u", "chat_template_kwargs": {"x": 1}},
+        )
+        events = list(stream_sync(backend.stream(request)))
+        sent = fake.requests[-1]
+    assert sent["top_p"] == 0.5 and sent["user"] == "u"
+    assert "top_k" not in sent and "chat_template_kwargs" not in sent
+    assert all("reasoning_content" not in m for m in sent["messages"])
+    (told,) = [e for e in events if getattr(e, "code", "") == "field-not-honoured"]
+    assert "top_k" in told.message and "chat_template_kwargs" in told.message
+
+
+def test_a_server_that_refuses_reasoning_back_is_asked_again_without_it() -> None:
+    from toolwire.backends import stream_sync
+    from toolwire.pipeline import Request
+
+    with FakeOpenAIServer() as fake:
+        fake.add_error(400, "property 'reasoning_content' is unsupported")
+        fake.add_stream(text_deltas("Sunny.", size=3))
+        backend = OpenAIBackend("m", base_url=fake.base_url)
+        events = list(stream_sync(backend.stream(Request(HISTORY))))
+        first, again = fake.requests[-2:]
+    assert first["messages"][1]["reasoning_content"] == THOUGHT
+    assert all("reasoning_content" not in m for m in again["messages"])
+    assert (
+        "".join(getattr(e, "text", "") for e in events if type(e).__name__ == "TextDelta")
+        == "Sunny."
+    )
+
+
+def test_ollama_gets_earlier_reasoning_as_its_thinking() -> None:
+    from toolwire.backends.ollama import to_ollama
+
+    assert to_ollama(HISTORY)[1]["thinking"] == THOUGHT

@@ -58,6 +58,8 @@ def to_ollama(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 calls.append({"function": {"name": fn.get("name", ""), "arguments": args}})
             m["tool_calls"] = calls
             m["content"] = m.get("content") or ""
+        if m.get("role") == "assistant" and "reasoning_content" in m:
+            m["thinking"] = m.pop("reasoning_content")  # Ollama's name for it
         elif m.get("role") == "tool":
             name = m.pop("name", None) or names.get(str(m.get("tool_call_id", "")), "")
             m.pop("tool_call_id", None)

@@ -115,6 +115,9 @@ class OpenAIBackend(HttpTransport):
         if self.engine in CONSTRAINING:  # it decodes a required call under the schemas
             self.can_constrain = True
         self.takes_files = self.engine == "openai"
+        if self.engine == "openai":  # OpenAI refuses a field it does not document
+            self.sampling_fields = OPENAI_SAMPLING
+            self.engine_fields = OPENAI_FIELDS
         self.takes_thinking = self.engine in THINKING
         #: until when (the memory's clock) a streamed request does not ask for the usage
         self._no_stream_usage_until: float | None = None
@@ -159,11 +162,10 @@ class OpenAIBackend(HttpTransport):
         """The JSON body of a chat-completions request, its tool schemas in ``dialect`` (the
         pipeline's choice: see :class:`~toolwire.pipeline.Plan`); streamed unless the
         caller takes the reply whole (``request.stream``), and then read whole."""
-        body = Body(
-            model=self.model,
-            messages=[dict(m) for m in request.messages],
-            stream=request.stream,
-        )
+        messages = [dict(m) for m in request.messages]
+        if self.engine == "openai":  # it documents no reasoning_content, and refuses it
+            messages = _without_reasoning(messages)
+        body = Body(model=self.model, messages=messages, stream=request.stream)
         if request.tools:
             body["tools"] = self.tools_on_wire(request.tools, dialect)
             if request.tool_choice is not None:
@@ -177,8 +179,15 @@ class OpenAIBackend(HttpTransport):
         fields, body.calls_in_content = _constraint_fields(request, self.engine, body)
         body.update(fields)
         body.update(thinking_fields(request, self.engine))
-        # the client's sampling and engine fields, as sent: never one toolwire set itself
-        for key, value in {**request.extra, **request.sampling.given()}.items():
+        # the client's sampling and engine fields, as sent: never one toolwire set itself,
+        # nor one the engine is known to refuse (the turn names those)
+        given = {**request.extra, **request.sampling.given()}
+        for key, value in given.items():
+            if key in request.extra and self.engine_fields is not None:
+                if key not in self.engine_fields:
+                    continue
+            elif self.sampling_fields is not None and key not in self.sampling_fields:
+                continue
             body.setdefault(key, value)
         return body
 
@@ -248,6 +257,19 @@ class OpenAIBackend(HttpTransport):
                 yield event
         except BackendError as exc:
             body = prepared.payload
+            if not heard and _refuses_reasoning(exc, body):
+                # an engine that takes no reasoning back (a strict request model): the
+                # turn goes again without it, and says so
+                yield ev.Notice(
+                    "field-not-honoured",
+                    f"not applied on {self.model}: reasoning_content (the model's earlier "
+                    "reasoning, which the server refused)",
+                )
+                again = Body(body, messages=_without_reasoning(body["messages"]))
+                again.calls_in_content = getattr(body, "calls_in_content", False)
+                async for event in self._exchange(replace(prepared, payload=again)):
+                    yield event
+                return
             asked = isinstance(body, dict) and "stream_options" in body
             if heard or not asked or not refuses_stream_options(exc):
                 raise
@@ -288,12 +310,47 @@ def _constraint_fields(
     return constraint_fields(request, engine, body.get("tools"))
 
 
+#: The sampling fields OpenAI's own API documents, and its other request fields a client
+#: may send (any other is a 400 there: the turn names it instead).
+OPENAI_SAMPLING = frozenset(
+    {"top_p", "seed", "stop", "presence_penalty", "frequency_penalty", "logit_bias"}
+)
+OPENAI_FIELDS = frozenset(
+    {
+        "user",
+        "metadata",
+        "store",
+        "service_tier",
+        "prompt_cache_key",
+        "safety_identifier",
+        "reasoning_effort",
+        "verbosity",
+        "prediction",
+        "logprobs",
+        "top_logprobs",
+    }
+)
 #: The engines that count a prompt's tokens for toolwire (see :meth:`OpenAIBackend.count_prompt`).
 COUNTING = frozenset({"llama-server", "vllm"})
 #: A count's answer is a list of token ids, bounded (about 4 bytes a token).
 MAX_COUNT_BYTES = 16 * 1024 * 1024
 #: Seconds a count may take.
 COUNT_TIMEOUT = 60.0
+
+
+def _without_reasoning(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages without the earlier reasoning given back on assistant messages."""
+    return [{k: v for k, v in m.items() if k != "reasoning_content"} for m in messages]
+
+
+def _refuses_reasoning(error: BackendError, body: Any) -> bool:
+    """Whether ``error`` is a server refusing ``reasoning_content`` in the messages it was
+    given (a 400 or 422 naming the field), which the turn can go again without."""
+    given = isinstance(body, dict) and any(
+        "reasoning_content" in m for m in body.get("messages") or () if isinstance(m, dict)
+    )
+    named = "reasoning_content" in (error.body or str(error))
+    return given and named and error.kind == "refused" and error.status in (400, 422)
 
 
 def _root(base_url: str) -> str:
