@@ -166,6 +166,14 @@ def test_the_constrained_sampler_honours_top_k_top_p_and_min_p() -> None:
     assert drawn(Sampling(top_k=0, min_p=0, top_p=0.7)) == {0, 1}
     assert drawn(Sampling(top_k=0, min_p=0.5, top_p=1)) == {0, 1}
     assert drawn(Sampling(top_k=0, min_p=0, top_p=1)) == {0, 1, 2, 3}
+    # as llama.cpp's chain: the cuts see the probabilities before temperature
+    hot = np.log(np.array([0.6, 0.35, 0.05], dtype=np.float32))
+    assert {_pick(hot, 2.0, rng, Sampling(top_k=0, top_p=1, min_p=0.1)) for _ in range(400)} == {
+        0,
+        1,
+    }
+    with pytest.raises(ValueError):
+        _pick(np.full(4, -np.inf, dtype=np.float32), 1.0, rng)
 
 
 def test_a_negative_seed_is_any_seed_and_the_grammar_still_holds(llama_backend: Any) -> None:

@@ -197,29 +197,38 @@ def _pick(
     rng: np.random.Generator,
     sampling: Sampling | None = None,
 ) -> int:
-    """A token drawn as llama.cpp's samplers draw it: the most likely at temperature 0;
-    else from the tokens ``top_k``, ``min_p`` and ``top_p`` leave (llama.cpp's defaults 40,
-    0.05 and 0.95 where the request gives none), at ``temperature``. The candidates are cut
-    to ``top_k`` first, in linear time, so the rest works on a few dozen tokens, not the
-    vocabulary."""
+    """A token drawn as llama.cpp's sampler chain draws it: the most likely at temperature
+    0; else ``top_k``, then ``top_p``, then ``min_p`` cut the candidates by their
+    probabilities before temperature (llama.cpp's defaults 40, 0.95 and 0.05 where the
+    request gives none), and the token is drawn from those left at ``temperature``. The
+    candidates are cut to ``top_k`` first, in linear time, so the rest works on a few dozen
+    tokens, not the vocabulary. No candidate at all is a ValueError."""
     if temperature <= 0:
         return int(np.argmax(logits))
     s = sampling or Sampling()
     top_k = 40 if s.top_k is None else s.top_k
     top_p = 0.95 if s.top_p is None else s.top_p
     min_p = 0.05 if s.min_p is None else s.min_p
-    candidates = np.flatnonzero(np.isfinite(logits))
+    candidates = np.flatnonzero(logits > -np.inf)
+    if not len(candidates):
+        raise ValueError("no token may come next")
+    forced = candidates[np.isposinf(logits[candidates])]
+    if len(forced):
+        return int(forced[0])
     if 0 < top_k < len(candidates):
-        kept = np.argpartition(logits[candidates], -top_k)[-top_k:]
-        candidates = candidates[kept]
-    scaled = logits[candidates].astype(np.float64) / temperature
-    weights = np.exp(scaled - np.max(scaled))
-    if min_p > 0:
-        weights = np.where(weights >= min_p, weights, 0.0)  # p / p_max, the top being 1
+        candidates = candidates[np.argpartition(logits[candidates], -top_k)[-top_k:]]
+    base = logits[candidates].astype(np.float64)
+    base -= base.max()
+    probs = np.exp(base)
+    probs /= probs.sum()
+    kept = np.ones(len(candidates), dtype=bool)
     if top_p < 1:
-        order = np.argsort(-weights, kind="stable")
-        cumulative = np.cumsum(weights[order]) / weights.sum()
-        weights[order[np.searchsorted(cumulative, top_p) + 1 :]] = 0.0
+        order = np.argsort(-probs, kind="stable")
+        cumulative = np.cumsum(probs[order])
+        kept[order[np.searchsorted(cumulative, top_p) + 1 :]] = False
+    if min_p > 0:
+        kept &= probs >= min_p * probs.max()
+    weights = np.where(kept, np.exp(base / temperature), 0.0)
     weights /= weights.sum()
     return int(candidates[rng.choice(len(candidates), p=weights)])
 
