@@ -310,3 +310,42 @@ def test_ollama_gets_earlier_reasoning_as_its_thinking() -> None:
     from toolwire.backends.ollama import to_ollama
 
     assert to_ollama(HISTORY)[1]["thinking"] == THOUGHT
+
+
+def test_reasoning_items_never_split_a_turn_nor_move_an_error() -> None:
+    import asyncio
+
+    from toolwire.server.refusal import RequestError
+    from toolwire.server.responses_input import parse_responses
+
+    def call(cid: str) -> dict[str, Any]:
+        return {"type": "function_call", "call_id": cid, "name": "get_weather", "arguments": "{}"}
+
+    def output(cid: str) -> dict[str, Any]:
+        return {"type": "function_call_output", "call_id": cid, "output": "Sunny"}
+
+    def reasoning(text: str) -> dict[str, Any]:
+        return {
+            "type": "reasoning",
+            "summary": [],
+            "content": [{"type": "reasoning_text", "text": text}],
+        }
+
+    tools = [{"type": "function", "name": "get_weather", "parameters": SCHEMA}]
+    given = [
+        ASK,
+        reasoning("one"),
+        call("a"),
+        reasoning("two"),
+        call("b"),
+        output("a"),
+        output("b"),
+    ]
+    parsed = asyncio.run(parse_responses({"model": "m", "input": given, "tools": tools}))
+    (turn,) = [m for m in parsed.request.messages if m["role"] == "assistant"]
+    assert [c["id"] for c in turn["tool_calls"]] == ["a", "b"]
+    assert turn["reasoning_content"] == "one\n\ntwo"
+    cut = [ASK, reasoning("cut"), output("zzz")]
+    with pytest.raises(RequestError) as raised:
+        asyncio.run(parse_responses({"model": "m", "input": cut, "tools": tools}))
+    assert raised.value.param == "input[2].call_id"

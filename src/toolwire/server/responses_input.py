@@ -223,6 +223,7 @@ def _messages(
     the assistant message before them, as Chat Completions has them; each call under the
     engine's name of its tool), where each call and output stands kept in ``origins``."""
     messages: list[dict[str, Any]] = list(history)
+    thought: list[str] = []  # reasoning items not yet given to the model's next message
     if isinstance(fields.input, str):
         messages.append({"role": "user", "content": fields.input})
         return messages
@@ -239,13 +240,10 @@ def _messages(
                     f"{where}.role",
                 )
             content = _content(item.get("content"), f"{where}.content")
-            last = messages[-1] if messages else None
-            if role == "assistant" and last is not None and _only_reasoning(last):
-                last["content"] = content  # the answer its reasoning came before
-            else:
-                messages.append(
-                    {"role": "system" if role == "developer" else role, "content": content}
-                )
+            messages.append({"role": "system" if role == "developer" else role, "content": content})
+            if role == "assistant":
+                _reasoned(messages[-1], thought)  # the answer its reasoning came before
+            thought.clear()
         elif kind in ("function_call", "custom_tool_call"):
             custom = kind == "custom_tool_call"
             for key in ("call_id", "name", "input" if custom else "arguments"):
@@ -257,6 +255,7 @@ def _messages(
                 raise RequestError(f"'{where}.namespace' must be a string", f"{where}.namespace")
             name = offer.engine_name("custom" if custom else "function", namespace, item["name"])
             _call(messages, engine_call(item, name), origins, where)
+            _reasoned(messages[-1], thought)
         elif kind == "tool_search_call":
             call_id, arguments = item.get("call_id"), item.get("arguments", {})
             if not isinstance(call_id, str) or not call_id:
@@ -267,21 +266,23 @@ def _messages(
                 raise RequestError(f"'{where}.arguments' must be an object", f"{where}.arguments")
             searched = engine_call(item, offer.engine_name("tool_search", None, "tool_search"))
             _call(messages, searched, origins, where)
+            _reasoned(messages[-1], thought)
         elif kind == "tool_search_output":
             call_id = _output_id(item, where)
             _answer(messages, call_id, listed(offer, item.get("tools")), origins, where)
+            thought.clear()
         elif kind in ("function_call_output", "custom_tool_call_output"):
             call_id = _output_id(item, where)
             output = _content(item.get("output"), f"{where}.output")
             _answer(messages, call_id, output, origins, where)
+            thought.clear()
         elif kind == "reasoning":
             # the model's own earlier thinking, given back to it with the answer or the
-            # calls that follow it (as Chat Completions' reasoning_content)
-            thought = _reasoning_text(item)
-            if thought:
-                messages.append(
-                    {"role": "assistant", "content": None, "reasoning_content": thought}
-                )
+            # calls that follow it (as Chat Completions' reasoning_content); reasoning that
+            # nothing of the model's follows (the turn was cut) is given to none
+            text = _reasoning_text(item)
+            if text:
+                thought.append(text)
         elif kind == "additional_tools":
             continue  # tools, offered with the request's own (see _searched)
         else:
@@ -293,17 +294,15 @@ def _messages(
             )
     for m in messages:
         m.pop("_answered", None)
-    # reasoning that nothing followed (the turn was cut) is no message of its own
-    return [m for m in messages if not _only_reasoning(m)]
+    return messages
 
 
-def _only_reasoning(message: dict[str, Any]) -> bool:
-    return (
-        message.get("role") == "assistant"
-        and "reasoning_content" in message
-        and not message.get("content")
-        and not message.get("tool_calls")
-    )
+def _reasoned(message: dict[str, Any], thought: list[str]) -> None:
+    """``message`` (the model's) given the reasoning that came before it, then none held."""
+    if thought:
+        given = message.get("reasoning_content")
+        message["reasoning_content"] = "\n\n".join([*([given] if given else []), *thought])
+        thought.clear()
 
 
 def _reasoning_text(item: dict[str, Any]) -> str:
