@@ -44,7 +44,7 @@ from .. import events as ev
 from ..errors import BackendError, UsageError
 from ..events import Event
 from ..messages import ToolCall
-from ..pipeline import Prepared, Request, planned
+from ..pipeline import Plan, Prepared, Request
 from ..schemas.refusals import refuses_field
 from .engines import (
     CONSTRAINING,
@@ -194,14 +194,19 @@ class OpenAIBackend(HttpTransport):
     def read(self, reply: Reply) -> AsyncGenerator[Event, None]:
         return _read_stream(reply)
 
-    async def count_prompt(self, request: Request) -> int | None:
-        """The prompt tokens of ``request`` as this engine counts them: its own template and
-        tokenizer over the body the pipeline would send (``/apply-template`` then
+    @property
+    def counts(self) -> bool:
+        """Does the engine count a prompt's tokens (:meth:`count_prompt`)?"""
+        return self.engine in COUNTING
+
+    async def count_prompt(self, sent: Request, plan: Plan) -> int | None:
+        """The prompt tokens of a turn as this engine counts them: its own template and
+        tokenizer over the body the pipeline would send for ``sent`` and its ``plan`` (the
+        pipeline's, :func:`~toolwire.pipeline.planned`: ``/apply-template`` then
         ``/tokenize`` on llama-server, ``/tokenize`` on vLLM); None where the engine has no
         such route, or it did not answer with a count."""
-        if self.engine not in COUNTING:
+        if not self.counts:
             return None
-        sent, plan = planned(self, request)
         body = self.body(sent, plan.dialect)
         keys: tuple[str, ...] = ("messages", "tools", "chat_template_kwargs")
         asked: dict[str, Any] = {k: body[k] for k in keys if k in body}
@@ -333,7 +338,7 @@ OPENAI_FIELDS = frozenset(
 #: The engines that count a prompt's tokens for toolwire (see :meth:`OpenAIBackend.count_prompt`).
 COUNTING = frozenset({"llama-server", "vllm"})
 #: A count's answer is a list of token ids, bounded (about 4 bytes a token).
-MAX_COUNT_BYTES = 16 * 1024 * 1024
+MAX_COUNT_BYTES = 8 * 1024 * 1024
 #: Seconds a count may take.
 COUNT_TIMEOUT = 60.0
 

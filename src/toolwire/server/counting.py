@@ -27,9 +27,13 @@ async def count_input(
     backend: Backend, request: Request, budget: WorkBudget, work: Work
 ) -> tuple[int, list[Told]]:
     """The request's input tokens, and a notice when they are estimated."""
-    counter = getattr(backend, "count_prompt", None)
-    if callable(counter):
-        counted = await counter(request)
+    if getattr(backend, "counts", False) and isinstance(backend, Transport):
+        # planned here, as the pipeline plans a turn (off the event loop when large)
+        if budget.inline:
+            sent, plan = planned(backend, request)
+        else:
+            sent, plan = await work.apart(budget, partial(planned, backend, request))
+        counted = await backend.count_prompt(sent, plan)  # type: ignore[attr-defined]
         if isinstance(counted, int):
             return counted, []
     prompt = getattr(backend, "prompt", None)
