@@ -169,13 +169,20 @@ def test_messages_passes_every_field(
 
 
 def test_a_field_toolwire_sets_is_not_overridden(upstream: FakeOpenAIServer, gateway: str) -> None:
-    """An engine field never replaces what toolwire decided for the turn (its stream)."""
+    """A field the client's API does not have, but that toolwire sets on the engine's
+    request (the usage of a stream), stays toolwire's: a client cannot turn it off."""
     _answer(upstream)
-    r = httpx.post(
-        gateway + "/v1/chat/completions",
-        json={"model": "gw", "messages": ASK, "stream": False, "n": 1},
-    )
-    assert r.status_code == 200
+    body = {
+        "model": "gw",
+        "max_tokens": 9,
+        "stream": True,
+        "messages": ASK,
+        "stream_options": {"include_usage": False},
+    }
+    with httpx.stream("POST", gateway + "/v1/messages", json=body) as r:
+        assert r.status_code == 200
+        r.read()
+    assert upstream.requests[-1]["stream_options"] == {"include_usage": True}
     assert upstream.requests[-1]["model"] == "engine"
 
 
@@ -413,6 +420,8 @@ def test_fields_that_would_change_the_engine_for_every_client_are_withheld(
         ("/v1/messages", {"messages": ASK, "max_tokens": 9, "n": 5}),
         ("/v1/responses", {"input": "x", "n": 2}),
         ("/v1/chat/completions", {"messages": ASK, "best_of": 3}),
+        ("/v1/responses", {"input": "x", "conversation": "conv_1"}),
+        ("/v1/responses", {"input": "x", "prompt": {"id": "pmpt_1"}}),
     ):
         r = httpx.post(gateway + path, json={"model": "gw", **ask})
         assert r.status_code == 400, (path, r.text)

@@ -68,8 +68,17 @@ class LlamaCppBackend(TemplateTransport):
     name = "llamacpp"
     native_tools = False
     sampling_fields = LOCAL_FIELDS
-    #: its template's variables, and its thinking switch (see backends/prompt.py)
-    engine_fields = frozenset({"chat_template_kwargs", "reasoning_effort"})
+    #: its template's variables and its thinking switch (see backends/prompt.py); who the
+    #: client is and its cache key need nothing of it (it keeps its own prefixes)
+    engine_fields = frozenset(
+        {
+            "chat_template_kwargs",
+            "reasoning_effort",
+            "user",
+            "prompt_cache_key",
+            "safety_identifier",
+        }
+    )
 
     def __init__(
         self,

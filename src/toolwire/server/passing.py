@@ -206,6 +206,14 @@ OLLAMA_OPTIONS = frozenset(
 )
 #: Fields refused above one: the reply is one answer, one choice.
 _ONE = ("n", "best_of")
+#: An API's fields the gateway cannot serve: the reply could not be what they ask.
+_NOT_SERVED: dict[API, dict[str, str]] = {
+    "responses": {
+        "conversation": "is not served: the gateway keeps responses, not conversations "
+        "(send previous_response_id, or the whole input)",
+        "prompt": "is not served: the gateway keeps no prompt templates",
+    }
+}
 
 
 def engine_fields(
@@ -220,6 +228,9 @@ def engine_fields(
     for key in _ONE:
         if key not in USED[api] and data.get(key) not in (None, 1):
             raise RequestError(f"{key}: must be 1: the gateway gives one choice", key)
+    for key, why in _NOT_SERVED.get(api, {}).items():
+        if data.get(key) is not None:
+            raise RequestError(f"{key}: {why}", key)
     names = {**{f: f for f in _SAMPLING_FIELDS}, **_SAMPLING_NAMES[api]}
     given = {names[k]: v for k, v in data.items() if k in names and v is not None}
     if isinstance(given.get("stop"), str):  # one text, or a list of them
