@@ -425,3 +425,28 @@ def test_fields_that_would_change_the_engine_for_every_client_are_withheld(
     ):
         r = httpx.post(gateway + path, json={"model": "gw", **ask})
         assert r.status_code == 400, (path, r.text)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_messages_says_which_stop_sequence_ended_the_reply(stream: bool) -> None:
+    """Where the gateway cuts the reply (a model given its tools in words), Messages says
+    ``stop_sequence`` and names it, as Anthropic's API does."""
+    with FakeOpenAIServer() as fake:
+        fake.add_stream(text_deltas("Hello there.\n\nMore text.", size=3))
+        backend = OpenAIBackend("m", base_url=fake.base_url, words=True)
+        with ServedApp(create_app(backend, model_name="gw")) as served:
+            client = anthropic.Anthropic(base_url=served.url, api_key="unused", max_retries=0)
+            ask: dict[str, Any] = {
+                "model": "gw",
+                "max_tokens": 50,
+                "messages": ASK,
+                "tools": [{"name": "get_weather", "input_schema": {"type": "object"}}],
+                "stop_sequences": ["\n\n"],
+            }
+            if stream:
+                with client.messages.stream(**ask) as events:
+                    message = events.get_final_message()
+            else:
+                message = client.messages.create(**ask)
+    assert [b.text for b in message.content if b.type == "text"] == ["Hello there."]
+    assert message.stop_reason == "stop_sequence" and message.stop_sequence == "\n\n"

@@ -316,10 +316,12 @@ class Notice:
 
 @dataclass(frozen=True)
 class Done:
-    """The model's turn ended: why (``stop``, ``tool_calls``, ``length``…) and the usage."""
+    """The model's turn ended: why (``stop``, ``tool_calls``, ``length``…) and the usage;
+    ``stop_sequence``: the client's stop text that ended it, when one did."""
 
     finish_reason: str
     usage: dict[str, int] | None = None
+    stop_sequence: str | None = None
 
 
 @dataclass(frozen=True)

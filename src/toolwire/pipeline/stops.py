@@ -48,11 +48,11 @@ class Stops:
         text = self._held + event.text
         # the stop the model finished writing first (as an engine sees it, a token at a
         # time), whatever the pieces: "abc" holds "b" before it is done with "abc"
-        found = [(at + len(s), at) for s in self._stops if (at := text.find(s)) >= 0]
+        found = [(at + len(s), at, s) for s in self._stops if (at := text.find(s)) >= 0]
         if found:
             self.closed = True
-            _, at = min(found)
-            return [*([ev.TextDelta(text[:at])] if at else []), ev.Done("stop")]
+            _, at, stop = min(found)
+            return [*([ev.TextDelta(text[:at])] if at else []), ev.Done("stop", None, stop)]
         keep = self._may_begin(text)
         self._held = text[keep:]
         return [ev.TextDelta(text[:keep])] if keep else []

@@ -1,7 +1,8 @@
 """Anthropic's Messages API (``POST /v1/messages``) over the request core: the reply.
 
 The request is read by :mod:`toolwire.server.anthropic_input`. Out: ``thinking``, ``text``
-and ``tool_use`` blocks with ``stop_reason`` ``tool_use``/``end_turn``/``max_tokens``,
+and ``tool_use`` blocks with ``stop_reason`` ``tool_use``/``end_turn``/``max_tokens`` (or
+``stop_sequence``, naming the stop text, when the gateway cut the reply at one),
 streamed with the event sequence the official ``anthropic`` client reads: a call's
 ``tool_use`` block opens as the call begins and its input follows in ``input_json_delta``
 pieces as the pipeline streams them (see :mod:`toolwire.server.core`); a call withdrawn
@@ -107,6 +108,8 @@ def _use(call: WireCall) -> dict[str, Any]:
 
 def _stop(finish: Finish) -> str:
     """The turn's finish (decided by the pipeline) in Messages' words."""
+    if finish.stop_sequence is not None and finish.reason == "stop":
+        return "stop_sequence"
     return "tool_use" if finish.reason == "tool_calls" else _STOP.get(finish.reason, "end_turn")
 
 
@@ -128,7 +131,7 @@ async def reply(events: AsyncIterable[Event], call: MessagesCall, model: str) ->
         "model": model,
         "content": content,
         "stop_reason": _stop(done.finish),
-        "stop_sequence": None,
+        "stop_sequence": done.finish.stop_sequence,
         "usage": _usage(done.finish),
         "toolwire": {"notices": [n.wire() for n in notices]},
     }
@@ -228,7 +231,7 @@ async def reply_stream(
         yield line
     yield _event(
         "message_delta",
-        delta={"stop_reason": _stop(finish), "stop_sequence": None},
+        delta={"stop_reason": _stop(finish), "stop_sequence": finish.stop_sequence},
         usage=_usage(finish) if finish.usage else {"output_tokens": 0},
         toolwire={"notices": [n.wire() for n in notices]},
     )

@@ -119,6 +119,8 @@ class Finish:
 
     reason: str
     usage: Mapping[str, int] | None = None
+    #: The client's stop text that ended the turn, when one did.
+    stop_sequence: str | None = None
 
 
 #: What :func:`turn` yields, in order; :class:`Finish` last.
@@ -254,7 +256,7 @@ class _Serial:
         elif isinstance(event, (TextDelta, ReasoningDelta)):
             out.append(event)
         elif isinstance(event, Done):
-            self._finish = Finish(event.finish_reason, event.usage)
+            self._finish = Finish(event.finish_reason, event.usage, event.stop_sequence)
         return out
 
     def _withdraw(self, index: int) -> list[Output]:
