@@ -227,7 +227,7 @@ def test_the_factory_builds_each_kind_and_shares_a_pool_per_server() -> None:
         ({"kind": "ollama", "model": "m", "api_key": "k"}, "takes no api_key"),
         ({"kind": "ollama", "model": "m", "dialect": "openai"}, "takes no dialect"),
         ({"kind": "local", "base_url": "http://h"}, "takes no base_url"),
-        ({"kind": "openai", "model": "m", "tool_format": "hermes"}, "takes no tool_format"),
+        ({"kind": "local", "words": True}, "takes no words"),
         ({"kind": "local", "ctx": 0}, "whole number of tokens"),
     ],
 )
@@ -286,3 +286,11 @@ def test_the_gateway_keeps_its_own_memory_shared_by_its_models(tmp_path: Path) -
     assert one.memory is not default_memory()  # type: ignore[attr-defined]
     other = asyncio.run(served_models(args).backend("a"))
     assert other.memory is not one.memory  # type: ignore[attr-defined]
+
+
+def test_a_server_takes_the_family_its_model_writes_calls_in() -> None:
+    for kind in ("openai", "ollama"):
+        backend = build_backend(BackendSpec(kind, model="m", tool_format="hermes"))  # type: ignore[arg-type]
+        assert backend.tool_format == "hermes"  # type: ignore[attr-defined]
+    with pytest.raises(UsageError, match="not a tool format"):
+        BackendSpec("openai", model="m", tool_format="hermez")
