@@ -103,9 +103,7 @@ def decide(transport: Transport, request: Request, lesson: Lesson) -> tuple[Plan
     model = transport.model
     if transport.native_tools:
         # the turn's format, else the server's (the family its model writes calls in as text)
-        setting = request.tool_format
-        if setting is None:
-            setting = getattr(transport, "tool_format", None)
+        setting = request.tool_format if request.tool_format is not None else transport.tool_format
         why = (
             "the conversation's tool format is none"
             if setting == "none"

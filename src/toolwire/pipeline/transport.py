@@ -54,6 +54,9 @@ class Transport(ABC):
     engine_fields: frozenset[str] | None = None
     #: Whether the engine takes a turn's thinking switch (``Request.think``).
     takes_thinking: bool = True
+    #: An engine with its own tools API: the family its model writes calls in as text, when
+    #: the engine leaves them in the content (a turn's own ``tool_format`` wins).
+    tool_format: str | None = None
 
     def count_tokens(self, text: str) -> int:
         """Tokens ``text`` takes; a rough count (4 characters a token) unless the transport
