@@ -1,6 +1,7 @@
-"""The gateway's three APIs — Chat Completions, Responses, Anthropic Messages — tested with
-the official ``openai`` and ``anthropic`` clients over real HTTP, against a fake upstream
-speaking real HTTP on 127.0.0.1: the same upstream reply gives the same calls in each."""
+"""The gateway's four APIs — Chat Completions, Responses, Anthropic Messages, Gemini — tested
+with the official ``openai``, ``anthropic`` and ``google-genai`` clients over real HTTP,
+against a fake upstream speaking real HTTP on 127.0.0.1: the same upstream reply gives the
+same calls in each."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import anthropic
 import httpx
 import openai
 import pytest
+from google import genai
+from google.genai import types as genai_types
 
 from toolwire.backends import OpenAIBackend
 from toolwire.backends.http import new_client
@@ -115,7 +118,37 @@ def calls_via_messages(url: str, stream: bool) -> list[tuple[str, dict[str, Any]
     return [(b.name, dict(b.input)) for b in message.content if b.type == "tool_use"]
 
 
-VIA = {"chat": calls_via_chat, "responses": calls_via_responses, "messages": calls_via_messages}
+def calls_via_gemini(url: str, stream: bool) -> list[tuple[str, dict[str, Any]]]:
+    client = genai.Client(api_key="unused", http_options=genai_types.HttpOptions(base_url=url))
+    tool = genai_types.Tool(
+        function_declarations=[
+            genai_types.FunctionDeclaration(
+                name="get_weather", description="Weather.", parameters_json_schema=SCHEMA
+            )
+        ]
+    )
+    config = genai_types.GenerateContentConfig(
+        tools=[tool],
+        automatic_function_calling=genai_types.AutomaticFunctionCallingConfig(disable=True),
+    )
+    ask: dict[str, Any] = {"model": "gw", "contents": "Weather in Rome?", "config": config}
+    if stream:
+        calls = [
+            c
+            for chunk in client.models.generate_content_stream(**ask)
+            for c in chunk.function_calls or []
+        ]
+    else:
+        calls = client.models.generate_content(**ask).function_calls or []
+    return [(c.name or "", dict(c.args or {})) for c in calls]
+
+
+VIA = {
+    "chat": calls_via_chat,
+    "responses": calls_via_responses,
+    "messages": calls_via_messages,
+    "gemini": calls_via_gemini,
+}
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
@@ -132,6 +165,7 @@ def test_the_same_upstream_reply_gives_the_same_call_through_each_api(
     # typed by the schema ("2" for an integer is 2), in every API alike
     assert got["chat"] == [("get_weather", {"city": "Rome", "days": 2})]
     assert got["responses"] == got["chat"] and got["messages"] == got["chat"]
+    assert got["gemini"] == got["chat"]
 
 
 def test_responses_round_trip_with_the_official_client(

@@ -217,6 +217,8 @@ def test_the_responses_and_messages_example_calls_a_tool_through_the_gateway(
     message = space["message"]
     (use,) = [b for b in message.content if b.type == "tool_use"]
     assert message.stop_reason == "tool_use" and use.input["city"].lower() == "oslo"
+    (fn,) = space["reply"].function_calls
+    assert fn.name == "get_weather" and fn.args["city"].lower() == "oslo" and fn.id
 
 
 @pytest.mark.parametrize(("page", "code"), _examples(_is_tool_loop))

@@ -19,6 +19,7 @@ it waits for more input).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -185,3 +186,35 @@ def run_codex(
     run = _run(command, work, env)
     said = last.read_text() if last.exists() else ""
     return Run(run.returncode, said, run.stdout + run.stderr, work)
+
+
+#: Gemini CLI's settings for a run: the Gemini API with a key (its auth dialog never opens),
+#: no usage statistics, no update check.
+GEMINI_SETTINGS = {
+    "security": {"auth": {"selectedType": "gemini-api-key"}},
+    "privacy": {"usageStatisticsEnabled": False},
+    "general": {"disableAutoUpdate": True},
+}
+#: A concrete model name: Gemini CLI's default (``auto``) first asks a classifier model,
+#: which a scripted model does not answer.
+GEMINI_MODEL = "gemini-2.5-flash"
+
+
+def run_gemini(
+    root: str, prompt: str, tmp: Path, *, model: str = GEMINI_MODEL, extra: Sequence[str] = ()
+) -> Run:
+    """``gemini -p PROMPT --yolo`` against the gateway's Gemini API
+    (``GOOGLE_GEMINI_BASE_URL``), in a trusted work directory; ``extra`` arguments after."""
+    home, work = tmp / "home", tmp / "work"
+    (home / ".gemini").mkdir(parents=True, exist_ok=True)
+    work.mkdir(exist_ok=True)
+    (home / ".gemini" / "settings.json").write_text(json.dumps(GEMINI_SETTINGS))
+    environment = _env(
+        home,
+        GEMINI_API_KEY="dummy",
+        GOOGLE_GEMINI_BASE_URL=root,
+        GEMINI_CLI_TRUST_WORKSPACE="true",
+        GEMINI_CLI_NO_RELAUNCH="true",
+    )
+    command = [program("gemini"), "-p", prompt, "--yolo", "-m", model, *extra]
+    return _run(command, work, environment)

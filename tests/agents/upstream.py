@@ -6,7 +6,8 @@ when the conversation holds *n* tool results (``role: "tool"`` messages), so the
 request gets the first call, the request carrying its result the next one, and so on to a
 final answer. Each step picks its tool from the tools the request offers, by what the tool
 does, not by one client's spelling: a shell step takes ``Bash`` (Claude Code),
-``exec_command``/``shell_command``/``shell`` (Codex's shells, by model), with each one's
+``exec_command``/``shell_command``/``shell`` (Codex's shells, by model), ``bash``
+(opencode), ``run_shell_command`` (Gemini CLI, Qwen Code), with each one's
 argument shape; a patch step takes ``apply_patch`` however it arrives (a function with one
 string parameter, as the gateway offers a custom tool upstream, or a JSON-argument function).
 
@@ -79,11 +80,24 @@ def _properties(fn: Mapping[str, Any]) -> dict[str, Any]:
     return props if isinstance(props, dict) else {}
 
 
+#: The shell tools of the agents, by name: Claude Code's, Codex's (by model), opencode's,
+#: Gemini CLI's and Qwen Code's.
+SHELLS = (
+    "Bash",
+    "exec_command",
+    "shell_command",
+    "shell",
+    "local_shell",
+    "bash",
+    "run_shell_command",
+)
+
+
 def shell(command: str) -> Step:
     """Run ``command`` with whichever shell tool is offered, in that tool's argument shape."""
 
     def step(tools: Mapping[str, Mapping[str, Any]]) -> Call | None:
-        for name in ("Bash", "exec_command", "shell_command", "shell", "local_shell"):
+        for name in SHELLS:
             fn = tools.get(name)
             if fn is None:
                 continue
@@ -92,7 +106,7 @@ def shell(command: str) -> Step:
                 return Call(name, {"cmd": command})
             if props.get("command", {}).get("type") == "array":
                 return Call(name, {"command": ["bash", "-lc", command]})
-            if name == "Bash":
+            if "description" in props:  # (Claude Code's, opencode's: a required one)
                 return Call(name, {"command": command, "description": "Run the command"})
             return Call(name, {"command": command})
         return None

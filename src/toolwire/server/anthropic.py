@@ -243,6 +243,7 @@ class Messages:
 
     #: Anthropic's own keep-alive, which its clients skip.
     keepalive = _event("ping")
+    stream_type = "text/event-stream"
 
     async def parse(
         self, data: dict[str, Any], memory: ResponseMemory | None, budget: WorkBudget | None = None

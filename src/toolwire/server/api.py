@@ -49,6 +49,8 @@ class Api(Protocol):
 
     #: What is sent while a streamed reply waits on the model, in this API's own form.
     keepalive: str
+    #: The media type of a streamed reply.
+    stream_type: str
 
     async def parse(
         self, data: dict[str, Any], memory: ResponseMemory | None, budget: WorkBudget | None = None
@@ -80,6 +82,7 @@ class OpenAIErrors:
 
     _KINDS: Mapping[int, str] = {401: "authentication_error", 404: "not_found_error"}
     keepalive = SSE_COMMENT
+    stream_type = "text/event-stream"
 
     def refusal(self, exc: RequestError) -> Response:
         kind = self._KINDS.get(exc.status, "invalid_request_error")

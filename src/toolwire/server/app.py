@@ -48,6 +48,8 @@ from .config import Models, UnknownModel
 from .core import Started, dumps, with_keepalives
 from .counting import count_input
 from .failures import Failure, failure
+from .gemini import METHODS as GEMINI_METHODS
+from .gemini import Gemini
 from .keys import Keys
 from .metrics import CONTENT_TYPE, Metrics
 from .observe import Observer
@@ -87,6 +89,10 @@ FIRST_EVENT_WAIT = 1.0
 #: Bodies larger than this are decoded in a worker thread, so the event loop (``/health``,
 #: other streams) is not held while a large request is read.
 _THREAD_FROM = 64 * 1024
+
+
+#: Where the Gemini API's routes are (its model's method in the path).
+_GEMINI_ROOTS = ("/v1beta/models", "/v1alpha/models", "/v1/models/")
 
 
 def _lane(request: HttpRequest, who: str | None) -> str:
@@ -203,9 +209,11 @@ def create_app(
     def owner(request: HttpRequest) -> str | None:
         """The name of the request's key ("" with no keys), None when it has none of them;
         the name goes in the request's log line."""
-        who = known.owner(
-            request.headers.get("authorization", ""), request.headers.get("x-api-key", "")
-        )
+        headers = request.headers
+        sent = headers.get("x-api-key", "") or headers.get("x-goog-api-key", "")
+        if not sent and request.url.path.startswith(_GEMINI_ROOTS):
+            sent = request.query_params.get("key", "")  # Gemini's clients may send it so
+        who = known.owner(headers.get("authorization", ""), sent)
         if who:
             observer.keyed(request.scope, who)
         return who
@@ -267,52 +275,64 @@ def create_app(
         return api.failed(failure(exc))
 
     def turn_route(api: Api) -> Any:
+        """The route of a client API: :func:`served` with ``api``."""
+        return partial(served, api)
+
+    async def served(api: Api, request: HttpRequest) -> Response:
         """The one handler of every client API: checked, parsed into a turn, served whole
         or streamed. A streamed reply's first event is awaited a short while before the 200
         is sent, so a failure before it (refused, unreachable) gets its own status; then
         keep-alives fill the silence until the model speaks."""
-
-        async def handle(request: HttpRequest) -> Response:
-            try:
-                call, engine = await parsed(api, request)
-                name = models.served_name(call.model)
-            except (ToolwireError, WorkExceeded, Busy, UnknownModel) as exc:
-                return unserved(api, exc)  # (a local model that could not be loaded, too)
-            events = Started(observer.turn(request.scope, name, engine.stream(call.request)))
-            try:
-                if call.request.stream:
-                    first = events.begin()
-                    try:
-                        await asyncio.wait_for(asyncio.shield(first), first_event_wait)
-                    except asyncio.TimeoutError:
-                        pass  # still silent: the 200 goes, and keep-alives until it speaks
-                    except asyncio.CancelledError:
-                        first.cancel()
-                        raise
-                    stream = with_keepalives(
-                        api.stream(events, call, name), keepalive_every, api.keepalive
-                    )
-                    return ClosingStream(stream, media_type="text/event-stream")
-                body = await api.whole(events, call, name)
-                return Response(dumps(body), media_type="application/json")
-            except UsageError as exc:  # a request the model behind cannot take
-                return api.failed(Failure(400, "invalid_request_error", str(exc)))
-            except ToolwireError as exc:
-                return api.failed(failure(exc))
-
-        return handle
+        try:
+            call, engine = await parsed(api, request)
+            name = models.served_name(call.model)
+        except (ToolwireError, WorkExceeded, Busy, UnknownModel) as exc:
+            return unserved(api, exc)  # (a local model that could not be loaded, too)
+        events = Started(observer.turn(request.scope, name, engine.stream(call.request)))
+        try:
+            if call.request.stream:
+                first = events.begin()
+                try:
+                    await asyncio.wait_for(asyncio.shield(first), first_event_wait)
+                except asyncio.TimeoutError:
+                    pass  # still silent: the 200 goes, and keep-alives until it speaks
+                except asyncio.CancelledError:
+                    first.cancel()
+                    raise
+                stream = with_keepalives(
+                    api.stream(events, call, name), keepalive_every, api.keepalive
+                )
+                return ClosingStream(stream, media_type=api.stream_type)
+            body = await api.whole(events, call, name)
+            return Response(dumps(body), media_type="application/json")
+        except UsageError as exc:  # a request the model behind cannot take
+            return api.failed(Failure(400, "invalid_request_error", str(exc)))
+        except ToolwireError as exc:
+            return api.failed(failure(exc))
 
     async def health(_: HttpRequest) -> Response:
         return JSONResponse({"status": "ok"})
 
     async def listed(request: HttpRequest) -> Response:
+        """The models served (``GET /v1/models``, and one: ``/v1/models/NAME``), in the shape
+        of the client asking: Google's clients (which send ``x-goog-api-key`` or
+        ``x-goog-api-client``, and use ``/v1`` too) get Gemini's."""
+        headers = request.headers
+        if "x-goog-api-key" in headers or "x-goog-api-client" in headers:
+            return await gemini_models(request)
         if not authorised(request):
             return error(401, "a valid API key is required", "authentication_error")
         data = [
             {"id": name, "object": "model", "created": 0, "owned_by": "toolwire"}
             for name in models.names()
         ]
-        return JSONResponse({"object": "list", "data": data})
+        asked = request.path_params.get("spec")
+        if asked is None:
+            return JSONResponse({"object": "list", "data": data})
+        found = next((m for m in data if m["id"] == asked), None)
+        if found is None:
+            return unserved(ChatCompletions(), unknown(asked))
+        return JSONResponse(found)
 
     async def scraped(request: HttpRequest) -> Response:
         who = owner(request)
@@ -348,18 +368,50 @@ def create_app(
     def count_route(api: Api, shape: Any) -> Any:
         """A route that counts a request's input tokens in ``api``'s request shape (Messages'
         ``count_tokens``, Responses' ``input_tokens``): ``shape(tokens)`` is its answer."""
+        return partial(counted, api, shape)
 
-        async def counted(request: HttpRequest) -> Response:
-            try:
-                call, engine = await parsed(api, request)
-                tokens, told = await count_input(engine, call.request, call.request.budget, work)
-            except (ToolwireError, WorkExceeded, Busy, UnknownModel) as exc:
-                return unserved(api, exc)
-            told = [*getattr(call, "notices", ()), *told]  # what parsing told (tools left out)
-            notices = [t.wire() for t in told]
-            return JSONResponse({**shape(tokens), "toolwire": {"notices": notices}})
+    async def counted(api: Api, shape: Any, request: HttpRequest) -> Response:
+        try:
+            call, engine = await parsed(api, request)
+            tokens, told = await count_input(engine, call.request, call.request.budget, work)
+        except (ToolwireError, WorkExceeded, Busy, UnknownModel) as exc:
+            return unserved(api, exc)
+        told = [*getattr(call, "notices", ()), *told]  # what parsing told (tools left out)
+        notices = [t.wire() for t in told]
+        return JSONResponse({**shape(tokens), "toolwire": {"notices": notices}})
 
-        return counted
+    async def gemini(request: HttpRequest) -> Response:
+        """A Gemini model's method: ``NAME:generateContent``, ``:streamGenerateContent``
+        (``alt=sse``: server-sent events), ``:countTokens``."""
+        name, _, method = request.path_params["spec"].rpartition(":")
+        api = Gemini(name or None, method, request.query_params.get("alt") == "sse")
+        if not name or method not in GEMINI_METHODS:
+            shown = method[:60] if name else request.path_params["spec"][:60]
+            why = f"models/{{model}}:{shown} is not served: the methods are " + ", ".join(
+                GEMINI_METHODS
+            )
+            return api.refusal(RequestError(why, status=404))
+        if method == "countTokens":
+            return await counted(api, lambda n: {"totalTokens": n}, request)
+        return await served(api, request)
+
+    async def gemini_models(request: HttpRequest) -> Response:
+        """Gemini's model list (``GET /v1beta/models``) and one model
+        (``GET /v1beta/models/NAME``)."""
+        if not authorised(request):
+            return Gemini().refusal(RequestError("a valid API key is required", status=401))
+        methods = ["generateContent", "streamGenerateContent", "countTokens"]
+        shown = [
+            {"name": f"models/{n}", "displayName": n, "supportedGenerationMethods": methods}
+            for n in models.names()
+        ]
+        asked = request.path_params.get("spec")
+        if asked is None:
+            return JSONResponse({"models": shown})
+        found = next((m for m in shown if m["displayName"] == asked), None)
+        if found is None:
+            return Gemini().refusal(unknown(asked))
+        return JSONResponse(found)
 
     return Starlette(
         middleware=[
@@ -371,6 +423,7 @@ def create_app(
             Route("/health", health, methods=["GET"]),
             Route("/metrics", scraped, methods=["GET"]),
             Route("/v1/models", listed, methods=["GET"]),
+            Route("/v1/models/{spec}", listed, methods=["GET"]),
             Route("/v1/chat/completions", turn_route(ChatCompletions()), methods=["POST"]),
             Route("/v1/responses", turn_route(responses), methods=["POST"]),
             Route(
@@ -392,6 +445,18 @@ def create_app(
             ),
             Route("/v1/responses/{rid}/input_items", kept_route(listed_items), methods=["GET"]),
             Route("/v1/messages", turn_route(messages), methods=["POST"]),
+            *(
+                Route(f"/{version}/models/{{spec}}", gemini, methods=["POST"])
+                for version in ("v1beta", "v1alpha", "v1")
+            ),
+            *(
+                Route(f"/{version}/models", gemini_models, methods=["GET"])
+                for version in ("v1beta", "v1alpha")
+            ),
+            *(
+                Route(f"/{version}/models/{{spec}}", gemini_models, methods=["GET"])
+                for version in ("v1beta", "v1alpha")
+            ),
             Route(
                 "/v1/messages/count_tokens",
                 count_route(messages, lambda n: {"input_tokens": n}),

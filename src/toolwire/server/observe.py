@@ -44,6 +44,24 @@ APIS = {
     "/health": "health",
     "/metrics": "metrics",
 }
+
+
+def api_of(path: str) -> str:
+    """The client API a path belongs to (``other``: none). A Gemini model's method is in
+    its path (``/v1beta/models/NAME:generateContent``)."""
+    found = APIS.get(path)
+    if found is not None:
+        return found
+    if path.startswith(("/v1beta/models/", "/v1/models/", "/v1alpha/models/")):
+        method = path.rpartition(":")[2]
+        if method in ("generateContent", "streamGenerateContent"):
+            return "gemini"
+        if method == "countTokens":
+            return "count_tokens"
+        return "models"
+    return "other"
+
+
 #: Where a request's Turn waits in its ASGI scope, for the handler to fill in.
 _KEY = "toolwire.turn"
 _SPAN = "toolwire.span"
@@ -68,7 +86,7 @@ class Observer:
             await app(scope, receive, send)
             return
         path = scope.get("path", "")
-        turn = Turn(scope.get("method", ""), path, APIS.get(path, "other"))
+        turn = Turn(scope.get("method", ""), path, api_of(path))
         state = scope.setdefault("state", {})
         state[_KEY] = turn
         span = self._tracing.request(turn) if self._tracing is not None else None
@@ -108,7 +126,7 @@ class Observer:
         turn: Turn | None = scope.get("state", {}).get(_KEY)
         if turn is None:
             path = scope.get("path", "")
-            turn = Turn(scope.get("method", ""), path, APIS.get(path, "other"))
+            turn = Turn(scope.get("method", ""), path, api_of(path))
         self.metrics.cut.labels(turn.api).inc()
         log_cut(turn)
 

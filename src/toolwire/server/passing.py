@@ -30,7 +30,7 @@ from .refusal import RequestError
 
 __all__ = ["API", "OLLAMA_OPTIONS", "USED", "WITHHELD", "engine_fields", "table", "thinking"]
 
-API = Literal["chat", "responses", "messages"]
+API = Literal["chat", "responses", "messages", "gemini"]
 
 #: The fields each API's request uses itself (its request reader reads them into the turn).
 USED: dict[API, frozenset[str]] = {
@@ -108,6 +108,20 @@ USED: dict[API, frozenset[str]] = {
             "workspace_id",
         }
     ),
+    "gemini": frozenset(
+        {
+            "model",
+            "contents",
+            "systemInstruction",
+            "tools",
+            "toolConfig",
+            "generationConfig",
+            "safetySettings",
+            "cachedContent",
+            "labels",
+            "toolwire",
+        }
+    ),
 }
 
 #: Each API's name for a sampling field, where it is not the field's own.
@@ -115,6 +129,15 @@ _SAMPLING_NAMES: dict[API, dict[str, str]] = {
     "chat": {},
     "responses": {},
     "messages": {"stop_sequences": "stop"},
+    # (a Gemini body's sampling fields are inside generationConfig: its reader lifts them)
+    "gemini": {
+        "generationConfig.topP": "top_p",
+        "generationConfig.topK": "top_k",
+        "generationConfig.seed": "seed",
+        "generationConfig.stopSequences": "stop",
+        "generationConfig.presencePenalty": "presence_penalty",
+        "generationConfig.frequencyPenalty": "frequency_penalty",
+    },
 }
 
 #: Fields an API sends under another name than the one engines read, and how to reach it:
@@ -123,6 +146,7 @@ _RENAMED: dict[API, tuple[tuple[str, str, str], ...]] = {
     "chat": (),
     "responses": (("reasoning", "effort", "reasoning_effort"),),
     "messages": (("metadata", "user_id", "user"),),
+    "gemini": (),
 }
 
 #: The most tokens a ``logit_bias`` biases (OpenAI's bound).

@@ -1,0 +1,552 @@
+"""A Gemini API request (``POST /v1beta/models/{model}:generateContent``,
+``:streamGenerateContent``, ``:countTokens``) read into one turn.
+
+In: ``contents`` (roles ``user`` and ``model``; ``function`` and a missing role read as
+``user``) whose ``parts`` are ``text`` (``thought: true``: the model's reasoning, given back
+to it), ``inlineData`` and ``fileData`` (images as image parts, other media as files),
+``functionCall`` and ``functionResponse``; ``systemInstruction``;
+``tools[].functionDeclarations[]`` with ``parametersJsonSchema`` (a JSON schema, as sent) or
+``parameters`` (the OpenAPI subset, read into JSON schema: :func:`json_schema`);
+``toolConfig.functionCallingConfig`` (``AUTO``, ``ANY``, ``NONE``, ``VALIDATED``;
+``allowedFunctionNames``); ``generationConfig`` (``temperature``, ``maxOutputTokens``,
+``candidateCount`` 1, a structured output as ``responseMimeType: application/json`` with
+``responseJsonSchema`` or ``responseSchema``, ``thinkingConfig``; ``topP``, ``topK``,
+``seed``, ``stopSequences`` and the two penalties are the engine's sampling fields).
+
+Gemini's calls need no ids: a ``functionResponse`` answers the call of its ``id`` when it
+names one made before, else the first call of its name not yet answered, in order — as
+the API matches them. A call the model made with no id is given one here
+(``gemini-{content}-{part}``); the gateway's own replies carry their calls' ids, which
+clients echo. Server tools (``googleSearch``, ``codeExecution``…) are left out with a
+``tool-not-served`` notice; ``safetySettings`` and ``cachedContent`` change nothing here;
+another ``generationConfig`` field is named in a ``field-not-honoured`` notice; a top-level
+field this API does not have goes to the engine as sent (:mod:`toolwire.server.passing`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..budget import WorkBudget
+from ..pipeline import OutputFormat, Request
+from .core import Told, dumps
+from .fields import check, options
+from .output import messages_format
+from .passing import engine_fields
+from .validate import Declared, Origins, RequestError, check_turn, required_needs_tools
+
+__all__ = ["GeminiCall", "json_schema", "parse_gemini"]
+
+#: The OpenAPI schema keys that hold one schema, and those that hold schemas by name or
+#: in a list.
+_ONE = ("items", "not", "additionalProperties")
+_MANY = ("anyOf", "oneOf", "allOf", "prefixItems")
+_NAMED = ("properties", "$defs", "definitions")
+#: OpenAPI keys with no JSON-schema meaning (dropped) and those renamed.
+_DROPPED = frozenset({"nullable", "propertyOrdering", "example"})
+#: OpenAPI's type names (a JSON schema's are lower case, and kept).
+_TYPES = frozenset(
+    {"TYPE_UNSPECIFIED", "STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"}
+)
+
+
+class _Fields(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    contents: list[Any] = Field(min_length=1)
+    systemInstruction: dict[str, Any] | str | None = None
+    tools: list[Any] | None = None
+    toolConfig: dict[str, Any] | None = None
+    generationConfig: dict[str, Any] | None = None
+
+
+class _Thinking(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    includeThoughts: bool | None = None
+    thinkingBudget: int | None = None
+    thinkingLevel: str | None = None
+
+
+_Temperature = Annotated[float | int, Field(ge=0, le=2)]
+
+
+class _Generation(BaseModel):
+    """The ``generationConfig`` fields read here; the sampling ones are checked by
+    :func:`~toolwire.server.passing.engine_fields`."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    temperature: _Temperature | None = None
+    maxOutputTokens: Annotated[int, Field(ge=1, le=10**9)] | None = None
+    candidateCount: Literal[1] | None = None
+    responseMimeType: str | None = None
+    responseSchema: dict[str, Any] | None = None
+    responseJsonSchema: dict[str, Any] | None = None
+    thinkingConfig: dict[str, Any] | None = None
+
+
+#: ``generationConfig``'s sampling fields, by the name :mod:`.passing` checks them under.
+SAMPLING = ("topP", "topK", "seed", "stopSequences", "presencePenalty", "frequencyPenalty")
+#: The ``generationConfig`` fields read into the turn; others are named as not honoured.
+_READ = frozenset(_Generation.model_fields) | frozenset(SAMPLING) | {"responseLogprobs"}
+
+
+class _Declaration(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    name: str = Field(min_length=1, max_length=256)
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    parametersJsonSchema: dict[str, Any] | None = None
+
+
+class _CallingConfig(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    mode: Literal["AUTO", "ANY", "NONE", "VALIDATED", "MODE_UNSPECIFIED"] = "AUTO"
+    allowedFunctionNames: list[str] | None = None
+
+
+class GeminiCall:
+    """A parsed Gemini request: the turn, the model its path named, what it was told, and
+    whether the client asked to see the model's thoughts."""
+
+    def __init__(
+        self, request: Request, model: str | None, notices: list[Told], thoughts: bool
+    ) -> None:
+        self.request, self.model, self.notices = request, model, notices
+        #: ``thinkingConfig.includeThoughts``: thoughts are in the reply only when asked.
+        self.thoughts = thoughts
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+def _keys(value: Any, *within: str) -> Any:
+    """A message of Google's API with its fields' snake_case names (which its JSON takes
+    alike, and Google's Python SDK sends inside some) in camelCase; the fields named in
+    ``within`` in turn (a path: ``"parts.functionCall"``). Values are left as they are: a
+    call's arguments, a schema's property names."""
+    if isinstance(value, list):
+        return [_keys(v, *within) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {(_camel(k) if "_" in k else k): v for k, v in value.items()}
+    inner: dict[str, list[str]] = {}
+    for path in within:
+        head, _, tail = path.partition(".")
+        inner.setdefault(head, []).extend([tail] if tail else [])
+    for head, tails in inner.items():
+        if head in out:
+            out[head] = _keys(out[head], *tails)
+    return out
+
+
+_PART = ("functionCall", "functionResponse", "inlineData", "fileData")
+#: The messages of a request whose fields may come in snake_case (see :func:`_keys`).
+_MESSAGES = (
+    "systemInstruction.parts",
+    *(f"contents.parts.{p}" for p in _PART),
+    "tools.functionDeclarations",
+    "toolConfig.functionCallingConfig",
+    "generationConfig.thinkingConfig",
+)
+#: The top-level fields of a request (the others go to the engine as sent).
+_TOP = {"system_instruction", "tool_config", "generation_config", "safety_settings"}
+
+
+def _request(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The request with Google's field names in camelCase (see :func:`_keys`)."""
+    top = {(_camel(k) if k in _TOP or k == "cached_content" else k): v for k, v in data.items()}
+    return {k: (_keys(v, *_within(k)) if k in _NESTED else v) for k, v in top.items()}
+
+
+_NESTED = frozenset(p.partition(".")[0] for p in _MESSAGES) | {"contents"}
+
+
+def _within(head: str) -> list[str]:
+    return [p.partition(".")[2] for p in _MESSAGES if p.startswith(head + ".")]
+
+
+def json_schema(node: Any, proto: bool = False) -> Any:
+    """An OpenAPI schema (Gemini's ``parameters``: ``type: OBJECT``, ``nullable``) as the
+    JSON schema it means. One pass over the schema (its depth bounded when its body was
+    decoded); keys with no JSON-schema meaning are dropped. A JSON schema is read by it
+    too: Gemini's clients write OpenAPI's type names in their JSON schemas, and Gemini
+    takes them."""
+    if not isinstance(node, dict):
+        return node
+    if proto:  # a message of Google's API: its fields may be named in snake_case
+        node = _keys(node)
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _DROPPED:
+            continue
+        if key == "type" and isinstance(value, str) and value in _TYPES:
+            out["type"] = value.lower() if value != "TYPE_UNSPECIFIED" else None
+        elif key in _ONE:
+            out[key] = json_schema(value, proto)
+        elif key in _MANY and isinstance(value, list):
+            out[key] = [json_schema(v, proto) for v in value]
+        elif key in _NAMED and isinstance(value, dict):
+            out[key] = {k: json_schema(v, proto) for k, v in value.items()}
+        else:
+            out[key] = value
+    if out.get("type") is None:
+        out.pop("type", None)
+    if node.get("nullable") is True:
+        kind = out.get("type")
+        if isinstance(kind, str):
+            out["type"] = [kind, "null"]
+        elif "anyOf" in out:
+            out["anyOf"] = [*out["anyOf"], {"type": "null"}]
+        if "enum" in out and None not in out["enum"]:
+            out["enum"] = [*out["enum"], None]
+    return out
+
+
+def _text(given: Any, where: str) -> str:
+    """``systemInstruction``: a content's text parts (or a string) as one text."""
+    if isinstance(given, str):
+        return given
+    parts = given.get("parts")
+    if not isinstance(parts, list):
+        raise RequestError(f"'{where}.parts' must be a list of text parts", f"{where}.parts")
+    out = []
+    for j, part in enumerate(parts):
+        if not isinstance(part, dict) or not isinstance(part.get("text"), str):
+            raise RequestError(f"'{where}.parts[{j}]' must be a text part", f"{where}.parts[{j}]")
+        out.append(part["text"])
+    return "\n".join(out)
+
+
+def _media(part: dict[str, Any], at: str) -> dict[str, Any]:
+    """An ``inlineData`` or ``fileData`` part as a Chat Completions part."""
+    if "inlineData" in part:
+        blob = part["inlineData"]
+        mime, data = (blob.get("mimeType"), blob.get("data")) if isinstance(blob, dict) else (0, 0)
+        if not isinstance(mime, str) or not isinstance(data, str) or not mime:
+            raise RequestError(
+                f"'{at}.inlineData' must have a mimeType and base64 data", f"{at}.inlineData"
+            )
+        url = f"data:{mime};base64,{data}"
+        if mime.startswith("image/"):
+            return {"type": "image_url", "image_url": {"url": url}}
+        return {"type": "file", "file": {"file_data": url}}
+    ref = part["fileData"]
+    uri = ref.get("fileUri") if isinstance(ref, dict) else None
+    if not isinstance(uri, str) or not uri:
+        raise RequestError(f"'{at}.fileData.fileUri' must be a URI", f"{at}.fileData.fileUri")
+    mime = ref.get("mimeType")
+    if isinstance(mime, str) and mime.startswith("image/"):
+        return {"type": "image_url", "image_url": {"url": uri}}
+    return {"type": "text", "text": f"[file at {uri[:2000]}]"}
+
+
+def _result(response: Any) -> str:
+    """A ``functionResponse.response`` as the tool's result: its ``output`` (or ``error``)
+    when that is all it says, as Gemini's clients put it, else its JSON."""
+    if isinstance(response, dict) and len(response) == 1:
+        ((key, value),) = response.items()
+        if key in ("output", "result", "content") and isinstance(value, str):
+            return value
+        if key == "error" and isinstance(value, str):
+            return f"error: {value}"
+    return dumps(response)
+
+
+class _Calls:
+    """The conversation's calls not yet answered, to match each result to its call by id
+    or by name and order (see the module)."""
+
+    def __init__(self) -> None:
+        self.open: list[tuple[str, str]] = []  # (id, name), in the order made
+        self.made: set[str] = set()
+
+    def made_call(self, cid: str, name: str) -> None:
+        self.open.append((cid, name))
+        self.made.add(cid)
+
+    def answer(self, cid: Any, name: str) -> str | None:
+        for k, (known, _) in enumerate(self.open):
+            if known == cid:
+                del self.open[k]
+                return known
+        for k, (known, called) in enumerate(self.open):
+            if called == name:
+                del self.open[k]
+                return known
+        return None
+
+
+def _model(parts: list[Any], where: str, i: int, calls: _Calls) -> tuple[dict[str, Any], list[str]]:
+    """A ``model`` content as an assistant message, and each call's path (for errors)."""
+    text: list[str] = []
+    thought: list[str] = []
+    wire: list[dict[str, Any]] = []
+    paths: list[str] = []
+    for j, part in enumerate(parts):
+        at = f"{where}[{j}]"
+        if not isinstance(part, dict):
+            raise RequestError(f"'{at}' must be a part object", at)
+        if "functionCall" in part:
+            call = part["functionCall"]
+            name = call.get("name") if isinstance(call, dict) else None
+            if not isinstance(name, str) or not name:
+                raise RequestError(
+                    f"'{at}.functionCall.name' must be a non-empty string",
+                    f"{at}.functionCall.name",
+                )
+            args = call.get("args", {})
+            if not isinstance(args, dict):
+                raise RequestError(
+                    f"'{at}.functionCall.args' must be an object", f"{at}.functionCall.args"
+                )
+            given = call.get("id")
+            cid = given if isinstance(given, str) and given else f"gemini-{i}-{j}"
+            calls.made_call(cid, name)
+            paths.append(f"{at}.functionCall")
+            wire.append(
+                {
+                    "id": cid,
+                    "type": "function",
+                    "function": {"name": name, "arguments": dumps(args)},
+                }
+            )
+        elif isinstance(part.get("text"), str):
+            (thought if part.get("thought") is True else text).append(part["text"])
+        # a thoughtSignature alone, executable code and its result: nothing another model reads
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
+    if wire:
+        message["tool_calls"] = wire
+    if thought:
+        message["reasoning_content"] = "\n\n".join(thought)
+    return message, paths
+
+
+def _user(
+    parts: list[Any], where: str, calls: _Calls, origins: Origins, at_message: int
+) -> list[dict[str, Any]]:
+    """A ``user`` content: its function responses first (as ``tool`` messages, each
+    matched to its call), then its text and media."""
+    results: list[dict[str, Any]] = []
+    content: list[dict[str, Any]] = []
+    for j, part in enumerate(parts):
+        at = f"{where}[{j}]"
+        if not isinstance(part, dict):
+            raise RequestError(f"'{at}' must be a part object", at)
+        if "functionResponse" in part:
+            given = part["functionResponse"]
+            name = given.get("name") if isinstance(given, dict) else None
+            if not isinstance(name, str) or not name:
+                raise RequestError(
+                    f"'{at}.functionResponse.name' must be a non-empty string",
+                    f"{at}.functionResponse.name",
+                )
+            cid = calls.answer(given.get("id"), name)
+            if cid is None:
+                raise RequestError(
+                    f"'{at}.functionResponse' answers no call: the model made no call of "
+                    f"{name[:80]!r} that is not answered already",
+                    f"{at}.functionResponse",
+                )
+            origins.results[at_message + len(results)] = f"{at}.functionResponse"
+            results.append(
+                {"role": "tool", "tool_call_id": cid, "content": _result(given.get("response", {}))}
+            )
+        elif isinstance(part.get("text"), str):
+            if part.get("thought") is not True:
+                content.append({"type": "text", "text": part["text"]})
+        elif "inlineData" in part or "fileData" in part:
+            content.append(_media(part, at))
+    if content:
+        texts = all(p["type"] == "text" for p in content)
+        results.append(
+            {"role": "user", "content": "\n".join(p["text"] for p in content) if texts else content}
+        )
+    return results
+
+
+def _messages(fields: _Fields, origins: Origins) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if fields.systemInstruction is not None:
+        text = _text(fields.systemInstruction, "systemInstruction")
+        if text:
+            out.append({"role": "system", "content": text})
+    calls = _Calls()
+    for i, given in enumerate(fields.contents):
+        where = f"contents[{i}]"
+        if not isinstance(given, dict):
+            raise RequestError(f"'{where}' must be a content object", where)
+        role = given.get("role") or "user"
+        if role not in ("user", "model", "function", "tool"):
+            raise RequestError(f"'{where}.role' must be user or model", f"{where}.role")
+        parts = given.get("parts")
+        if not isinstance(parts, list) or not parts:
+            raise RequestError(
+                f"'{where}.parts' must be a non-empty list of parts", f"{where}.parts"
+            )
+        if role == "model":
+            message, paths = _model(parts, f"{where}.parts", i, calls)
+            for j, path in enumerate(paths):
+                origins.calls[(len(out), j)] = path
+            out.append(message)
+        else:
+            out += _user(parts, f"{where}.parts", calls, origins, len(out))
+    return out
+
+
+def _tools(fields: _Fields, told: list[Told], declared: list[Declared]) -> list[dict[str, Any]]:
+    """The function declarations as Chat Completions tools; a server tool is left out with
+    a ``tool-not-served`` notice."""
+    out: list[dict[str, Any]] = []
+    for i, given in enumerate(fields.tools or ()):
+        if not isinstance(given, dict):
+            raise RequestError(f"'tools[{i}]' must be a tool object", f"tools[{i}]")
+        for kind in given:
+            if kind != "functionDeclarations":
+                told.append(
+                    Told(
+                        "tool-not-served",
+                        f"tools[{i}].{kind[:40]} was left out: only functionDeclarations are "
+                        "served",
+                    )
+                )
+        declarations = given.get("functionDeclarations") or []
+        if not isinstance(declarations, list):
+            raise RequestError(
+                f"'tools[{i}].functionDeclarations' must be a list",
+                f"tools[{i}].functionDeclarations",
+            )
+        for k, raw in enumerate(declarations):
+            at = f"tools[{i}].functionDeclarations[{k}]"
+            fn = check(_Declaration, raw, at)
+            if fn.parametersJsonSchema is not None:  # (OpenAPI's type names read, as Gemini does)
+                schema = json_schema(fn.parametersJsonSchema)
+                schema_at = f"{at}.parametersJsonSchema"
+            elif fn.parameters is not None:
+                schema, schema_at = json_schema(fn.parameters, True), f"{at}.parameters"
+            else:
+                schema, schema_at = {"type": "object", "properties": {}}, at
+            declared.append(Declared(fn.name, f"{at}.name", schema, schema_at))
+            function: dict[str, Any] = {"name": fn.name, "parameters": schema}
+            if fn.description is not None:
+                function["description"] = fn.description
+            out.append({"type": "function", "function": function})
+    return out
+
+
+def _choice(fields: _Fields, tools: list[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:
+    """``toolConfig.functionCallingConfig`` as a tool choice, and the tools it allows."""
+    config = (fields.toolConfig or {}).get("functionCallingConfig")
+    if config is None:
+        return None, tools
+    at = "toolConfig.functionCallingConfig"
+    picked = check(_CallingConfig, config, at)
+    if picked.mode == "NONE":
+        return "none", tools
+    allowed = picked.allowedFunctionNames
+    if allowed is not None:
+        names = {t["function"]["name"] for t in tools}
+        for n, name in enumerate(allowed):
+            if name not in names:
+                raise RequestError(
+                    f"'{at}.allowedFunctionNames[{n}]' names {name[:80]!r}, which no function "
+                    "declaration declares",
+                    f"{at}.allowedFunctionNames[{n}]",
+                )
+        tools = [t for t in tools if t["function"]["name"] in allowed]
+    if picked.mode != "ANY":
+        return "auto", tools
+    required_needs_tools("required", tools, f"{at}.mode")
+    if len(tools) == 1:
+        return {"type": "function", "function": {"name": tools[0]["function"]["name"]}}, tools
+    return "required", tools
+
+
+def _output(config: _Generation) -> OutputFormat | None:
+    """A structured output: ``responseMimeType`` ``application/json``, with a schema or
+    not (``text/x.enum`` with ``responseSchema``'s ``enum``: one of its values, as JSON)."""
+    if config.responseMimeType in (None, "text/plain"):
+        return None
+    if config.responseMimeType != "application/json":
+        raise RequestError(
+            "'generationConfig.responseMimeType' must be text/plain or application/json",
+            "generationConfig.responseMimeType",
+        )
+    if config.responseJsonSchema is not None:
+        schema, where = json_schema(config.responseJsonSchema), "responseJsonSchema"
+    elif config.responseSchema is not None:
+        schema, where = json_schema(config.responseSchema, True), "responseSchema"
+    else:
+        return OutputFormat("json_object")
+    spec = {"format": {"type": "json_schema", "schema": schema}}
+    found = messages_format(spec, f"generationConfig.{where}")
+    assert found is not None
+    return OutputFormat("json_schema", found.schema, name="output", strict=False)
+
+
+def _thinking(config: _Generation) -> tuple[bool | None, bool, str | None]:
+    """``thinkingConfig``: the turn's thinking switch (a budget of 0 is off, another
+    budget or a level on), whether thoughts are shown, and the level as an effort."""
+    if config.thinkingConfig is None:
+        return None, False, None
+    given = check(_Thinking, config.thinkingConfig, "generationConfig.thinkingConfig")
+    level = given.thinkingLevel.lower() if given.thinkingLevel else None
+    think: bool | None = None
+    if given.thinkingBudget is not None:
+        think = given.thinkingBudget != 0
+    elif level is not None:
+        think = level != "minimal"
+    return think, bool(given.includeThoughts), level
+
+
+def parse_gemini(
+    data: Mapping[str, Any], model: str | None, stream: bool, budget: WorkBudget | None = None
+) -> GeminiCall:
+    """The turn of a Gemini body (already JSON, an object) sent to ``model``'s method."""
+    data = _request(data)
+    fields = check(_Fields, data, "")
+    config = check(_Generation, fields.generationConfig or {}, "generationConfig")
+    told: list[Told] = []
+    declared: list[Declared] = []
+    tools = _tools(fields, told, declared)
+    origins = Origins()
+    messages = _messages(fields, origins)
+    check_turn(messages, declared, origins)
+    choice, offered = _choice(fields, tools)
+    think, thoughts, level = _thinking(config)
+    generation = fields.generationConfig or {}
+    flat = {k: v for k, v in data.items() if k != "generationConfig"}
+    flat.update({f"generationConfig.{k}": generation[k] for k in SAMPLING if k in generation})
+    top_k = flat.get("generationConfig.topK")
+    if isinstance(top_k, float) and top_k.is_integer():  # (Google's SDKs type it a float)
+        flat["generationConfig.topK"] = int(top_k)
+    sampling, passed, withheld = engine_fields(flat, "gemini")
+    if level is not None and "reasoning_effort" not in passed:
+        passed["reasoning_effort"] = level
+    unread = tuple(f"generationConfig.{k}" for k in generation if k not in _READ)
+    settings = options(data)
+    request = Request(
+        messages,
+        offered or None,
+        tool_choice=choice,
+        temperature=config.temperature,
+        max_tokens=config.maxOutputTokens,
+        think=think,
+        sampling=sampling,
+        extra=passed,
+        withheld=(*withheld, *unread),
+        strict=settings.get("strict", False),
+        constrained=settings.get("constrained", True),
+        stream=stream,
+        output=_output(config),
+        budget=budget or WorkBudget(),
+    )
+    return GeminiCall(request, model, told, thoughts)
