@@ -8,7 +8,8 @@ whole or as a stream of chunks, and with the tools given prints each call's argu
 by its schema, with the repairs that took; ``args`` reads a call's arguments, types and
 checks them, or prints the explanation a model would get (exit 1) (:mod:`.read`);
 ``chat`` talks to a model with demo or MCP tools (:mod:`.chat`); ``serve`` is the gateway
-(:mod:`.serve`); ``families`` lists the tool-call families from their declarations
+(:mod:`.serve`); ``launch`` starts a coding agent through it (:mod:`.launch`);
+``families`` lists the tool-call families from their declarations
 (:mod:`.families`); ``models`` lists the models known by name (:mod:`.models`); ``bench``
 measures a model (:mod:`.bench`); ``chat --conversation NAME`` keeps a chat in the
 conversation store, and ``conversations`` lists, shows, exports and deletes what it keeps
@@ -47,6 +48,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "chat",
     ),
     ("serve", "an OpenAI-compatible gateway with working tool calls", "serve"),
+    (
+        "launch",
+        "start a coding agent (claude, codex, opencode, qwen, gemini) on any model",
+        "launch",
+    ),
     ("families", "the tool-call families: models, markers, thinking, constrained", "families"),
     ("models", "the models known by name: installed? measured?", "models"),
     ("bench", "measure how reliably a model and engine call tools", "bench"),
@@ -86,7 +92,13 @@ def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; its exit code (2, and one line on stderr, for a toolwire error)."""
     words = list(sys.argv[1:] if argv is None else argv)
+    rest: list[str] = []
+    if _command_in(words) == "launch" and "--" in words:  # the agent's own arguments
+        at = words.index("--")
+        words, rest = words[:at], words[at + 1 :]
     args = _parser(words).parse_args(words)
+    if rest:
+        args.rest = rest
     try:
         code: int = args.run(args)
     except ToolwireError as exc:
