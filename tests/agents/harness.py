@@ -218,3 +218,27 @@ def run_gemini(
     )
     command = [program("gemini"), "-p", prompt, "--yolo", "-m", model, *extra]
     return _run(command, work, environment)
+
+
+def run_qwen(root: str, prompt: str, tmp: Path, auth: str, model: str) -> Run:
+    """``qwen -p PROMPT --yolo --auth-type AUTH -m MODEL`` against the gateway: ``openai``
+    (Chat Completions), ``gemini`` (the Gemini API) or ``anthropic`` (Messages), its keys and
+    base URLs in the environment and its settings in a ``QWEN_HOME`` of the test's own."""
+    home, work, qwen_home = tmp / "home", tmp / "work", tmp / "qwen"
+    for d in (home, work, qwen_home):
+        d.mkdir(exist_ok=True)
+    settings = {"security": {"auth": {"selectedType": auth}}}
+    (qwen_home / "settings.json").write_text(json.dumps(settings))
+    environment = _env(
+        home,
+        QWEN_HOME=str(qwen_home),
+        OPENAI_BASE_URL=f"{root}/v1",
+        OPENAI_API_KEY="dummy",
+        GOOGLE_GEMINI_BASE_URL=root,
+        GEMINI_API_KEY="dummy",
+        ANTHROPIC_BASE_URL=root,
+        ANTHROPIC_API_KEY="dummy",
+        QWEN_CODE_SUPPRESS_YOLO_WARNING="1",
+    )
+    command = [program("qwen"), "-p", prompt, "--yolo", "--auth-type", auth, "-m", model]
+    return _run(command, work, environment)
