@@ -221,6 +221,7 @@ TOOLS = [
             },
             "toolConfig.functionCallingConfig.allowedFunctionNames[0]",
         ),
+        ({"contents": CONTENTS, "cachedContent": "cachedContents/abc"}, "cachedContent"),
         (
             {"contents": CONTENTS, "toolConfig": {"functionCallingConfig": {"mode": "ANY"}}},
             "toolConfig.functionCallingConfig.mode",

@@ -18,7 +18,8 @@ names one made before, else the first call of its name not yet answered, in orde
 the API matches them. A call the model made with no id is given one here
 (``gemini-{content}-{part}``); the gateway's own replies carry their calls' ids, which
 clients echo. Server tools (``googleSearch``, ``codeExecution``…) are left out with a
-``tool-not-served`` notice; ``safetySettings`` and ``cachedContent`` change nothing here;
+``tool-not-served`` notice; ``safetySettings`` changes nothing here, and ``cachedContent``
+(a cache this gateway never made) is refused;
 another ``generationConfig`` field is named in a ``field-not-honoured`` notice; a top-level
 field this API does not have goes to the engine as sent (:mod:`toolwire.server.passing`).
 """
@@ -93,7 +94,7 @@ class _Generation(BaseModel):
 #: ``generationConfig``'s sampling fields, by the name :mod:`.passing` checks them under.
 SAMPLING = ("topP", "topK", "seed", "stopSequences", "presencePenalty", "frequencyPenalty")
 #: The ``generationConfig`` fields read into the turn; others are named as not honoured.
-_READ = frozenset(_Generation.model_fields) | frozenset(SAMPLING) | {"responseLogprobs"}
+_READ = frozenset(_Generation.model_fields) | frozenset(SAMPLING)
 
 
 class _Declaration(BaseModel):
@@ -159,12 +160,18 @@ _MESSAGES = (
     "generationConfig.thinkingConfig",
 )
 #: The top-level fields of a request (the others go to the engine as sent).
-_TOP = {"system_instruction", "tool_config", "generation_config", "safety_settings"}
+_TOP = {
+    "system_instruction",
+    "tool_config",
+    "generation_config",
+    "safety_settings",
+    "cached_content",
+}
 
 
 def _request(data: Mapping[str, Any]) -> dict[str, Any]:
     """The request with Google's field names in camelCase (see :func:`_keys`)."""
-    top = {(_camel(k) if k in _TOP or k == "cached_content" else k): v for k, v in data.items()}
+    top = {(_camel(k) if k in _TOP else k): v for k, v in data.items()}
     return {k: (_keys(v, *_within(k)) if k in _NESTED else v) for k, v in top.items()}
 
 

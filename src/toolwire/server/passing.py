@@ -236,7 +236,11 @@ _NOT_SERVED: dict[API, dict[str, str]] = {
         "conversation": "is not served: the gateway keeps responses, not conversations "
         "(send previous_response_id, or the whole input)",
         "prompt": "is not served: the gateway keeps no prompt templates",
-    }
+    },
+    "gemini": {
+        "cachedContent": "is not served: the gateway keeps no cached contents (send the "
+        "whole conversation)",
+    },
 }
 
 
