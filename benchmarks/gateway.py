@@ -4,14 +4,15 @@ A fake OpenAI-compatible upstream on 127.0.0.1 answers every request with one to
 (``get_weather``, its arguments arriving in pieces, as providers stream them, or whole when
 not streamed). The same question, with one tool, is sent straight to the upstream (its Chat
 Completions: ``direct``) or to the gateway in front of it in each API the gateway speaks
-(``gw chat``, ``gw responses``, ``gw messages``: see gateway_apis.py), which does its real
-work on every reply: it assembles the call, reads and types its arguments and writes the
-client's API. Optionally LiteLLM's proxy stands beside it (``litellm chat``, one worker, no
-database; ``--litellm COMMAND``, or found on PATH), so that the comparison with the gateway
-people would pick instead is measured in the same run. Conditions: not streamed and streamed
-(read to the last byte), at concurrency 1 and 32 (workers, each sending its next request when
-its last reply has ended), and any other levels given with ``--concurrency``
-(``--concurrency 1000``: a thousand streams at once, one request per worker, each round).
+(``gw chat``, ``gw responses``, ``gw messages``, ``gw gemini``: see gateway_apis.py), which
+does its real work on every reply: it assembles the call, reads and types its arguments and
+writes the client's API. Optionally LiteLLM's proxy stands beside it (``litellm chat``, one
+worker, no database; ``--litellm COMMAND``, or found on PATH), so that the comparison with
+the gateway people would pick instead is measured in the same run. Conditions: not streamed
+and streamed (read to the last byte), at concurrency 1 and 32 (workers, each sending its
+next request when its last reply has ended), and any other levels given with
+``--concurrency`` (``--concurrency 1000``: a thousand streams at once, one request per
+worker, each round).
 
 Every request carries a ticket of its own, which the upstream writes into the call's id and
 its ``city`` argument; every reply is checked in its API's shape (status 200; one
@@ -97,7 +98,8 @@ import httpx
 from toolwire.server import uvicorn_settings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gateway_apis import APIS, PATHS, ask, check
+from gateway_apis import APIS, ask, check
+from gateway_apis import path as api_path
 from gateway_servers import Server, cpu_seconds, litellm_proxy, peak_rss_mb, serving
 from gateway_stacks import STACKS
 
@@ -155,7 +157,7 @@ async def batch(
         while left > 0:
             left -= 1
             ticket = f"ticket-{next(_tickets)}"
-            url, headers = server.url + PATHS[api], server.headers
+            url, headers = server.url + api_path(api, stream), server.headers
             body = ask(api, ticket, stream)
             start = time.perf_counter()
             try:

@@ -1,4 +1,4 @@
-"""The three client APIs of the gateway benchmark: each one's request and the check of its
+"""The four client APIs of the gateway benchmark: each one's request and the check of its
 reply (see gateway.py).
 
 Every API asks the same question with the same tool and a ticket of its own, and every
@@ -34,8 +34,17 @@ TOOLS = [
     }
 ]
 SYSTEM = "You answer questions about the weather."
-APIS = ("chat", "responses", "messages")
+APIS = ("chat", "responses", "messages", "gemini")
 PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages"}
+
+
+def path(api: str, stream: bool) -> str:
+    """Where ``api``'s request goes (Gemini's names its model and method, streamed or not)."""
+    if api == "gemini":
+        return "/v1beta/models/up-model:" + (
+            "streamGenerateContent?alt=sse" if stream else "generateContent"
+        )
+    return PATHS[api]
 
 
 def question(ticket: str) -> str:
@@ -78,6 +87,22 @@ def ask(api: str, ticket: str, stream: bool, model: str = "up-model") -> bytes:
             ],
             "stream": stream,
             "store": False,
+        }
+    elif api == "gemini":
+        body = {
+            "systemInstruction": {"parts": [{"text": SYSTEM}]},
+            "contents": [{"role": "user", "parts": [{"text": question(ticket)}]}],
+            "tools": [
+                {
+                    "functionDeclarations": [
+                        {
+                            "name": "get_weather",
+                            "description": DESCRIPTION,
+                            "parametersJsonSchema": PARAMETERS,
+                        }
+                    ]
+                }
+            ],
         }
     else:
         body = {
@@ -178,10 +203,24 @@ def _messages(stream: bool, data: bytes) -> tuple[str, list[str], str, str | Non
     return name, ids, "".join(pieces), "tool_calls" if stop == "tool_use" else stop
 
 
+def _gemini(stream: bool, data: bytes) -> tuple[str, list[str], str, str | None]:
+    chunks = [e for _, e in _events(data, "}")] if stream else [json.loads(data)]
+    calls, reason = [], None
+    for chunk in chunks:
+        candidate = chunk["candidates"][0]
+        calls += [p["functionCall"] for p in candidate["content"]["parts"] if "functionCall" in p]
+        reason = candidate.get("finishReason") or reason
+    if len(calls) != 1:
+        raise Wrong(f"{len(calls)} function calls, not 1: {data[:160]!r}")
+    finish = "tool_calls" if reason == "STOP" else reason
+    return calls[0]["name"], [calls[0]["id"]], json.dumps(calls[0]["args"]), finish
+
+
 _READERS: dict[str, Callable[[bool, bytes], tuple[str, list[str], str, str | None]]] = {
     "chat": _chat,
     "responses": _responses,
     "messages": _messages,
+    "gemini": _gemini,
 }
 
 

@@ -78,7 +78,7 @@ import httpx
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cpu_phases import Where
-from gateway_apis import APIS, PATHS, ask, check
+from gateway_apis import APIS, PATHS, ask, check, path
 from hostile_kinds import (
     MARK,
     SENT_ONCE,
@@ -394,8 +394,9 @@ async def honest(clients: list[httpx.AsyncClient], url: str, n: int, start: int)
         client = clients[i % len(clients)]
         t0 = time.perf_counter()
         try:
+            body, headers = ask(api, ticket, True), _headers("honest")
             async with client.stream(
-                "POST", url + PATHS[api], content=ask(api, ticket, True), headers=_headers("honest")
+                "POST", url + path(api, True), content=body, headers=headers
             ) as r:
                 data = b"".join([piece async for piece in r.aiter_bytes()])
         except httpx.HTTPError as exc:
