@@ -222,6 +222,75 @@ TOOLS = [
             "toolConfig.functionCallingConfig.allowedFunctionNames[0]",
         ),
         ({"contents": CONTENTS, "cachedContent": "cachedContents/abc"}, "cachedContent"),
+        # a part that holds nothing a model reads, or holds it in the wrong content
+        ({"contents": [{"role": "user", "parts": [{"text": 5}]}]}, "contents[0].parts[0].text"),
+        ({"contents": [{"role": "user", "parts": [{}]}]}, "contents[0].parts[0]"),
+        ({"contents": [{"parts": [{"text": "a", "inlineData": {}}]}]}, "contents[0].parts[0]"),
+        ({"contents": [{"parts": [{"text": "t", "thought": True}]}]}, "contents"),
+        (
+            {"contents": [{"parts": [{"functionCall": {"name": "get_weather"}}]}], "tools": TOOLS},
+            "contents[0].parts[0]",
+        ),
+        (
+            {
+                "contents": [
+                    *CONTENTS,
+                    {"role": "model", "parts": [{"functionResponse": {"name": "f"}}]},
+                ]
+            },
+            "contents[1].parts[0]",
+        ),
+        (
+            {"contents": [{"parts": [{"inlineData": {"mimeType": "image/png;x#", "data": "AA"}}]}]},
+            "contents[0].parts[0].inlineData.mimeType",
+        ),
+        # two calls of one id
+        (
+            {
+                "contents": [
+                    *CONTENTS,
+                    {
+                        "role": "model",
+                        "parts": [
+                            {"functionCall": {"id": "c1", "name": "get_weather", "args": {}}},
+                            {"functionCall": {"id": "c1", "name": "get_weather", "args": {}}},
+                        ],
+                    },
+                ],
+                "tools": TOOLS,
+            },
+            "contents[1].parts[1].functionCall.id",
+        ),
+        # OpenAPI schemas a nullable cannot be added to: refused by the schema check
+        (
+            {
+                "contents": CONTENTS,
+                "tools": [
+                    {
+                        "functionDeclarations": [
+                            {
+                                "name": "f",
+                                "parameters": {
+                                    "type": "OBJECT",
+                                    "properties": {
+                                        "a": {"type": "STRING", "nullable": True, "enum": "abc"}
+                                    },
+                                },
+                            }
+                        ]
+                    }
+                ],
+            },
+            "tools[0].functionDeclarations[0].parameters",
+        ),
+        (
+            {"contents": CONTENTS, "generationConfig": {"responseSchema": {"type": "OBJECT"}}},
+            "generationConfig.responseMimeType",
+        ),
+        (
+            {"contents": CONTENTS, "generationConfig": {"responseMimeType": "text/x.enum"}},
+            "generationConfig.responseMimeType",
+        ),
         (
             {"contents": CONTENTS, "toolConfig": {"functionCallingConfig": {"mode": "ANY"}}},
             "toolConfig.functionCallingConfig.mode",
@@ -266,6 +335,12 @@ def test_the_key_is_read_from_google_s_header_and_query(upstream: FakeOpenAIServ
         # the query's key is the Gemini API's alone
         listed = httpx.get(f"{served.url}/v1/models", params={"key": "sesame"})
         assert listed.status_code == 401
+        one = httpx.get(f"{served.url}/v1/models/toolwire", params={"key": "sesame"})
+        assert one.status_code == 401
+        # Google's client lists the models on /v1 with it
+        google = {"x-goog-api-client": "google-genai-sdk"}
+        listed = httpx.get(f"{served.url}/v1/models", params={"key": "sesame"}, headers=google)
+        assert listed.status_code == 200 and "models" in listed.json()
 
 
 def test_without_alt_sse_the_stream_is_one_json_array(
@@ -390,6 +465,35 @@ def test_a_structured_output_reaches_the_engine(upstream: FakeOpenAIServer, gate
         "type": "object",
         "properties": {"city": {"type": "string"}},
     }
+
+
+def test_a_turn_s_parts_are_counted_alone(gateway: str) -> None:
+    """countTokens takes a function's response whose call is not in the request: Gemini
+    CLI counts a turn's parts so, before it sends them."""
+    lone = {"functionResponse": {"name": "get_weather", "response": {"output": "sunny " * 50}}}
+    body = {"contents": [{"role": "user", "parts": [lone]}]}
+    reply = _post(gateway, body, method="countTokens")
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["totalTokens"] > 50
+    # a turn is not: the same body to generateContent answers no call
+    assert _post(gateway, body).status_code == 400
+
+
+def test_another_api_s_turn_fields_are_withheld(upstream: FakeOpenAIServer, gateway: str) -> None:
+    upstream.add_stream(text_deltas("ok"))
+    body = {
+        "contents": CONTENTS,
+        "toolConfig": {"functionCallingConfig": {"mode": "NONE"}},
+        "tools": TOOLS,
+        "tool_choice": "required",
+        "chat_template_kwargs": {"enable_thinking": False},
+    }
+    reply = _post(gateway, body).json()
+    sent = upstream.requests[-1]
+    assert "tool_choice" not in sent and "tools" not in sent
+    assert sent["chat_template_kwargs"] == {"enable_thinking": False}
+    told = {n["code"]: n["message"] for n in reply["toolwire"]["notices"]}
+    assert "tool_choice" in told["field-not-honoured"]
 
 
 def test_tokens_are_counted_and_models_listed(gateway: str) -> None:

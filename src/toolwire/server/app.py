@@ -91,8 +91,16 @@ FIRST_EVENT_WAIT = 1.0
 _THREAD_FROM = 64 * 1024
 
 
-#: Where the Gemini API's routes are (its model's method in the path).
-_GEMINI_ROOTS = ("/v1beta/models", "/v1alpha/models", "/v1/models/")
+def _gemini(request: HttpRequest) -> bool:
+    """Whether a request is the Gemini API's (which takes its key as ``?key=`` too): its
+    own paths, a model's method (``/v1/models/NAME:generateContent``), or Google's client
+    asking for the model list."""
+    path = request.url.path
+    if path.startswith(("/v1beta/", "/v1alpha/")):
+        return True
+    if path.startswith("/v1/models/") and ":" in path:
+        return True
+    return path.startswith("/v1/models") and "x-goog-api-client" in request.headers
 
 
 def _lane(request: HttpRequest, who: str | None) -> str:
@@ -211,7 +219,7 @@ def create_app(
         the name goes in the request's log line."""
         headers = request.headers
         sent = headers.get("x-api-key", "") or headers.get("x-goog-api-key", "")
-        if not sent and request.url.path.startswith(_GEMINI_ROOTS):
+        if not sent and _gemini(request):
             sent = request.query_params.get("key", "")  # Gemini's clients may send it so
         who = known.owner(headers.get("authorization", ""), sent)
         if who:

@@ -84,7 +84,7 @@ def _call(call: WireCall) -> dict[str, Any]:
 
 
 def _reason(finish: Finish) -> str:
-    return "MAX_TOKENS" if finish.reason == "length" else "STOP"
+    return {"length": "MAX_TOKENS", "content_filter": "SAFETY"}.get(finish.reason, "STOP")
 
 
 def _chunk(parts: list[dict[str, Any]], model: str, rid: str, **more: Any) -> dict[str, Any]:
@@ -184,7 +184,8 @@ class Gemini:
         if self.method == "countTokens":  # the whole request, as the SDKs may send it
             inner = data.get("generateContentRequest", data.get("generate_content_request"))
             data = inner if isinstance(inner, dict) else data
-        return parse_gemini(data, self.model, self.method == "streamGenerateContent", budget)
+        streamed, counting = self.method == "streamGenerateContent", self.method == "countTokens"
+        return parse_gemini(data, self.model, streamed, budget, counting)
 
     async def whole(self, events: AsyncIterable[Event], call: Any, model: str) -> dict[str, Any]:
         return await reply(events, call, model)

@@ -26,7 +26,6 @@ field this API does not have goes to the engine as sent (:mod:`toolwire.server.p
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -34,8 +33,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..budget import WorkBudget
 from ..pipeline import OutputFormat, Request
-from .core import Told, dumps
+from .core import Told
 from .fields import check, options
+from .gemini_contents import read_contents
 from .output import messages_format
 from .passing import engine_fields
 from .validate import Declared, Origins, RequestError, check_turn, required_needs_tools
@@ -208,207 +208,14 @@ def json_schema(node: Any, proto: bool = False) -> Any:
             out[key] = value
     if out.get("type") is None:
         out.pop("type", None)
-    if node.get("nullable") is True:
+    if node.get("nullable") is True:  # (a malformed anyOf or enum is left to the check)
         kind = out.get("type")
         if isinstance(kind, str):
             out["type"] = [kind, "null"]
-        elif "anyOf" in out:
+        elif isinstance(out.get("anyOf"), list):
             out["anyOf"] = [*out["anyOf"], {"type": "null"}]
-        if "enum" in out and None not in out["enum"]:
+        if isinstance(out.get("enum"), list) and None not in out["enum"]:
             out["enum"] = [*out["enum"], None]
-    return out
-
-
-def _text(given: Any, where: str) -> str:
-    """``systemInstruction``: a content's text parts (or a string) as one text."""
-    if isinstance(given, str):
-        return given
-    parts = given.get("parts")
-    if not isinstance(parts, list):
-        raise RequestError(f"'{where}.parts' must be a list of text parts", f"{where}.parts")
-    out = []
-    for j, part in enumerate(parts):
-        if not isinstance(part, dict) or not isinstance(part.get("text"), str):
-            raise RequestError(f"'{where}.parts[{j}]' must be a text part", f"{where}.parts[{j}]")
-        out.append(part["text"])
-    return "\n".join(out)
-
-
-def _media(part: dict[str, Any], at: str) -> dict[str, Any]:
-    """An ``inlineData`` or ``fileData`` part as a Chat Completions part."""
-    if "inlineData" in part:
-        blob = part["inlineData"]
-        mime, data = (blob.get("mimeType"), blob.get("data")) if isinstance(blob, dict) else (0, 0)
-        if not isinstance(mime, str) or not isinstance(data, str) or not mime:
-            raise RequestError(
-                f"'{at}.inlineData' must have a mimeType and base64 data", f"{at}.inlineData"
-            )
-        url = f"data:{mime};base64,{data}"
-        if mime.startswith("image/"):
-            return {"type": "image_url", "image_url": {"url": url}}
-        return {"type": "file", "file": {"file_data": url}}
-    ref = part["fileData"]
-    uri = ref.get("fileUri") if isinstance(ref, dict) else None
-    if not isinstance(uri, str) or not uri:
-        raise RequestError(f"'{at}.fileData.fileUri' must be a URI", f"{at}.fileData.fileUri")
-    mime = ref.get("mimeType")
-    if isinstance(mime, str) and mime.startswith("image/"):
-        return {"type": "image_url", "image_url": {"url": uri}}
-    return {"type": "text", "text": f"[file at {uri[:2000]}]"}
-
-
-def _result(response: Any) -> str:
-    """A ``functionResponse.response`` as the tool's result: its ``output`` (or ``error``)
-    when that is all it says, as Gemini's clients put it, else its JSON."""
-    if isinstance(response, dict) and len(response) == 1:
-        ((key, value),) = response.items()
-        if key in ("output", "result", "content") and isinstance(value, str):
-            return value
-        if key == "error" and isinstance(value, str):
-            return f"error: {value}"
-    return dumps(response)
-
-
-class _Calls:
-    """The conversation's calls not yet answered, to match each result to its call by id
-    or by name and order (see the module): each lookup in constant time, amortised, so a
-    request of many calls is read in linear time."""
-
-    def __init__(self) -> None:
-        self._open: dict[str, str] = {}  # id -> name, the calls not yet answered
-        self._by_name: dict[str, deque[str]] = {}  # name -> ids in the order made
-
-    def made_call(self, cid: str, name: str) -> None:
-        self._open[cid] = name
-        self._by_name.setdefault(name, deque()).append(cid)
-
-    def answer(self, cid: Any, name: str) -> str | None:
-        if isinstance(cid, str) and cid in self._open:
-            del self._open[cid]  # (its place in its name's queue is skipped when reached)
-            return cid
-        queue = self._by_name.get(name)
-        while queue:
-            known = queue.popleft()
-            if self._open.get(known) == name:
-                del self._open[known]
-                return known
-        return None
-
-
-def _model(parts: list[Any], where: str, i: int, calls: _Calls) -> tuple[dict[str, Any], list[str]]:
-    """A ``model`` content as an assistant message, and each call's path (for errors)."""
-    text: list[str] = []
-    thought: list[str] = []
-    wire: list[dict[str, Any]] = []
-    paths: list[str] = []
-    for j, part in enumerate(parts):
-        at = f"{where}[{j}]"
-        if not isinstance(part, dict):
-            raise RequestError(f"'{at}' must be a part object", at)
-        if "functionCall" in part:
-            call = part["functionCall"]
-            name = call.get("name") if isinstance(call, dict) else None
-            if not isinstance(name, str) or not name:
-                raise RequestError(
-                    f"'{at}.functionCall.name' must be a non-empty string",
-                    f"{at}.functionCall.name",
-                )
-            args = call.get("args", {})
-            if not isinstance(args, dict):
-                raise RequestError(
-                    f"'{at}.functionCall.args' must be an object", f"{at}.functionCall.args"
-                )
-            given = call.get("id")
-            cid = given if isinstance(given, str) and given else f"gemini-{i}-{j}"
-            calls.made_call(cid, name)
-            paths.append(f"{at}.functionCall")
-            wire.append(
-                {
-                    "id": cid,
-                    "type": "function",
-                    "function": {"name": name, "arguments": dumps(args)},
-                }
-            )
-        elif isinstance(part.get("text"), str):
-            (thought if part.get("thought") is True else text).append(part["text"])
-        # a thoughtSignature alone, executable code and its result: nothing another model reads
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
-    if wire:
-        message["tool_calls"] = wire
-    if thought:
-        message["reasoning_content"] = "\n\n".join(thought)
-    return message, paths
-
-
-def _user(
-    parts: list[Any], where: str, calls: _Calls, origins: Origins, at_message: int
-) -> list[dict[str, Any]]:
-    """A ``user`` content: its function responses first (as ``tool`` messages, each
-    matched to its call), then its text and media."""
-    results: list[dict[str, Any]] = []
-    content: list[dict[str, Any]] = []
-    for j, part in enumerate(parts):
-        at = f"{where}[{j}]"
-        if not isinstance(part, dict):
-            raise RequestError(f"'{at}' must be a part object", at)
-        if "functionResponse" in part:
-            given = part["functionResponse"]
-            name = given.get("name") if isinstance(given, dict) else None
-            if not isinstance(name, str) or not name:
-                raise RequestError(
-                    f"'{at}.functionResponse.name' must be a non-empty string",
-                    f"{at}.functionResponse.name",
-                )
-            cid = calls.answer(given.get("id"), name)
-            if cid is None:
-                raise RequestError(
-                    f"'{at}.functionResponse' answers no call: the model made no call of "
-                    f"{name[:80]!r} that is not answered already",
-                    f"{at}.functionResponse",
-                )
-            origins.results[at_message + len(results)] = f"{at}.functionResponse"
-            results.append(
-                {"role": "tool", "tool_call_id": cid, "content": _result(given.get("response", {}))}
-            )
-        elif isinstance(part.get("text"), str):
-            if part.get("thought") is not True:
-                content.append({"type": "text", "text": part["text"]})
-        elif "inlineData" in part or "fileData" in part:
-            content.append(_media(part, at))
-    if content:
-        texts = all(p["type"] == "text" for p in content)
-        results.append(
-            {"role": "user", "content": "\n".join(p["text"] for p in content) if texts else content}
-        )
-    return results
-
-
-def _messages(fields: _Fields, origins: Origins) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    if fields.systemInstruction is not None:
-        text = _text(fields.systemInstruction, "systemInstruction")
-        if text:
-            out.append({"role": "system", "content": text})
-    calls = _Calls()
-    for i, given in enumerate(fields.contents):
-        where = f"contents[{i}]"
-        if not isinstance(given, dict):
-            raise RequestError(f"'{where}' must be a content object", where)
-        role = given.get("role") or "user"
-        if role not in ("user", "model", "function", "tool"):
-            raise RequestError(f"'{where}.role' must be user or model", f"{where}.role")
-        parts = given.get("parts")
-        if not isinstance(parts, list) or not parts:
-            raise RequestError(
-                f"'{where}.parts' must be a non-empty list of parts", f"{where}.parts"
-            )
-        if role == "model":
-            message, paths = _model(parts, f"{where}.parts", i, calls)
-            for j, path in enumerate(paths):
-                origins.calls[(len(out), j)] = path
-            out.append(message)
-        else:
-            out += _user(parts, f"{where}.parts", calls, origins, len(out))
     return out
 
 
@@ -482,8 +289,15 @@ def _choice(fields: _Fields, tools: list[dict[str, Any]]) -> tuple[Any, list[dic
 
 def _output(config: _Generation) -> OutputFormat | None:
     """A structured output: ``responseMimeType`` ``application/json``, with a schema or
-    not (``text/x.enum`` with ``responseSchema``'s ``enum``: one of its values, as JSON)."""
+    not. A schema with another type is refused, as Gemini refuses it; so is
+    ``text/x.enum`` (a bare enum value, which the gateway does not write)."""
     if config.responseMimeType in (None, "text/plain"):
+        if config.responseSchema is not None or config.responseJsonSchema is not None:
+            raise RequestError(
+                "'generationConfig.responseMimeType' must be application/json with a "
+                "response schema",
+                "generationConfig.responseMimeType",
+            )
         return None
     if config.responseMimeType != "application/json":
         raise RequestError(
@@ -509,6 +323,8 @@ def _thinking(config: _Generation) -> tuple[bool | None, bool, str | None]:
         return None, False, None
     given = check(_Thinking, config.thinkingConfig, "generationConfig.thinkingConfig")
     level = given.thinkingLevel.lower() if given.thinkingLevel else None
+    if level == "thinking_level_unspecified":
+        level = None
     think: bool | None = None
     if given.thinkingBudget is not None:
         think = given.thinkingBudget != 0
@@ -518,9 +334,14 @@ def _thinking(config: _Generation) -> tuple[bool | None, bool, str | None]:
 
 
 def parse_gemini(
-    data: Mapping[str, Any], model: str | None, stream: bool, budget: WorkBudget | None = None
+    data: Mapping[str, Any],
+    model: str | None,
+    stream: bool,
+    budget: WorkBudget | None = None,
+    counting: bool = False,
 ) -> GeminiCall:
-    """The turn of a Gemini body (already JSON, an object) sent to ``model``'s method."""
+    """The turn of a Gemini body (already JSON, an object) sent to ``model``'s method;
+    ``counting``: only its tokens are wanted (see :func:`read_contents`)."""
     data = _request(data)
     fields = check(_Fields, data, "")
     config = check(_Generation, fields.generationConfig or {}, "generationConfig")
@@ -528,7 +349,7 @@ def parse_gemini(
     declared: list[Declared] = []
     tools = _tools(fields, told, declared)
     origins = Origins()
-    messages = _messages(fields, origins)
+    messages = read_contents(fields.contents, fields.systemInstruction, origins, counting)
     check_turn(messages, declared, origins)
     choice, offered = _choice(fields, tools)
     think, thoughts, level = _thinking(config)

@@ -244,6 +244,14 @@ _NOT_SERVED: dict[API, dict[str, str]] = {
 }
 
 
+#: Fields another API reads into the turn that a Gemini body may carry beside its own: they
+#: would contradict what its own fields decided (``tool_choice`` beside ``toolConfig``), so
+#: they are withheld, and named.
+_FOREIGN: dict[API, frozenset[str]] = {
+    "gemini": (USED["chat"] | USED["responses"] | USED["messages"]) - {"model", "toolwire"},
+}
+
+
 def engine_fields(
     data: Mapping[str, Any],
     api: API,
@@ -288,7 +296,7 @@ def engine_fields(
     passed = {
         k: v for k, v in data.items() if k not in USED[api] and k not in names and v is not None
     }
-    withheld = sorted(k for k in passed if k in WITHHELD)
+    withheld = sorted(k for k in passed if k in WITHHELD or k in _FOREIGN.get(api, ()))
     for key in withheld:
         del passed[key]
     options = passed.get("options")
@@ -332,5 +340,7 @@ def table() -> str:
         f"engine does for every client or set a second token limit: {withheld}, and "
         "Ollama's `options` that load the model anew (all but "
         f"{', '.join(f'`{o}`' for o in sorted(OLLAMA_OPTIONS))}). `n` and `best_of` above 1 "
-        "are refused.\n"
+        "are refused. A Gemini request's fields that the other APIs read into their turn "
+        "(`tool_choice`, `response_format`, `messages`…) are withheld too: its own fields "
+        "decided the turn.\n"
     )
