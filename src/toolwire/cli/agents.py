@@ -15,10 +15,12 @@ What each is given, and why:
   ``CLAUDE_CODE_MAX_OUTPUT_TOKENS`` a quarter of the context (it asks 32,000 or more, and its
   prompt is some 12,000 tokens); ``CLAUDE_CODE_ATTRIBUTION_HEADER=0`` (the header it writes at
   the head of its system prompt changes with every request, so a local engine's kept prefix
-  would never match); ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1``.
+  would never match); ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1``; on a gateway of
+  several models, the model's name for every part it plays; and nothing of the user's that
+  sends it to another provider (``CLAUDE_CODE_USE_BEDROCK`` …).
 * **Codex** (Responses): a provider block naming the gateway, a model name from its own
   catalogue (``gpt-5.5``: with it Codex offers its shell and ``apply_patch``; an unknown name
-  gets no ``apply_patch``), and the model's context window.
+  gets no ``apply_patch``), and the model's context window, as ``-c`` overrides.
 * **opencode** (Chat Completions): an OpenAI-compatible provider with the model's context and
   output limits, used for its small tasks (titles) too.
 * **Qwen Code** (Chat Completions): its OpenAI auth, base URL, key and model.
@@ -50,6 +52,8 @@ class Target:
     key: str
     model: str
     context: int
+    #: The gateway serves several models: the agent must name this one.
+    many: bool = False
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,9 @@ class Setup:
     argv: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     files: Mapping[str, str] = field(default_factory=dict)
+    #: Variables taken out of the agent's environment: each would send it elsewhere
+    #: (Claude Code's ``CLAUDE_CODE_USE_BEDROCK``, …).
+    drop: tuple[str, ...] = ()
 
 
 def output_tokens(context: int) -> int:
@@ -73,6 +80,26 @@ def _json(value: object) -> str:
     return json.dumps(value, indent=2) + "\n"
 
 
+#: What would send Claude Code to another provider than the gateway, or with another key.
+_CLAUDE_ELSEWHERE = (
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+    "CLAUDE_CODE_USE_FOUNDRY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BEDROCK_BASE_URL",
+    "ANTHROPIC_VERTEX_BASE_URL",
+    "ANTHROPIC_FOUNDRY_BASE_URL",
+)
+#: Claude Code's names of the models it asks for, by the part each plays.
+_CLAUDE_MODELS = (
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_SMALL_FAST_MODEL",
+    "ANTHROPIC_DEFAULT_OPUS_MODEL",
+    "ANTHROPIC_DEFAULT_SONNET_MODEL",
+    "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+)
+
+
 def claude(target: Target, profile: Path) -> Setup:
     env = {
         "ANTHROPIC_BASE_URL": target.root,
@@ -82,32 +109,33 @@ def claude(target: Target, profile: Path) -> Setup:
         "CLAUDE_CODE_ATTRIBUTION_HEADER": "0",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     }
+    if target.many:  # (one model answers to any name: Claude Code's own then)
+        env.update(dict.fromkeys(_CLAUDE_MODELS, target.model))
     state = {
         "hasCompletedOnboarding": True,
         "customApiKeyResponses": {"approved": [target.key[-20:]], "rejected": []},
     }
     files = {"settings.json": _json({"env": env}), ".claude.json": _json(state)}
-    return Setup("claude", (), {**env, "CLAUDE_CONFIG_DIR": str(profile)}, files)
-
-
-CODEX_CONFIG = """\
-# Written by toolwire launch: Codex through the gateway at {root}.
-model = "{model}"
-model_provider = "toolwire"
-model_context_window = {context}
-
-[model_providers.toolwire]
-name = "toolwire"
-base_url = "{root}/v1"
-wire_api = "responses"
-env_key = "TOOLWIRE_TOKEN"
-"""
+    env["CLAUDE_CONFIG_DIR"] = str(profile)
+    return Setup("claude", (), env, files, _CLAUDE_ELSEWHERE)
 
 
 def codex(target: Target, profile: Path) -> Setup:
-    config = CODEX_CONFIG.format(root=target.root, model=CODEX_MODEL, context=target.context)
+    """Codex's settings as ``-c`` overrides (its ``config.toml`` in the profile stays its
+    own, for the user's MCP servers and the like)."""
+    provider = (
+        f'{{name="toolwire", base_url="{target.root}/v1", wire_api="responses", '
+        'env_key="TOOLWIRE_TOKEN"}'
+    )
+    overrides = {
+        "model": f'"{CODEX_MODEL}"',
+        "model_provider": '"toolwire"',
+        "model_context_window": str(target.context),
+        "model_providers.toolwire": provider,
+    }
+    argv = tuple(a for key, value in overrides.items() for a in ("-c", f"{key}={value}"))
     env = {"CODEX_HOME": str(profile), "TOOLWIRE_TOKEN": target.key}
-    return Setup("codex", (), env, {"config.toml": config})
+    return Setup("codex", argv, env)
 
 
 def opencode(target: Target, profile: Path) -> Setup:
@@ -127,7 +155,12 @@ def opencode(target: Target, profile: Path) -> Setup:
         "autoupdate": False,
         "share": "disabled",
     }
-    env = {"OPENCODE_CONFIG": str(profile / "opencode.json"), "OPENCODE_DISABLE_AUTOUPDATE": "1"}
+    env = {
+        "OPENCODE_CONFIG": str(profile / "opencode.json"),
+        "OPENCODE_CONFIG_DIR": str(profile),
+        "OPENCODE_DB": str(profile / "opencode.db"),
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    }
     return Setup("opencode", (), env, {"opencode.json": _json(config)})
 
 
@@ -157,7 +190,8 @@ def gemini(target: Target, profile: Path) -> Setup:
         "GEMINI_API_KEY": target.key,
     }
     files = {".gemini/settings.json": _json(GEMINI_SETTINGS)}
-    return Setup("gemini", ("-m", target.model), env, files)
+    elsewhere = ("GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA")
+    return Setup("gemini", ("-m", target.model), env, files, elsewhere)
 
 
 #: Each agent ``toolwire launch`` starts, by the name it is given on the command line.

@@ -18,6 +18,7 @@ upstream says (llama-server's ``/props``, vLLM's ``max_model_len``), else 32,768
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ToolwireError, UsageError
-from .agents import AGENTS, Setup, Target
+from .agents import AGENTS, CODEX_MODEL, Setup, Target
 from .common import MODEL_HELP, OLLAMA_HELP, OLLAMA_URL
 
 __all__ = ["add_launch"]
@@ -51,13 +52,13 @@ INSTALL = {
     "qwen": "npm install -g @qwen-code/qwen-code",
     "gemini": "npm install -g @google/gemini-cli",
 }
-#: ``serve``'s flags that name the model (given to the gateway launch starts).
+#: ``serve``'s flags that name the model (given to the gateway launch starts; its keys go by
+#: the environment).
 _SERVE_FLAGS = (
     ("model", "--model"),
     ("ctx", "--ctx"),
     ("upstream", "--upstream"),
     ("upstream_model", "--upstream-model"),
-    ("upstream_key", "--upstream-key"),
     ("engine", "--engine"),
     ("tool_format", "--tool-format"),
     ("config", "--config"),
@@ -79,6 +80,18 @@ def _get(url: str, key: str | None = None, timeout: float = 2.0) -> Any:
 def _healthy(root: str) -> bool:
     found = _get(f"{root}/health", timeout=0.5)
     return isinstance(found, dict) and found.get("status") == "ok"
+
+
+def _toolwire_at(root: str, key: str | None) -> bool:
+    """Whether a toolwire gateway serves at ``root`` (llama-server's ``/health`` says ok
+    too: its model list says whose it is)."""
+    if not _healthy(root):
+        return False
+    listed = _get(f"{root}/v1/models", key, timeout=1.0)
+    data = listed.get("data") if isinstance(listed, dict) else None
+    return isinstance(data, list) and any(
+        isinstance(m, dict) and m.get("owned_by") == "toolwire" for m in data
+    )
 
 
 def _names_a_model(args: argparse.Namespace) -> bool:
@@ -103,7 +116,8 @@ def _gateway(args: argparse.Namespace, log: Path) -> Iterator[str]:
             raise UsageError(f"no toolwire gateway answers at {root}/health")
         yield root
         return
-    if not _names_a_model(args) and _healthy(DEFAULT_GATEWAY):
+    key = args.api_key or os.environ.get("TOOLWIRE_API_KEY")
+    if not _names_a_model(args) and _toolwire_at(DEFAULT_GATEWAY, key):
         print(f"toolwire: using the gateway at {DEFAULT_GATEWAY}", file=sys.stderr)
         yield DEFAULT_GATEWAY
         return
@@ -111,15 +125,21 @@ def _gateway(args: argparse.Namespace, log: Path) -> Iterator[str]:
     command = [sys.executable, "-m", "toolwire", "serve", "--port", str(port)]
     for attr, flag in _SERVE_FLAGS:
         value = getattr(args, attr)
-        if value is not None:
+        if value is not None and not (attr == "model" and args.config):
             command += [flag, str(value)]
     if args.ollama is not None:
         command += ["--ollama", args.ollama]
+    env = dict(os.environ)  # keys by the environment: never in a command line others see
     if args.api_key:
-        command += ["--api-key", args.api_key]
+        env["TOOLWIRE_API_KEY"] = args.api_key
+    if args.upstream_key:
+        env["OPENAI_API_KEY"] = args.upstream_key
     root = f"http://127.0.0.1:{port}"
     with log.open("wb") as out:
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+        # a session of its own: a Ctrl-C at the terminal is the agent's, not the gateway's
+        proc = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
     try:
         deadline = time.monotonic() + START_WAIT
         while not _healthy(root):
@@ -144,12 +164,13 @@ def _context(args: argparse.Namespace) -> int:
         return int(args.ctx)
     if args.upstream:
         base = args.upstream.rstrip("/").removesuffix("/v1")
-        props = _get(f"{base}/props")  # llama-server
+        key = args.upstream_key or os.environ.get("OPENAI_API_KEY")
+        props = _get(f"{base}/props", key)  # llama-server
         settings = props.get("default_generation_settings") if isinstance(props, dict) else None
         n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
         if isinstance(n_ctx, int) and n_ctx > 0:
             return n_ctx
-        listed = _get(f"{base}/v1/models")  # vLLM
+        listed = _get(f"{base}/v1/models", key)  # vLLM
         for entry in listed.get("data", []) if isinstance(listed, dict) else []:
             size = entry.get("max_model_len") if isinstance(entry, dict) else None
             if isinstance(size, int) and size > 0:
@@ -166,26 +187,63 @@ def _context(args: argparse.Namespace) -> int:
     return FALLBACK_CONTEXT
 
 
-def _served_model(root: str, key: str | None) -> str:
-    """The first model the gateway lists (one model answers to any name)."""
+def _served(root: str, key: str, asked: str | None) -> tuple[str, bool]:
+    """The model the agent is given, and whether the gateway serves several: the one asked
+    for (``--model`` with ``--config``, which must be served), else the first listed."""
     listed = _get(f"{root}/v1/models", key)
     data = listed.get("data") if isinstance(listed, dict) else None
-    if isinstance(data, list) and data and isinstance(data[0], dict):
-        return str(data[0].get("id") or "toolwire")
-    return "toolwire"
+    names = [str(m.get("id")) for m in data or () if isinstance(m, dict) and m.get("id")]
+    if asked is not None and asked not in names:
+        raise UsageError(f"the gateway serves no model named {asked!r}: {', '.join(names)}")
+    return asked or (names[0] if names else "toolwire"), len(names) > 1
 
 
-def _profile(agent: str, name: str | None) -> tuple[Path, bool]:
-    """The profile's directory, and whether it is thrown away after the run."""
+def _profile_path(agent: str, name: str | None) -> Path:
+    """Where a named profile is kept (a throwaway one: where it would be made)."""
     if name is None:
-        return Path(tempfile.mkdtemp(prefix=f"toolwire-{agent}-")), True
+        return Path(tempfile.gettempdir()) / f"toolwire-{agent}-…"
     if not name.replace("-", "").replace("_", "").isalnum() or len(name) > 64:
         raise UsageError("--profile NAME: letters, digits, - and _ (at most 64)")
     from ..store.db import home
 
-    where = home() / "launch" / agent / name
-    where.mkdir(parents=True, exist_ok=True)
+    return home() / "launch" / agent / name
+
+
+def _profile(agent: str, name: str | None) -> tuple[Path, bool]:
+    """The profile's directory, made, and whether it is thrown away after the run."""
+    if name is None:
+        return Path(tempfile.mkdtemp(prefix=f"toolwire-{agent}-")), True
+    where = _profile_path(agent, name)
+    where.mkdir(parents=True, exist_ok=True, mode=0o700)
     return where, False
+
+
+def _write(profile: Path, files: dict[str, str]) -> None:
+    """The profile's files, readable by the user alone (they hold the gateway's key). A JSON
+    file there already (the agent's own state, in a kept profile) keeps its other keys:
+    only what launch sets is written over."""
+    profile.chmod(0o700)
+    for name, text in files.items():
+        path = profile / name
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if name.endswith(".json") and path.exists():
+            with suppress(ValueError, OSError):
+                kept = json.loads(path.read_text(encoding="utf-8"))
+                if isinstance(kept, dict):
+                    text = json.dumps(_merged(kept, json.loads(text)), indent=2) + "\n"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+
+
+def _merged(kept: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    out = dict(kept)
+    for key, value in given.items():
+        old = out.get(key)
+        out[key] = (
+            _merged(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
+        )
+    return out
 
 
 def _program(setup: Setup, agent: str, given: str | None) -> str:
@@ -206,32 +264,56 @@ def _shown(setup: Setup, program: str, rest: Sequence[str], profile: Path) -> st
     return "\n".join(lines)
 
 
+def _checked(args: argparse.Namespace) -> None:
+    """What the gateway cannot be started with: an upstream or Ollama with no model's name
+    (the agent's own name would reach it)."""
+    if args.upstream and not args.upstream_model:
+        raise UsageError("--upstream needs --upstream-model NAME: the model at the upstream")
+    if args.ollama is not None and not args.model:
+        raise UsageError("--ollama needs --model NAME: the model Ollama serves")
+
+
+def _stopped(signum: int, _: Any) -> None:
+    raise SystemExit(128 + signum)  # so the gateway is stopped and the profile removed
+
+
 def _cmd_launch(args: argparse.Namespace) -> int:
+    _checked(args)
     rest = list(args.rest)
     key = args.api_key or os.environ.get("TOOLWIRE_API_KEY") or "toolwire"
+    asked = args.model if args.config else None
+    if args.show:
+        root = (args.gateway or DEFAULT_GATEWAY).rstrip("/").removesuffix("/v1")
+        profile = _profile_path(args.agent, args.profile)
+        target = Target(root, key, asked or "toolwire", _context(args))
+        setup = AGENTS[args.agent](target, profile)
+        print(_shown(setup, args.program or setup.program, rest, profile))
+        return 0
+    program = _program(AGENTS[args.agent](Target("", key, "", 0), Path()), args.agent, args.program)
     profile, throwaway = _profile(args.agent, args.profile)
+    previous = {s: signal.signal(s, _stopped) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        if args.show:
-            root = (args.gateway or DEFAULT_GATEWAY).rstrip("/").removesuffix("/v1")
-            target = Target(root, key, "toolwire", _context(args))
-            setup = AGENTS[args.agent](target, profile)
-            print(_shown(setup, args.program or setup.program, rest, profile))
-            return 0
         with _gateway(args, profile / "gateway.log") as root:
-            target = Target(root, key, _served_model(root, args.api_key), _context(args))
-            setup = AGENTS[args.agent](target, profile)
-            program = _program(setup, args.agent, args.program)
-            for path, text in setup.files.items():
-                (profile / path).parent.mkdir(parents=True, exist_ok=True)
-                (profile / path).write_text(text, encoding="utf-8")
-            env = {**os.environ, **setup.env}
-            # Ctrl-C is the agent's: launch waits for it to end, then stops the gateway
-            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            model, many = _served(root, key, asked)
+            if args.agent == "codex" and many and model != CODEX_MODEL:
+                raise UsageError(
+                    f"Codex asks for {CODEX_MODEL} (its tools depend on a name it knows): "
+                    f"serve one model for it, or name a model {CODEX_MODEL} in the config"
+                )
+            setup = AGENTS[args.agent](Target(root, key, model, _context(args), many), profile)
+            _write(profile, dict(setup.files))
+            env = {k: v for k, v in os.environ.items() if k not in setup.drop}
+            env.update(setup.env)
+            # Ctrl-C is the agent's (it may cancel a turn with it): launch waits for it to
+            # end, then stops the gateway (a handler, not SIG_IGN, which the agent inherits)
+            interrupt = signal.signal(signal.SIGINT, lambda *_: None)
             try:
                 return subprocess.run([program, *setup.argv, *rest], env=env).returncode
             finally:
-                signal.signal(signal.SIGINT, previous)
+                signal.signal(signal.SIGINT, interrupt)
     finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         if throwaway:
             with suppress(OSError):
                 shutil.rmtree(profile)
@@ -239,7 +321,7 @@ def _cmd_launch(args: argparse.Namespace) -> int:
 
 def add_launch(v: argparse.ArgumentParser) -> None:
     v.add_argument("agent", choices=sorted(AGENTS), help="the coding agent to start")
-    v.add_argument("--model", help=MODEL_HELP)
+    v.add_argument("--model", help=f"{MODEL_HELP}; with --config, the served model to use")
     v.add_argument("--ctx", type=int, metavar="TOKENS", help="the model's context")
     v.add_argument("--upstream", metavar="URL", help="an OpenAI-compatible server")
     v.add_argument("--upstream-model", metavar="NAME", help="the model's name at the upstream")
