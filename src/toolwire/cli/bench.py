@@ -35,6 +35,21 @@ def add_bench(b: argparse.ArgumentParser) -> None:
         help="the engine at --base-url: vllm and llama-server get a constrained pass",
     )
     b.add_argument("--prompts", help="another prompt set in the same format")
+    b.add_argument(
+        "--suite",
+        choices=("prompts", "bfcl"),
+        default="prompts",
+        help="the 33-prompt quick check (default), or BFCL v4's single-turn categories "
+        "(needs: pip install --no-deps bfcl-eval==2026.3.23)",
+    )
+    b.add_argument("--categories", help="BFCL categories, comma-separated (default: all)")
+    b.add_argument("--sample", type=int, help="BFCL: N cases of each category (default: all)")
+    b.add_argument("--seed", type=int, default=0, help="BFCL: the sample's seed (0)")
+    b.add_argument(
+        "--engine-alone",
+        action="store_true",
+        help="BFCL: also ask the engine at --base-url (or Ollama) with nothing in front",
+    )
     b.add_argument("--repeat", type=int, default=1)
     b.add_argument("--temperature", type=float)
     b.add_argument("--max-tokens", type=int, default=256)
@@ -91,13 +106,15 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         engine = f"llama-cpp-python in-process ({path.name})"
     else:
         engine = spec.where()
-    prompts = load_prompts(args.prompts)
     backend = build_backend(spec)
     options: dict[str, Any] = {"tool_choice": args.tool_choice, "max_tokens": args.max_tokens}
     if args.temperature is not None:
         options["temperature"] = args.temperature
     if args.no_think:
         options["think"] = False
+    if args.suite == "bfcl":
+        return _bfcl(args, backend, spec, engine, options)
+    prompts = load_prompts(args.prompts)
     with Progress(transient=True, disable=args.json) as bar:
         task = bar.add_task("replies", total=len(prompts.cases) * args.repeat)
         report = asyncio.run(
@@ -133,6 +150,67 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         print_json(result)
     else:
         print(summary(report))
+    return 0
+
+
+def _bfcl(
+    args: argparse.Namespace, backend: Any, spec: Any, engine: str, options: dict[str, Any]
+) -> int:
+    """``bench --suite bfcl``: BFCL's cases through toolwire (:mod:`toolwire.bench.bfcl_run`)."""
+    import asyncio
+    import datetime
+
+    from rich.progress import Progress
+
+    from ..bench.bfcl_data import CATEGORIES, bfcl_version, sample
+    from ..bench.bfcl_run import engine_alone, run_bfcl, summary
+    from ..errors import UsageError
+
+    names = args.categories.split(",") if args.categories else list(CATEGORIES)
+    cases = sample([n.strip() for n in names if n.strip()], args.sample, args.seed)
+    options = {k: v for k, v in options.items() if k != "tool_choice"}  # each case's own
+    alone = None
+    if args.engine_alone:
+        if spec.kind == "local" or not spec.base_url:
+            raise UsageError("--engine-alone needs --base-url (or --ollama): an engine to ask")
+        base = spec.base_url if spec.kind == "openai" else spec.base_url.rstrip("/") + "/v1"
+        alone = engine_alone(base, spec.model or "", api_key=spec.api_key, options=options)
+    with Progress(transient=True, disable=args.json) as bar:
+        task = bar.add_task("replies", total=len(cases))
+        report = asyncio.run(
+            run_bfcl(
+                backend,
+                cases,
+                concurrency=args.concurrency,
+                timeout=args.timeout,
+                options=options,
+                constrained=not args.no_constrained,
+                alone=alone,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+            )
+        )
+    result = {
+        **report.to_json(),
+        "bfcl_eval": bfcl_version(),
+        "sample": args.sample,
+        "seed": args.seed,
+        "engine": engine,
+        "model": args.model or engine,
+    }
+    if args.labbook:
+        entry = {
+            **result,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "notes": args.notes or "",
+        }
+        with open(args.labbook, "a", encoding="utf-8") as book:
+            book.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    if args.json:
+        print_json(result)
+    else:
+        print(summary(report))
+        per_minute = len(cases) / max(sum(report.seconds.values()), 1e-9) * 60
+        print(f"  {per_minute:.1f} cases a minute ({', '.join(report.columns)})")
     return 0
 
 
