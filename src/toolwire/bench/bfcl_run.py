@@ -234,8 +234,10 @@ async def _constrained(
     engine constrains only a required call)."""
     case = outcome.case
     settings = dict(options)
+    how = ["a call finished under the tools' grammar"]
     if getattr(backend, "native_tools", False) and case.ground_truth is not None:
         settings["tool_choice"] = "required"
+        how = ["a call required, which the engine decodes under the tools' schemas"]
     try:
         calls, _, told = await _turn(backend, case, settings, timeout, strict=False)
     except (ToolwireError, asyncio.TimeoutError) as exc:
@@ -245,7 +247,8 @@ async def _constrained(
     outcome.calls["constrained"] = calls
     outcome.verdicts["constrained"] = _score(case, calls)
     if told:
-        outcome.changed_by["constrained"] = "notices: " + ", ".join(dict.fromkeys(told))
+        how.append("notices: " + ", ".join(dict.fromkeys(told)))
+    outcome.changed_by["constrained"] = "; ".join(how)
 
 
 async def run_bfcl(
