@@ -221,6 +221,8 @@ def _rates(value: Any, key: str) -> dict[str, float | None] | None:
 def _run(entry: Any, number: int, line: int) -> Run:
     if not isinstance(entry, Mapping):
         raise _NotARun("not a JSON object")
+    if entry.get("suite") == "bfcl":
+        raise _NotARun("a BFCL run: drawn on the BFCL page (bench report writes it beside)")
     rates = entry.get("rates")
     if not isinstance(rates, Mapping):
         raise _NotARun("no 'rates' object: not a bench run")

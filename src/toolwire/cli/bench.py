@@ -215,13 +215,36 @@ def _bfcl(
 
 
 def _cmd_bench_report(args: argparse.Namespace) -> int:
+    """The labbook's runs on one page; its BFCL runs on a page of their own beside it."""
+    from ..bench.bfcl_report import parse_bfcl, write_bfcl_report
+    from ..bench.labbook import MAX_LABBOOK_BYTES
     from ..bench.report import write_report
+    from ..errors import LabbookError
 
-    out = args.output or str(Path(args.labbook).with_suffix(".html"))
-    files = write_report(args.labbook, out, last=args.last)
-    for n, why in files.labbook.skipped:
-        print(f"toolwire: line {n} of {args.labbook} not read: {why}", file=sys.stderr)
-    print(f"{len(files.shown)} runs drawn: {files.html}")
-    for png in files.pngs:
-        print(f"  {png}")
+    out = Path(args.output or str(Path(args.labbook).with_suffix(".html")))
+    try:
+        with open(args.labbook, "rb") as f:
+            bfcl = parse_bfcl(f.read(MAX_LABBOOK_BYTES + 1))
+    except OSError as exc:
+        raise LabbookError(f"cannot read the labbook {args.labbook}: {exc.strerror}") from None
+    if args.last:
+        bfcl = bfcl[-args.last :]
+    try:
+        files = write_report(args.labbook, out, last=args.last)
+    except LabbookError:
+        if not bfcl:
+            raise
+    else:
+        for n, why in files.labbook.skipped:
+            if "a BFCL run" not in why:
+                print(f"toolwire: line {n} of {args.labbook} not read: {why}", file=sys.stderr)
+        print(f"{len(files.shown)} runs drawn: {files.html}")
+        for png in files.pngs:
+            print(f"  {png}")
+    if bfcl:
+        page = out.with_name(f"{out.stem}-bfcl.html")
+        pngs = write_bfcl_report(bfcl, page, Path(args.labbook).name)
+        print(f"{len(bfcl)} BFCL runs drawn: {page}")
+        for png in pngs:
+            print(f"  {png}")
     return 0
