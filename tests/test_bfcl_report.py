@@ -23,7 +23,10 @@ RUN = {
         "irrelevance": {"alone": 1.0, "sent": 1.0, "recovered": 1.0, "constrained": None},
     },
     "overall": {"alone": 0.5, "sent": 0.5, "recovered": 1.0},
-    "mean": {"alone": 0.5, "sent": 0.5, "recovered": 1.0},
+    "groups": {
+        "alone": {"non-live AST": 0.0, "irrelevance": 1.0},
+        "recovered": {"non-live AST": 1.0, "irrelevance": 1.0},
+    },
     "date": "2026-12-07",
 }
 
@@ -39,6 +42,7 @@ def test_bfcl_lines_are_read_and_checked_alone() -> None:
     # a value of the wrong type is no value: not drawn
     assert runs[1].categories["$x$"] == dict.fromkeys(runs[1].categories["$x$"])
     assert runs[1].cases == 0
+    assert runs[0].groups["non-live AST"] == {"alone": 0.0, "recovered": 1.0}
 
 
 def test_bench_report_draws_the_bfcl_runs_beside_the_others(tmp_path: Path) -> None:

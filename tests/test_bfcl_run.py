@@ -59,12 +59,14 @@ def test_a_call_left_as_text_is_lost_alone_and_recovered_through_toolwire() -> N
     assert not outcome.verdicts["alone"].valid and not outcome.verdicts["sent"].valid
     assert outcome.verdicts["alone"].error_type == "ast_decoder:decoder_failed"
     assert outcome.verdicts["recovered"].valid
-    assert outcome.changed_by["recovered"] == "a call recovered from the text"
+    assert outcome.changed_by["recovered"] == "recovered-tagged"  # the pipeline's own notice
+    # one generation read twice: strict, then as a caller gets it (and one for the engine)
+    assert len(fake.requests) == 2
     # the engine alone was sent BFCL's tools as they are
     assert fake.requests[0]["tools"] == TRIANGLE.tools
     text = summary(report)
     assert "recovered against as sent: 1 gained, 0 lost" in text
-    assert "+ simple_python_0: a call recovered from the text" in text
+    assert "+ simple_python_0: recovered-tagged" in text
 
 
 def test_arguments_typed_by_their_schema_pass_where_the_engine_s_fail() -> None:
@@ -75,7 +77,7 @@ def test_arguments_typed_by_their_schema_pass_where_the_engine_s_fail() -> None:
     (outcome,) = report.outcomes
     assert outcome.verdicts["sent"].error_type == "type_error:simple"
     assert outcome.verdicts["recovered"].valid
-    assert "typed by the schema" in outcome.changed_by["recovered"]
+    assert "arguments-repaired" in outcome.changed_by["recovered"]
     assert json.loads(outcome.calls["recovered"][0][1]) == {"base": 10, "height": 5}
 
 
@@ -90,6 +92,67 @@ def test_a_call_where_none_fits_fails_irrelevance_and_a_lost_case_is_listed() ->
     assert outcome.verdicts["alone"].valid and not outcome.verdicts["sent"].valid
     assert report.changed("recovered", "alone") == [(outcome, False)]
     assert "recovered against engine alone: 0 gained, 1 lost" in summary(report)
+
+
+def test_a_call_to_a_tool_not_offered_is_still_a_call_as_sent() -> None:
+    """Strict reading refuses a call to an undeclared tool; the engine still sent a call,
+    which BFCL counts: an irrelevance case fails in every column, as in BFCL."""
+    native = tool_call_deltas([("c1", "made_up_tool", "{}")])
+    with FakeOpenAIServer() as fake:
+        fake.add_stream(native, finish_reason="tool_calls")
+        report = _run(fake, [IRRELEVANT], alone=False)
+    (outcome,) = report.outcomes
+    assert outcome.calls["sent"] == [("made_up_tool", "{}")]
+    assert not outcome.verdicts["sent"].valid
+
+
+def test_the_engine_alone_is_read_as_bfcl_reads_it() -> None:
+    """A non-streamed engine's ``tool_calls``: JSON arguments are a call; arguments that
+    are not JSON, or none, are nothing decoded."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request as HttpRequest
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from toolwire.testing import ServedApp
+
+    answers = iter(['{"base": 10, "height": 5}', '{"base": 10,', None])
+    asked: list[dict] = []  # type: ignore[type-arg]
+
+    async def chat(request: HttpRequest) -> JSONResponse:
+        asked.append(await request.json())
+        call = {"id": "c", "type": "function"}
+        call["function"] = {"name": "calculate_triangle_area", "arguments": next(answers)}
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        return JSONResponse({"choices": [{"message": message, "finish_reason": "tool_calls"}]})
+
+    app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+    with ServedApp(app) as served:
+        ask = engine_alone(served.url + "/v1", "m", options={"temperature": 0.001})
+
+        async def thrice() -> list:  # type: ignore[type-arg]
+            return [await ask(TRIANGLE) for _ in range(3)]
+
+        got = asyncio.run(thrice())
+    assert asked[0]["tools"] == TRIANGLE.tools and asked[0]["temperature"] == 0.001
+    from toolwire.bench.bfcl_run import _score
+
+    verdicts = [_score(TRIANGLE, calls) for calls in got]
+    assert [v.valid for v in verdicts] == [True, False, False]
+    assert verdicts[1].error_type == verdicts[2].error_type == "ast_decoder:decoder_failed"
+
+
+def test_the_summary_has_bfcl_s_groups() -> None:
+    with FakeOpenAIServer() as fake:
+        for _ in range(2):
+            fake.add_stream(text_deltas(HERMES))
+        fake.add_stream(text_deltas("No."))
+        cases = [TRIANGLE, _case("live_simple", load_category("live_simple")[0].id), IRRELEVANT]
+        report = _run(fake, cases, alone=False)
+    groups = report.groups("recovered")
+    assert set(groups) == {"non-live AST", "live AST", "irrelevance"}
+    assert groups["non-live AST"] == 1.0 and groups["irrelevance"] == 1.0
+    assert "non-live AST" in summary(report)
 
 
 def test_the_sample_is_stratified_and_the_same_for_a_seed() -> None:

@@ -36,14 +36,14 @@ MAX_CATEGORIES = 40
 @dataclass(frozen=True)
 class BfclRun:
     """One BFCL run as its labbook line says it: a label, its accuracy by category and
-    column (None: not run), over all cases and as the mean of the categories."""
+    column (None: not run), over all cases and in BFCL's summary groups."""
 
     line: int
     label: str
     cases: int
     categories: dict[str, dict[str, float | None]]
     overall: dict[str, float | None]
-    mean: dict[str, float | None]
+    groups: dict[str, dict[str, float | None]]
     date: str
     notes: str
 
@@ -68,6 +68,17 @@ def _rate(value: Any) -> float | None:
 def _rates(value: Any) -> dict[str, float | None]:
     given = value if isinstance(value, Mapping) else {}
     return {c: _rate(given.get(c)) for c in COLUMNS}
+
+
+def _groups(value: Any) -> dict[str, dict[str, float | None]]:
+    """BFCL's groups by column (``{column: {group: rate}}``) as ``{group: {column: rate}}``."""
+    given = value if isinstance(value, Mapping) else {}
+    out: dict[str, dict[str, float | None]] = {}
+    for column in COLUMNS:
+        rates = given.get(column)
+        for group, rate in list(rates.items() if isinstance(rates, Mapping) else ())[:8]:
+            out.setdefault(_text(group, 40), {})[column] = _rate(rate)
+    return out
 
 
 def _text(value: Any, most: int = 120) -> str:
@@ -104,7 +115,7 @@ def parse_bfcl(data: bytes) -> list[BfclRun]:
                 cases=cases if isinstance(cases, int) and not isinstance(cases, bool) else 0,
                 categories=categories,
                 overall=_rates(entry.get("overall")),
-                mean=_rates(entry.get("mean")),
+                groups=_groups(entry.get("groups")),
                 date=_text(entry.get("date"), 40),
                 notes=_text(entry.get("notes"), 300),
             )
@@ -128,10 +139,9 @@ def _table(run: BfclRun) -> str:
         "<tr><td><b>all cases</b></td>"
         + "".join(f"<td><b>{_percent(run.overall.get(c))}</b></td>" for c in cols)
     )
-    rows.append(
-        "<tr><td>mean of categories</td>"
-        + "".join(f"<td>{_percent(run.mean.get(c))}</td>" for c in cols)
-    )
+    for group, rates in run.groups.items():
+        cells = "".join(f"<td>{_percent(rates.get(c))}</td>" for c in cols)
+        rows.append(f"<tr><td>{e(group)} (BFCL's group)</td>{cells}</tr>")
     return (
         f"<h3>{e(run.label)} — {run.cases} cases, {e(run.date)}</h3>"
         + (f"<p>{e(run.notes)}</p>" if run.notes else "")

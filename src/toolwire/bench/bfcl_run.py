@@ -7,11 +7,14 @@ fresh conversation. Every case is judged in up to four columns:
 * **sent** — the engine's own calls, untouched: the request is strict, so toolwire reads
   nothing the engine did not give as a call (an upstream's ``tool_calls``; in-process, the
   family's grammar of the model's own markup);
-* **recovered** — toolwire's reading and typing of the same reply: a call left in the text
-  recovered, the arguments typed by their schema, as a caller through toolwire gets them;
+* **recovered** — toolwire's reading and typing of the same reply, as a caller through
+  toolwire gets it: the engine's raw reply is recorded as it is read strictly, then read
+  again by the reply pipeline, not strict (:class:`_Tap`), so the two columns judge one
+  generation;
 * **constrained** — a second generation where the engine can constrain (in-process, a call
   finished under the tools' grammar; vLLM and llama-server, a case that expects a call asked
-  with ``tool_choice: required``);
+  with ``tool_choice: required`` — so there the column knows which cases expect a call, as
+  the grammar's gain, not the model's choice);
 * **alone** — the engine without toolwire in front (``engine_alone``: its Chat Completions
   URL), BFCL's tools sent to it as they are and its ``tool_calls`` read as BFCL reads them.
 
@@ -26,16 +29,16 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from ..arguments import prepare_arguments
-from ..errors import ArgumentsError, ToolwireError
-from ..events import CallEnd, Notice, TextDelta
-from ..formats.recovery import recover_calls
+from ..errors import ToolwireError
+from ..events import CallEnd, Event, Notice
 from ..pipeline import Backend, Request
-from .bfcl_check import Verdict, check, decode_openai_calls
+from ..pipeline.reply import reply
+from ..pipeline.transport import Transport
+from .bfcl_check import Verdict, check
 from .bfcl_data import BfclCase
 
 __all__ = ["COLUMNS", "BfclOutcome", "BfclReport", "run_bfcl"]
@@ -44,8 +47,9 @@ T = TypeVar("T")
 
 #: The columns, in the order shown.
 COLUMNS = ("alone", "sent", "recovered", "constrained")
-#: An engine's own call as BFCL reads it: the name, the arguments' JSON text.
-Wire = tuple[str, str]
+#: An engine's own call as BFCL reads it: the name, the arguments' JSON text (as sent: an
+#: engine may send anything there).
+Wire = tuple[str, Any]
 
 
 @dataclass
@@ -79,11 +83,30 @@ class BfclReport:
         ]
         return sum(judged) / len(judged) if judged else None
 
-    def mean(self, column: str) -> float | None:
-        """The unweighted mean over the categories, as BFCL sums up a group of them."""
-        rates = [self.accuracy(column, c) for c in self.categories()]
-        known = [r for r in rates if r is not None]
-        return sum(known) / len(known) if known else None
+    def groups(self, column: str) -> dict[str, float | None]:
+        """BFCL's summary groups of the categories run: Non-Live AST the unweighted mean of
+        simple, multiple, parallel and parallel_multiple; Live AST the live ones weighted
+        by their sizes in BFCL (not the sample's); Irrelevance the mean of its two;
+        Relevance live_relevance. A group none of whose categories ran is absent."""
+        run = set(self.categories())
+        out: dict[str, float | None] = {}
+        for group, members in _GROUPS.items():
+            rates = {c: self.accuracy(column, c) for c in members if c in run}
+            known = {c: r for c, r in rates.items() if r is not None}
+            if not rates:
+                continue
+            if not known:
+                out[group] = None
+            elif group == "live AST":
+                weight = sum(_LIVE_SIZES[c] for c in known)
+                out[group] = sum(r * _LIVE_SIZES[c] for c, r in known.items()) / weight
+            else:
+                out[group] = sum(known.values()) / len(known)
+        return out
+
+    def failed(self, column: str) -> int:
+        """The cases whose column failed to run (an engine error, a timeout)."""
+        return sum(column in o.errors for o in self.outcomes)
 
     def changed(self, column: str, against: str) -> list[tuple[BfclOutcome, bool]]:
         """The cases whose verdict ``column`` changed against ``against``: (the case, whether
@@ -106,7 +129,8 @@ class BfclReport:
                 c: {col: self.accuracy(col, c) for col in self.columns} for c in self.categories()
             },
             "overall": {col: self.accuracy(col) for col in self.columns},
-            "mean": {col: self.mean(col) for col in self.columns},
+            "groups": {col: self.groups(col) for col in self.columns},
+            "errors": {col: self.failed(col) for col in self.columns},
             "outcomes": [
                 {
                     "id": o.case.id,
@@ -125,64 +149,103 @@ class BfclReport:
         }
 
 
-def _schema(case: BfclCase, name: str) -> Mapping[str, Any] | None:
-    for tool in case.tools:
-        if tool["function"]["name"] == name:
-            parameters = tool["function"].get("parameters")
-            return parameters if isinstance(parameters, Mapping) else None
-    return None
-
-
-def _typed(case: BfclCase, calls: Sequence[Wire]) -> tuple[list[Wire], bool]:
-    """The calls as a caller through toolwire gets them: each one's arguments typed by its
-    schema (not strictly); whether that changed any."""
-    out: list[Wire] = []
-    changed = False
-    for name, text in calls:
-        schema = _schema(case, name)
-        if schema is None:
-            out.append((name, text))
-            continue
-        try:
-            typed = prepare_arguments(text, schema, strict=False, name=name).arguments
-        except ArgumentsError:
-            out.append((name, text))
-            continue
-        new = json.dumps(typed, ensure_ascii=False)
-        try:
-            changed |= json.loads(text) != typed
-        except ValueError:
-            changed = True
-        out.append((name, new))
-    return out, changed
+#: BFCL's summary groups (its ``eval_runner_helper``), and the live categories' sizes in
+#: BFCL v4, by which it weights the Live AST group.
+_GROUPS = {
+    "non-live AST": ("simple_python", "multiple", "parallel", "parallel_multiple"),
+    "live AST": ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple"),
+    "irrelevance": ("irrelevance", "live_irrelevance"),
+    "relevance": ("live_relevance",),
+}
+_LIVE_SIZES = {
+    "live_simple": 258,
+    "live_multiple": 1053,
+    "live_parallel": 16,
+    "live_parallel_multiple": 24,
+}
+#: The categories whose cases expect no call (the rest expect one, or more).
+_NO_CALL = ("irrelevance", "live_irrelevance")
 
 
 def _score(case: BfclCase, calls: Sequence[Wire] | None) -> Verdict:
-    decoded = decode_openai_calls(calls) if calls else None
-    return check(case.functions, decoded, case.ground_truth, case.category)
+    """A reply's calls scored as BFCL scores an OpenAI-style model: arguments that are not
+    JSON (BFCL's ``json.loads`` fails) or no calls at all are nothing decoded."""
+    decoded: list[dict[str, Any]] | None = []
+    for name, text in calls or ():
+        try:
+            decoded.append({name: json.loads(text)})  # type: ignore[union-attr]
+        except (ValueError, TypeError, RecursionError):
+            decoded = None
+            break
+    if not calls:
+        decoded = None
+    try:
+        return check(case.functions, decoded, case.ground_truth, case.category)
+    except (ToolwireError, RecursionError) as exc:  # a case BFCL's checker cannot take
+        return Verdict(False, "checker_error", [str(exc)[:200]])
 
 
-async def _turn(
-    backend: Backend, case: BfclCase, options: Mapping[str, Any], timeout: float, *, strict: bool
-) -> tuple[list[Wire], str, list[str]]:
-    """One generation: its calls (name, arguments text), its text, its notices' codes."""
-    settings = {**options, "strict": strict, "constrained": not strict}
-    request = Request(case.question[0], case.tools, **settings)
+class _Tap:
+    """A transport that records the raw events of each of its sends, then gives them again:
+    one generation read by the reply pipeline twice (strict, then not). A send past the
+    recorded ones (the pipeline asking the model again) is the model's, live."""
+
+    def __init__(self, inner: Transport) -> None:
+        self._inner = inner
+        self.sends: list[list[Event]] = []
+        self.replaying = False
+        self._next = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def send(self, prepared: Any) -> AsyncGenerator[Event, None]:
+        if self.replaying and self._next < len(self.sends):
+            recorded = self.sends[self._next]
+            self._next += 1
+            for event in recorded:
+                yield event
+            return
+        kept: list[Event] = []
+        if not self.replaying:
+            self.sends.append(kept)
+        async for event in self._inner.send(prepared):
+            kept.append(event)
+            yield event
+
+    def native_calls(self) -> list[Wire]:
+        """The engine's own calls in the first send, as it sent them."""
+        return [
+            (e.call.name, e.call.arguments_text)
+            for e in (self.sends[0] if self.sends else ())
+            if isinstance(e, CallEnd)
+        ]
+
+
+def _wire(event: CallEnd, *, typed: bool) -> Wire:
+    """A call as BFCL reads it: typed as a caller gets it (``typed``), or as the engine's
+    grammar gave it (a family that writes every value as text gives them typed: its own
+    reading, not toolwire's repair)."""
+    if typed or event.call.text_values:
+        return event.call.name, event.arguments or event.call.arguments_text
+    return event.call.name, event.call.arguments_text
+
+
+async def _collect(
+    transport: Any, request: Request, timeout: float, *, typed: bool
+) -> tuple[list[Wire], list[str]]:
     calls: list[Wire] = []
-    text: list[str] = []
     told: list[str] = []
 
-    async def collect() -> None:
-        async for event in backend.stream(request):
-            if isinstance(event, TextDelta):
-                text.append(event.text)
-            elif isinstance(event, CallEnd):
-                calls.append((event.call.name, event.call.arguments_text))
+    async def run() -> None:
+        async for event in reply(cast(Transport, transport), request):
+            if isinstance(event, CallEnd):
+                calls.append(_wire(event, typed=typed))
             elif isinstance(event, Notice):
                 told.append(event.code)
 
-    await asyncio.wait_for(collect(), timeout)
-    return calls, "".join(text), told
+    await asyncio.wait_for(run(), timeout)
+    return calls, told
 
 
 async def _case(
@@ -195,35 +258,39 @@ async def _case(
     outcome = BfclOutcome(case)
     if alone is not None:
         try:
-            own = await alone(case)
-            outcome.calls["alone"] = own
-            outcome.verdicts["alone"] = _score(case, own)
-        except (ToolwireError, OSError, ValueError, asyncio.TimeoutError) as exc:
+            own: list[Wire] | None = await alone(case)
+        except Exception as exc:  # as BFCL keeps it: the error is the reply, no call
             outcome.errors["alone"] = str(exc)[:200] or type(exc).__name__
-            outcome.verdicts["alone"] = _score(case, None)  # as BFCL: the error is text
+            own = None
+        outcome.calls["alone"] = own
+        outcome.verdicts["alone"] = _score(case, own)
+    tools = case.tools or None
+    settings = {**options, "constrained": False}
+    tap = _Tap(backend) if isinstance(backend, Transport) else None
+    source: Any = tap if tap is not None else backend
+    strict = Request(case.question[0], tools, strict=True, **settings)
     try:
-        calls, text, told = await _turn(backend, case, options, timeout, strict=True)
-    except (ToolwireError, asyncio.TimeoutError) as exc:
+        if tap is None:
+            raise TypeError("not a transport")
+        calls, _ = await _collect(source, strict, timeout, typed=False)
+    except (ToolwireError, asyncio.TimeoutError, TypeError) as exc:
         outcome.errors["sent"] = str(exc)[:200] or type(exc).__name__
-        outcome.verdicts["sent"] = outcome.verdicts["recovered"] = _score(case, None)
-        return outcome
-    outcome.notices = told
+        calls = tap.native_calls() if tap is not None else []  # the engine's, as sent
     outcome.calls["sent"] = calls
     outcome.verdicts["sent"] = _score(case, calls)
-    found: list[Wire] = calls
-    how = ""
-    if not calls:
-        recovered = recover_calls(text, case.tools)
-        if recovered:
-            found = [(name, text) for name, _, text in recovered[0]]
-            how = "a call recovered from the text"
-    typed, changed = _typed(case, found)
-    if changed:
-        how = ", ".join(filter(None, [how, "arguments typed by the schema"]))
+    if tap is not None:
+        tap.replaying = True
+    loose = Request(case.question[0], tools, strict=False, **settings)
+    try:
+        typed, told = await _collect(source, loose, timeout, typed=True)
+    except (ToolwireError, asyncio.TimeoutError) as exc:
+        outcome.errors["recovered"] = str(exc)[:200] or type(exc).__name__
+        typed, told = [], []
+    outcome.notices = told
     outcome.calls["recovered"] = typed
     outcome.verdicts["recovered"] = _score(case, typed)
-    if how:
-        outcome.changed_by["recovered"] = how
+    if typed != calls:
+        outcome.changed_by["recovered"] = ", ".join(dict.fromkeys(told)) or "read as written"
     return outcome
 
 
@@ -233,13 +300,14 @@ async def _constrained(
     """The case asked again, constrained (a case that expects a call requires it where the
     engine constrains only a required call)."""
     case = outcome.case
-    settings = dict(options)
+    settings = {**options, "constrained": True}
     how = ["a call finished under the tools' grammar"]
-    if getattr(backend, "native_tools", False) and case.ground_truth is not None:
+    if getattr(backend, "native_tools", False) and case.category not in _NO_CALL:
         settings["tool_choice"] = "required"
-        how = ["a call required, which the engine decodes under the tools' schemas"]
+        how = ["a call required (the case expects one), decoded under the tools' schemas"]
+    request = Request(case.question[0], case.tools or None, strict=False, **settings)
     try:
-        calls, _, told = await _turn(backend, case, settings, timeout, strict=False)
+        calls, told = await _collect(backend, request, timeout, typed=True)
     except (ToolwireError, asyncio.TimeoutError) as exc:
         outcome.errors["constrained"] = str(exc)[:200] or type(exc).__name__
         outcome.verdicts["constrained"] = _score(case, None)
@@ -310,13 +378,16 @@ def engine_alone(
     extra = {k: v for k, v in (options or {}).items() if k in ("temperature", "max_tokens")}
 
     async def ask(case: BfclCase) -> list[Wire]:
-        body = {"model": model, "messages": case.question[0], "tools": case.tools, **extra}
-        reply = await asyncio.wait_for(client.post(url, json=body, headers=headers), timeout)
-        if reply.status_code != 200:
-            raise ValueError(f"the engine answered {reply.status_code}: {reply.text[:160]}")
-        message = reply.json()["choices"][0]["message"]
+        body: dict[str, Any] = {"model": model, "messages": case.question[0], **extra}
+        if case.tools:  # (BFCL sends no tools field when a case has none)
+            body["tools"] = case.tools
+        answer = await asyncio.wait_for(client.post(url, json=body, headers=headers), timeout)
+        if answer.status_code != 200:
+            raise ValueError(f"the engine answered {answer.status_code}: {answer.text[:160]}")
+        message = answer.json()["choices"][0]["message"]
+        # the arguments as sent: BFCL's json.loads of them decides whether they are a call
         return [
-            (c["function"]["name"], c["function"].get("arguments") or "{}")
+            (c["function"]["name"], c["function"].get("arguments"))
             for c in message.get("tool_calls") or ()
         ]
 
@@ -340,7 +411,13 @@ def summary(report: BfclReport) -> str:
         rates = {c: report.accuracy(c, category) for c in cols}
         lines.append(f"  {f'{category} ({count})':<24}" + cells(rates))
     lines.append(f"  {'all cases':<24}" + cells({c: report.accuracy(c) for c in cols}))
-    lines.append(f"  {'mean of categories':<24}" + cells({c: report.mean(c) for c in cols}))
+    grouped = {c: report.groups(c) for c in cols}
+    for group in _GROUPS:
+        if any(group in g for g in grouped.values()):
+            lines.append(f"  {group:<24}" + cells({c: grouped[c].get(group) for c in cols}))
+    if any(report.failed(c) for c in cols):
+        errs = ", ".join(f"{names[c]} {report.failed(c)}" for c in cols if report.failed(c))
+        lines.append(f"  cases that failed to run (scored as no call): {errs}")
     pairs = [("recovered", "sent"), ("constrained", "sent"), ("recovered", "alone")]
     for column, against in pairs:
         if column not in cols or against not in cols:
@@ -352,6 +429,7 @@ def summary(report: BfclReport) -> str:
             f"{len(moved) - gained} lost"
         )
         for outcome, now in moved:
-            why = outcome.changed_by.get(column) or (outcome.verdicts[column].error_type or "")
+            why = outcome.changed_by.get(column, "") if against == "sent" else ""
+            why = why or outcome.verdicts[column if not now else against].error_type
             lines.append(f"    {'+' if now else '-'} {outcome.case.id}: {why}")
     return "\n".join(lines)

@@ -52,7 +52,7 @@ def add_bench(b: argparse.ArgumentParser) -> None:
     )
     b.add_argument("--repeat", type=int, default=1)
     b.add_argument("--temperature", type=float)
-    b.add_argument("--max-tokens", type=int, default=256)
+    b.add_argument("--max-tokens", type=int, help="the most tokens a reply takes (256; BFCL: none)")
     b.add_argument("--tool-choice", choices=("auto", "required", "none"), default="auto")
     b.add_argument("--no-think", action="store_true")
     b.add_argument(
@@ -107,7 +107,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     else:
         engine = spec.where()
     backend = build_backend(spec)
-    options: dict[str, Any] = {"tool_choice": args.tool_choice, "max_tokens": args.max_tokens}
+    tokens = 256 if args.max_tokens is None else args.max_tokens
+    options: dict[str, Any] = {"tool_choice": args.tool_choice, "max_tokens": tokens}
     if args.temperature is not None:
         options["temperature"] = args.temperature
     if args.no_think:
@@ -166,15 +167,26 @@ def _bfcl(
     from ..bench.bfcl_run import engine_alone, run_bfcl, summary
     from ..errors import UsageError
 
+    if args.tool_choice != "auto" or args.repeat != 1 or args.prompts:
+        raise UsageError(
+            "--suite bfcl asks each case as BFCL does: no --tool-choice, --repeat or --prompts"
+        )
     names = args.categories.split(",") if args.categories else list(CATEGORIES)
     cases = sample([n.strip() for n in names if n.strip()], args.sample, args.seed)
-    options = {k: v for k, v in options.items() if k != "tool_choice"}  # each case's own
+    # as BFCL asks: temperature 0.001 unless given, no token limit unless given
+    options = {"temperature": 0.001 if args.temperature is None else args.temperature}
+    if args.max_tokens is not None:
+        options["max_tokens"] = args.max_tokens
+    if args.no_think:
+        options["think"] = False
     alone = None
     if args.engine_alone:
         if spec.kind == "local" or not spec.base_url:
             raise UsageError("--engine-alone needs --base-url (or --ollama): an engine to ask")
         base = spec.base_url if spec.kind == "openai" else spec.base_url.rstrip("/") + "/v1"
-        alone = engine_alone(base, spec.model or "", api_key=spec.api_key, options=options)
+        alone = engine_alone(
+            base, spec.model or "", api_key=spec.api_key, options=options, timeout=args.timeout
+        )
     with Progress(transient=True, disable=args.json) as bar:
         task = bar.add_task("replies", total=len(cases))
         report = asyncio.run(
@@ -194,12 +206,18 @@ def _bfcl(
         "bfcl_eval": bfcl_version(),
         "sample": args.sample,
         "seed": args.seed,
+        "options": options,
         "engine": engine,
         "model": args.model or engine,
     }
-    if args.labbook:
+    if args.labbook:  # the figures and the cases toolwire changed; every case's in --json
+        changed = {
+            f"{column}-{against}": [(o.case.id, now) for o, now in report.changed(column, against)]
+            for column, against in (("recovered", "sent"), ("recovered", "alone"))
+        }
         entry = {
-            **result,
+            **{k: v for k, v in result.items() if k != "outcomes"},
+            "changed": changed,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "notes": args.notes or "",
         }
