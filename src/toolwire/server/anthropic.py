@@ -23,13 +23,10 @@ import secrets
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Any
 
-from starlette.responses import JSONResponse, Response
-
 from ..budget import WorkBudget
-from ..errors import ToolwireError, UsageError
 from ..events import Event, ReasoningDelta, TextDelta
 from .anthropic_input import MessagesCall, parse_messages
-from .api import closing
+from .api import ShapedErrors
 from .core import (
     CallOpened,
     CallPiece,
@@ -41,9 +38,7 @@ from .core import (
     turn,
     whole,
 )
-from .failures import Failure, failure
 from .remember import ResponseMemory
-from .validate import RequestError
 
 __all__ = [
     "Messages",
@@ -238,8 +233,10 @@ async def reply_stream(
     yield _event("message_stop")
 
 
-class Messages:
+class Messages(ShapedErrors):
     """``POST /v1/messages`` (see :mod:`toolwire.server.api`): errors in Anthropic's shape."""
+
+    body = staticmethod(error_body)
 
     #: Anthropic's own keep-alive, which its clients skip.
     keepalive = _event("ping")
@@ -256,24 +253,3 @@ class Messages:
 
     def stream(self, events: AsyncIterable[Event], call: Any, model: str) -> AsyncIterator[str]:
         return reply_stream(events, call, model, self.mid_stream)
-
-    def refusal(self, exc: RequestError) -> Response:
-        message = exc.message
-        if exc.param and exc.param not in message:
-            message = f"{exc.param}: {message}"
-        body = error_body(exc.status, message)
-        return JSONResponse(body, status_code=exc.status, headers=closing(exc))
-
-    def failed(self, failed: Failure) -> Response:
-        body = error_body(failed.status, failed.message)
-        return JSONResponse(body, status_code=failed.status, headers=failed.headers)
-
-    @staticmethod
-    def mid_stream(exc: Exception) -> dict[str, Any] | None:
-        """A failure mid-stream as the Anthropic error object a last event carries."""
-        if isinstance(exc, UsageError):
-            return error_body(400, str(exc))
-        if not isinstance(exc, ToolwireError):
-            return None
-        failed = failure(exc)
-        return error_body(failed.status, failed.message)

@@ -26,7 +26,7 @@ from .failures import Failure, failure
 from .remember import ResponseMemory
 from .validate import RequestError
 
-__all__ = ["SSE_COMMENT", "Api", "OpenAIErrors", "Parsed", "closing"]
+__all__ = ["SSE_COMMENT", "Api", "OpenAIErrors", "Parsed", "ShapedErrors", "closing"]
 
 
 class Parsed(Protocol):
@@ -69,6 +69,37 @@ class Api(Protocol):
 
     def failed(self, failed: Failure) -> Response:
         """The model behind failed before the reply began, in this API's error shape."""
+
+
+class ShapedErrors:
+    """Errors in an API's own shape, made by its ``body(status, message)`` (Messages',
+    Gemini's): a refusal names its field in its message, a failure before the reply keeps
+    its status and headers, one mid-stream becomes the error object that ends the stream."""
+
+    @staticmethod
+    def body(status: int, message: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def refusal(self, exc: RequestError) -> Response:
+        message = exc.message
+        if exc.param and exc.param not in message:
+            message = f"{exc.param}: {message}"
+        body = self.body(exc.status, message)
+        return JSONResponse(body, status_code=exc.status, headers=closing(exc))
+
+    def failed(self, failed: Failure) -> Response:
+        body = self.body(failed.status, failed.message)
+        return JSONResponse(body, status_code=failed.status, headers=failed.headers)
+
+    def mid_stream(self, exc: Exception) -> dict[str, Any] | None:
+        """A failure mid-stream as this API's error object (None: not one of toolwire's own:
+        re-raised)."""
+        if isinstance(exc, UsageError):
+            return self.body(400, str(exc))
+        if not isinstance(exc, ToolwireError):
+            return None
+        failed = failure(exc)
+        return self.body(failed.status, failed.message)
 
 
 def closing(exc: RequestError) -> dict[str, str] | None:

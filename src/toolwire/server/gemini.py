@@ -25,17 +25,12 @@ import secrets
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Any
 
-from starlette.responses import JSONResponse, Response
-
 from ..budget import WorkBudget
-from ..errors import ToolwireError, UsageError
 from ..events import Event, ReasoningDelta, TextDelta
-from .api import closing
+from .api import ShapedErrors
 from .core import Finish, Told, WireCall, dumps, turn, whole
-from .failures import Failure, failure
 from .gemini_input import GeminiCall, parse_gemini
 from .remember import ResponseMemory
-from .validate import RequestError
 
 __all__ = ["METHODS", "Gemini", "GeminiCall", "error_body", "parse_gemini"]
 
@@ -165,12 +160,13 @@ async def reply_stream(
     yield out(last) + ("" if sse else "]")
 
 
-class Gemini:
+class Gemini(ShapedErrors):
     """One request's Gemini API (see :mod:`toolwire.server.api`): the model and method its
     path named, and whether it streams as server-sent events (``alt=sse``)."""
 
     #: White space: what Google's stream readers skip (see the module).
     keepalive = "\n\n"
+    body = staticmethod(error_body)
 
     def __init__(self, model: str | None = None, method: str = "generateContent", sse: bool = True):
         self.model, self.method, self.sse = model, method, sse
@@ -192,24 +188,3 @@ class Gemini:
 
     def stream(self, events: AsyncIterable[Event], call: Any, model: str) -> AsyncIterator[str]:
         return reply_stream(events, call, model, self.sse, self.mid_stream)
-
-    def refusal(self, exc: RequestError) -> Response:
-        message = exc.message
-        if exc.param and exc.param not in message:
-            message = f"{exc.param}: {message}"
-        body = error_body(exc.status, message)
-        return JSONResponse(body, status_code=exc.status, headers=closing(exc))
-
-    def failed(self, failed: Failure) -> Response:
-        body = error_body(failed.status, failed.message)
-        return JSONResponse(body, status_code=failed.status, headers=failed.headers)
-
-    @staticmethod
-    def mid_stream(exc: Exception) -> dict[str, Any] | None:
-        """A failure mid-stream as the error object that ends the stream."""
-        if isinstance(exc, UsageError):
-            return error_body(400, str(exc))
-        if not isinstance(exc, ToolwireError):
-            return None
-        failed = failure(exc)
-        return error_body(failed.status, failed.message)
