@@ -157,14 +157,9 @@ def _draw(runs: Sequence[BfclRun]) -> list[tuple[str, str, bytes, bytes]]:
         raise LabbookError(
             "drawing a report needs matplotlib: pip install 'toolwire[report]'"
         ) from None
-    with matplotlib.rc_context(
-        {
-            "text.parse_math": False,
-            "svg.fonttype": "path",
-            "svg.hashsalt": "toolwire",
-            "font.size": 9,
-        }
-    ):
+    from .charts import RC
+
+    with matplotlib.rc_context(RC):
         return _charts(runs)
 
 

@@ -40,6 +40,7 @@ from ..pipeline.reply import reply
 from ..pipeline.transport import Transport
 from .bfcl_check import Verdict, check
 from .bfcl_data import BfclCase
+from .run import Paced
 
 __all__ = ["COLUMNS", "BfclOutcome", "BfclReport", "run_bfcl"]
 
@@ -333,19 +334,8 @@ async def run_bfcl(
     """Every case through toolwire (and the engine alone, when ``alone`` asks it), then,
     where the backend can constrain, every case again constrained."""
     second = constrained and bool(getattr(backend, "can_constrain", False))
-    total = len(cases) * (2 if second else 1)
-    gate = asyncio.Semaphore(max(1, concurrency))
+    job = Paced(concurrency, len(cases) * (2 if second else 1), progress).run
     settings = dict(options or {})
-    done = 0
-
-    async def job(work: Awaitable[T]) -> T:
-        nonlocal done
-        async with gate:
-            result = await work
-        done += 1
-        if progress:
-            progress(done, total)
-        return result
 
     started = time.monotonic()
     outcomes = await asyncio.gather(

@@ -16,7 +16,18 @@ from typing import Any
 from ..errors import LabbookError
 from .labbook import COUNTS, JUDGEMENTS, RATES, Judgement, Run
 
-__all__ = ["Chart", "draw_charts"]
+__all__ = ["RC", "Chart", "draw_charts"]
+
+#: How every report chart is drawn: labels are text, never mathtext; the SVG the same for the
+#: same figures.
+RC: Any = {  # (matplotlib types its keys as a Literal of every setting)
+    "text.parse_math": False,
+    "svg.fonttype": "path",
+    "svg.hashsalt": "toolwire",
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
 
 _LOWER_IS_BETTER = {
     "false_calls",
@@ -174,16 +185,7 @@ def draw_charts(runs: Sequence[Run]) -> list[Chart]:
         raise LabbookError(
             "drawing a report needs matplotlib: pip install 'toolwire[report]'"
         ) from None
-    with matplotlib.rc_context(
-        {
-            "text.parse_math": False,
-            "svg.fonttype": "path",
-            "svg.hashsalt": "toolwire",
-            "font.size": 9,
-            "axes.spines.top": False,
-            "axes.spines.right": False,
-        }
-    ):
+    with matplotlib.rc_context(RC):
         judged = [j for j in JUDGEMENTS if any(j in r.judgements for r in runs)]
         rates = _panels(runs, list(RATES.items()), _rate, columns=3, share=True, series=judged)
         counts = _panels(runs, list(COUNTS.items()), _count, columns=3, share=True)

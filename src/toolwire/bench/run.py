@@ -317,6 +317,25 @@ def _judge(case: Case, calls: list[Call], prompts: PromptSet) -> list[str]:
     return failures + (["args: " + ", ".join(problems)] if problems else [])
 
 
+class Paced:
+    """Work run ``concurrency`` at a time; ``progress`` is told the jobs done and the jobs in
+    all (every bench's runner paces its replies so)."""
+
+    def __init__(
+        self, concurrency: int, total: int, progress: Callable[[int, int], None] | None
+    ) -> None:
+        self._gate = asyncio.Semaphore(max(1, concurrency))
+        self._total, self._progress, self._done = total, progress, 0
+
+    async def run(self, work: Awaitable[T]) -> T:
+        async with self._gate:
+            result = await work
+        self._done += 1
+        if self._progress:
+            self._progress(self._done, self._total)
+        return result
+
+
 async def run_bench(
     backend: Backend,
     prompts: PromptSet,
@@ -336,19 +355,8 @@ async def run_bench(
     """
     jobs = [case for _ in range(repeat) for case in prompts.cases]
     second = constrained and bool(getattr(backend, "can_constrain", False))
-    total = len(jobs) * (2 if second else 1)
-    gate = asyncio.Semaphore(max(1, concurrency))
+    job = Paced(concurrency, len(jobs) * (2 if second else 1), progress).run
     settings = dict(options or {})
-    done = 0
-
-    async def job(work: Awaitable[T]) -> T:
-        nonlocal done
-        async with gate:
-            result = await work
-        done += 1
-        if progress:
-            progress(done, total)
-        return result
 
     started = time.monotonic()
     outcomes = await asyncio.gather(

@@ -80,7 +80,6 @@ def add_bench(b: argparse.ArgumentParser) -> None:
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     import asyncio
-    import datetime
     from dataclasses import replace
 
     from rich.progress import Progress
@@ -142,11 +141,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             "tool_choice": args.tool_choice,
             "thinking": not args.no_think,
             "repeat": args.repeat,
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "notes": args.notes or "",
         }
-        with open(args.labbook, "a", encoding="utf-8") as book:
-            book.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        _append(args, entry)
     if args.json:
         print_json(result)
     else:
@@ -154,12 +150,21 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _append(args: argparse.Namespace, entry: dict[str, Any]) -> None:
+    """One run's line at the end of ``--labbook``, dated, with ``--notes``."""
+    import datetime
+
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    with open(args.labbook, "a", encoding="utf-8") as book:
+        line = {**entry, "date": now, "notes": args.notes or ""}
+        book.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+
 def _bfcl(
     args: argparse.Namespace, backend: Any, spec: Any, engine: str, options: dict[str, Any]
 ) -> int:
     """``bench --suite bfcl``: BFCL's cases through toolwire (:mod:`toolwire.bench.bfcl_run`)."""
     import asyncio
-    import datetime
 
     from rich.progress import Progress
 
@@ -218,11 +223,8 @@ def _bfcl(
         entry = {
             **{k: v for k, v in result.items() if k != "outcomes"},
             "changed": changed,
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "notes": args.notes or "",
         }
-        with open(args.labbook, "a", encoding="utf-8") as book:
-            book.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        _append(args, entry)
     if args.json:
         print_json(result)
     else:
