@@ -86,6 +86,34 @@ def test_calls_as_json_lines_and_a_call_repeated_is_one_call() -> None:
     assert found is not None and len(found[0]) == 2
 
 
+def test_several_closed_tool_call_blocks_are_one_call_each() -> None:
+    """A model's parallel calls as its template teaches them, left in the text by an engine
+    that reads no tags: each block is a call, in order."""
+    text = f"<tool_call>\n{BARE}\n</tool_call>\n<tool_call>\n{ROME}\n</tool_call>"
+    found = recover_calls(text, TOOLS)
+    assert found is not None and found[1] == "tagged"
+    assert [a["city"] for _, a, _ in found[0]] == ["Paris", "Rome"]
+    found = recover_calls(text.replace("\n", ""), TOOLS)  # no whitespace between them
+    assert found is not None and len(found[0]) == 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"<tool_call>{BARE}</tool_call> and <tool_call>{ROME}</tool_call>",  # words between
+        f"<tool_call>{BARE}</tool_call><tool_call>{ROME}",  # the last one unclosed
+        f"<tool_call>{BARE}<tool_call>{ROME}</tool_call>",  # one never closed
+        f"<tool_call>{BARE}</tool_call><tool_call>Sorry.</tool_call>",  # not a call
+        f"<tool_call>{BARE}</tool_call>\n<tool_call>"
+        + json.dumps({"name": "launch_rockets", "arguments": {}})
+        + "</tool_call>",
+        "<tool_call>" * 50_000 + "</tool_call>",  # read in one pass, refused
+    ],
+)
+def test_tool_call_blocks_that_are_not_a_reply_of_calls(text: str) -> None:
+    assert recover_calls(text, TOOLS) is None
+
+
 @pytest.mark.parametrize("tail", [ROME[:-5], ROME[:25], ROME[:30], "{"])
 def test_a_reply_cut_at_the_token_limit_keeps_its_complete_calls(tail: str) -> None:
     text = f"{BARE}\n{BARE}\n{tail}"

@@ -38,8 +38,10 @@ from ..events import CallEnd, Event, Notice
 from ..pipeline import Backend, Request
 from ..pipeline.reply import reply
 from ..pipeline.transport import Transport
+from .bfcl_alone import EngineAlone, Wire
 from .bfcl_check import Verdict, check
-from .bfcl_data import BfclCase
+from .bfcl_data import MULTI_TURN, BfclCase
+from .bfcl_multi import Conversed, Recorded, converse
 from .run import Paced
 
 __all__ = ["COLUMNS", "BfclOutcome", "BfclReport", "run_bfcl"]
@@ -48,9 +50,9 @@ T = TypeVar("T")
 
 #: The columns, in the order shown.
 COLUMNS = ("alone", "sent", "recovered", "constrained")
-#: An engine's own call as BFCL reads it: the name, the arguments' JSON text (as sent: an
-#: engine may send anything there).
-Wire = tuple[str, Any]
+#: The engine alone: called with a single-turn case, its calls (an :class:`EngineAlone` also
+#: converses through a multi-turn one).
+Alone = Callable[[BfclCase], Awaitable[list[Wire]]]
 
 
 @dataclass
@@ -59,7 +61,8 @@ class BfclOutcome:
 
     case: BfclCase
     verdicts: dict[str, Verdict] = field(default_factory=dict)
-    calls: dict[str, list[Wire] | None] = field(default_factory=dict)
+    #: Single-turn: the calls, each (name, arguments); multi-turn: by turn and step.
+    calls: dict[str, Any] = field(default_factory=dict)
     #: Why a column's calls differ from the sent ones (recovered from the text, typed).
     changed_by: dict[str, str] = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)
@@ -157,6 +160,7 @@ _GROUPS = {
     "live AST": ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple"),
     "irrelevance": ("irrelevance", "live_irrelevance"),
     "relevance": ("live_relevance",),
+    "multi turn": MULTI_TURN,
 }
 _LIVE_SIZES = {
     "live_simple": 258,
@@ -249,13 +253,54 @@ async def _collect(
     return calls, told
 
 
+def _conversed(outcome: BfclOutcome, column: str, conversed: Conversed) -> None:
+    outcome.calls[column] = conversed.calls()
+    outcome.verdicts[column] = conversed.verdict(outcome.case)
+    if conversed.error:
+        outcome.errors[column] = conversed.error
+
+
+async def _multi(
+    backend: Backend,
+    case: BfclCase,
+    options: Mapping[str, Any],
+    timeout: float,
+    alone: Alone | None,
+) -> BfclOutcome:
+    """A multi-turn case: the engine alone's conversation, then toolwire's strict and as a
+    caller runs it (sharing their generations while the conversations agree)."""
+    outcome = BfclOutcome(case)
+    talk = getattr(alone, "converse", None)
+    if talk is not None:
+        try:
+            _conversed(outcome, "alone", await talk(case))
+        except Exception as exc:  # as BFCL keeps it: the error ends the conversation
+            failed = Conversed()
+            failed.error = str(exc)[:200] or type(exc).__name__
+            _conversed(outcome, "alone", failed)
+    source: Any = Recorded(backend) if isinstance(backend, Transport) else backend
+    for column, strict in (("sent", True), ("recovered", False)):
+        conversed = await converse(
+            source, case, options, strict=strict, constrained=False, timeout=timeout
+        )
+        _conversed(outcome, column, conversed)
+        if not strict:
+            outcome.notices = conversed.notices
+    if outcome.calls["recovered"] != outcome.calls["sent"]:
+        told = ", ".join(dict.fromkeys(outcome.notices)) or "read as written"
+        outcome.changed_by["recovered"] = told
+    return outcome
+
+
 async def _case(
     backend: Backend,
     case: BfclCase,
     options: Mapping[str, Any],
     timeout: float,
-    alone: Callable[[BfclCase], Awaitable[list[Wire]]] | None,
+    alone: Alone | None,
 ) -> BfclOutcome:
+    if case.multi is not None:
+        return await _multi(backend, case, options, timeout, alone)
     outcome = BfclOutcome(case)
     if alone is not None:
         try:
@@ -299,8 +344,19 @@ async def _constrained(
     backend: Backend, outcome: BfclOutcome, options: Mapping[str, Any], timeout: float
 ) -> None:
     """The case asked again, constrained (a case that expects a call requires it where the
-    engine constrains only a required call)."""
+    engine constrains only a required call). A multi-turn case is conversed again
+    constrained where the engine constrains free calls (in-process): a turn cannot
+    require a call, since it ends with a reply that makes none."""
     case = outcome.case
+    if case.multi is not None:
+        if getattr(backend, "native_tools", False):
+            return
+        conversed = await converse(
+            backend, case, options, strict=False, constrained=True, timeout=timeout
+        )
+        _conversed(outcome, "constrained", conversed)
+        outcome.changed_by["constrained"] = "calls finished under the tools' grammar"
+        return
     settings = {**options, "constrained": True}
     how = ["a call finished under the tools' grammar"]
     if getattr(backend, "native_tools", False) and case.category not in _NO_CALL:
@@ -328,7 +384,7 @@ async def run_bfcl(
     timeout: float = 120.0,
     options: Mapping[str, Any] | None = None,
     constrained: bool = True,
-    alone: Callable[[BfclCase], Awaitable[list[Wire]]] | None = None,
+    alone: Alone | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> BfclReport:
     """Every case through toolwire (and the engine alone, when ``alone`` asks it), then,
@@ -357,31 +413,10 @@ def engine_alone(
     api_key: str | None = None,
     options: Mapping[str, Any] | None = None,
     timeout: float = 120.0,
-) -> Callable[[BfclCase], Awaitable[list[Wire]]]:
-    """A case asked of an OpenAI-compatible engine with nothing in front: BFCL's tools and
-    question as they are, its ``tool_calls`` read as BFCL reads them (text is no call)."""
-    from ..backends.http import new_client
-
-    client = new_client(timeout)
-    url = base_url.rstrip("/") + "/chat/completions"
-    headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
-    extra = {k: v for k, v in (options or {}).items() if k in ("temperature", "max_tokens")}
-
-    async def ask(case: BfclCase) -> list[Wire]:
-        body: dict[str, Any] = {"model": model, "messages": case.question[0], **extra}
-        if case.tools:  # (BFCL sends no tools field when a case has none)
-            body["tools"] = case.tools
-        answer = await asyncio.wait_for(client.post(url, json=body, headers=headers), timeout)
-        if answer.status_code != 200:
-            raise ValueError(f"the engine answered {answer.status_code}: {answer.text[:160]}")
-        message = answer.json()["choices"][0]["message"]
-        # the arguments as sent: BFCL's json.loads of them decides whether they are a call
-        return [
-            (c["function"]["name"], c["function"].get("arguments"))
-            for c in message.get("tool_calls") or ()
-        ]
-
-    return ask
+) -> EngineAlone:
+    """The engine at an OpenAI-compatible URL asked with nothing in front (:mod:`.bfcl_alone`):
+    called with a case, its calls; its ``converse`` runs a multi-turn case."""
+    return EngineAlone(base_url, model, api_key=api_key, options=options, timeout=timeout)
 
 
 def summary(report: BfclReport) -> str:
@@ -390,7 +425,7 @@ def summary(report: BfclReport) -> str:
     names = {"alone": "engine alone", "sent": "as sent", "recovered": "recovered"}
     names["constrained"] = "constrained"
     cols = report.columns
-    head = f"  {'category':<24}" + "".join(f"{names[c]:>14}" for c in cols)
+    head = f"  {'category':<30}" + "".join(f"{names[c]:>14}" for c in cols)
     lines = [f"BFCL v4, {len(report.outcomes)} cases", head]
 
     def cells(values: Mapping[str, float | None]) -> str:
@@ -399,12 +434,12 @@ def summary(report: BfclReport) -> str:
     for category in report.categories():
         count = sum(o.case.category == category for o in report.outcomes)
         rates = {c: report.accuracy(c, category) for c in cols}
-        lines.append(f"  {f'{category} ({count})':<24}" + cells(rates))
-    lines.append(f"  {'all cases':<24}" + cells({c: report.accuracy(c) for c in cols}))
+        lines.append(f"  {f'{category} ({count})':<30}" + cells(rates))
+    lines.append(f"  {'all cases':<30}" + cells({c: report.accuracy(c) for c in cols}))
     grouped = {c: report.groups(c) for c in cols}
     for group in _GROUPS:
         if any(group in g for g in grouped.values()):
-            lines.append(f"  {group:<24}" + cells({c: grouped[c].get(group) for c in cols}))
+            lines.append(f"  {group:<30}" + cells({c: grouped[c].get(group) for c in cols}))
     if any(report.failed(c) for c in cols):
         errs = ", ".join(f"{names[c]} {report.failed(c)}" for c in cols if report.failed(c))
         lines.append(f"  cases that failed to run (scored as no call): {errs}")

@@ -12,6 +12,10 @@ from typing import Any
 
 from .common import MODEL_HELP, OLLAMA_HELP, OLLAMA_URL, backend_spec, print_json
 
+#: ``--suite bfcl``'s bound on a reply's tokens: far above any case's calls, far below a
+#: runaway's cost on a CPU.
+BFCL_MAX_TOKENS = 1024
+
 __all__ = ["add_bench"]
 
 
@@ -39,10 +43,15 @@ def add_bench(b: argparse.ArgumentParser) -> None:
         "--suite",
         choices=("prompts", "bfcl"),
         default="prompts",
-        help="the 33-prompt quick check (default), or BFCL v4's single-turn categories "
-        "(needs: pip install --no-deps bfcl-eval==2026.3.23)",
+        help="the 33-prompt quick check (default), or BFCL v4 (its single-turn categories "
+        "unless --categories names others, such as multi_turn; needs: pip install --no-deps "
+        "bfcl-eval==2026.3.23 mpmath==1.3.0)",
     )
-    b.add_argument("--categories", help="BFCL categories, comma-separated (default: all)")
+    b.add_argument(
+        "--categories",
+        help="BFCL categories, comma-separated (default: every single-turn one; multi_turn "
+        "names the four multi-turn ones)",
+    )
     b.add_argument("--sample", type=int, help="BFCL: N cases of each category (default: all)")
     b.add_argument("--seed", type=int, default=0, help="BFCL: the sample's seed (0)")
     b.add_argument(
@@ -52,7 +61,11 @@ def add_bench(b: argparse.ArgumentParser) -> None:
     )
     b.add_argument("--repeat", type=int, default=1)
     b.add_argument("--temperature", type=float)
-    b.add_argument("--max-tokens", type=int, help="the most tokens a reply takes (256; BFCL: none)")
+    b.add_argument(
+        "--max-tokens",
+        type=int,
+        help=f"the most tokens a reply takes (256; BFCL: {BFCL_MAX_TOKENS}, 0 for none)",
+    )
     b.add_argument("--tool-choice", choices=("auto", "required", "none"), default="auto")
     b.add_argument("--no-think", action="store_true")
     b.add_argument(
@@ -178,10 +191,12 @@ def _bfcl(
         )
     names = args.categories.split(",") if args.categories else list(CATEGORIES)
     cases = sample([n.strip() for n in names if n.strip()], args.sample, args.seed)
-    # as BFCL asks: temperature 0.001 unless given, no token limit unless given
+    # as BFCL asks: temperature 0.001 unless given; a reply bounded (BFCL sets none, but a
+    # small model that runs away on a CPU costs minutes a case): 0 is no bound
     options = {"temperature": 0.001 if args.temperature is None else args.temperature}
-    if args.max_tokens is not None:
-        options["max_tokens"] = args.max_tokens
+    tokens = BFCL_MAX_TOKENS if args.max_tokens is None else args.max_tokens
+    if tokens > 0:
+        options["max_tokens"] = tokens
     if args.no_think:
         options["think"] = False
     alone = None

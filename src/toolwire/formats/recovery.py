@@ -13,6 +13,7 @@ Shapes recovered, the whole reply being:
 ``fenced-json``     the same inside a ````json`` or plain ```` fence
 ``unclosed-tag``    ``<tool_call>`` and the JSON, the closing tag never written
 ``tagged``          ``<tool_call>`` and the JSON, closed, from an engine that reads no tags
+                    (or several such blocks, one call each: a model's parallel calls)
 ``json-lines``      several call objects one after another (a small model's parallel calls)
 ``doubled-braces``  the call in doubled braces, ``{{"name": N, "arguments": {...}}}``, bare or
                     in a fence: the shape some templates' own instructions show (Qwen2.5-Coder
@@ -144,6 +145,12 @@ def _recover(
         return None
     body = text.strip()
     shape = "bare-json"
+    blocks = _tag_blocks(body)
+    if blocks is not None:  # several closed blocks, one call each: read as JSON lines
+        found = _calls_in(
+            "\n".join(blocks), index, lenient=lenient, cut=cut, repeats=repeats, call=call
+        )
+        return None if found is None else found._replace(shape="tagged")
     for pattern, name in ((_FENCE, "fenced-json"), (_TAG, "unclosed-tag")):
         m = pattern.match(body)
         if m:
@@ -161,6 +168,29 @@ def _recover(
     if found is None:
         return None
     return found if found.shape != "json" else found._replace(shape=shape)
+
+
+_OPEN, _CLOSE = "<tool_call>", "</tool_call>"
+
+
+def _tag_blocks(body: str) -> list[str] | None:
+    """The bodies of a reply that is nothing but two or more closed ``<tool_call>`` blocks
+    (whitespace between them), or None; one pass over the text."""
+    if body.count(_OPEN) < 2:
+        return None
+    bodies = []
+    at = 0
+    while at < len(body):
+        if not body.startswith(_OPEN, at):
+            return None
+        end = body.find(_CLOSE, at + len(_OPEN))
+        if end < 0 or _OPEN in body[at + len(_OPEN) : end]:
+            return None
+        bodies.append(body[at + len(_OPEN) : end].strip())
+        at = end + len(_CLOSE)
+        while at < len(body) and body[at].isspace():
+            at += 1
+    return bodies
 
 
 def _calls_in(
