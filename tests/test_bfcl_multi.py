@@ -138,6 +138,40 @@ def test_the_world_runs_calls_as_bfcl_does_without_eval() -> None:
     assert mentions == ["@a"]
 
 
+def test_a_call_too_large_to_run_is_an_error_the_model_reads() -> None:
+    """An integer past 64 bits is refused before the API runs (``power`` would compute for
+    minutes); a result too long to show is the API's error, as BFCL gives it."""
+    world = World(_case("multi_turn_base", "multi_turn_base_0").multi)
+    math = World(
+        next(
+            c for c in load_category("multi_turn_base") if "MathAPI" in c.multi.involved_classes
+        ).multi
+    )
+    assert math.run_one("power", (), {"base": 10, "exponent": 10**30}) == (
+        "Error during execution: an integer argument is larger than 64 bits"
+    )
+    assert math.run_one("power", (), {"base": 10, "exponent": [2**70]}).startswith("Error")
+    assert math.run_one("power", (), {"base": 10, "exponent": 5000}).startswith(
+        "Error during execution: "
+    )
+    assert world.run_one("cd", (), {"folder": "document"}).startswith("{")
+
+
+def test_held_out_functions_keep_bfcl_s_order() -> None:
+    """Each named function leaves the list (its first of that name) and joins at its turn in
+    the order BFCL names them."""
+    import json as _json
+
+    from toolwire.bench.bfcl_data import data_dir
+
+    rows = (data_dir() / "BFCL_v4_multi_turn_miss_func.json").read_text().splitlines()
+    for case, row in zip(load_category("multi_turn_miss_func"), rows, strict=True):
+        named = _json.loads(row)["missed_function"]
+        for turn, names in named.items():
+            assert [f["name"] for f in case.multi.held_out[int(turn)]] == names, case.id
+        assert not {n for ns in named.values() for n in ns} & {f["name"] for f in case.functions}
+
+
 def test_ground_truth_is_read_as_literals_only() -> None:
     assert parse_call("sort('final_report.pdf')") == ("sort", ("final_report.pdf",), {})
     assert parse_call("cd(folder='..')") == ("cd", (), {"folder": ".."})
@@ -148,8 +182,6 @@ def test_ground_truth_is_read_as_literals_only() -> None:
 
 def test_a_conversation_cut_short_or_silent_fails() -> None:
     truth = _truth(BASE)
-    verdict = check_turns(BASE.multi, truth, finished=False)
-    assert verdict.error_type == "multi_turn:force_terminated"
     assert check_turns(BASE.multi, truth[:2]).error_type == "multi_turn:force_terminated"
     silent = [truth[0], [], *truth[2:]]
     assert check_turns(BASE.multi, silent).error_type == "multi_turn:empty_turn_model_response"
@@ -294,6 +326,34 @@ def test_a_model_that_never_stops_calling_is_cut_off_as_bfcl_cuts_it() -> None:
     assert [len(steps) for steps in outcome.calls["sent"]] == [MAX_STEPS + 1]
     assert [len(steps) for steps in outcome.calls["recovered"]] == [1, 1, 1, 1]
     assert "repeated-call" in outcome.notices
+
+
+def test_an_engine_that_fails_mid_conversation_fails_the_case() -> None:
+    """As BFCL fails a case whose inference raised: the turns that went before do not pass it."""
+    oracle = Oracle(BASE)
+    chat = oracle.chat
+
+    async def failing(request: HttpRequest) -> Response:
+        messages = (await request.json())["messages"]
+        if sum(m["role"] == "user" for m in messages) == 2 and messages[-1]["role"] == "tool":
+            # the reply that would close turn 1, in every reading
+            return JSONResponse({"error": {"message": "overloaded"}}, status_code=500)
+        return await chat(request)
+
+    oracle.chat = failing  # type: ignore[method-assign]
+    report = _converse(oracle, alone=True)
+    (outcome,) = report.outcomes
+    for column in ("alone", "sent", "recovered"):
+        assert outcome.verdicts[column].error_type == "multi_turn:inference_error", column
+        assert column in outcome.errors
+
+
+def test_a_model_still_calling_in_the_last_turn_is_judged_on_its_calls() -> None:
+    """BFCL forces the conversation to quit in its last turn and still judges it (the turns
+    are all there): the ground truth's calls, then calls that change nothing, pass."""
+    truth = _truth(BASE)
+    busy = [*truth[:-1], [*truth[-1], *[[("pwd", (), {})]] * (MAX_STEPS + 1)]]
+    assert check_turns(BASE.multi, busy).valid
 
 
 def test_the_multi_turn_sample_is_stratified() -> None:

@@ -108,6 +108,12 @@ def test_several_closed_tool_call_blocks_are_one_call_each() -> None:
         + json.dumps({"name": "launch_rockets", "arguments": {}})
         + "</tool_call>",
         "<tool_call>" * 50_000 + "</tool_call>",  # read in one pass, refused
+        # one call each, read on its own: a call split over two blocks, an empty block, a
+        # block of two calls are not replies of calls
+        f"<tool_call>{BARE[:20]}</tool_call><tool_call>{BARE[20:]}</tool_call>",
+        f"<tool_call>{BARE}</tool_call><tool_call></tool_call>",
+        f"<tool_call>{BARE}\n{ROME}</tool_call><tool_call>{ROME}</tool_call>",
+        f"<tool_call>{BARE}</tool_call><tool_call>[{ROME}]</tool_call>",
     ],
 )
 def test_tool_call_blocks_that_are_not_a_reply_of_calls(text: str) -> None:

@@ -223,9 +223,13 @@ def _multi_turn(category: str) -> list[BfclCase]:
                 functions.extend(docs[name])
             held_out: dict[int, list[dict[str, Any]]] = {}
             for turn, names in (entry.get("missed_function") or {}).items():
-                # as BFCL does: each held-out function leaves the list until its turn
-                held_out[int(turn)] = [f for f in functions if f["name"] in names]
-                functions = [f for f in functions if f["name"] not in names]
+                # as BFCL does: each named function (its first one of that name) leaves the
+                # list until its turn, joining it then in the order named
+                held_out[int(turn)] = []
+                for missed in names:
+                    at = next((i for i, f in enumerate(functions) if f["name"] == missed), None)
+                    if at is not None:
+                        held_out[int(turn)].append(functions.pop(at))
             cases.append(
                 BfclCase(
                     id=str(entry["id"]),

@@ -15,7 +15,12 @@ grammar) and **alone** (the engine's Chat Completions with nothing in front, its
 ``tool_calls`` decoded as BFCL decodes them: arguments that are not JSON end the turn). Sent
 and recovered share their generations while their conversations are the same: a reply asked
 with the same prepared prompt is the recorded one (:class:`Recorded`), so they differ only
-where toolwire's reading made the conversation differ.
+where toolwire's reading made the conversation differ (on a template that prints call ids,
+which toolwire makes at random where the model writes none, they part at the first call).
+
+A reply toolwire cannot read strictly (as sent) ends its turn, as BFCL ends a turn at a reply
+it cannot decode; an engine that fails (an error, a timeout) fails the case, as BFCL fails a
+case whose inference raised.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from contextlib import aclosing
 from typing import Any
 
 from ..conversation import Conversation
-from ..errors import ToolwireError
+from ..errors import BackendError, ToolwireError
 from ..events import CallEnd, Done, Event, Notice, ToolRun
 from ..loop import run_loop
 from ..pipeline import Backend, Request
@@ -48,19 +53,29 @@ ADDED_FUNCTIONS = "I have updated some more functions you can choose from. What 
 Turns = list[list[list[Call]]]
 
 
+#: The kinds of :class:`BackendError` that are a reply toolwire would not read strictly (the
+#: turn ends there), not an engine that failed.
+_UNREAD = ("strict", "undeclared-tool")
+
+
 class Conversed:
-    """One column's conversation: its calls, whether it ran to the end, what toolwire said."""
+    """One column's conversation: its calls, what toolwire said, and why it stopped early:
+    ``error``, a reply that ended its turn unread; ``failed``, an engine that failed, which
+    fails the case."""
 
     def __init__(self) -> None:
         self.turns: Turns = []
-        self.finished = True
         self.notices: list[str] = []
         self.error: str | None = None
+        self.failed: str | None = None
 
     def verdict(self, case: BfclCase) -> Verdict:
+        """BFCL's verdict (it runs the calls again: call it off the event loop)."""
         assert case.multi is not None
+        if self.failed is not None:
+            return Verdict(False, "multi_turn:inference_error", [self.failed])
         try:
-            return check_turns(case.multi, self.turns, finished=self.finished)
+            return check_turns(case.multi, self.turns)
         except (ToolwireError, RecursionError) as exc:  # a ground truth that cannot be read
             return Verdict(False, "checker_error", [str(exc)[:200]])
 
@@ -97,11 +112,12 @@ class Recorded:
                 yield event
             return
         kept: list[Event] = []
-        async for event in self._inner.send(prepared):
-            kept.append(event)
-            if isinstance(event, Done):  # only a whole reply is kept (the reader may stop here)
-                self._kept[key] = kept
-            yield event
+        async with aclosing(self._inner.send(prepared)) as events:
+            async for event in events:
+                kept.append(event)
+                if isinstance(event, Done):  # only a whole reply is kept (the reader stops)
+                    self._kept[key] = kept
+                yield event
 
 
 class Timed:
@@ -202,13 +218,18 @@ async def converse(
                     made_calls = False
                 elif isinstance(event, Notice):
                     out.notices.append(event.code)
-        except (ToolwireError, asyncio.TimeoutError) as exc:
+        except BackendError as exc:
+            if exc.kind not in _UNREAD:
+                out.failed = str(exc)[:200]
+                return out
             # as BFCL takes a reply it cannot decode: the turn ends there
-            out.error = out.error or (str(exc)[:200] or type(exc).__name__)
+            out.error = out.error or str(exc)[:200]
+        except (ToolwireError, asyncio.TimeoutError) as exc:
+            out.failed = str(exc)[:200] or "the engine did not answer in time"
+            return out
         if step:
             steps.append(step)
         out.turns.append(steps)
-        if calling > MAX_STEPS:  # BFCL forces the conversation to quit
-            out.finished = False
+        if calling > MAX_STEPS:  # BFCL forces the conversation to quit after this turn
             break
     return out

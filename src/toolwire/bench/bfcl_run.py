@@ -253,11 +253,11 @@ async def _collect(
     return calls, told
 
 
-def _conversed(outcome: BfclOutcome, column: str, conversed: Conversed) -> None:
+async def _conversed(outcome: BfclOutcome, column: str, conversed: Conversed) -> None:
     outcome.calls[column] = conversed.calls()
-    outcome.verdicts[column] = conversed.verdict(outcome.case)
-    if conversed.error:
-        outcome.errors[column] = conversed.error
+    outcome.verdicts[column] = await asyncio.to_thread(conversed.verdict, outcome.case)
+    if conversed.failed or conversed.error:
+        outcome.errors[column] = conversed.failed or conversed.error or ""
 
 
 async def _multi(
@@ -273,17 +273,17 @@ async def _multi(
     talk = getattr(alone, "converse", None)
     if talk is not None:
         try:
-            _conversed(outcome, "alone", await talk(case))
-        except Exception as exc:  # as BFCL keeps it: the error ends the conversation
+            await _conversed(outcome, "alone", await talk(case))
+        except Exception as exc:  # as BFCL keeps it: the error fails the case
             failed = Conversed()
-            failed.error = str(exc)[:200] or type(exc).__name__
-            _conversed(outcome, "alone", failed)
+            failed.failed = str(exc)[:200] or type(exc).__name__
+            await _conversed(outcome, "alone", failed)
     source: Any = Recorded(backend) if isinstance(backend, Transport) else backend
     for column, strict in (("sent", True), ("recovered", False)):
         conversed = await converse(
             source, case, options, strict=strict, constrained=False, timeout=timeout
         )
-        _conversed(outcome, column, conversed)
+        await _conversed(outcome, column, conversed)
         if not strict:
             outcome.notices = conversed.notices
     if outcome.calls["recovered"] != outcome.calls["sent"]:
@@ -354,7 +354,7 @@ async def _constrained(
         conversed = await converse(
             backend, case, options, strict=False, constrained=True, timeout=timeout
         )
-        _conversed(outcome, "constrained", conversed)
+        await _conversed(outcome, "constrained", conversed)
         outcome.changed_by["constrained"] = "calls finished under the tools' grammar"
         return
     settings = {**options, "constrained": True}

@@ -13,7 +13,12 @@ turn and step by step, run again on a fresh world while the ground truth runs on
 after each turn that expects calls, the model must have made some, the two worlds' public
 state must be equal, and every result of the ground truth's turn must be among the results
 of the model's calls so far (in any order). A conversation cut short (more steps in a turn
-than BFCL allows) fails whole, as BFCL's ``force_terminated``.
+than BFCL allows, before its last turn) has fewer turns than the ground truth and fails whole,
+as BFCL's ``force_terminated``.
+
+The simulated APIs are BFCL's own code, run as BFCL runs them; one bound is added: an integer
+argument past 64 bits is refused (``power(10, 10**9)`` would run for minutes), as the error
+text the model reads.
 """
 
 from __future__ import annotations
@@ -55,6 +60,8 @@ _STATELESS = ("MathAPI",)
 _REFUSED = ("kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run")
 #: The longest ground-truth call text read (BFCL's longest is under 1,000 characters).
 _MAX_CALL_TEXT = 20_000
+#: The largest integer a call may pass (a 64-bit one, as most JSON readers take).
+_MAX_INT = 2**63
 
 
 def parse_call(text: str) -> Call:
@@ -108,32 +115,32 @@ class World:
             method = self._methods.get(name)
             if method is None:  # what BFCL's eval of an unknown name says
                 raise NameError(f"name '{name}' is not defined")
+            if _too_large([*args, *kwargs.values()]):
+                raise ValueError("an integer argument is larger than 64 bits")
             # copies: a method may keep what it is given (a tweet keeps its mentions list,
             # and a later call extends it), and the same call runs in more than one world
             value = method(*copy.deepcopy(tuple(args)), **copy.deepcopy(dict(kwargs)))
+            if isinstance(value, str):
+                return value
+            if isinstance(value, dict):
+                try:
+                    return json.dumps(value)
+                except (TypeError, ValueError):
+                    return str(value)
+            return str(value)  # (an int past Python's digits limit raises: the error below)
         except Exception as exc:  # the simulated API's own failure is the result
             return f"Error during execution: {exc}"
-        if isinstance(value, str):
-            return value
-        if isinstance(value, dict):
-            try:
-                return json.dumps(value)
-            except (TypeError, ValueError):
-                return str(value)
-        return str(value)
 
     def state(self, name: str) -> dict[str, Any]:
         return {k: v for k, v in vars(self.instances[name]).items() if not k.startswith("_")}
 
 
-def check_turns(
-    multi: MultiTurn, turns: Sequence[Sequence[Sequence[Call]]], *, finished: bool = True
-) -> Verdict:
+def check_turns(multi: MultiTurn, turns: Sequence[Sequence[Sequence[Call]]]) -> Verdict:
     """BFCL's verdict on a conversation: ``turns[t][s]`` is the calls the model made in step
     ``s`` of turn ``t`` (a step without calls left out, as BFCL leaves out an empty decode);
-    ``finished`` is False when it was cut short."""
+    a conversation cut short has fewer turns."""
     expected = multi.ground_truth
-    if not finished or len(turns) != len(expected):
+    if len(turns) != len(expected):
         return Verdict(
             False,
             "multi_turn:force_terminated",
@@ -170,6 +177,21 @@ def check_turns(
                 [f"turn {index}: results missing: {[m[:120] for m in missing[:3]]}"],
             )
     return Verdict(True)
+
+
+def _too_large(values: Sequence[Any]) -> bool:
+    """Whether an integer past 64 bits is anywhere in the values (walked without recursion,
+    each container once)."""
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _MAX_INT:
+            return True
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+    return False
 
 
 def _missing(wanted: Sequence[str], got: Sequence[str]) -> list[str]:

@@ -146,11 +146,8 @@ def _recover(
     body = text.strip()
     shape = "bare-json"
     blocks = _tag_blocks(body)
-    if blocks is not None:  # several closed blocks, one call each: read as JSON lines
-        found = _calls_in(
-            "\n".join(blocks), index, lenient=lenient, cut=cut, repeats=repeats, call=call
-        )
-        return None if found is None else found._replace(shape="tagged")
+    if blocks is not None:
+        return _blocks(blocks, index, lenient=lenient, repeats=repeats, call=call)
     for pattern, name in ((_FENCE, "fenced-json"), (_TAG, "unclosed-tag")):
         m = pattern.match(body)
         if m:
@@ -191,6 +188,29 @@ def _tag_blocks(body: str) -> list[str] | None:
         while at < len(body) and body[at].isspace():
             at += 1
     return bodies
+
+
+def _blocks(
+    blocks: Sequence[str], index: ToolIndex, *, lenient: bool, repeats: bool, call: CallShape
+) -> Recovery | None:
+    """Several closed blocks, each read on its own: each must be one whole call (never a
+    cut one: a closed block was finished), or none of them is a call."""
+    calls: list[tuple[str, dict[str, Any], str]] = []
+    seen: set[tuple[str, str]] = set()
+    raw_controls = False
+    for block in blocks:
+        if not block.startswith("{"):
+            return None
+        found = _calls_in(block, index, lenient=lenient, cut=False, repeats=True, call=call)
+        if found is None or found.shape != "json" or len(found.calls) != 1:
+            return None
+        name, args, raw = found.calls[0]
+        raw_controls = raw_controls or found.raw_controls
+        if (name, raw) in seen and not repeats:
+            continue  # the same call again
+        seen.add((name, raw))
+        calls.append((name, args, raw))
+    return Recovery(calls, "tagged", raw_controls)
 
 
 def _calls_in(
