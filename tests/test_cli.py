@@ -242,7 +242,7 @@ def test_parse_words_as_a_command(tmp_path: Path) -> None:
 def test_parse_unknown_format(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["parse", "--format", "harmony"])
-    assert "invalid choice" in capsys.readouterr().err
+    assert "unknown tool format 'harmony'" in capsys.readouterr().err
 
 
 def test_installed_script() -> None:

@@ -69,6 +69,49 @@ def test_the_command_line_loads_no_gateway_engine_or_http_client(
     assert "toolwire.cli" in modules
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["parse", "--help"],
+        ["detect", "--help"],
+        ["args", "--help"],
+        ["chat", "--help"],
+        ["args", "--schema", "x.json", "--help"],
+    ],
+)
+def test_help_loads_no_family(tmp_path: Path, argv: list[str]) -> None:
+    """A command's help names no families (``FORMAT``): they load on first use."""
+    code, modules = _loaded(tmp_path, *argv)
+    assert code == 0
+    assert [m for m in modules if m.startswith("toolwire.formats.")] == []
+
+
+def test_a_format_is_checked_when_given(tmp_path: Path) -> None:
+    from toolwire.cli.read import WORDS
+    from toolwire.formats.registry import FORMAT_SETTINGS
+    from toolwire.formats.words import Words
+
+    assert Words.name == WORDS and FORMAT_SETTINGS == ("auto", "none")
+    done = subprocess.run(
+        [sys.executable, "-m", "toolwire", "parse", "--format", "nope"],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "unknown tool format 'nope'" in done.stderr and "hermes" in done.stderr
+    for name in ("hermes", "words", "none"):
+        done = subprocess.run(
+            [sys.executable, "-m", "toolwire", "parse", "--format", name],
+            input="Hello.",
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0 and "Hello." in done.stdout, (name, done.stderr)
+
+
 def test_help_builds_no_commands_arguments(tmp_path: Path) -> None:
     """``toolwire --help`` lists the commands without importing them: no formats, no
     templates, no argument reader."""

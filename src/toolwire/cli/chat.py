@@ -7,14 +7,20 @@ import argparse
 import sys
 from typing import Any
 
-from .common import MODEL_HELP, OLLAMA_HELP, OLLAMA_URL, backend_spec, warn
+from .common import (
+    FORMAT_HELP,
+    MODEL_HELP,
+    OLLAMA_HELP,
+    OLLAMA_URL,
+    backend_spec,
+    format_name,
+    warn,
+)
 
 __all__ = ["add_chat"]
 
 
 def add_chat(c: argparse.ArgumentParser) -> None:
-    from ..formats.registry import FORMAT_SETTINGS, family_names
-
     c.add_argument("--once", metavar="PROMPT", help="answer one prompt and exit")
     c.add_argument("--model-path", help=MODEL_HELP)
     c.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
@@ -25,7 +31,12 @@ def add_chat(c: argparse.ArgumentParser) -> None:
     c.add_argument("--temperature", type=float)
     c.add_argument("--max-tool-iters", type=int)
     c.add_argument("--read-only", action="store_true")
-    c.add_argument("--tool-format", choices=[*FORMAT_SETTINGS, *family_names()])
+    c.add_argument(
+        "--tool-format",
+        type=format_name("auto", "none"),
+        metavar="FORMAT",
+        help=f"{FORMAT_HELP}, auto (found from the template) or none",
+    )
     c.add_argument("--think", action="store_true", help="let a thinking model think")
     c.add_argument("--ctx", type=int, default=4096, help="context size of a local model")
     c.add_argument(

@@ -7,9 +7,11 @@ made inside the function that needs it), so that building the command line stays
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +41,29 @@ OLLAMA_HELP = "Ollama's native API (default URL http://127.0.0.1:11434)"
 #: Where ``--ollama`` given without a URL goes (the factory's default, said here so that
 #: building the command line does not import the backends).
 OLLAMA_URL = "http://127.0.0.1:11434"
+
+
+def format_name(*extra: str) -> Callable[[str], str]:
+    """An argparse ``type`` for a flag that takes a tool format: a family's name, or one of
+    ``extra`` (``auto``, ``none``, ``words``). The families load when a value is checked,
+    never for ``--help`` (argparse reads a flag's ``choices`` to print any help)."""
+
+    def check(value: str) -> str:
+        if value in extra:
+            return value
+        from ..formats.registry import family_names
+
+        names = family_names()
+        if value not in names:
+            known = ", ".join([*extra, *names])
+            raise argparse.ArgumentTypeError(f"unknown tool format {value!r}; known: {known}")
+        return value
+
+    return check
+
+
+#: Where ``FORMAT`` is explained in a flag's help.
+FORMAT_HELP = "a family's name (`toolwire families` lists them)"
 
 
 def read_json(path: str, what: str) -> Any:

@@ -11,7 +11,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ArgumentsError, UsageError
-from .common import print_json, read_json, read_tools
+from .common import FORMAT_HELP, format_name, print_json, read_json, read_tools
 
 if TYPE_CHECKING:
     from ..formats.base import ParseResult, ToolIndex
@@ -19,16 +19,17 @@ if TYPE_CHECKING:
 
 __all__ = ["add_args", "add_parse"]
 
+#: The lenient reader's name (``formats.words.Words.name``: a test keeps them one).
+WORDS = "words"
+
 
 def add_parse(q: argparse.ArgumentParser) -> None:
-    from ..formats.registry import FORMAT_SETTINGS, family_names
-    from ..formats.words import Words
-
     q.add_argument(
         "--format",
         required=True,
-        choices=[*family_names(), Words.name, FORMAT_SETTINGS[1]],
-        help="the family; words: the lenient reader for tools given in words",
+        type=format_name(WORDS, "none"),
+        metavar="FORMAT",
+        help=f"{FORMAT_HELP}; {WORDS}: the lenient reader for tools given in words; none: no calls",
     )
     q.add_argument(
         "--tools", help="JSON file with the tools (types the arguments, with their repairs)"
