@@ -33,6 +33,11 @@ from toolwire.server.guard import (
 
 from .gateway_requests import BASE, MALFORMED, TOOL, VALID, Recorder, body
 
+#: What a loaded machine may add to a short deadline these tests set before it is seen to
+#: end the connection: well under the 10 s (headers) and 45 s (body) the server's own
+#: deadlines would take, and the for ever a connection without a deadline would.
+SLACK = 5.0
+
 
 class Peers:
     """ASGI middleware noting each request's client port (one port: one connection)."""
@@ -261,7 +266,7 @@ def test_headers_sent_slowly_are_cut_off(fast: bool) -> None:
         reply = _read_all(sock)
         sock.close()
     assert reply.startswith(b"HTTP/1.1 408")
-    assert took < 0.5 + 2
+    assert took < 0.5 + SLACK
 
 
 @SERVERS
@@ -270,7 +275,7 @@ def test_a_silent_connection_is_closed(fast: bool) -> None:
         sock = _connect(url)
         start = time.monotonic()
         assert _read_all(sock) == b""
-        assert time.monotonic() - start < 0.5 + 2
+        assert time.monotonic() - start < 0.5 + SLACK
         sock.close()
 
 
@@ -288,7 +293,7 @@ def test_a_body_sent_slowly_gets_a_408_and_the_backend_is_not_called(fast: bool)
     assert json.loads(reply.split(b"\r\n\r\n", 1)[1])["error"]["message"].startswith(
         "the request body was not received within 0.5 s"
     )
-    assert took < 0.5 + 2
+    assert took < 0.5 + SLACK
     assert backend.requests == []
 
 
@@ -305,7 +310,7 @@ def test_a_body_the_app_never_reads_cannot_hold_the_connection(fast: bool) -> No
         with contextlib.suppress(ConnectionResetError):
             assert sock.recv(65536) == b""  # closed
         sock.close()
-    assert 1.0 < took < 1.5 + 2
+    assert 1.0 < took < 1.5 + SLACK
 
 
 def _eight_megabytes(shape: str) -> bytes:

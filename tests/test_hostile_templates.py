@@ -3,8 +3,11 @@
 ``tests/fixtures/hostile_templates`` holds one template per file, its comment saying what it
 tries; the name's prefix says the kind: ``esc`` (escape the sandbox or change the caller's
 data), ``file`` (read a file), ``cpu`` (burn time) and ``mem`` (exhaust memory). Every
-template must end in at most two seconds with a :class:`~toolwire.errors.TemplateError`, and
-a process rendering the whole corpus must stay under 300 MB at its peak.
+template must end with a :class:`~toolwire.errors.TemplateError` within its budget's second
+of rendering (and what a loaded machine adds to it: :data:`SECONDS`), and a process
+rendering the whole corpus must stay under 300 MB at its peak. Detection, which renders a
+template dozens of times, is held to a few budgets' worth of work, counted (steps and bytes
+charged), not timed.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import subprocess
 import sys
 import time
 import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -28,13 +32,17 @@ from toolwire.cli import main
 from toolwire.errors import LimitError, TemplateError, TemplateLimitError
 from toolwire.formats.detect import detect_format
 from toolwire.templates import ChatTemplate, TemplateBudget, load_template
+from toolwire.templates.budget import MAX_ITERATIONS, MAX_RENDER_BYTES
 
 CORPUS_DIR = Path(__file__).parent / "fixtures" / "hostile_templates"
 CORPUS = sorted(CORPUS_DIR.glob("*.jinja"))
 MESSAGES = [{"role": "user", "content": "hi"}]
 MARKER = Path("/tmp/toolwire-hostile-marker")
-#: What each template may take, end to end (the budget's default is one second).
-SECONDS = 2.0
+#: What each template may take, end to end: the budget's default of one second of rendering
+#: is what ends the templates that burn time, and a loaded machine adds to it (the last step
+#: before the clock is read, the cleanup after). A template that escaped its budget would
+#: run for minutes.
+SECONDS = 5.0
 #: The peak a process rendering the whole corpus may reach.
 PEAK_MB = 300
 
@@ -54,6 +62,60 @@ FROM_THE_ISSUE = [
     "cpu-slice",
     "cpu-squaring",
 ]
+
+
+class Charged:
+    """What the template budgets made during a test let through: loop steps and bytes, by
+    budget (what a budget refused is not counted: it never ran)."""
+
+    def __init__(self) -> None:
+        self.budgets: dict[int, TemplateBudget] = {}  # kept alive: their ids stay theirs
+        self.steps: dict[int, int] = {}
+        self.bytes: dict[int, int] = {}
+
+    def add(self, budget: TemplateBudget, into: dict[int, int], amount: int) -> None:
+        self.budgets[id(budget)] = budget
+        into[id(budget)] = into.get(id(budget), 0) + amount
+
+    def clear(self) -> None:
+        for kept in (self.budgets, self.steps, self.bytes):
+            kept.clear()
+
+
+@pytest.fixture
+def charged(monkeypatch: pytest.MonkeyPatch) -> Iterator[Charged]:
+    record = Charged()
+    spend, charge = TemplateBudget.spend, TemplateBudget.charge
+
+    def counted_spend(self: TemplateBudget, units: int = 1) -> None:
+        spend(self, units)
+        record.add(self, record.steps, units)
+
+    def counted_charge(self: TemplateBudget, size: int, what: str) -> None:
+        charge(self, size, what)
+        record.add(self, record.bytes, size)
+
+    monkeypatch.setattr(TemplateBudget, "spend", counted_spend)
+    monkeypatch.setattr(TemplateBudget, "charge", counted_charge)
+    yield record
+
+
+#: The budgets' worth of work a detection may spend: its own, shared by its dozens of
+#: renders, and that of the small probe render a template instance makes once, in a budget
+#: of its own, to learn where it takes its tools. A budget for each render would be dozens.
+DETECTION_BUDGETS = 2
+#: The budgets' worth the render command spends on a template that exhausts every budget:
+#: its own (shared by detection and the prompt), the render that learns where the template
+#: puts a system message (a budget of its own), and the tools probe of each of its two
+#: detections (the first, cut short, is not cached). A budget for each render would be dozens.
+RENDER_COMMAND_BUDGETS = 4
+
+
+def _within(charged: Charged, budgets: int) -> None:
+    """What the budgets let through is at most ``budgets`` budgets' worth."""
+    assert charged.budgets, "nothing was rendered"
+    assert sum(charged.steps.values()) <= budgets * MAX_ITERATIONS, charged.steps
+    assert sum(charged.bytes.values()) <= budgets * MAX_RENDER_BYTES, charged.bytes
 
 
 def test_the_corpus_is_large_and_covers_every_kind_and_the_issue() -> None:
@@ -175,7 +237,9 @@ def test_a_refused_value_in_a_macro_frame_is_freed_too() -> None:
     assert current - base < 2 * 2**20, current - base
 
 
-def test_a_gguf_with_a_hostile_template_is_refused_and_freed(tmp_path: Path) -> None:
+def test_a_gguf_with_a_hostile_template_is_refused_and_freed(
+    tmp_path: Path, charged: Charged
+) -> None:
     # what a local model's file carries goes through the same sandbox: detection (as the
     # local backend runs it), then renders, each refused and freed at once
     path = tmp_path / "hostile.gguf"
@@ -192,9 +256,8 @@ def test_a_gguf_with_a_hostile_template_is_refused_and_freed(tmp_path: Path) -> 
     tracemalloc.start()
     try:
         base = tracemalloc.get_traced_memory()[0]
-        start = time.monotonic()
         assert detect_format(template).format == "none"
-        assert time.monotonic() - start <= SECONDS
+        _within(charged, DETECTION_BUDGETS)  # its dozens of renders share one
         for _ in range(4):
             with pytest.raises(TemplateLimitError):
                 template.render(MESSAGES)
@@ -233,29 +296,28 @@ def test_the_budget_clock_runs_only_while_rendering() -> None:
     assert budget.used < 0.2 and not budget.exhausted
 
 
-def test_detection_spends_one_budget_and_is_not_cached_when_cut_short() -> None:
+def test_detection_spends_one_budget_and_is_not_cached_when_cut_short(charged: Charged) -> None:
     template = load_template(CORPUS_DIR / "cpu-nested-loops.jinja")
-    for _ in range(2):  # not cached: the second detection runs again, as fast
-        start = time.monotonic()
+    for _ in range(2):  # not cached: the second detection runs again, as costly
+        charged.clear()
         found = detect_format(template)
-        assert time.monotonic() - start <= SECONDS
+        _within(charged, DETECTION_BUDGETS)
+        assert charged.steps, "cached: nothing ran"
         assert found.format == "none"
         assert found.errors and "in one operation" in found.errors[-1]
 
 
 def test_the_render_command_spends_one_budget(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], charged: Charged
 ) -> None:
     # detection renders the template dozens of times, then the prompt once: together, one
     # budget (it used to be ten seconds per render)
     (tmp_path / "m.json").write_text(json.dumps(MESSAGES))
     path = CORPUS_DIR / "cpu-nested-loops.jinja"
-    start = time.monotonic()
     code = main(["render", str(path), "--messages", str(tmp_path / "m.json")])
-    took = time.monotonic() - start
     err = capsys.readouterr().err
     assert code == 2 and "toolwire: error: cpu-nested-loops" in err
-    assert took <= SECONDS, took
+    _within(charged, RENDER_COMMAND_BUDGETS)
 
 
 @pytest.mark.parametrize(

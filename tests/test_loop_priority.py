@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from toolwire.server import priority as loop_priority
 from toolwire.server.pressure import Pressure
 from toolwire.server.priority import SHARE, Meter, Priority, _Metered, metered
 
@@ -60,16 +61,34 @@ def test_a_costly_request_takes_a_tenth_of_a_busy_loop() -> None:
     assert metered_cheap > 1.5 * plain_cheap
 
 
-def test_alone_on_the_loop_a_costly_request_goes_at_full_speed() -> None:
-    async def main() -> tuple[float, int]:
-        start = time.perf_counter()
-        quiet = Pressure("/nonexistent/pressure")  # a machine with cores to spare
-        steps = await _Metered(_costly(300, 0.001, []), Meter(Priority(cheap=0.01, machine=quiet)))
-        return time.perf_counter() - start, steps
+def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Each wait a metered request is made to take before a step (seconds): what the meter
+    decides, which a busy machine does not stretch as it stretches the time taken."""
+    asked: list[float] = []
+    sleep = loop_priority._sleep
 
-    took, steps = asyncio.run(main())
+    def recorded(seconds: float) -> asyncio.Future[None]:
+        asked.append(seconds)
+        return sleep(seconds)
+
+    monkeypatch.setattr(loop_priority, "_sleep", recorded)
+    return asked
+
+
+def test_alone_on_the_loop_a_costly_request_goes_at_full_speed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    waited = waits(monkeypatch)
+
+    async def main() -> int:
+        quiet = Pressure("/nonexistent/pressure")  # a machine with cores to spare
+        return await _Metered(_costly(300, 0.001, []), Meter(Priority(cheap=0.01, machine=quiet)))
+
+    steps = asyncio.run(main())
     assert steps == 300  # its result passes through
-    assert took < 3 * 0.3, took  # waiting out a debt of nine times its work: 2.7 s
+    # no debt waited out (nine times its work: 2.7 s); what waits there are is the loop's
+    # own bookkeeping between steps, taken for other requests' use (a few percent)
+    assert sum(waited) < 2 * 0.3, (len(waited), sum(waited))
 
 
 def test_errors_and_cancellation_reach_the_request_through_a_wait() -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from toolwire.budget import WorkBudget, charging
+from toolwire.server import priority as loop_priority
 from toolwire.server.pressure import STALLED, WINDOW, Pressure
 from toolwire.server.priority import Meter, Priority, _Metered
 from toolwire.server.validate import decode_body
@@ -76,19 +77,34 @@ async def _costly(steps: int, each: float) -> int:
     return steps
 
 
-def test_a_costly_request_alone_on_the_loop_yields_to_a_contended_machine() -> None:
-    def took(machine: Pressure) -> float:
-        async def main() -> float:
-            start = time.perf_counter()
+def test_a_costly_request_alone_on_the_loop_yields_to_a_contended_machine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the waits the meter makes the request take (seconds), not the time it took: a busy
+    # machine stretches the time, quiet or contended as this test says it is
+    waited: list[float] = []
+    sleep = loop_priority._sleep
+
+    def recorded(seconds: float) -> asyncio.Future[None]:
+        waited.append(seconds)
+        return sleep(seconds)
+
+    monkeypatch.setattr(loop_priority, "_sleep", recorded)
+
+    def waits(machine: Pressure) -> float:
+        async def main() -> None:
             await _Metered(_costly(200, 0.001), Meter(Priority(cheap=0.01, machine=machine)))
-            return time.perf_counter() - start
 
-        return asyncio.run(main())
+        waited.clear()
+        asyncio.run(main())
+        return sum(waited)
 
-    quiet = took(Pressure("/nonexistent/pressure"))
-    contended = took(_Contended("/nonexistent/pressure"))
-    assert quiet < 0.2 * 3, quiet  # its 0.2 s of work at full speed
-    assert contended > 2.5 * quiet, (contended, quiet)  # a tenth of the time, past the cheap part
+    quiet = waits(Pressure("/nonexistent/pressure"))
+    contended = waits(_Contended("/nonexistent/pressure"))
+    # its 0.2 s of work at full speed: no debt waited out (nine times its work)
+    assert quiet < 2 * 0.2, quiet
+    # a tenth of the time, past the cheap part: it waits several times its work
+    assert contended > 2 * 0.2, (contended, quiet)
 
 
 def test_the_worker_thread_runs_nicer_than_the_process() -> None:

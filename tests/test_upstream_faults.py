@@ -197,7 +197,9 @@ def test_a_failing_upstream_gets_its_status_and_a_short_message_of_ours(
     with caplog.at_level(logging.WARNING, logger="toolwire.gateway"):
         r = ask(gateway, stream=stream)
     took = time.monotonic() - started
-    assert took < DEADLINE + 3  # no fault holds the client past the deadline (and a margin)
+    # no fault holds the client past the deadline (and what a loaded machine adds; a stall
+    # would hold it 30 s, a trickle 60)
+    assert took < DEADLINE + 8
     no_leak(r.text)
     if fault.status == 200:  # served
         assert r.status_code == 200
@@ -268,7 +270,7 @@ def test_a_connect_that_hangs_ends_at_the_connect_timeout() -> None:
             r = ask(served.url, stream=False)
             took = time.monotonic() - started
         assert r.status_code == 504 and r.json()["error"]["type"] == "timeout_error"
-        assert took < 10  # the connect timeout, not the 30 s deadline
+        assert took < 20  # the connect timeout (and a busy machine's margin), not the 30 s
     finally:
         for filler in fillers:
             filler.close()

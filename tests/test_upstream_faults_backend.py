@@ -105,7 +105,7 @@ def test_a_stalled_upstream_ends_within_the_deadline(
     with pytest.raises(BackendError, match="deadline") as info:
         events_of(backend(upstream, timeout=1.0))
     assert info.value.kind == "timeout"
-    assert 0.9 < time.monotonic() - started < 3
+    assert 0.9 < time.monotonic() - started < 6  # not the stall's 30 s (a loaded machine's margin)
 
 
 def test_stalled_upstreams_do_not_starve_other_requests(upstream: RawUpstream) -> None:
@@ -142,7 +142,7 @@ def test_stalled_upstreams_do_not_starve_other_requests(upstream: RawUpstream) -
     assert all(isinstance(e, BackendError) and e.kind == "timeout" for e in stalled)
     assert not isinstance(after, BackendError), after
     assert [e.text for e in after if isinstance(e, TextDelta)] == ["Sunny."]
-    assert waited < 4  # two rounds of 1 s deadlines, not the patient one's 10 s
+    assert waited < 8  # two rounds of 1 s deadlines (and a loaded machine's margin), not 10 s
 
 
 def test_calls_at_one_index_with_different_ids_are_kept_apart(
