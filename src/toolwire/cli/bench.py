@@ -18,6 +18,9 @@ BFCL_MAX_TOKENS = 1024
 #: ``--suite bfcl``'s context for a local model: a multi-turn case offers up to 8,000
 #: tokens of functions, then grows by its turns and results.
 BFCL_CTX = 16384
+#: ``--suite bfcl``'s seconds for one reply (BFCL itself sets none): a hung engine is still
+#: caught, a 1,024-token reply after an 8,000-token prompt on a loaded CPU is not cut.
+BFCL_TIMEOUT = 600.0
 
 __all__ = ["add_bench"]
 
@@ -77,7 +80,12 @@ def add_bench(b: argparse.ArgumentParser) -> None:
         help="skip the second, constrained pass (in-process, and --engine vllm or llama-server)",
     )
     b.add_argument("--concurrency", type=int, default=1)
-    b.add_argument("--timeout", type=float, default=120.0)
+    b.add_argument(
+        "--timeout",
+        type=float,
+        help=f"seconds a reply may take (120; BFCL: {BFCL_TIMEOUT:g}: a multi-turn case's "
+        "first reply reads thousands of tokens of functions, slow on a busy CPU)",
+    )
     b.add_argument("--json", action="store_true", help="the whole report as JSON")
     b.add_argument("--labbook", help="append one JSON line per run to this file")
     b.add_argument("--notes", help="free notes for the labbook")
@@ -109,6 +117,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from ..bench import load_prompts, run_bench, summary
     from ..models import local_model
 
+    if args.timeout is None:
+        args.timeout = BFCL_TIMEOUT if args.suite == "bfcl" else 120.0
     spec = backend_spec(
         local=args.local,
         base_url=args.base_url,
