@@ -346,6 +346,8 @@ def test_an_engine_that_fails_mid_conversation_fails_the_case() -> None:
     for column in ("alone", "sent", "recovered"):
         assert outcome.verdicts[column].error_type == "multi_turn:inference_error", column
         assert column in outcome.errors
+    # the summary says why each failed, not only how many
+    assert "! multi_turn_base_0 (as sent): " in summary(report)
 
 
 def test_a_model_still_calling_in_the_last_turn_is_judged_on_its_calls() -> None:

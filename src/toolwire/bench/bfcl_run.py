@@ -443,6 +443,9 @@ def summary(report: BfclReport) -> str:
     if any(report.failed(c) for c in cols):
         errs = ", ".join(f"{names[c]} {report.failed(c)}" for c in cols if report.failed(c))
         lines.append(f"  cases that failed to run (scored as no call): {errs}")
+        for outcome in report.outcomes:  # each with why, so that a failure can be explained
+            for column, why in outcome.errors.items():
+                lines.append(f"    ! {outcome.case.id} ({names[column]}): {why[:160]}")
     pairs = [("recovered", "sent"), ("constrained", "sent"), ("recovered", "alone")]
     for column, against in pairs:
         if column not in cols or against not in cols:
