@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from .bfcl_check import openai_tools
 from .bfcl_data import BfclCase
 from .bfcl_multi import ADDED_FUNCTIONS, Conversed
 from .bfcl_state import MAX_STEPS, Call, World
@@ -86,7 +87,7 @@ class EngineAlone:
                 messages.append({"role": "user", "content": ADDED_FUNCTIONS})
             else:
                 messages.extend(case.question[index])
-            tools = BfclCase("", case.category, [], functions, None).tools
+            tools = openai_tools(functions)
             steps: list[list[Call]] = []
             try:
                 while True:
