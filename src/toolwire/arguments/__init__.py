@@ -2,10 +2,28 @@
 
 Pure code: text and a schema in, typed values (with every repair named) or an explanation a
 model can act on out. :func:`prepare_arguments` is the whole pipeline.
+
+Each name is imported on first use (PEP 562): a reader that needs only the almost-JSON
+reader does not load the schema checker.
 """
 
-from .pipeline import PreparedArguments, prepare_arguments
-from .read import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH, ReadResult, read_json
+from __future__ import annotations
+
+import importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from .pipeline import PreparedArguments, prepare_arguments
+    from .read import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH, ReadResult, read_json
+
+_HOMES = {
+    "MAX_ARGUMENT_CHARS": "read",
+    "MAX_ARGUMENT_DEPTH": "read",
+    "PreparedArguments": "pipeline",
+    "ReadResult": "read",
+    "prepare_arguments": "pipeline",
+    "read_json": "read",
+}
 
 __all__ = [
     "MAX_ARGUMENT_CHARS",
@@ -15,3 +33,12 @@ __all__ = [
     "prepare_arguments",
     "read_json",
 ]
+
+
+def __getattr__(name: str) -> _typing.Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

@@ -18,16 +18,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from jsonschema.exceptions import best_match
-from jsonschema.protocols import Validator
 
 from ..budget import charge
 from ..errors import ArgumentsError
-from .keywords import SCHEMA_FORMATS, Checker
-from .metaschema import flat_metaschema
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 from .patterns import matching_pattern, unchecked
 
 __all__ = [
@@ -58,6 +57,11 @@ def _dumped(schema: Mapping[str, Any]) -> str | bytes:
 def _meta() -> Validator:
     """The checker of schemas: Draft 2020-12's meta-schema as one document (see
     :mod:`.metaschema`), each keyword it evaluates charged like any check's."""
+    # (jsonschema is loaded with the first check: a reader that only walks a schema, to
+    # tell which tool a call names, starts without it)
+    from .keywords import SCHEMA_FORMATS, Checker
+    from .metaschema import flat_metaschema
+
     meta: Validator = Checker(flat_metaschema(), format_checker=SCHEMA_FORMATS)
     return meta
 
@@ -73,6 +77,10 @@ def _validator(dumped: str | bytes) -> Validator:
     problem = ref_problem(schema) or _loop(schema)
     if problem is not None:
         raise ArgumentsError(f"The tool's schema is not usable: {problem}", kind="schema")
+    from jsonschema.exceptions import best_match
+
+    from .keywords import Checker
+
     error = best_match(_meta().iter_errors(schema))
     if error is not None:
         raise ArgumentsError(

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import os
 import threading
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
+from queue import SimpleQueue
 from typing import Any
 
 from ..conversation import prune
@@ -35,7 +38,7 @@ from .generate import Generation
 from .prefix import KEPT_BYTES, SavedPrefixes
 from .prompt import TemplateTransport
 
-__all__ = ["LOCAL_FIELDS", "LlamaCppBackend"]
+__all__ = ["LOCAL_FIELDS", "LlamaCppBackend", "engine_threads"]
 
 #: The sampling fields the local engine honours (llama.cpp's samplers, ``logit_bias`` added
 #: to the logits before them; ``stop`` is cut by the pipeline as the reply is read). Engine
@@ -55,6 +58,57 @@ LOCAL_FIELDS = frozenset(
 )
 
 _END = object()
+
+
+def engine_threads(
+    allowed: Sequence[int] | None = None, cpus: Path = Path("/sys/devices/system/cpu")
+) -> int:
+    """One thread per physical core this process may run on (``allowed``: its CPUs, None:
+    its affinity), as llama.cpp's server counts them by default (a core's second hardware
+    thread only slows the matrix work down); every allowed CPU where ``cpus`` does not tell
+    the topology."""
+    if allowed is None:
+        try:
+            allowed = sorted(os.sched_getaffinity(0))
+        except (AttributeError, OSError):  # not Linux
+            return max(1, os.cpu_count() or 1)
+    cores = set()
+    for cpu in allowed:
+        topology = cpus / f"cpu{cpu}" / "topology"
+        try:
+            package = (topology / "physical_package_id").read_text().strip()
+            core = (topology / "core_id").read_text().strip()
+        except OSError:
+            return max(1, len(allowed))
+        cores.add((package, core))
+    return max(1, len(cores))
+
+
+class _Worker:
+    """The one thread that generates on one model, for as long as the model is loaded.
+
+    llama.cpp computes each token on a pool of OpenMP threads that belongs to the thread
+    that calls it; a thread made per reply makes a pool per reply, and two pools alive at
+    once (a reply's, and one left by any other caller) outnumber the cores, so OpenMP stops
+    spinning between the steps of a token: decoding was a third slower on two cores
+    (``benchmarks/local_engine.py``). A daemon thread, as the one per reply was: a process
+    that exits mid-reply is not held by it."""
+
+    def __init__(self) -> None:
+        self._jobs: SimpleQueue[Callable[[], None]] = SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._start = threading.Lock()
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._start:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, daemon=True, name="llamacpp")
+                self._thread.start()
+        self._jobs.put(job)
+
+    def _run(self) -> None:
+        while True:
+            self._jobs.get()()  # a job reports its own failures (``_generate``)
 
 
 class _Reused(int):
@@ -86,6 +140,7 @@ class LlamaCppBackend(TemplateTransport):
         *,
         n_ctx: int = 4096,
         n_threads: int | None = None,
+        flash_attn: bool = True,
         tool_format: str = "auto",
         seed: int = 0,
         default_max_tokens: int = 512,
@@ -94,7 +149,13 @@ class LlamaCppBackend(TemplateTransport):
         saved_prefix_bytes: int = KEPT_BYTES,
     ) -> None:
         """``saved_prefix_bytes``: the bytes of contexts kept for conversations that take
-        turns on the model (:class:`~toolwire.backends.prefix.SavedPrefixes`; 0: none)."""
+        turns on the model (:class:`~toolwire.backends.prefix.SavedPrefixes`; 0: none).
+
+        ``n_threads`` (None: :func:`engine_threads`) serves both the prompt and each token,
+        and flash attention is on, as llama.cpp's own server has them by default:
+        llama-cpp-python's defaults (half the logical CPUs for each token, attention without
+        flash) made decoding half as fast on two cores and a 6,000-token prompt a third
+        slower than ``llama-server`` on the same GGUF (``benchmarks/local_engine.py``)."""
         if llama is None:
             try:
                 from llama_cpp import Llama
@@ -107,7 +168,9 @@ class LlamaCppBackend(TemplateTransport):
             llama = Llama(
                 model_path=str(model_path),
                 n_ctx=n_ctx,
-                n_threads=n_threads,
+                n_threads=n_threads or engine_threads(),
+                n_threads_batch=n_threads or engine_threads(),
+                flash_attn=flash_attn,
                 seed=seed,
                 verbose=False,
             )
@@ -134,6 +197,7 @@ class LlamaCppBackend(TemplateTransport):
         )
         self.endpoint = "local:" + str(model_path)
         self._lock = threading.Lock()  # one generation at a time on one context
+        self._worker = _Worker()
         self.prefixes = SavedPrefixes(saved_prefix_bytes)
 
     # ------------------------------------------------------------------ the model's own
@@ -232,10 +296,7 @@ class LlamaCppBackend(TemplateTransport):
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         stop = threading.Event()
-        worker = threading.Thread(
-            target=self._generate, args=(prepared, max_tokens, loop, queue, stop), daemon=True
-        )
-        worker.start()
+        self._worker.submit(partial(self._generate, prepared, max_tokens, loop, queue, stop))
         generated = reused = 0
         finish = "stop"
         try:

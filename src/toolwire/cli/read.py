@@ -14,7 +14,7 @@ from ..errors import ArgumentsError, UsageError
 from .common import FORMAT_HELP, format_name, print_json, read_json, read_tools
 
 if TYPE_CHECKING:
-    from ..formats.base import ParseResult, ToolIndex
+    from ..formats.base import Family, ParseResult, ToolIndex
     from ..messages import ToolCall
 
 __all__ = ["add_args", "add_parse"]
@@ -57,8 +57,6 @@ def add_args(a: argparse.ArgumentParser) -> None:
 def _call_json(call: ToolCall, schemas: ToolIndex | None, notices: list[str]) -> dict[str, Any]:
     """A call as ``parse`` prints it: with tools given, its arguments typed by the tool's
     schema (the one way toolwire types them), and what that changed."""
-    from ..arguments import prepare_arguments
-
     out: dict[str, Any] = {"id": call.id, "name": call.name, "arguments": call.arguments}
     if schemas is None:
         return out
@@ -70,6 +68,8 @@ def _call_json(call: ToolCall, schemas: ToolIndex | None, notices: list[str]) ->
     raw: str | dict[str, Any] = (
         call.arguments_text if call.arguments_text.strip() else call.arguments
     )
+    from ..arguments import prepare_arguments  # (the schema checker: only with tools)
+
     try:
         done = prepare_arguments(raw, schema, name=call.name, text_values=call.text_values)
     except ArgumentsError as exc:
@@ -96,14 +96,18 @@ def _result_json(result: ParseResult, tools: list[dict[str, Any]] | None = None)
 def _cmd_parse(args: argparse.Namespace) -> int:
     from ..formats.base import ParseResult, assemble
     from ..formats.registry import get_family
-    from ..formats.words import Words
 
     text = sys.stdin.read()
     tools = read_tools(args.tools)
     if args.format == "none":
         result = ParseResult(text)
     else:
-        family = Words() if args.format == Words.name else get_family(args.format)
+        if args.format == WORDS:  # (the reader for tools in words: loaded only for them)
+            from ..formats.words import Words
+
+            family: Family = Words()
+        else:
+            family = get_family(args.format)
         if args.chunk:
             if args.chunk < 1:
                 raise UsageError("--chunk takes a positive number of characters")

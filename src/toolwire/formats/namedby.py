@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..arguments.schema import declared, matching_pattern, resolve
 from ..events import NoticeCode
 from .base import ToolIndex
 from .formsteps import NAMED
@@ -38,6 +37,9 @@ def fitting_tool(tools: ToolIndex, args: Mapping[str, object]) -> str | None:
 
 
 def _takes(schema: Mapping[str, object], args: Mapping[str, object]) -> bool:
+    # (the schema walkers, loaded by the first call that needs naming: most replies never do)
+    from ..arguments.schema import declared, matching_pattern, resolve
+
     props, patterns, is_open = declared(schema, schema)
     if not is_open and any(k not in props and not matching_pattern(patterns, k) for k in args):
         return False

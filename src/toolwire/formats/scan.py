@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 __all__ = ["Markers", "markers", "special_words"]
 
@@ -25,20 +25,33 @@ class Markers:
         if not found:
             raise ValueError("no markers")
         self.markers = found
-        # longest first: where two markers start at the same place, the longer one is meant
-        pattern = "|".join(re.escape(m) for m in sorted(found, key=len, reverse=True))
-        self._search = re.compile(pattern).search
-        # a proper start of a marker at the very end of the text; the leftmost is the longest
-        starts = sorted({m[:k] for m in found for k in range(1, len(m))}, key=len, reverse=True)
-        self._end = re.compile("(?:" + "|".join(map(re.escape, starts)) + r")\Z").search
         self._longest_start = max(len(m) for m in found) - 1
         #: The characters a marker's proper start may end with: text ending with none of
         #: them holds nothing back (most chunks, decided at a glance).
         self._start_ends: frozenset[str] | None = frozenset(
             m[k - 1] for m in found for k in range(1, len(m))
         )
-        #: A marker's first character: a start within reach of the text's end holds one.
-        self._first = re.compile("[" + "".join(sorted({re.escape(m[0]) for m in found})) + "]")
+
+    # The patterns are compiled on first use: every family's markers are made when the
+    # families are declared, and a command that reads one family's reply compiles its own.
+
+    @functools.cached_property
+    def _search(self) -> Callable[..., re.Match[str] | None]:
+        # longest first: where two markers start at the same place, the longer one is meant
+        longest = sorted(self.markers, key=len, reverse=True)
+        return re.compile("|".join(map(re.escape, longest))).search
+
+    @functools.cached_property
+    def _end(self) -> Callable[..., re.Match[str] | None]:
+        # a proper start of a marker at the very end of the text; the leftmost is the longest
+        found = self.markers
+        starts = sorted({m[:k] for m in found for k in range(1, len(m))}, key=len, reverse=True)
+        return re.compile("(?:" + "|".join(map(re.escape, starts)) + r")\Z").search
+
+    @functools.cached_property
+    def _first(self) -> re.Pattern[str]:
+        """A marker's first character: a start within reach of the text's end holds one."""
+        return re.compile("[" + "".join(sorted({re.escape(m[0]) for m in self.markers})) + "]")
 
     def find(self, text: str, start: int = 0, end: int | None = None) -> tuple[int, str]:
         """The first marker in ``text[start:end]``: ``(position, marker)``, or ``(-1, "")``."""

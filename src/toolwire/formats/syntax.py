@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -47,6 +48,26 @@ __all__ = ["TOOL_RESPONSE", "Syntax", "special_words"]
 
 #: How Qwen's and Hermes' templates, and many after them, frame a tool's result.
 TOOL_RESPONSE = (("<tool_response>", "</tool_response>"),)
+
+
+class _OnUse:
+    """A family's attribute made the first time it is read: its stream class (the markers,
+    forms and echoes of its reader) and its grammar. Making them for every family when the
+    families are declared was most of the start-up of a command that reads one family's
+    reply. Made under a lock: every reader of a family shares one class."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make: Callable[[], Any] | None = make
+        self._made: Any = None
+        self._lock = threading.Lock()
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        if self._make is not None:
+            with self._lock:
+                if self._make is not None:
+                    self._made = self._make()
+                    self._make = None
+        return self._made
 
 
 @dataclass(frozen=True)
@@ -153,21 +174,23 @@ class Syntax:
         layers += (TurnOpener,) if self.turn_opener else ()
         layers += (QuotedInFences,) if self.quoted_in_fences else ()
         layers += (WholeReply,) if any(f.whole for f in self.forms) else ()
-        stream = type(
-            f"{_title(self.name)}Stream",
-            (*layers, DerivedStream),
-            # the end tokens at the reply's very end: where the turn stopped, not text
-            {
-                "marker": self.shape.marker,
-                "shape": self.shape,
-                "forms": self.also,
-                "turn_ends": (*self.end_tokens, *self.message_ends),
-                "turn_opener": self.turn_opener,
-                "primed": self.primed,
-                "tool_outputs": self.tool_outputs,
-            },
-        )
         syntax = self
+
+        def stream() -> type[MarkerStream]:
+            return type(
+                f"{_title(syntax.name)}Stream",
+                (*layers, DerivedStream),
+                # the end tokens at the reply's very end: where the turn stopped, not text
+                {
+                    "marker": syntax.shape.marker,
+                    "shape": syntax.shape,
+                    "forms": syntax.also,
+                    "turn_ends": (*syntax.end_tokens, *syntax.message_ends),
+                    "turn_opener": syntax.turn_opener,
+                    "primed": syntax.primed,
+                    "tool_outputs": syntax.tool_outputs,
+                },
+            )
 
         def sampler(form: int) -> Sample:
             def sample(name: str, args: Mapping[str, Any], index: int) -> str:
@@ -182,8 +205,8 @@ class Syntax:
                 "name": self.name,
                 "label": self.label,
                 "markers": self.markers,
-                "stream_class": stream,
-                "grammar": self.grammar,
+                "stream_class": _OnUse(stream),
+                "grammar": _OnUse(lambda: syntax.grammar),
                 "call_ids": self.call_ids,
                 "one_call_per_message": self.one_call_per_message,
                 "reasoning": self.reasoning,

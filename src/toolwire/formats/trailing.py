@@ -36,7 +36,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from .. import events as ev
-from ..arguments import prepare_arguments
 from ..errors import ArgumentsError
 from ..messages import ToolCall
 from .base import MAX_JSON_DEPTH, ReplyStream, ToolIndex
@@ -211,6 +210,9 @@ def fit_calls(calls: list[ToolCall], tools: ToolIndex) -> bool:
     to a tool, with arguments the tool cannot take, is prose, never run."""
     if not calls:
         return False
+    # (the schema checker is loaded by the first check: reading a reply needs none)
+    from ..arguments.pipeline import prepare_arguments
+
     for call in calls:
         schema = tools.schema(call.name)
         if schema is None:

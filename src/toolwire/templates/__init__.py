@@ -9,13 +9,33 @@
 
 Limits on template size, output size and value sizes are constants in
 :mod:`toolwire.templates.sandbox`; the default budget's are in :mod:`toolwire.templates.budget`.
+
+
+Each name is imported on first use (PEP 562): a module that needs only the shaping of
+messages (the call ids every family writes) does not load Jinja.
 """
 
-from toolwire.templates.budget import TemplateBudget
-from toolwire.templates.chat import ChatTemplate
-from toolwire.templates.gguf import GGUFInfo, read_gguf
-from toolwire.templates.load import load_template
-from toolwire.templates.shaping import normalize_tools, shape_messages
+from __future__ import annotations
+
+import importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from toolwire.templates.budget import TemplateBudget
+    from toolwire.templates.chat import ChatTemplate
+    from toolwire.templates.gguf import GGUFInfo, read_gguf
+    from toolwire.templates.load import load_template
+    from toolwire.templates.shaping import normalize_tools, shape_messages
+
+_HOMES = {
+    "ChatTemplate": "chat",
+    "GGUFInfo": "gguf",
+    "TemplateBudget": "budget",
+    "load_template": "load",
+    "normalize_tools": "shaping",
+    "read_gguf": "gguf",
+    "shape_messages": "shaping",
+}
 
 __all__ = [
     "ChatTemplate",
@@ -26,3 +46,12 @@ __all__ = [
     "read_gguf",
     "shape_messages",
 ]
+
+
+def __getattr__(name: str) -> _typing.Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
