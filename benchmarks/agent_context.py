@@ -26,8 +26,15 @@ minutes per first turn on each side. By default the tools are the four an agent 
 
     python benchmarks/agent_context.py [--turns 4] [--tools all] [--max-tokens 48]
 
-Measured on 2026-12-02 (two cores shared with other work, so single figures vary by tens of
-per cent; ctx 32,768), toolwire over llama-server, time to the first token:
+Measured on 2026-12-08, toolwire with its engine set as llama-server sets it (a thread per
+physical core, flash attention on, one generating thread per model), ``--tools all
+--max-tokens 1 --turns 3``: turn 1 150.9 s / 157.3 s (0.96), turn 2 2.30 s / 2.27 s (1.01),
+turn 3 2.30 s / 2.23 s (1.03).
+
+Measured on 2026-12-02, before that (llama-cpp-python's defaults: one thread per token on
+two cores, no flash attention; llama-server with flash attention off; two cores shared with
+other work, so single figures vary by tens of per cent; ctx 32,768), toolwire over
+llama-server, time to the first token:
 
 - ``--tools all --max-tokens 1`` (11,625 tokens): turn 1 486 s / 330 s (1.47), turn 2
   2.40 s / 2.74 s (0.87), turn 3 1.98 s / 2.63 s (0.75);
