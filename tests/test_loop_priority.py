@@ -10,9 +10,10 @@ import time
 
 import pytest
 
-from toolwire.server import priority as loop_priority
 from toolwire.server.pressure import Pressure
 from toolwire.server.priority import SHARE, Meter, Priority, _Metered, metered
+
+from .work_count import waits_asked
 
 
 def _busy(seconds: float) -> None:
@@ -61,24 +62,10 @@ def test_a_costly_request_takes_a_tenth_of_a_busy_loop() -> None:
     assert metered_cheap > 1.5 * plain_cheap
 
 
-def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """Each wait a metered request is made to take before a step (seconds): what the meter
-    decides, which a busy machine does not stretch as it stretches the time taken."""
-    asked: list[float] = []
-    sleep = loop_priority._sleep
-
-    def recorded(seconds: float) -> asyncio.Future[None]:
-        asked.append(seconds)
-        return sleep(seconds)
-
-    monkeypatch.setattr(loop_priority, "_sleep", recorded)
-    return asked
-
-
 def test_alone_on_the_loop_a_costly_request_goes_at_full_speed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    waited = waits(monkeypatch)
+    waited = waits_asked(monkeypatch)
 
     async def main() -> int:
         quiet = Pressure("/nonexistent/pressure")  # a machine with cores to spare

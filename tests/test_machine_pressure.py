@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from toolwire.budget import WorkBudget, charging
-from toolwire.server import priority as loop_priority
 from toolwire.server.pressure import STALLED, WINDOW, Pressure
 from toolwire.server.priority import Meter, Priority, _Metered
 from toolwire.server.validate import decode_body
 from toolwire.server.work import WORKER_NICE, WorkPool
+
+from .work_count import waits_asked
 
 #: ``/proc/pressure/cpu`` as Linux writes it.
 _PSI = (
@@ -82,14 +83,7 @@ def test_a_costly_request_alone_on_the_loop_yields_to_a_contended_machine(
 ) -> None:
     # the waits the meter makes the request take (seconds), not the time it took: a busy
     # machine stretches the time, quiet or contended as this test says it is
-    waited: list[float] = []
-    sleep = loop_priority._sleep
-
-    def recorded(seconds: float) -> asyncio.Future[None]:
-        waited.append(seconds)
-        return sleep(seconds)
-
-    monkeypatch.setattr(loop_priority, "_sleep", recorded)
+    waited = waits_asked(monkeypatch)
 
     def waits(machine: Pressure) -> float:
         async def main() -> None:

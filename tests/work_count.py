@@ -17,11 +17,16 @@ text read again and again counts characters where they are read.
 
 from __future__ import annotations
 
+import asyncio
 import cProfile
 from collections.abc import Callable
 from typing import TypeVar
 
-__all__ = ["calls_made"]
+import pytest
+
+from toolwire.server import priority as loop_priority
+
+__all__ = ["calls_made", "waits_asked"]
 
 T = TypeVar("T")
 
@@ -35,3 +40,18 @@ def calls_made(work: Callable[[], T]) -> tuple[T, int]:
     finally:
         profile.disable()
     return result, sum(entry.callcount for entry in profile.getstats())
+
+
+def waits_asked(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Each wait the event loop's meter makes a costly request take before a step
+    (seconds), recorded as it is asked: what the meter decides, which a busy machine does
+    not stretch as it stretches the time taken."""
+    asked: list[float] = []
+    sleep = loop_priority._sleep
+
+    def recorded(seconds: float) -> asyncio.Future[None]:
+        asked.append(seconds)
+        return sleep(seconds)
+
+    monkeypatch.setattr(loop_priority, "_sleep", recorded)
+    return asked

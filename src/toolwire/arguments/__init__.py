@@ -9,8 +9,9 @@ reader does not load the schema checker.
 
 from __future__ import annotations
 
-import importlib
 import typing as _typing
+
+from toolwire.lazy import lazy_names
 
 if _typing.TYPE_CHECKING:
     from .pipeline import PreparedArguments, prepare_arguments
@@ -34,11 +35,4 @@ __all__ = [
     "read_json",
 ]
 
-
-def __getattr__(name: str) -> _typing.Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _HOMES)

@@ -165,11 +165,12 @@ class LlamaCppBackend(TemplateTransport):
                 ) from exc
             if not Path(model_path).is_file():
                 raise ModelNotFoundError(f"no model file at {model_path}")
+            threads = n_threads or engine_threads()
             llama = Llama(
                 model_path=str(model_path),
                 n_ctx=n_ctx,
-                n_threads=n_threads or engine_threads(),
-                n_threads_batch=n_threads or engine_threads(),
+                n_threads=threads,
+                n_threads_batch=threads,
                 flash_attn=flash_attn,
                 seed=seed,
                 verbose=False,

@@ -17,8 +17,9 @@ messages (the call ids every family writes) does not load Jinja.
 
 from __future__ import annotations
 
-import importlib
 import typing as _typing
+
+from toolwire.lazy import lazy_names
 
 if _typing.TYPE_CHECKING:
     from toolwire.templates.budget import TemplateBudget
@@ -47,11 +48,4 @@ __all__ = [
     "shape_messages",
 ]
 
-
-def __getattr__(name: str) -> _typing.Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _HOMES)
